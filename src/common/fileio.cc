@@ -1,0 +1,344 @@
+#include "common/fileio.h"
+
+#include <bzlib.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+
+namespace npm {
+
+namespace {
+
+std::string errnoText(int error) { return std::strerror(error); }
+
+const char* bzErrorText(int code) {
+  switch (code) {
+    case BZ_IO_ERROR: return "I/O error";
+    case BZ_MEM_ERROR: return "out of memory";
+    case BZ_DATA_ERROR: return "corrupt bzip2 data";
+    case BZ_DATA_ERROR_MAGIC: return "not bzip2 data";
+    case BZ_UNEXPECTED_EOF: return "truncated bzip2 data";
+    case BZ_PARAM_ERROR: return "bad bzip2 parameter";
+    default: return "bzip2 error";
+  }
+}
+
+constexpr std::size_t kBufferSize = 256 * 1024;
+
+}  // namespace
+
+bool hasBz2Suffix(std::string_view name) {
+  return name.size() >= 4 && name.substr(name.size() - 4) == ".bz2";
+}
+
+// ---------------------------------------------------------------- OutputFile
+
+OutputFile::OutputFile(const std::string& path, int level)
+    : OutputFile(path, hasBz2Suffix(path), level) {}
+
+OutputFile::OutputFile(const std::string& path, bool compress, int level) : path_(path) {
+  // Temporary beside the target, so that the final rename stays on one file system.
+  tmpPath_ = path + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(tmpPath_.data());
+  if (fd < 0) {
+    const int error = errno;
+    tmpPath_.clear();
+    throw FileError("cannot create " + path + ": " + errnoText(error));
+  }
+  // mkstemp() creates 0600; give the result the usual permissions of a new file.
+  // (umask is read once: reading it means setting it, which must not race.)
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
+  ::fchmod(fd, 0666 & ~mask);
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    const int error = errno;
+    ::close(fd);
+    ::unlink(tmpPath_.c_str());
+    throw FileError("cannot create " + path + ": " + errnoText(error));
+  }
+  openFile(compress, level);
+}
+
+OutputFile OutputFile::anonymous(bool compress, int level) {
+  OutputFile out;
+  out.path_ = "(temporary file)";
+  out.file_ = std::tmpfile();
+  if (out.file_ == nullptr) {
+    throw FileError("cannot create a temporary file: " + errnoText(errno));
+  }
+  out.openFile(compress, level);
+  return out;
+}
+
+void OutputFile::openFile(bool compress, int level) {
+  std::setvbuf(file_, nullptr, _IOFBF, kBufferSize);
+  if (compress) {
+    int bzerror = BZ_OK;
+    bz_ = BZ2_bzWriteOpen(&bzerror, file_, level < 1 ? 1 : (level > 9 ? 9 : level), 0, 30);
+    if (bzerror != BZ_OK) {
+      bz_ = nullptr;
+      fail(std::string("cannot start bzip2 stream: ") + bzErrorText(bzerror));
+    }
+  }
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept { *this = std::move(other); }
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    file_ = other.file_;
+    bz_ = other.bz_;
+    path_ = std::move(other.path_);
+    tmpPath_ = std::move(other.tmpPath_);
+    written_ = other.written_;
+    other.file_ = nullptr;
+    other.bz_ = nullptr;
+    other.tmpPath_.clear();
+  }
+  return *this;
+}
+
+OutputFile::~OutputFile() { discard(); }
+
+void OutputFile::fail(const std::string& what) {
+  const std::string message = "cannot write " + path_ + ": " + what;
+  discard();
+  throw FileError(message);
+}
+
+void OutputFile::write(std::string_view data) {
+  if (file_ == nullptr) {
+    throw FileError("cannot write " + path_ + ": file is not open");
+  }
+  if (data.empty()) return;
+  if (bz_ != nullptr) {
+    int bzerror = BZ_OK;
+    BZ2_bzWrite(&bzerror, bz_, const_cast<char*>(data.data()), static_cast<int>(data.size()));
+    if (bzerror != BZ_OK) {
+      fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
+    }
+  } else if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
+    fail(errnoText(errno));
+  }
+  written_ += data.size();
+}
+
+void OutputFile::printf(const char* format, ...) {
+  char small[512];
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(small, sizeof(small), format, args);
+  va_end(args);
+  if (n < 0) fail("formatting error");
+  if (static_cast<std::size_t>(n) < sizeof(small)) {
+    write(std::string_view(small, static_cast<std::size_t>(n)));
+    return;
+  }
+  std::string big(static_cast<std::size_t>(n) + 1, '\0');
+  va_start(args, format);
+  std::vsnprintf(big.data(), big.size(), format, args);
+  va_end(args);
+  big.resize(static_cast<std::size_t>(n));
+  write(big);
+}
+
+void OutputFile::finishStream() {
+  if (bz_ != nullptr) {
+    int bzerror = BZ_OK;
+    BZ2_bzWriteClose(&bzerror, bz_, 0, nullptr, nullptr);
+    bz_ = nullptr;
+    if (bzerror != BZ_OK) {
+      fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
+    }
+  }
+  if (std::fflush(file_) != 0) fail(errnoText(errno));
+}
+
+void OutputFile::commit() {
+  if (file_ == nullptr) return;
+  finishStream();
+  if (::fsync(::fileno(file_)) != 0 && errno != EINVAL) fail(errnoText(errno));
+  if (std::fclose(file_) != 0) {
+    file_ = nullptr;
+    fail(errnoText(errno));
+  }
+  file_ = nullptr;
+  if (!tmpPath_.empty()) {
+    if (std::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
+      const int error = errno;
+      ::unlink(tmpPath_.c_str());
+      tmpPath_.clear();
+      throw FileError("cannot write " + path_ + ": " + errnoText(error));
+    }
+    tmpPath_.clear();
+  }
+}
+
+std::FILE* OutputFile::takeForReading() {
+  if (file_ == nullptr) throw FileError("cannot read back " + path_ + ": file is not open");
+  finishStream();
+  std::FILE* f = file_;
+  file_ = nullptr;
+  std::rewind(f);
+  return f;
+}
+
+void OutputFile::discard() noexcept {
+  if (bz_ != nullptr) {
+    int bzerror = BZ_OK;
+    BZ2_bzWriteClose(&bzerror, bz_, 1, nullptr, nullptr);
+    bz_ = nullptr;
+  }
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (!tmpPath_.empty()) {
+    ::unlink(tmpPath_.c_str());
+    tmpPath_.clear();
+  }
+}
+
+// ----------------------------------------------------------------- InputFile
+
+InputFile::InputFile(const std::string& path) : name_(path) {
+  if (path == "-") {
+    file_ = stdin;
+  } else {
+    file_ = std::fopen(path.c_str(), "rb");
+    if (file_ == nullptr) throw FileError("cannot open " + path + ": " + errnoText(errno));
+    ownsFile_ = true;
+  }
+  in_.resize(kBufferSize);
+  out_.resize(kBufferSize);
+  inLen_ = readRaw(in_.data(), in_.size());
+  compressed_ = inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0;
+}
+
+InputFile::InputFile(std::FILE* file, std::string name) : file_(file), name_(std::move(name)) {
+  in_.resize(kBufferSize);
+  out_.resize(kBufferSize);
+  inLen_ = readRaw(in_.data(), in_.size());
+  compressed_ = inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0;
+}
+
+InputFile::~InputFile() {
+  if (strm_ != nullptr) {
+    BZ2_bzDecompressEnd(static_cast<bz_stream*>(strm_));
+    delete static_cast<bz_stream*>(strm_);
+  }
+  if (ownsFile_ && file_ != nullptr) std::fclose(file_);
+}
+
+std::size_t InputFile::readRaw(char* buffer, std::size_t length) {
+  if (rawEof_) return 0;
+  const std::size_t n = std::fread(buffer, 1, length, file_);
+  if (n < length) {
+    if (std::ferror(file_)) throw FileError("cannot read " + name_ + ": " + errnoText(errno));
+    rawEof_ = true;
+  }
+  return n;
+}
+
+// Refills out_ with the next decoded bytes; false at the end of the input.
+bool InputFile::fill() {
+  outPos_ = outLen_ = 0;
+  if (!compressed_) {
+    if (inPos_ < inLen_) {  // bytes read while probing for the magic
+      std::memcpy(out_.data(), in_.data() + inPos_, inLen_ - inPos_);
+      outLen_ = inLen_ - inPos_;
+      inPos_ = inLen_;
+      return true;
+    }
+    outLen_ = readRaw(out_.data(), out_.size());
+    return outLen_ > 0;
+  }
+  auto* strm = static_cast<bz_stream*>(strm_);
+  while (outLen_ == 0) {
+    if (inPos_ == inLen_) {
+      inPos_ = 0;
+      inLen_ = readRaw(in_.data(), in_.size());
+    }
+    if (streamEnded_) {
+      if (inLen_ == 0) return false;  // clean end after a complete stream
+      if (strm == nullptr) {
+        strm = new bz_stream{};
+        strm_ = strm;
+      } else {
+        BZ2_bzDecompressEnd(strm);
+        *strm = bz_stream{};
+      }
+      if (BZ2_bzDecompressInit(strm, 0, 0) != BZ_OK) {
+        throw FileError("cannot read " + name_ + ": out of memory");
+      }
+      streamEnded_ = false;
+    }
+    if (inLen_ == 0) throw FileError("cannot read " + name_ + ": truncated bzip2 data");
+    strm->next_in = in_.data() + inPos_;
+    strm->avail_in = static_cast<unsigned>(inLen_ - inPos_);
+    strm->next_out = out_.data();
+    strm->avail_out = static_cast<unsigned>(out_.size());
+    const int rc = BZ2_bzDecompress(strm);
+    inPos_ = inLen_ - strm->avail_in;
+    outLen_ = out_.size() - strm->avail_out;
+    if (rc == BZ_STREAM_END) {
+      streamEnded_ = true;
+    } else if (rc != BZ_OK) {
+      throw FileError("cannot read " + name_ + ": " + bzErrorText(rc));
+    }
+  }
+  return true;
+}
+
+bool InputFile::getline(std::string& line) {
+  line.clear();
+  for (;;) {
+    if (outPos_ == outLen_ && !fill()) {
+      if (line.empty()) return false;
+      break;  // last line without '\n'
+    }
+    const char* begin = out_.data() + outPos_;
+    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', outLen_ - outPos_));
+    if (nl != nullptr) {
+      line.append(begin, nl);
+      outPos_ += static_cast<std::size_t>(nl - begin) + 1;
+      break;
+    }
+    line.append(begin, outLen_ - outPos_);
+    outPos_ = outLen_;
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  ++lineNumber_;
+  return true;
+}
+
+std::size_t InputFile::read(char* buffer, std::size_t length) {
+  std::size_t done = 0;
+  while (done < length) {
+    if (outPos_ == outLen_ && !fill()) break;
+    const std::size_t n = std::min(length - done, outLen_ - outPos_);
+    std::memcpy(buffer + done, out_.data() + outPos_, n);
+    outPos_ += n;
+    done += n;
+  }
+  return done;
+}
+
+std::string readWholeFile(const std::string& path) {
+  InputFile in(path);
+  std::string all;
+  char buffer[65536];
+  std::size_t n;
+  while ((n = in.read(buffer, sizeof(buffer))) > 0) all.append(buffer, n);
+  return all;
+}
+
+}  // namespace npm

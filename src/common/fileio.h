@@ -1,0 +1,119 @@
+// File input/output shared by every program of the tool-chain.
+//
+// OutputFile writes plain or bzip2-compressed text (chosen by the ".bz2" suffix or
+// explicitly) to a temporary name beside the target and renames it into place only
+// on commit(), so an aborted run never leaves a half-written file that looks whole.
+// Every I/O failure (full disk, read-only directory, ...) throws FileError with a
+// one-line message naming the file.
+//
+// InputFile reads plain or bzip2 input (recognised by its magic, so a misnamed
+// file still works), including multi-stream bzip2 files, and reports truncated or
+// corrupt compressed data as FileError instead of returning short data.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npm {
+
+class FileError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// True if the file name ends in ".bz2" (case-sensitive, as the reference).
+bool hasBz2Suffix(std::string_view name);
+
+class OutputFile {
+public:
+  OutputFile() = default;
+  // Opens `path` for writing; compressed if the name ends in ".bz2".
+  explicit OutputFile(const std::string& path, int level = 9);
+  OutputFile(const std::string& path, bool compress, int level);
+  // An anonymous temporary file (deleted when closed); see takeForReading().
+  static OutputFile anonymous(bool compress, int level = 9);
+
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();  // discards the file unless committed
+
+  bool isOpen() const { return file_ != nullptr; }
+  const std::string& path() const { return path_; }
+  bool compressed() const { return bz_ != nullptr; }
+  std::uint64_t bytesWritten() const { return written_; }  // uncompressed
+
+  void write(std::string_view data);
+  void write(const void* data, std::size_t length) {
+    write(std::string_view(static_cast<const char*>(data), length));
+  }
+  // printf-style formatted write.
+  void printf(const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+  // Finishes the stream, flushes, syncs, and renames the temporary into place.
+  void commit();
+  // For anonymous files: finishes the stream and returns the FILE rewound to the
+  // start, for reading back (ownership passes to the caller).
+  std::FILE* takeForReading();
+  // Removes the temporary (no effect after commit()).
+  void discard() noexcept;
+
+private:
+  void openFile(bool compress, int level);
+  void finishStream();
+  [[noreturn]] void fail(const std::string& what);
+
+  std::FILE* file_ = nullptr;
+  void* bz_ = nullptr;  // BZFILE*
+  std::string path_;
+  std::string tmpPath_;
+  std::uint64_t written_ = 0;
+};
+
+class InputFile {
+public:
+  // Opens `path` ("-" = standard input). Throws FileError if it cannot be opened.
+  explicit InputFile(const std::string& path);
+  // Reads from an already open FILE (not closed by InputFile).
+  InputFile(std::FILE* file, std::string name);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool compressed() const { return compressed_; }
+  // Next line without its '\n' (and without a trailing '\r'); false at the end.
+  bool getline(std::string& line);
+  // Up to `length` bytes; 0 at the end.
+  std::size_t read(char* buffer, std::size_t length);
+  // Number of the line last returned by getline() (1-based).
+  std::uint64_t lineNumber() const { return lineNumber_; }
+
+private:
+  bool fill();
+  std::size_t readRaw(char* buffer, std::size_t length);
+
+  std::FILE* file_ = nullptr;
+  bool ownsFile_ = false;
+  std::string name_;
+  bool compressed_ = false;
+  bool rawEof_ = false;
+  bool streamEnded_ = true;
+  void* strm_ = nullptr;  // bz_stream*
+  std::vector<char> in_;
+  std::size_t inPos_ = 0, inLen_ = 0;
+  std::vector<char> out_;
+  std::size_t outPos_ = 0, outLen_ = 0;
+  std::uint64_t lineNumber_ = 0;
+};
+
+// Reads a whole (plain or bzip2) file into a string.
+std::string readWholeFile(const std::string& path);
+
+}  // namespace npm

@@ -1,0 +1,122 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/fileio.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char templ[] = "/tmp/npm-test-XXXXXX";
+    path = ::mkdtemp(templ);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurpRaw(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+}  // namespace
+
+TEST_CASE("OutputFile writes plain text only on commit") {
+  TempDir dir;
+  const auto target = dir.path / "a.sca";
+  {
+    npm::OutputFile out(target.string());
+    out.printf("scalar \"%s\" \"%s\" %d\n", "x", "y", 42);
+    CHECK_FALSE(fs::exists(target));  // still under its temporary name
+    out.commit();
+  }
+  CHECK(slurpRaw(target) == "scalar \"x\" \"y\" 42\n");
+  CHECK(std::distance(fs::directory_iterator(dir.path), {}) == 1);
+}
+
+TEST_CASE("OutputFile destroyed without commit leaves nothing") {
+  TempDir dir;
+  {
+    npm::OutputFile out((dir.path / "b.vec").string());
+    out.write("partial");
+  }
+  CHECK(fs::is_empty(dir.path));
+}
+
+TEST_CASE("bzip2 round trip through OutputFile and InputFile") {
+  TempDir dir;
+  const auto target = dir.path / "c.vec.bz2";
+  std::string expected;
+  {
+    npm::OutputFile out(target.string());
+    CHECK(out.compressed());
+    for (int i = 0; i < 20000; ++i) {
+      out.printf("%06d\tline %d\n", i + 1, i);
+      expected += std::to_string(i) + ",";
+    }
+    out.commit();
+  }
+  CHECK(slurpRaw(target).substr(0, 3) == "BZh");
+  npm::InputFile in(target.string());
+  CHECK(in.compressed());
+  std::string line, seen;
+  while (in.getline(line)) seen += line.substr(line.rfind(' ') + 1) + ",";
+  CHECK(seen == expected);
+  CHECK(in.lineNumber() == 20000);
+}
+
+TEST_CASE("InputFile reads concatenated bzip2 streams") {
+  TempDir dir;
+  const auto one = dir.path / "1.bz2", two = dir.path / "2.bz2";
+  { npm::OutputFile o(one.string()); o.write("first\n"); o.commit(); }
+  { npm::OutputFile o(two.string()); o.write("second\n"); o.commit(); }
+  const auto both = dir.path / "both.bz2";
+  std::ofstream(both, std::ios::binary) << slurpRaw(one) << slurpRaw(two);
+  CHECK(npm::readWholeFile(both.string()) == "first\nsecond\n");
+}
+
+TEST_CASE("InputFile reports truncated and corrupt bzip2 data") {
+  TempDir dir;
+  const auto good = dir.path / "g.sca.bz2";
+  {
+    npm::OutputFile o(good.string());
+    for (int i = 0; i < 5000; ++i) o.printf("scalar \"o\" \"n%d\" %d\n", i, i * 7);
+    o.commit();
+  }
+  const std::string raw = slurpRaw(good);
+  const auto truncated = dir.path / "t.sca.bz2";
+  std::ofstream(truncated, std::ios::binary) << raw.substr(0, raw.size() / 2);
+  CHECK_THROWS_WITH(npm::readWholeFile(truncated.string()),
+                    Catch::Contains("t.sca.bz2") && Catch::Contains("truncated"));
+  std::string broken = raw;
+  broken[raw.size() / 2] ^= 0x55;
+  broken[raw.size() / 2 + 1] ^= 0x55;
+  const auto corrupt = dir.path / "x.sca.bz2";
+  std::ofstream(corrupt, std::ios::binary) << broken;
+  CHECK_THROWS_AS(npm::readWholeFile(corrupt.string()), npm::FileError);
+}
+
+TEST_CASE("OutputFile names the file when it cannot be created") {
+  CHECK_THROWS_WITH(npm::OutputFile("/proc/npm-no-such-dir/x.sca"),
+                    Catch::Contains("cannot create /proc/npm-no-such-dir/x.sca"));
+}
+
+TEST_CASE("anonymous OutputFile can be read back") {
+  auto out = npm::OutputFile::anonymous(true);
+  out.write("hello\nworld\n");
+  std::FILE* f = out.takeForReading();
+  char buffer[3];
+  CHECK(std::fread(buffer, 1, 3, f) == 3);
+  CHECK(std::string(buffer, 3) == "BZh");
+  std::rewind(f);
+  npm::InputFile in(f, "anon");
+  std::string line;
+  REQUIRE(in.getline(line));
+  CHECK(line == "hello");
+  std::fclose(f);
+}
