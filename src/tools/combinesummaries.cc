@@ -1,0 +1,258 @@
+// combinesummaries: concatenates tables (e.g. vector files or createsummary tables),
+// prefixing every row with the values of the variables of its input. Reference-compatible
+// command line and command language; see combinesummaries(1).
+//
+// Inputs are decompressed on a thread pool a few files ahead of the writer; the output is
+// compressed in parallel as concatenated bzip2 streams and renamed into place at the end.
+#include <cstdio>
+#include <iostream>
+
+#include "tools/toolcommon.h"
+
+using namespace npm;
+using namespace npm::tools;
+
+namespace {
+
+const char* const kProgram = "combinesummaries";
+
+enum OptionId { kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kQuiet, kJobs, kHelp, kVersion };
+
+const std::vector<OptionSpec> kOptions = {
+    {"compress", 'c', true, kCompress},         {"separator", 's', true, kSeparator},
+    {"line-numbers", 'l', false, kLineNumbers}, {"no-line-numbers", 'n', false, kNoLineNumbers},
+    {"quiet", 'q', false, kQuiet},              {"jobs", 'j', true, kJobs},
+    {"help", 'h', false, kHelp},                {"version", 'v', false, kVersion},
+};
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+      "Usage: %s output_file [variable_names] [options] <commands\n"
+      "Concatenates the tables named by commands on standard input into output_file\n"
+      "(bzip2-compressed if the name ends in .bz2), prefixing each row with the values of\n"
+      "its input.\n"
+      "\n"
+      "Options:\n"
+      "  -c, --compress N         bzip2 level 1-9 (default 9)\n"
+      "  -s, --separator S        separator between the values and the row (default TAB)\n"
+      "  -l, --line-numbers       inputs carry line numbers (R row names): keep them as\n"
+      "                           SubLineNo and number the output rows\n"
+      "  -n, --no-line-numbers    (default)\n"
+      "  -j, --jobs N             worker threads (default: number of CPUs)\n"
+      "  -q, --quiet              no banner, no summary, no progress\n"
+      "  -h, --help               this help\n"
+      "  -v, --version            version\n"
+      "\n"
+      "Commands (one per line on standard input):\n"
+      "  --varnames=NAMES         variable column names, space-separated\n"
+      "  --values=VALUES          values for the next --input (required before each)\n"
+      "  --input=FILE             table to append (plain or .bz2); its first line is the header\n"
+      "  --simulationsdirectory=D directory of the inputs (default .)\n",
+      kProgram);
+}
+
+struct Input {
+  std::string path;
+  std::string values;
+};
+
+// Whitespace-normalised header, for comparing the headers of the inputs.
+std::string normalise(std::string_view line) {
+  std::string out;
+  bool space = false;
+  for (const char c : line) {
+    if (c == ' ' || c == '\t') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int level = 9;
+  std::string separator = "\t";
+  bool lineNumbers = false, quiet = false;
+  unsigned jobs = 0;
+  std::string outputName, varNames;
+  try {
+    std::vector<ParsedOption> options;
+    std::vector<std::string> positional;
+    parseCommandLine(argc, argv, kOptions, options, positional);
+    for (const auto& o : options) {
+      switch (o.id) {
+        case kCompress:
+          level = static_cast<int>(parseInteger(o.value, 1, 9, "compression level"));
+          break;
+        case kSeparator:
+          if (o.value.empty()) throw UsageError("the separator must not be empty");
+          separator = o.value;
+          break;
+        case kLineNumbers: lineNumbers = true; break;
+        case kNoLineNumbers: lineNumbers = false; break;
+        case kQuiet: quiet = true; break;
+        case kJobs: jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs")); break;
+        case kHelp: usage(stdout); return 0;
+        case kVersion: std::printf("CombineSummaries %s\n", NPM_VERSION); return 0;
+      }
+    }
+    if (positional.empty()) throw UsageError("no output file given");
+    if (positional.size() > 2) throw UsageError("unexpected argument \"" + positional[2] + "\"");
+    outputName = positional[0];
+    if (positional.size() > 1) {
+      varNames = stripOuterQuotes(positional[1]);
+      if (!splitFields(varNames)) throw UsageError("unbalanced quotes in the variable names");
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    usage(stderr);
+    return 1;
+  }
+
+  // ------ Commands (small: read them all, check them before touching any file) ------
+  std::vector<Input> inputs;
+  std::optional<std::string> values;
+  std::string directory = ".";
+  std::string line;
+  std::uint64_t lineNo = 0;
+  auto fail = [&](const std::string& message) {
+    std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram,
+                 static_cast<unsigned long long>(lineNo), message.c_str());
+    return 1;
+  };
+  while (std::getline(std::cin, line)) {
+    ++lineNo;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line.rfind("--varnames=", 0) == 0) {
+      std::string names = stripOuterQuotes(line.substr(11));
+      if (!splitFields(names)) return fail("unbalanced quotes in --varnames");
+      if (!inputs.empty() && splitFields(names)->size() != splitFields(varNames)->size()) {
+        return fail("--varnames changes the number of variables after inputs were given");
+      }
+      varNames = std::move(names);
+    } else if (line.rfind("--values=", 0) == 0) {
+      std::string v = stripOuterQuotes(line.substr(9));
+      const auto fields = splitFields(v);
+      if (!fields) return fail("unbalanced quotes in --values");
+      const std::size_t names = splitFields(varNames)->size();
+      if (fields->size() != names) {
+        return fail("--values=" + v + " has " + std::to_string(fields->size()) +
+                    " fields, but there are " + std::to_string(names) + " variable names (" +
+                    varNames + ")");
+      }
+      values = std::move(v);
+    } else if (line.rfind("--input=", 0) == 0) {
+      if (!values) return fail(line + " without a preceding --values=");
+      inputs.push_back(Input{joinPath(directory, line.substr(8)), std::move(*values)});
+      values.reset();
+    } else if (line.rfind("--simulationsdirectory=", 0) == 0) {
+      directory = line.size() > 23 ? line.substr(23) : ".";
+    } else {
+      return fail("invalid command \"" + line + "\"");
+    }
+  }
+
+  if (!quiet) {
+    std::printf("CombineSummaries %s\n* Line Numbers:      %s\n* Compression Level: %d\n\n",
+                NPM_VERSION, lineNumbers ? "yes" : "no", level);
+  }
+
+  // ------ Read ahead on the pool, write in order -------------------------------------
+  const bool compress = outputName.size() >= 4 &&
+                        (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
+                         outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
+  ThreadPool pool(jobs > 0 ? jobs : defaultThreads());
+  Progress progress(kProgram, !quiet);
+  std::uint64_t outLines = 0, rows = 0;
+  try {
+    ParallelOutput out(outputName, compress, level, &pool);
+    std::deque<std::future<std::string>> ahead;
+    std::size_t next = 0;
+    const std::size_t window = 2 * pool.size();
+    std::string firstHeader, firstHeaderFile;
+    bool haveHeader = false;
+    std::string text;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      while (next < inputs.size() && ahead.size() < window) {
+        ahead.push_back(pool.submit([path = inputs[next].path] { return readWholeFile(path); }));
+        ++next;
+      }
+      const std::string content = ahead.front().get();  // FileError names the file
+      ahead.pop_front();
+      const Input& input = inputs[i];
+      std::string_view rest(content);
+      std::uint64_t inLine = 0;
+      text.clear();
+      while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        std::string_view l = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+        if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+        ++inLine;
+        if (inLine == 1) {
+          if (!haveHeader) {
+            haveHeader = true;
+            firstHeader = normalise(l);
+            firstHeaderFile = input.path;
+            text += varNames;
+            text += separator;
+            if (lineNumbers) {
+              text += "SubLineNo";
+              text += separator;
+            }
+            text += l;
+            text += '\n';
+            ++outLines;
+          } else if (normalise(l) != firstHeader) {
+            throw FileError(input.path + ":1: header \"" + std::string(l) +
+                            "\" differs from the header of " + firstHeaderFile);
+          }
+          continue;
+        }
+        if (lineNumbers) {
+          char number[32];
+          std::snprintf(number, sizeof(number), "%06llu",
+                        static_cast<unsigned long long>(rows + 1));
+          text += number;
+          text += separator;
+        }
+        text += input.values;
+        text += separator;
+        text += l;
+        text += '\n';
+        ++rows;
+        ++outLines;
+        if (text.size() > (1U << 20)) {
+          out.write(text);
+          text.clear();
+        }
+      }
+      if (inLine == 0) throw FileError(input.path + ": empty file (no header line)");
+      out.write(text);
+      progress.update(i + 1, inputs.size(), "files");
+    }
+    out.commit();
+    progress.finish(inputs.size(), inputs.size(), "files");
+    if (!quiet) {
+      std::printf("Wrote %llu lines", static_cast<unsigned long long>(outLines));
+      if (out.bytesIn() > 0) {
+        std::printf(" (%llu -> %llu - %.2f%%)", static_cast<unsigned long long>(out.bytesIn()),
+                    static_cast<unsigned long long>(out.bytesOut()),
+                    100.0 * static_cast<double>(out.bytesOut()) /
+                        static_cast<double>(out.bytesIn()));
+      }
+      std::printf("\n");
+    }
+  } catch (const std::exception& e) {
+    progress.finish(0, 0, "files");
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,613 @@
+// createsummary: reads many scalar files (named by --input= commands on stdin) and writes
+// one table per scalar name, for R. Reference-compatible command line, command language,
+// name transformation, output names and table layout; see createsummary(1).
+//
+// Inputs are decompressed and parsed on a thread pool while the commands are still being
+// read; the parsed rows (the output, nothing more) are merged in input order, and the
+// tables are sorted, formatted and compressed in parallel, each written atomically.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <unordered_map>
+
+#include "tools/scalarfile.h"
+#include "tools/toolcommon.h"
+
+namespace fs = std::filesystem;
+using namespace npm;
+using namespace npm::tools;
+
+namespace {
+
+const char* const kProgram = "createsummary";
+
+enum OptionId {
+  kInteractive, kBatch, kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit,
+  kIgnoreErrors, kQuiet, kCsv, kJobs, kHelp, kVersion
+};
+
+const std::vector<OptionSpec> kOptions = {
+    {"interactive", 'i', false, kInteractive},
+    {"batch", 'b', false, kBatch},
+    {"compress", 'c', true, kCompress},
+    {"separator", 's', true, kSeparator},
+    {"line-numbers", 'l', false, kLineNumbers},
+    {"no-line-numbers", 'n', false, kNoLineNumbers},
+    {"split", 'p', false, kSplit},
+    {"splitall", 0, false, kSplit},
+    {"no-split", 'a', false, kNoSplit},
+    {"ignore-scalar-file-errors", 'r', false, kIgnoreErrors},
+    {"quiet", 'q', false, kQuiet},
+    {"csv", 0, false, kCsv},
+    {"jobs", 'j', true, kJobs},
+    {"help", 'h', false, kHelp},
+    {"version", 'v', false, kVersion},
+};
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+      "Usage: %s [variable_names] [options] <commands\n"
+      "Reads scalar files named by commands on standard input and writes one table per\n"
+      "scalar into the results directory (<name>.data.bz2).\n"
+      "\n"
+      "Options:\n"
+      "  -i, --interactive        prompt for commands, report bad commands and go on (default)\n"
+      "  -b, --batch              no prompts; any bad command is an error (exit 1)\n"
+      "  -c, --compress N         bzip2 level 1-9, 0 = plain .data files (default 9)\n"
+      "  -s, --separator S        column separator (default TAB; \",\" with --csv)\n"
+      "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
+      "  -n, --no-line-numbers    no line numbers (default)\n"
+      "  -p, --split, --splitall  split a trailing \" <digits>\" off scalar names into Split\n"
+      "  -a, --no-split           do not split (default)\n"
+      "  -r, --ignore-scalar-file-errors\n"
+      "                           warn about and skip unreadable or bad input files\n"
+      "      --csv                strict CSV (<name>.csv.bz2): quoted text, one column per\n"
+      "                           variable and aggregate\n"
+      "  -j, --jobs N             worker threads (default: number of CPUs)\n"
+      "  -q, --quiet              no banner, no progress\n"
+      "  -h, --help               this help\n"
+      "  -v, --version            version\n"
+      "\n"
+      "Commands (one per line on standard input):\n"
+      "  --varnames=NAMES         variable column names, space-separated\n"
+      "  --values=VALUES          values for the next --input (required before each)\n"
+      "  --input=FILE             scalar file (.sca, .sca.bz2; OMNeT++ .sca too)\n"
+      "  --skip=PREFIX            drop tables whose name starts with PREFIX (later inputs)\n"
+      "  --simulationsdirectory=D directory of the inputs (default .)\n"
+      "  --resultsdirectory=D     directory of the tables (default .)\n"
+      "  --logfile=F, --statusfile=F\n"
+      "                           for the next input: on error name F / delete F\n"
+      "  --splitall, --ignore-scalar-file-errors, --level=N (ignored)\n",
+      kProgram);
+}
+
+struct Input {
+  std::string path;
+  std::string values;                   // verbatim (reference layout)
+  std::vector<std::string> valueFields;  // split (CSV layout)
+  std::uint64_t commandLine = 0;
+  bool ignoreErrors = false;
+  std::string logFile, statusFile;
+};
+
+struct JobResult {
+  std::vector<Scalar> scalars;
+  std::string error;  // empty = fine
+  bool cancelled = false;
+};
+
+struct Row {
+  std::uint32_t input;
+  std::uint32_t line;
+  std::uint32_t run;
+  std::uint32_t valueNo = 0;
+  double value;
+  std::string split;
+  std::string agg;
+};
+
+struct Table {
+  std::string aggNames;
+  std::uint32_t firstInput = 0, firstLine = 0;
+  std::vector<Row> rows;
+};
+
+struct Settings {
+  int level = 9;
+  bool interactive = true;
+  bool lineNumbers = false;
+  bool split = false;
+  bool ignoreErrors = false;
+  bool quiet = false;
+  bool csv = false;
+  std::string separator = "\t";
+  bool separatorGiven = false;
+  unsigned jobs = 0;
+};
+
+struct TableStats {
+  std::uint64_t lines = 0, bytesIn = 0, bytesOut = 0;
+  std::string error;
+};
+
+// Ranks distinct strings in number-aware order: equal strings share a rank.
+template <typename GetKey>
+std::vector<std::uint32_t> rankStrings(std::size_t n, GetKey key) {
+  std::vector<std::uint32_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::map<std::string_view, std::uint32_t, bool (*)(std::string_view, std::string_view)> distinct(
+      numericAwareLess);
+  for (std::size_t i = 0; i < n; ++i) distinct.emplace(key(i), 0);
+  std::uint32_t r = 0;
+  for (auto& [k, v] : distinct) v = r++;
+  std::vector<std::uint32_t> ranks(n);
+  for (std::size_t i = 0; i < n; ++i) ranks[i] = distinct.find(key(i))->second;
+  return ranks;
+}
+
+TableStats writeTable(const std::string& name, Table& table, const std::vector<Input>& inputs,
+                      const std::vector<std::uint32_t>& varRank, const std::string& varNames,
+                      const std::vector<std::string>& varNameFields, const std::string& directory,
+                      const Settings& settings) {
+  TableStats stats;
+  auto& rows = table.rows;
+  const auto splitRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view {
+    return rows[i].split;
+  });
+  const auto aggRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view {
+    return rows[i].agg;
+  });
+  std::vector<std::uint32_t> order(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  auto key = [&](std::uint32_t i) {
+    const Row& r = rows[i];
+    return std::make_tuple(splitRank[i], aggRank[i], varRank[r.input], r.run, r.input, r.line);
+  };
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return key(a) < key(b);
+  });
+  // ValueNo counts equal (split, aggregates, values, run) in input order.
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    Row& r = rows[order[k]];
+    r.valueNo = 1;
+    if (k > 0) {
+      const auto a = key(order[k - 1]), b = key(order[k]);
+      if (std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) &&
+          std::get<2>(a) == std::get<2>(b) && std::get<3>(a) == std::get<3>(b)) {
+        r.valueNo = rows[order[k - 1]].valueNo + 1;
+      }
+    }
+  }
+
+  const std::string& sep = settings.separator;
+  std::string text;
+  text.reserve(64 * rows.size() + 256);
+  std::vector<std::string> aggNameFields;
+  if (settings.csv) {
+    aggNameFields = splitFields(table.aggNames).value_or(std::vector<std::string>{});
+    text += "\"RunNo\"" + sep + "\"ValueNo\"" + sep + "\"Split\"";
+    for (const auto& f : aggNameFields) text += sep + csvField(f, sep, true);
+    for (const auto& f : varNameFields) text += sep + csvField(f, sep, true);
+    text += sep + csvField(name, sep, true) + "\n";
+  } else {
+    text += "RunNo" + sep + "ValueNo" + sep + "Split" + sep + table.aggNames + sep + varNames +
+            sep + name + "\n";
+  }
+  std::uint64_t lineNo = 1;
+  char number[32];
+  for (const std::uint32_t i : order) {
+    const Row& r = rows[i];
+    if (settings.lineNumbers) {
+      std::snprintf(number, sizeof(number), "%07llu", static_cast<unsigned long long>(lineNo));
+      text += number;
+      text += sep;
+    }
+    text += std::to_string(r.run);
+    text += sep;
+    text += std::to_string(r.valueNo);
+    text += sep;
+    if (settings.csv) {
+      text += csvField(r.split, sep, true);
+      std::string_view rest = r.agg;
+      while (!rest.empty()) {
+        const auto space = rest.find(' ');
+        text += sep;
+        text += rest.substr(0, space);
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+      }
+      for (const auto& f : inputs[r.input].valueFields) {
+        text += sep;
+        text += csvField(f, sep);
+      }
+    } else {
+      text += '"';
+      text += r.split;
+      text += '"';
+      text += sep;
+      text += r.agg;
+      text += sep;
+      text += inputs[r.input].values;
+    }
+    text += sep;
+    appendFixed6(text, r.value);
+    text += '\n';
+    ++lineNo;
+  }
+  stats.lines = rows.size();
+  stats.bytesIn = text.size();
+  rows.clear();
+  rows.shrink_to_fit();
+
+  const std::string ext = settings.csv ? ".csv" : ".data";
+  const std::string base = joinPath(directory, name + ext);
+  const std::string path = settings.level > 0 ? base + ".bz2" : base;
+  OutputFile out(path, settings.level > 0, settings.level);
+  out.write(text);
+  out.commit();
+  ::unlink((settings.level > 0 ? base : base + ".bz2").c_str());  // the other variant
+  struct stat st {};
+  stats.bytesOut = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  return stats;
+}
+
+class CreateSummary {
+public:
+  explicit CreateSummary(Settings settings)
+      : s_(std::move(settings)), pool_(s_.jobs > 0 ? s_.jobs : defaultThreads()),
+        progress_(kProgram, !s_.quiet) {}
+
+  void setVarNames(std::string names) { varNames_ = std::move(names); }
+  int run();
+
+private:
+  bool command(const std::string& line);
+  void submit(Input input, ScalarFileOptions options);
+  void mergeReady(bool wait);
+  bool commandError(const std::string& message);
+  int writeTables();
+
+  Settings s_;
+  ThreadPool pool_;
+  Progress progress_;
+  std::string varNames_ = "_NoVarNamesGiven_";
+  std::optional<std::string> values_;
+  std::string logFile_, statusFile_;
+  std::string simulationsDirectory_ = ".", resultsDirectory_ = ".";
+  std::shared_ptr<const std::vector<std::string>> skip_;
+  std::uint64_t commandLine_ = 0;
+
+  std::vector<Input> inputs_;
+  std::deque<std::future<JobResult>> futures_;
+  std::size_t merged_ = 0;
+  std::atomic<bool> failed_{false};
+  std::atomic<std::uint64_t> done_{0};
+  bool error_ = false;
+  std::uint64_t skippedInputs_ = 0;
+  std::unordered_map<std::string, Table> tables_;
+};
+
+bool CreateSummary::commandError(const std::string& message) {
+  std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram,
+               static_cast<unsigned long long>(commandLine_), message.c_str());
+  if (s_.interactive) return true;  // go on
+  error_ = true;
+  return false;
+}
+
+void CreateSummary::submit(Input input, ScalarFileOptions options) {
+  const std::string path = input.path;
+  inputs_.push_back(std::move(input));
+  futures_.push_back(pool_.submit([this, path, options = std::move(options)] {
+    JobResult result;
+    if (failed_.load(std::memory_order_relaxed)) {
+      result.cancelled = true;
+      return result;
+    }
+    try {
+      result.scalars = readScalarFile(path, options);
+    } catch (const std::exception& e) {
+      result.error = e.what();
+    }
+    done_.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }));
+}
+
+// Merges finished jobs in input order (all of them if `wait`).
+void CreateSummary::mergeReady(bool wait) {
+  while (!futures_.empty()) {
+    auto& f = futures_.front();
+    if (!wait && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    while (f.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+      progress_.update(done_.load(), inputs_.size(), "files");
+    }
+    JobResult result = f.get();
+    futures_.pop_front();
+    const std::uint32_t index = static_cast<std::uint32_t>(merged_++);
+    const Input& input = inputs_[index];
+    if (result.cancelled) continue;
+    if (!result.error.empty()) {
+      if (!input.logFile.empty()) {
+        std::fprintf(stderr, "%s: see log file %s\n", kProgram, input.logFile.c_str());
+      }
+      if (!input.statusFile.empty()) ::unlink(input.statusFile.c_str());
+      if (input.ignoreErrors) {
+        std::fprintf(stderr, "%s: warning: %s - skipping this input\n", kProgram,
+                     result.error.c_str());
+        ++skippedInputs_;
+        continue;
+      }
+      std::fprintf(stderr, "%s: error: %s\n", kProgram, result.error.c_str());
+      error_ = true;
+      failed_ = true;
+      continue;
+    }
+    if (error_) continue;
+    for (auto& sc : result.scalars) {
+      auto [it, inserted] = tables_.try_emplace(sc.table);
+      Table& t = it->second;
+      if (inserted) {
+        t.aggNames = sc.aggNames;
+        t.firstInput = index;
+        t.firstLine = sc.line;
+      } else if (t.aggNames != sc.aggNames) {
+        std::fprintf(stderr,
+                     "%s: error: %s:%u: scalar of table %s has aggregate columns \"%s\", but "
+                     "%s:%u gave \"%s\"\n",
+                     kProgram, input.path.c_str(), sc.line, sc.table.c_str(), sc.aggNames.c_str(),
+                     inputs_[t.firstInput].path.c_str(), t.firstLine, t.aggNames.c_str());
+        error_ = true;
+        failed_ = true;
+        break;
+      }
+      t.rows.push_back(Row{index, sc.line, sc.run, 0, sc.value, std::move(sc.split),
+                           std::move(sc.aggValues)});
+    }
+  }
+}
+
+
+bool CreateSummary::command(const std::string& line) {
+  auto arg = [&](std::string_view key) -> std::optional<std::string> {
+    if (line.compare(0, key.size(), key) == 0) return line.substr(key.size());
+    return std::nullopt;
+  };
+  if (auto v = arg("--varnames=")) {
+    std::string names = stripOuterQuotes(*v);
+    const auto fields = splitFields(names);
+    if (!fields) return commandError("unbalanced quotes in --varnames");
+    for (const auto& input : inputs_) {
+      if (input.valueFields.size() != fields->size()) {
+        return commandError("--varnames gives " + std::to_string(fields->size()) +
+                            " names, but the values of " + input.path + " (line " +
+                            std::to_string(input.commandLine) + ") have " +
+                            std::to_string(input.valueFields.size()) + " fields");
+      }
+    }
+    varNames_ = std::move(names);
+  } else if (auto v = arg("--values=")) {
+    std::string values = stripOuterQuotes(*v);
+    const auto fields = splitFields(values);
+    if (!fields) return commandError("unbalanced quotes in --values");
+    const auto names = splitFields(varNames_).value_or(std::vector<std::string>{});
+    if (fields->size() != names.size()) {
+      return commandError("--values=" + values + " has " + std::to_string(fields->size()) +
+                          " fields, but there are " + std::to_string(names.size()) +
+                          " variable names (" + varNames_ + ")");
+    }
+    values_ = std::move(values);
+  } else if (auto v = arg("--input=")) {
+    if (!values_) return commandError("--input=" + *v + " without a preceding --values=");
+    auto fields = splitFields(*values_).value();
+    const auto names = splitFields(varNames_).value_or(std::vector<std::string>{});
+    if (fields.size() != names.size()) {
+      const std::string message =
+          "--values=" + *values_ + " has " + std::to_string(fields.size()) +
+          " fields, but there are " + std::to_string(names.size()) + " variable names (" +
+          varNames_ + ")";
+      values_.reset();
+      return commandError(message);
+    }
+    Input input;
+    input.path = joinPath(simulationsDirectory_, *v);
+    input.values = std::move(*values_);
+    input.valueFields = std::move(fields);
+    input.commandLine = commandLine_;
+    input.ignoreErrors = s_.ignoreErrors;
+    input.logFile = std::move(logFile_);
+    input.statusFile = std::move(statusFile_);
+    values_.reset();
+    logFile_.clear();
+    statusFile_.clear();
+    submit(std::move(input), ScalarFileOptions{s_.split, skip_});
+  } else if (auto v = arg("--skip=")) {
+    auto list = skip_ ? std::make_shared<std::vector<std::string>>(*skip_)
+                      : std::make_shared<std::vector<std::string>>();
+    list->push_back(*v);
+    skip_ = std::move(list);
+  } else if (auto v = arg("--simulationsdirectory=")) {
+    simulationsDirectory_ = v->empty() ? "." : *v;
+  } else if (auto v = arg("--resultsdirectory=")) {
+    resultsDirectory_ = v->empty() ? "." : *v;
+  } else if (auto v = arg("--logfile=")) {
+    logFile_ = *v;
+  } else if (auto v = arg("--statusfile=")) {
+    statusFile_ = *v;
+  } else if (line == "--splitall") {
+    s_.split = true;
+  } else if (line == "--ignore-scalar-file-errors") {
+    s_.ignoreErrors = true;
+  } else if (arg("--level=")) {
+    // deprecated, ignored
+  } else {
+    return commandError("invalid command \"" + line + "\"");
+  }
+  return true;
+}
+
+int CreateSummary::writeTables() {
+  // Variable values: one rank per input, number-aware.
+  const auto varRank = rankStrings(inputs_.size(), [&](std::size_t i) -> std::string_view {
+    return inputs_[i].values;
+  });
+  const auto varNameFields = splitFields(varNames_).value_or(std::vector<std::string>{});
+  if (s_.csv && !s_.separatorGiven) s_.separator = ",";
+
+  std::error_code ec;
+  fs::create_directories(resultsDirectory_, ec);
+  if (ec) {
+    std::fprintf(stderr, "%s: error: cannot create results directory %s: %s\n", kProgram,
+                 resultsDirectory_.c_str(), ec.message().c_str());
+    return 1;
+  }
+
+  std::vector<std::string> names;
+  names.reserve(tables_.size());
+  for (const auto& [name, table] : tables_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+
+  std::vector<std::future<TableStats>> results;
+  for (const auto& name : names) {
+    Table* table = &tables_[name];
+    results.push_back(pool_.submit([&, name, table]() -> TableStats {
+      if (failed_.load()) return TableStats{0, 0, 0, "cancelled"};
+      try {
+        return writeTable(name, *table, inputs_, varRank, varNames_, varNameFields,
+                          resultsDirectory_, s_);
+      } catch (const std::exception& e) {
+        failed_ = true;
+        return TableStats{0, 0, 0, e.what()};
+      }
+    }));
+  }
+  std::uint64_t lines = 0, in = 0, out = 0, files = 0;
+  std::string firstError;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    while (results[i].wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+      progress_.update(i, results.size(), "tables");
+    }
+    TableStats st = results[i].get();
+    if (!st.error.empty()) {
+      if (firstError.empty() && st.error != "cancelled") firstError = st.error;
+      continue;
+    }
+    lines += st.lines;
+    in += st.bytesIn;
+    out += st.bytesOut;
+    ++files;
+    if (s_.interactive && !s_.quiet) {
+      std::printf("Statistics \"%s\" (%llu lines)\n", names[i].c_str(),
+                  static_cast<unsigned long long>(st.lines));
+    }
+  }
+  progress_.finish(results.size(), results.size(), "tables");
+  if (!firstError.empty()) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, firstError.c_str());
+    return 1;
+  }
+  std::printf("Wrote %llu lines into %llu files", static_cast<unsigned long long>(lines),
+              static_cast<unsigned long long>(files));
+  if (in > 0) {
+    std::printf(", %llu -> %llu - %.2f%%", static_cast<unsigned long long>(in),
+                static_cast<unsigned long long>(out), 100.0 * static_cast<double>(out) /
+                                                          static_cast<double>(in));
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  return 0;
+}
+
+int CreateSummary::run() {
+  if (!s_.quiet) {
+    std::printf("CreateSummary %s\n* Compression Level: %d\n* Interactive Mode:  %s\n"
+                "* Line Numbers:      %s\n* Split:             %s\n* Format:            %s\n\n",
+                NPM_VERSION, s_.level, s_.interactive ? "on" : "off",
+                s_.lineNumbers ? "on" : "off", s_.split ? "on" : "off",
+                s_.csv ? "strict CSV" : "reference (whitespace-separated)");
+  }
+  std::string line;
+  for (;;) {
+    if (s_.interactive) {
+      std::printf("Ready> ");
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) break;
+    ++commandLine_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (!command(line)) break;
+    mergeReady(false);
+    progress_.update(done_.load(), inputs_.size(), "files");
+    if (failed_) break;
+  }
+  if (s_.interactive) std::printf("\n");
+  mergeReady(true);
+  progress_.finish(done_.load(), inputs_.size(), "files");
+  if (error_) return 1;
+  if (skippedInputs_ > 0) {
+    std::fprintf(stderr, "%s: warning: skipped %llu of %zu input files\n", kProgram,
+                 static_cast<unsigned long long>(skippedInputs_), inputs_.size());
+  }
+  return writeTables();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
+  std::string varNames;
+  bool haveVarNames = false;
+  try {
+    std::vector<ParsedOption> options;
+    std::vector<std::string> positional;
+    parseCommandLine(argc, argv, kOptions, options, positional);
+    for (const auto& o : options) {
+      switch (o.id) {
+        case kInteractive: settings.interactive = true; break;
+        case kBatch: settings.interactive = false; break;
+        case kCompress:
+          settings.level = static_cast<int>(parseInteger(o.value, 0, 9, "compression level"));
+          break;
+        case kSeparator:
+          if (o.value.empty()) throw UsageError("the separator must not be empty");
+          settings.separator = o.value;
+          settings.separatorGiven = true;
+          break;
+        case kLineNumbers: settings.lineNumbers = true; break;
+        case kNoLineNumbers: settings.lineNumbers = false; break;
+        case kSplit: settings.split = true; break;
+        case kNoSplit: settings.split = false; break;
+        case kIgnoreErrors: settings.ignoreErrors = true; break;
+        case kQuiet: settings.quiet = true; break;
+        case kCsv: settings.csv = true; break;
+        case kJobs:
+          settings.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs"));
+          break;
+        case kHelp: usage(stdout); return 0;
+        case kVersion: std::printf("CreateSummary %s\n", NPM_VERSION); return 0;
+      }
+    }
+    if (positional.size() > 1) {
+      throw UsageError("unexpected argument \"" + positional[1] +
+                       "\" (give the variable names as one argument)");
+    }
+    if (!positional.empty()) {
+      varNames = stripOuterQuotes(positional[0]);
+      if (!splitFields(varNames)) throw UsageError("unbalanced quotes in the variable names");
+      haveVarNames = true;
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    usage(stderr);
+    return 1;
+  }
+  CreateSummary tool(settings);
+  if (haveVarNames) tool.setVarNames(varNames);
+  return tool.run();
+}

@@ -1,0 +1,291 @@
+// extractvectors: converts an OMNeT++ version-2 vector file into one table
+// (Time Event Object Vector Split Value). Reference-compatible command line; see
+// extractvectors(1). The input is parsed as it is decompressed; the output is compressed
+// in parallel pieces and renamed into place only when complete.
+#include <charconv>
+#include <cstdio>
+#include <unordered_map>
+
+#include "tools/scalarfile.h"
+#include "tools/toolcommon.h"
+
+using namespace npm;
+using namespace npm::tools;
+
+namespace {
+
+const char* const kProgram = "extractvectors";
+
+enum OptionId { kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit, kQuiet,
+                kJobs, kHelp, kVersion };
+
+const std::vector<OptionSpec> kOptions = {
+    {"compress", 'c', true, kCompress},         {"separator", 's', true, kSeparator},
+    {"line-numbers", 'l', false, kLineNumbers}, {"no-line-numbers", 'n', false, kNoLineNumbers},
+    {"split", 'p', false, kSplit},              {"splitall", 0, false, kSplit},
+    {"no-split", 'a', false, kNoSplit},         {"quiet", 'q', false, kQuiet},
+    {"jobs", 'j', true, kJobs},                 {"help", 'h', false, kHelp},
+    {"version", 'v', false, kVersion},
+};
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+      "Usage: %s input output [[!]prefix ...] [options]\n"
+      "Converts an OMNeT++ version-2 vector file (plain or .bz2) into a table\n"
+      "Time Event Object Vector Split Value (bzip2-compressed if output ends in .bz2).\n"
+      "Only vectors whose name starts with one of the prefixes are extracted (all if none);\n"
+      "a prefix written !prefix also splits the name at its last space into Split.\n"
+      "\n"
+      "Options:\n"
+      "  -c, --compress N         bzip2 level 1-9 (default 9)\n"
+      "  -s, --separator S        column separator (default TAB)\n"
+      "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
+      "  -n, --no-line-numbers    (default)\n"
+      "  -p, --split              split every vector name at its last space\n"
+      "  -a, --no-split           split only for !prefix (default)\n"
+      "  -j, --jobs N             compression threads (default: number of CPUs)\n"
+      "  -q, --quiet              no banner and no \"Adding vector\" lines\n"
+      "  -h, --help               this help\n"
+      "  -v, --version            version\n",
+      kProgram);
+}
+
+struct Vector {
+  std::string object, name, split;
+  std::string columns;  // e.g. "ETV"
+};
+
+struct Prefix {
+  std::string text;
+  bool split;
+  bool found = false;
+};
+
+bool parseDouble(std::string_view s, double& v) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  if (*b == '+') ++b;
+  const auto [p, ec] = std::from_chars(b, s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parseUnsigned(std::string_view s, std::uint64_t& v) {
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+}
+
+bool nextToken(std::string_view& rest, std::string_view& token) {
+  std::size_t i = 0;
+  while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+  std::size_t j = i;
+  while (j < rest.size() && rest[j] != ' ' && rest[j] != '\t') ++j;
+  token = rest.substr(i, j - i);
+  rest.remove_prefix(j);
+  return !token.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int level = 9;
+  std::string separator = "\t";
+  bool lineNumbers = false, splitAll = false, quiet = false;
+  unsigned jobs = 0;
+  std::string inputName, outputName;
+  std::vector<Prefix> prefixes;
+  try {
+    std::vector<ParsedOption> options;
+    std::vector<std::string> positional;
+    parseCommandLine(argc, argv, kOptions, options, positional);
+    for (const auto& o : options) {
+      switch (o.id) {
+        case kCompress:
+          level = static_cast<int>(parseInteger(o.value, 1, 9, "compression level"));
+          break;
+        case kSeparator:
+          if (o.value.empty()) throw UsageError("the separator must not be empty");
+          separator = o.value;
+          break;
+        case kLineNumbers: lineNumbers = true; break;
+        case kNoLineNumbers: lineNumbers = false; break;
+        case kSplit: splitAll = true; break;
+        case kNoSplit: splitAll = false; break;
+        case kQuiet: quiet = true; break;
+        case kJobs: jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs")); break;
+        case kHelp: usage(stdout); return 0;
+        case kVersion: std::printf("ExtractVectors %s\n", NPM_VERSION); return 0;
+      }
+    }
+    if (positional.size() < 2) throw UsageError("input and output file names expected");
+    inputName = positional[0];
+    outputName = positional[1];
+    for (std::size_t i = 2; i < positional.size(); ++i) {
+      const std::string& p = positional[i];
+      if (!p.empty() && p[0] == '!') {
+        prefixes.push_back(Prefix{p.substr(1), true});
+      } else {
+        prefixes.push_back(Prefix{p, false});
+      }
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    usage(stderr);
+    return 1;
+  }
+
+  if (!quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
+  const bool compress = outputName.size() >= 4 &&
+                        (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
+                         outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
+  ThreadPool pool(jobs > 0 ? jobs : defaultThreads());
+  std::uint64_t rows = 0;
+  try {
+    InputFile in(inputName);
+    ParallelOutput out(outputName, compress, level, &pool);
+    std::unordered_map<std::uint64_t, Vector> vectors;  // selected ones only
+    std::unordered_map<std::uint64_t, bool> declared;
+    std::string line, text;
+    auto fail = [&](const std::string& what) {
+      throw FileError(inputName + ":" + std::to_string(in.lineNumber()) + ": " + what);
+    };
+    if (!in.getline(line)) fail("empty file, expected \"version 2\"");
+    {
+      std::string_view rest(line), keyword, number;
+      std::uint64_t version = 0;
+      if (!nextToken(rest, keyword) || keyword != "version" || !nextToken(rest, number) ||
+          !parseUnsigned(number, version)) {
+        fail("missing \"version\" line: not an OMNeT++ vector file");
+      }
+      if (version != 2) {
+        fail("vector file version " + std::to_string(version) + " is not supported (expected 2)");
+      }
+    }
+    text = "Time" + separator + "Event" + separator + "Object" + separator + "Vector" +
+           separator + "Split" + separator + "Value\n";
+    while (in.getline(line)) {
+      std::string_view rest(line), first;
+      if (!nextToken(rest, first) || first[0] == '#') continue;
+      if (first[0] >= '0' && first[0] <= '9') {
+        // ------ Data line: <id> <columns...> ----------------------------------------
+        std::uint64_t id;
+        if (!parseUnsigned(first, id)) fail("bad vector id \"" + std::string(first) + "\"");
+        const auto found = vectors.find(id);
+        if (found == vectors.end()) {
+          if (declared.find(id) == declared.end()) {
+            fail("data for vector " + std::to_string(id) + ", which was not declared");
+          }
+          continue;  // not selected
+        }
+        const Vector& v = found->second;
+        std::uint64_t event = 0;
+        double time = 0.0, value = 0.0;
+        bool haveValue = false;
+        for (const char column : v.columns) {
+          std::string_view token;
+          if (!nextToken(rest, token)) fail("too few columns for \"" + v.columns + "\"");
+          bool ok = true;
+          switch (column) {
+            case 'E': ok = parseUnsigned(token, event); break;
+            case 'T': ok = parseDouble(token, time); break;
+            case 'V': ok = parseDouble(token, value); haveValue = true; break;
+            default: break;  // other columns are skipped
+          }
+          if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
+        }
+        std::string_view extra;
+        if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
+        if (!haveValue) fail("vector has no value column");
+        ++rows;
+        if (lineNumbers) {
+          text += std::to_string(rows);
+          text += separator;
+        }
+        appendFixed6(text, time);
+        text += separator;
+        text += std::to_string(event);
+        text += separator;
+        text += '"' + v.object + '"' + separator + '"' + v.name + '"' + separator + '"' +
+                v.split + '"' + separator;
+        appendFixed6(text, value);
+        text += '\n';
+        if (text.size() > (1U << 20)) {
+          out.write(text);
+          text.clear();
+        }
+      } else if (first == "vector") {
+        // ------ vector <id> <object> <name> [<columns>] ------------------------------
+        std::string idText, object, name, columns;
+        std::uint64_t id;
+        if (!nextScalarWord(rest, idText) || !parseUnsigned(idText, id) ||
+            !nextScalarWord(rest, object) || !nextScalarWord(rest, name)) {
+          fail("malformed vector declaration");
+        }
+        if (!nextScalarWord(rest, columns)) columns = "TV";
+        if (columns.find_first_not_of("ETV") != std::string::npos) {
+          fail("unknown vector columns \"" + columns + "\"");
+        }
+        if (declared.count(id) != 0) fail("vector " + idText + " declared twice");
+        declared.emplace(id, true);
+        bool include = prefixes.empty();
+        bool split = splitAll;
+        for (auto& p : prefixes) {
+          if (name.compare(0, p.text.size(), p.text) == 0) {
+            include = true;
+            p.found = true;
+            split = split || p.split;
+          }
+        }
+        if (!include) continue;
+        Vector v{object, name, "", columns};
+        if (split) {
+          const auto space = v.name.rfind(' ');
+          if (space != std::string::npos) {
+            v.split = v.name.substr(space + 1);
+            v.name.resize(space);
+          }
+        }
+        if (!quiet) {
+          if (split) {
+            std::printf("Adding vector \"%s\", split \"%s\" of object %s ...\n", v.name.c_str(),
+                        v.split.c_str(), v.object.c_str());
+          } else {
+            std::printf("Adding vector \"%s\" of object %s ...\n", v.name.c_str(),
+                        v.object.c_str());
+          }
+        }
+        vectors.emplace(id, std::move(v));
+      } else if (first == "run" || first == "attr" || first == "param" || first == "itervar" ||
+                 first == "config" || first == "file" || first == "version") {
+        continue;
+      } else {
+        fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
+      }
+    }
+    out.write(text);
+    out.commit();
+    std::size_t found = 0;
+    for (const auto& p : prefixes) found += p.found ? 1 : 0;
+    if (found < prefixes.size()) {
+      std::fprintf(stderr, "%s: warning: found only %zu of %zu specified vector prefixes:", kProgram,
+                   found, prefixes.size());
+      for (const auto& p : prefixes) {
+        if (!p.found) std::fprintf(stderr, " \"%s\"", p.text.c_str());
+      }
+      std::fprintf(stderr, "\n");
+    }
+    if (!quiet) {
+      std::printf("Wrote %llu lines", static_cast<unsigned long long>(rows + 1));
+      if (out.bytesIn() > 0) {
+        std::printf(" (%llu -> %llu - %.2f%%)", static_cast<unsigned long long>(out.bytesIn()),
+                    static_cast<unsigned long long>(out.bytesOut()),
+                    100.0 * static_cast<double>(out.bytesOut()) /
+                        static_cast<double>(out.bytesIn()));
+      }
+      std::printf("\n");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,264 @@
+#include "tools/scalarfile.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "common/fileio.h"
+
+namespace npm::tools {
+
+namespace {
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool allDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    if (!isDigit(c)) return false;
+  }
+  return true;
+}
+
+// Decimal digits without leading zeros ("007" -> "7", "000" -> "0"), as %lu of atol().
+std::string_view stripZeros(std::string_view digits) {
+  std::size_t i = 0;
+  while (i + 1 < digits.size() && digits[i] == '0') ++i;
+  return digits.substr(i);
+}
+
+bool parseValue(std::string_view text, double& value) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  if (text.empty()) return false;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (*b == '+') ++b;
+  const auto [ptr, ec] = std::from_chars(b, e, value);
+  if (ec == std::errc::result_out_of_range) {
+    // Denormals and huge values: let strtod decide (it saturates like sscanf did).
+    value = std::strtod(std::string(text).c_str(), nullptr);
+    return true;
+  }
+  return ec == std::errc() && ptr == e;
+}
+
+bool startsWithWord(std::string_view line, std::string_view keyword) {
+  return line.size() > keyword.size() && line.substr(0, keyword.size()) == keyword &&
+         (line[keyword.size()] == ' ' || line[keyword.size()] == '\t');
+}
+
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+bool nextScalarWord(std::string_view& rest, std::string& word) {
+  word.clear();
+  std::size_t i = 0;
+  while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+  if (i >= rest.size()) return false;
+  if (rest[i] == '"') {
+    ++i;
+    for (;;) {
+      if (i >= rest.size()) return false;  // unterminated quote
+      const char c = rest[i];
+      if (c == '\\' && i + 1 < rest.size()) {
+        word += rest[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '"') {
+        ++i;
+        break;
+      }
+      word += c;
+      ++i;
+    }
+  } else {
+    while (i < rest.size() && rest[i] != ' ' && rest[i] != '\t') word += rest[i++];
+  }
+  rest.remove_prefix(i);
+  return true;
+}
+
+Scalar transformName(std::string_view objectIn, std::string_view statisticIn, bool split,
+                     bool removeScenario) {
+  Scalar s;
+  // 1. Drop the scenario name (everything up to the first '.').
+  if (removeScenario) {
+    const auto dot = objectIn.find('.');
+    if (dot != std::string_view::npos) objectIn.remove_prefix(dot + 1);
+  }
+  // Split a trailing " <digits>" off the statistic name.
+  if (split) {
+    const auto space = statisticIn.rfind(' ');
+    if (space != std::string_view::npos && allDigits(statisticIn.substr(space + 1))) {
+      s.split = std::string(statisticIn.substr(space + 1));
+      statisticIn = statisticIn.substr(0, space);
+    }
+  }
+  // 2. Statistic: no spaces, '/' -> ':'. Object: no brackets.
+  std::string statistic;
+  statistic.reserve(statisticIn.size());
+  for (const char c : statisticIn) {
+    if (c == ' ') continue;
+    statistic += (c == '/') ? ':' : c;
+  }
+  std::string object;
+  object.reserve(objectIn.size());
+  for (const char c : objectIn) {
+    if (c == '[' || c == ']') continue;
+    object += (c == '/') ? ':' : c;  // never a path separator in a table name
+  }
+  // 3. Segments ending in digits become aggregates named by the dotted prefix.
+  std::string prefix;
+  std::size_t begin = 0;
+  for (;;) {
+    const auto dot = object.find('.', begin);
+    const std::string_view segment =
+        std::string_view(object).substr(begin, dot == std::string::npos ? std::string::npos
+                                                                        : dot - begin);
+    std::size_t cut = segment.size();
+    while (cut > 0 && isDigit(segment[cut - 1])) --cut;
+    const std::string_view base = segment.substr(0, cut);
+    if (cut < segment.size()) {
+      if (!s.aggNames.empty()) s.aggNames += ' ';
+      if (!prefix.empty()) {
+        s.aggNames += prefix;
+        s.aggNames += '.';
+      }
+      s.aggNames += base;
+      if (!s.aggValues.empty()) s.aggValues += ' ';
+      s.aggValues += stripZeros(segment.substr(cut));
+    }
+    if (!prefix.empty()) prefix += '.';
+    prefix += base;
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  // 4. A "#<digits>" suffix of the statistic is one more aggregate.
+  const auto hash = statistic.find('#');
+  if (hash != std::string::npos && allDigits(std::string_view(statistic).substr(hash + 1))) {
+    const std::string number = statistic.substr(hash + 1);
+    statistic.resize(hash);
+    if (!s.aggNames.empty()) s.aggNames += ' ';
+    s.aggNames += statistic;
+    if (!s.aggValues.empty()) s.aggValues += ' ';
+    s.aggValues += number;
+  }
+  s.table = prefix + "-" + statistic;
+  return s;
+}
+
+ScalarFileParser::ScalarFileParser(std::string fileName, ScalarFileOptions options)
+    : fileName_(std::move(fileName)), options_(std::move(options)) {}
+
+void ScalarFileParser::fail(std::uint32_t lineNumber, const std::string& what) const {
+  throw ParseError(fileName_ + ":" + std::to_string(lineNumber) + ": " + what);
+}
+
+void ScalarFileParser::add(std::string_view object, std::string_view statistic, double value,
+                           std::uint32_t lineNumber, std::vector<Scalar>& out) {
+  Scalar s = transformName(object, statistic, options_.split);
+  if (options_.skip) {
+    for (const auto& prefix : *options_.skip) {
+      if (s.table.compare(0, prefix.size(), prefix) == 0) {
+        ++skipped_;
+        return;
+      }
+    }
+  }
+  s.run = run_;
+  s.line = lineNumber;
+  s.value = value;
+  out.push_back(std::move(s));
+}
+
+void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber,
+                                 std::vector<Scalar>& out) {
+  // Leading whitespace is not part of any keyword.
+  std::size_t first = 0;
+  while (first < line.size() && (line[first] == ' ' || line[first] == '\t')) ++first;
+  line.remove_prefix(first);
+  if (line.empty() || line[0] == '#') return;
+
+  std::string object, name;
+  if (startsWithWord(line, "scalar")) {
+    std::string_view rest = line.substr(6);
+    if (!nextScalarWord(rest, object)) fail(lineNumber, "object name expected after \"scalar\"");
+    if (!nextScalarWord(rest, name)) fail(lineNumber, "statistic name expected after the object");
+    double value;
+    if (!parseValue(rest, value)) {
+      fail(lineNumber, "numeric value expected, got \"" + trimmed(rest) + "\"");
+    }
+    add(object, name, value, lineNumber, out);
+    return;
+  }
+  if (startsWithWord(line, "statistic")) {
+    std::string_view rest = line.substr(9);
+    if (!nextScalarWord(rest, statisticObject_)) {
+      fail(lineNumber, "object name expected after \"statistic\"");
+    }
+    if (!nextScalarWord(rest, statisticName_)) {
+      fail(lineNumber, "statistic name expected after the object");
+    }
+    haveStatistic_ = true;
+    return;
+  }
+  if (startsWithWord(line, "field")) {
+    if (!haveStatistic_) fail(lineNumber, "\"field\" without a preceding \"statistic\"");
+    std::string_view rest = line.substr(5);
+    if (!nextScalarWord(rest, name)) fail(lineNumber, "field name expected");
+    double value;
+    if (!parseValue(rest, value)) {
+      fail(lineNumber, "numeric value expected, got \"" + trimmed(rest) + "\"");
+    }
+    if (name == "stddev") {
+      name = "StdDev";
+    } else if (name == "sqrsum") {
+      name = "SqrSum";
+    } else if (!name.empty() && name[0] >= 'a' && name[0] <= 'z') {
+      name[0] = static_cast<char>(name[0] - 'a' + 'A');
+    }
+    add(statisticObject_, name + statisticName_, value, lineNumber, out);
+    return;
+  }
+  if (line == "run" || startsWithWord(line, "run")) {
+    ++run_;
+    haveStatistic_ = false;
+    return;
+  }
+  static constexpr std::string_view kIgnored[] = {"version", "attr", "bin",  "par",
+                                                  "param",   "config", "itervar", "file"};
+  for (const auto keyword : kIgnored) {
+    if (line == keyword || startsWithWord(line, keyword)) return;
+  }
+  std::string shown(line.substr(0, 80));
+  for (auto& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  fail(lineNumber, "not a scalar file line: \"" + shown + (line.size() > 80 ? "...\"" : "\""));
+}
+
+std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOptions& options) {
+  InputFile in(path);
+  ScalarFileParser parser(path, options);
+  std::vector<Scalar> out;
+  std::string line;
+  try {
+    while (in.getline(line)) {
+      parser.parseLine(line, static_cast<std::uint32_t>(in.lineNumber()), out);
+    }
+  } catch (const FileError& e) {
+    // Say how far the file was readable.
+    if (in.lineNumber() == 0) throw;
+    throw FileError(std::string(e.what()) + " (after line " + std::to_string(in.lineNumber()) +
+                    ")");
+  }
+  return out;
+}
+
+}  // namespace npm::tools

@@ -1,0 +1,163 @@
+// Pieces shared by the result tools (createsummary, combinesummaries, extractvectors,
+// getabstime, runtimeestimator): command-line parsing in the reference's style, the
+// quoting rules of the stdin command languages, number-aware ordering, a small thread
+// pool, parallel bzip2 compression and progress reporting.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/fileio.h"
+
+namespace npm::tools {
+
+// ------------------------------------------------------------ command line
+
+// One option of a program. `shortName` 0 = long only. Long names are matched with one or
+// two dashes, exactly or by an unambiguous prefix (as getopt_long_only); short options
+// may be clustered (-bq) and take their value attached (-c9) or as the next argument.
+struct OptionSpec {
+  const char* longName;
+  char shortName;
+  bool hasArgument;
+  int id;
+};
+
+struct ParsedOption {
+  int id;
+  std::string value;
+  std::string spelling;  // as given, for messages
+};
+
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv; options and positional arguments may be mixed ("--" ends options).
+// Throws UsageError with a one-line message.
+void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
+                      std::vector<ParsedOption>& options, std::vector<std::string>& positional);
+
+// Parses an integer in [min, max]; throws UsageError naming `what` otherwise.
+long parseInteger(const std::string& text, long min, long max, const std::string& what);
+
+// ------------------------------------------------------------ values, quoting
+
+// Splits a values/names string into whitespace-separated fields; "..." groups a field
+// (quotes removed, \ escapes the next character). Returns nullopt if quotes do not balance
+// or the string ends in a lone backslash.
+std::optional<std::vector<std::string>> splitFields(std::string_view text);
+
+// The reference's rule for --varnames=/--values=: if the whole argument is one quoted
+// string ("a b c"), the outer quotes are removed.
+std::string stripOuterQuotes(std::string_view text);
+
+// Total order that compares whitespace-separated fields numerically when both are
+// numbers, and as strings otherwise ("2" < "10", "a" < "b"); equal-valued but differently
+// written numbers ("1.0", "1") fall back to the text, so distinct strings never tie.
+bool numericAwareLess(std::string_view a, std::string_view b);
+
+// Quotes a field for strict CSV (RFC 4180 with the given separator): numbers stay bare,
+// everything else is put in double quotes with inner quotes doubled.
+std::string csvField(std::string_view text, std::string_view separator, bool forceQuotes = false);
+
+// "%lf" (fixed, 6 decimals) without printf.
+void appendFixed6(std::string& out, double value);
+
+// ------------------------------------------------------------ threads
+
+class ThreadPool {
+public:
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  template <typename F>
+  auto submit(F&& f) -> std::future<decltype(f())> {
+    using R = decltype(f());
+    auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
+    auto future = task->get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.emplace_back([task] { (*task)(); });
+    }
+    cv_.notify_one();
+    return future;
+  }
+  unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+};
+
+// Number of worker threads: -j/--jobs if given, else the number of online CPUs.
+unsigned defaultThreads();
+
+// ------------------------------------------------------------ output
+
+// Compresses one complete text with bzip2 into a single stream.
+std::string bz2Compress(std::string_view text, int level);
+
+// Writes a text file, bzip2-compressed or plain, atomically (OutputFile), compressing
+// large outputs in ~900 kB pieces on the pool as concatenated bzip2 streams (which bzip2,
+// R and InputFile read as one file). Producer calls write() from one thread.
+class ParallelOutput {
+public:
+  ParallelOutput(const std::string& path, bool compress, int level, ThreadPool* pool);
+  void write(std::string_view text);
+  void commit();  // flushes, waits for the compressor, renames into place
+  std::uint64_t bytesIn() const { return bytesIn_; }
+  std::uint64_t bytesOut() const { return bytesOut_; }
+
+private:
+  void flushChunk(bool final);
+  void drain(std::size_t keep);
+
+  OutputFile file_;
+  bool compress_;
+  int level_;
+  ThreadPool* pool_;
+  std::string chunk_;
+  std::deque<std::future<std::string>> pending_;
+  std::uint64_t bytesIn_ = 0, bytesOut_ = 0;
+};
+
+// ------------------------------------------------------------ progress
+
+// "createsummary: 120/600 files, 54.2 files/s" on stderr: rewritten in place on a terminal,
+// otherwise one line every 10 s. Silent if disabled.
+class Progress {
+public:
+  Progress(std::string program, bool enabled);
+  void update(std::uint64_t done, std::uint64_t total, const char* unit, bool force = false);
+  // Final line, only if progress was shown at all (short runs stay quiet).
+  void finish(std::uint64_t done, std::uint64_t total, const char* unit);
+
+private:
+  std::string program_;
+  bool enabled_;
+  bool tty_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+std::string joinPath(const std::string& directory, const std::string& file);
+
+}  // namespace npm::tools

@@ -1,0 +1,189 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/fileio.h"
+#include "tools/scalarfile.h"
+#include "tools/toolcommon.h"
+
+using namespace npm::tools;
+namespace fs = std::filesystem;
+
+TEST_CASE("transformName follows the reference's rules") {
+  auto s = transformName("netPerfMeter.active.flow[3]", "Received Bit Rate", false);
+  CHECK(s.table == "active.flow-ReceivedBitRate");
+  CHECK(s.aggNames == "active.flow");
+  CHECK(s.aggValues == "3");
+  CHECK(s.split.empty());
+
+  s = transformName("netPerfMeter.active.total", "First Statistics Event", false);
+  CHECK(s.table == "active.total-FirstStatisticsEvent");
+  CHECK(s.aggNames.empty());
+  CHECK(s.aggValues.empty());
+
+  // Nested indices, '#' suffix, '/' -> ':' and leading zeros as atol() did.
+  s = transformName("scenario.tsb[0].nameServerArray[007].poolElement", "Value/s#12", false);
+  CHECK(s.table == "tsb.nameServerArray.poolElement-Value:s");
+  CHECK(s.aggNames == "tsb tsb.nameServerArray Value:s");
+  CHECK(s.aggValues == "0 7 12");
+
+  // '#' followed by a non-number is part of the name.
+  s = transformName("a.b", "x#y", false);
+  CHECK(s.table == "b-x#y");
+  CHECK(s.aggNames.empty());
+
+  // Split: trailing " <digits>" only, and only when asked for.
+  s = transformName("net.q", "queue length 12", true);
+  CHECK(s.table == "q-queuelength");
+  CHECK(s.split == "12");
+  s = transformName("net.q", "packets sent", true);
+  CHECK(s.table == "q-packetssent");
+  CHECK(s.split.empty());
+  s = transformName("net.q", "queue length 12", false);
+  CHECK(s.table == "q-queuelength12");
+
+  // No dot: nothing to drop; a '/' in an object never becomes a path separator.
+  s = transformName("../../etc/x", "y", false);
+  CHECK(s.table.find('/') == std::string::npos);
+}
+
+TEST_CASE("ScalarFileParser handles keywords, runs and errors") {
+  ScalarFileParser p("f.sca", {});
+  std::vector<Scalar> out;
+  p.parseLine("version 2", 1, out);
+  p.parseLine("run x", 2, out);
+  p.parseLine("  # comment", 3, out);
+  p.parseLine("scalar \"net.a[1]\" \"with \\\"quote\\\"\" 1e3", 4, out);
+  p.parseLine("itervar n 10", 5, out);
+  p.parseLine("statistic net.a \"s\"", 6, out);
+  p.parseLine("field sqrsum 2", 7, out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].table == "a-with\"quote\"");
+  CHECK(out[0].value == 1000.0);
+  CHECK(out[0].run == 1);
+  CHECK(out[0].line == 4);
+  CHECK(out[1].table == "a-SqrSums");
+  CHECK_THROWS_WITH(p.parseLine("scalar a b c", 9, out),
+                    "f.sca:9: numeric value expected, got \"c\"");
+  CHECK_THROWS_WITH(p.parseLine("bogus", 10, out), Catch::Contains("f.sca:10: not a scalar"));
+  ScalarFileParser q("g.sca", {});
+  CHECK_THROWS_WITH(q.parseLine("field count 1", 3, out),
+                    "g.sca:3: \"field\" without a preceding \"statistic\"");
+}
+
+TEST_CASE("skip list drops tables by prefix") {
+  ScalarFileOptions o;
+  o.skip = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"active.CPU-"});
+  ScalarFileParser p("f", o);
+  std::vector<Scalar> out;
+  p.parseLine("scalar \"n.active.CPU[1]\" \"Idle\" 1", 1, out);
+  p.parseLine("scalar \"n.active.totalCPU\" \"Idle\" 1", 2, out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].table == "active.totalCPU-Idle");
+  CHECK(p.skipped() == 1);
+}
+
+TEST_CASE("splitFields and stripOuterQuotes") {
+  CHECK(splitFields("a  b\tc").value() == std::vector<std::string>{"a", "b", "c"});
+  CHECK(splitFields("bz2 \"mixed 2\"").value() == std::vector<std::string>{"bz2", "mixed 2"});
+  CHECK(splitFields("a\\ b c").value() == std::vector<std::string>{"a b", "c"});
+  CHECK(splitFields("").value().empty());
+  CHECK_FALSE(splitFields("a \"b").has_value());
+  CHECK_FALSE(splitFields("a\\").has_value());
+  CHECK(stripOuterQuotes("\"a b\"") == "a b");
+  CHECK(stripOuterQuotes("\"a\" \"b\"") == "\"a\" \"b\"");
+  CHECK(stripOuterQuotes("a b") == "a b");
+}
+
+TEST_CASE("numericAwareLess sorts numbers as numbers") {
+  CHECK(numericAwareLess("2", "10"));
+  CHECK_FALSE(numericAwareLess("10", "2"));
+  CHECK(numericAwareLess("tcp 9", "tcp 10"));
+  CHECK(numericAwareLess("0 2", "0 10"));
+  CHECK(numericAwareLess("1.5", "1e1"));
+  CHECK(numericAwareLess("-1", "0"));
+  CHECK(numericAwareLess("a", "b"));
+  CHECK(numericAwareLess("5", "a"));       // numbers before words
+  CHECK(numericAwareLess("a", "a b"));     // fewer fields first
+  CHECK(numericAwareLess("1", "1.0") != numericAwareLess("1.0", "1"));  // total order
+  CHECK_FALSE(numericAwareLess("x 1", "x 1"));
+}
+
+TEST_CASE("csvField and appendFixed6") {
+  CHECK(csvField("12.5", ",") == "12.5");
+  CHECK(csvField("tcp", ",") == "\"tcp\"");
+  CHECK(csvField("say \"hi\"", ",") == "\"say \"\"hi\"\"\"");
+  CHECK(csvField("3", ",", true) == "\"3\"");
+  std::string s;
+  appendFixed6(s, 354154226.237036);
+  s += ' ';
+  appendFixed6(s, 1795272048342367.0);
+  s += ' ';
+  appendFixed6(s, -1.25);
+  CHECK(s == "354154226.237036 1795272048342367.000000 -1.250000");
+}
+
+namespace {
+struct Argv {
+  std::vector<std::string> storage;
+  std::vector<char*> argv;
+  explicit Argv(std::initializer_list<const char*> args) {
+    for (auto a : args) storage.emplace_back(a);
+    for (auto& s : storage) argv.push_back(s.data());
+  }
+};
+const std::vector<OptionSpec> kSpecs = {
+    {"batch", 'b', false, 1}, {"compress", 'c', true, 2}, {"quiet", 'q', false, 3},
+    {"split", 'p', false, 4}, {"splitall", 0, false, 4}, {"separator", 's', true, 5}};
+}  // namespace
+
+TEST_CASE("parseCommandLine accepts the reference's spellings") {
+  std::vector<ParsedOption> o;
+  std::vector<std::string> pos;
+  Argv a{"prog", "names", "-batch", "--compress=3", "-c", "4", "-c5", "-bq", "-splitall",
+         "--sep", ";", "--", "-x"};
+  parseCommandLine(static_cast<int>(a.argv.size()), a.argv.data(), kSpecs, o, pos);
+  REQUIRE(o.size() == 8);
+  CHECK(o[0].id == 1);
+  CHECK((o[1].id == 2 && o[1].value == "3"));
+  CHECK(o[2].value == "4");
+  CHECK(o[3].value == "5");
+  CHECK((o[4].id == 1 && o[5].id == 3));
+  CHECK(o[6].id == 4);
+  CHECK((o[7].id == 5 && o[7].value == ";"));
+  CHECK(pos == std::vector<std::string>{"names", "-x"});
+
+  Argv bad{"prog", "-t"};
+  o.clear();
+  CHECK_THROWS_AS(parseCommandLine(2, bad.argv.data(), kSpecs, o, pos), UsageError);
+  Argv ambiguous{"prog", "--s"};  // separator, split, splitall
+  CHECK_THROWS_AS(parseCommandLine(2, ambiguous.argv.data(), kSpecs, o, pos), UsageError);
+  Argv missing{"prog", "-c"};
+  CHECK_THROWS_AS(parseCommandLine(2, missing.argv.data(), kSpecs, o, pos), UsageError);
+}
+
+TEST_CASE("ParallelOutput writes concatenated bzip2 streams that read back whole") {
+  char templ[] = "/tmp/npm-tools-unit-XXXXXX";
+  const fs::path dir = ::mkdtemp(templ);
+  std::string expected;
+  {
+    ThreadPool pool(2);
+    ParallelOutput out((dir / "big.data.bz2").string(), true, 9, &pool);
+    for (int i = 0; i < 200000; ++i) {
+      const std::string line = std::to_string(i) + "\tsome text to make it longer\n";
+      expected += line;
+      out.write(line);
+    }
+    out.commit();
+    CHECK(out.bytesIn() == expected.size());
+  }
+  CHECK(npm::readWholeFile((dir / "big.data.bz2").string()) == expected);
+  {
+    ParallelOutput out((dir / "empty.bz2").string(), true, 9, nullptr);
+    out.commit();
+  }
+  CHECK(npm::readWholeFile((dir / "empty.bz2").string()).empty());
+  fs::remove_all(dir);
+}
