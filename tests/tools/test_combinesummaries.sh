@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# combinesummaries: header handling, values prefix, line numbers, bad inputs.
+source "$(dirname "$0")/lib.sh"
+BIN=$1
+DATA=$2
+CB="$BIN/combinesummaries"
+setup_tmp
+cp -r "$DATA/combine" "$TMP/c"
+cd "$TMP/c" || exit 1
+bzip2 b.vec
+
+"$CB" out.data.bz2 -q <commands || fail "plain run: exit code $?"
+check_table out.data.bz2 expected.data
+"$CB" numbered.data --line-numbers --quiet <commands || fail "-l run: exit code $?"
+check_table numbered.data expected-numbered.data
+"$CB" -l -q numbered2.data.BZ2 <commands && bzip2 -t numbered2.data.BZ2 &&
+  pass ".BZ2 output is compressed" || fail ".BZ2 output"
+# Variable names on the command line, inputs relative to --simulationsdirectory.
+mkdir sub && cp a.vec sub/
+printf -- '--simulationsdirectory=sub\n--values=x 1\n--input=a.vec\n' |
+  "$CB" -q dir.data "NodeName IsActive" && [ "$(sed -n 2p dir.data)" == "$(printf 'x 1\t000001\t100\t0.5\t0\t"Flow 0"')" ] &&
+  pass "--simulationsdirectory and positional names" || fail "--simulationsdirectory: $(cat dir.data)"
+
+# A large input goes through the parallel compressor in several pieces.
+{ echo "A B"; seq 1 300000 | sed 's/.*/& text-&/'; } | bzip2 >large.bz2
+printf -- '--values=v\n--input=large.bz2\n--values=w\n--input=large.bz2\n' | "$CB" -q large-out.bz2 Var ||
+  fail "large run: exit code $?"
+[ "$(bzip2 -dc large-out.bz2 | wc -l)" -eq 600001 ] &&
+  [ "$(bzip2 -dc large-out.bz2 | sed -n 300002p)" == "$(printf 'w\t1 text-1')" ] &&
+  pass "large input, multi-stream output" || fail "large output wrong"
+
+# ------ bad input ----------------------------------------------------------------------------
+printf 'Other\tHeader\n1\t2\n' >other.vec
+: >empty.vec
+printf 'AbsTime\n1\n' | bzip2 | head -c 20 >trunc.bz2
+try() { printf '%b' "$1" | "$CB" -q result.data "NodeName IsActive"; }
+expect_fail "different header" 'other.vec:1: header "Other	Header" differs from the header of a.vec' \
+  try '--values=a 1\n--input=a.vec\n--values=b 2\n--input=other.vec\n'
+expect_fail "missing input" "cannot open missing.vec" try '--values=a 1\n--input=missing.vec\n'
+expect_fail "empty input" "empty.vec: empty file" try '--values=a 1\n--input=empty.vec\n'
+expect_fail "truncated input" "trunc.bz2: truncated bzip2 data" try '--values=a 1\n--input=trunc.bz2\n'
+expect_fail "wrong number of values" '<stdin>:1: --values=a has 1 fields, but there are 2' \
+  try '--values=a\n--input=a.vec\n'
+expect_fail "input without values" '<stdin>:1: --input=a.vec without a preceding --values=' \
+  try '--input=a.vec\n'
+expect_fail "invalid command" '<stdin>:1: invalid command "--skip=x"' try '--skip=x\n'
+expect_fail "unbalanced quotes" 'unbalanced quotes in --values' try '--values=a "b\n'
+[ -e result.data ] && fail "an output was left behind by a failed run" || pass "failed runs leave no output"
+compgen -G "*.tmp-*" >/dev/null && fail "temporary files left: $(ls)"
+expect_fail "no output file" "no output file given" "$CB"
+expect_fail "-c 0" 'invalid compression level "0"' "$CB" x -c 0
+"$CB" --help | grep -q -- "--line-numbers" && pass "--help" || fail "--help"
+finish
