@@ -1,0 +1,676 @@
+-- npmp.lua -- Lua twin of the NPMP Wireshark plugin (dissectors/packet-npmp.c).
+--
+-- NetPerfMeter Protocol: NPMP-CONTROL and NPMP-DATA.  Same protocol name
+-- ("npmp"), fields, expert infos, preferences, heuristics and "-z npmp,stat"
+-- output as the C plugin; tests/dissectors runs the same assertions on both.
+-- Use it where no compiler is available, or under tshark as root (root
+-- ignores personal C plugins, but Debian runs personal Lua scripts):
+--
+--   tshark -X lua_script:/path/npmp.lua -r capture.pcapng -Y npmp
+--   cp npmp.lua ~/.local/lib/wireshark/plugins/
+--
+-- If the C plugin is loaded too, this script steps aside.
+--
+-- SPDX-License-Identifier: GPL-3.0-or-later
+
+if Dissector.get("npmp") ~= nil then
+  return  -- the C plugin already provides "npmp"
+end
+
+local NPMP_ACKNOWLEDGE, NPMP_ADD_FLOW, NPMP_REMOVE_FLOW, NPMP_IDENTIFY_FLOW = 1, 2, 3, 4
+local NPMP_DATA, NPMP_START, NPMP_STOP, NPMP_RESULTS = 5, 6, 7, 8
+local HDR_LEN, ACK_LEN, ADDFLOW_LEN, ONOFF_LEN = 4, 24, 194, 36
+local REMOVE_LEN, IDENTIFY_LEN, DATA_LEN, STARTSTOP_LEN, RESULTS_MAX = 18, 26, 48, 16, 1404
+local MAGIC = UInt64(0x303c6774, 0x4bcdf3aa)
+local TS_MIN = UInt64(946684800) * UInt64(1000000)
+local TS_MAX = UInt64(4102444800) * UInt64(1000000)
+local DEFAULT_PORTS = "8999-9001"
+local DIR_A2P, DIR_P2A = 0, 1
+
+local type_vals = {
+  [1] = "Acknowledge", [2] = "Add Flow", [3] = "Remove Flow", [4] = "Identify Flow",
+  [5] = "Data", [6] = "Start", [7] = "Stop", [8] = "Results",
+}
+local protocol_vals = { [6] = "TCP", [17] = "UDP", [33] = "DCCP", [132] = "SCTP", [261] = "QUIC", [262] = "MPTCP" }
+local rng_vals = {
+  [0] = "Constant", [1] = "Uniform", [2] = "Negative Exponential", [3] = "Pareto",
+  [4] = "Normal", [5] = "Truncated Normal",
+}
+local cmt_vals = { [0] = "Off", [1] = "CMT", [2] = "CMT/RPv1", [3] = "CMT/RPv2", [4] = "MPTCP-like" }
+local status_vals = { [0] = "OK", [1] = "Error" }
+local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
+
+local npmp = Proto("NPMP", "NetPerfMeter Protocol (NPMP)")
+
+local hf = {
+  type = ProtoField.uint8("npmp.type", "Type", base.DEC, type_vals, nil, "Message type"),
+  flags = ProtoField.uint8("npmp.flags", "Flags", base.HEX),
+  length = ProtoField.uint16("npmp.length", "Length", base.DEC, nil, nil, "Message length including the header"),
+  af_debug = ProtoField.bool("npmp.addflow.flags.debug", "Debug", 8, nil, 0x01),
+  af_nodelay = ProtoField.bool("npmp.addflow.flags.nodelay", "No Delay", 8, nil, 0x02),
+  af_repeatonoff = ProtoField.bool("npmp.addflow.flags.repeatonoff", "Repeat On/Off", 8, nil, 0x04),
+  id_compress_vectors = ProtoField.bool("npmp.identify.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
+  id_no_vectors = ProtoField.bool("npmp.identify.flags.no_vectors", "No Vectors", 8, nil, 0x02),
+  data_frame_begin = ProtoField.bool("npmp.data.flags.frame_begin", "Frame Begin", 8, nil, 0x01),
+  data_frame_end = ProtoField.bool("npmp.data.flags.frame_end", "Frame End", 8, nil, 0x02),
+  st_compress_vectors = ProtoField.bool("npmp.start.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
+  st_compress_scalars = ProtoField.bool("npmp.start.flags.compress_scalars", "Compress Scalars", 8, nil, 0x02),
+  st_no_vectors = ProtoField.bool("npmp.start.flags.no_vectors", "No Vectors", 8, nil, 0x04),
+  st_no_scalars = ProtoField.bool("npmp.start.flags.no_scalars", "No Scalars", 8, nil, 0x08),
+  res_eof = ProtoField.bool("npmp.results.flags.eof", "End of File", 8, nil, 0x01),
+  flowid = ProtoField.uint32("npmp.flowid", "Flow ID", base.DEC),
+  measurementid = ProtoField.uint64("npmp.measurementid", "Measurement ID", base.HEX),
+  streamid = ProtoField.uint16("npmp.streamid", "Stream ID", base.DEC),
+  padding = ProtoField.uint16("npmp.padding", "Padding", base.HEX),
+  padding32 = ProtoField.uint32("npmp.padding32", "Padding", base.HEX),
+  status = ProtoField.uint32("npmp.status", "Status", base.DEC, status_vals),
+  protocol = ProtoField.uint16("npmp.protocol", "Protocol", base.DEC, protocol_vals, nil, "Transport protocol (little-endian)"),
+  description = ProtoField.stringz("npmp.description", "Description", base.NONE),
+  ordered = ProtoField.uint32("npmp.ordered", "Ordered Mode", base.HEX, nil, nil, "Fraction of ordered messages times 0xffffffff"),
+  ordered_fraction = ProtoField.double("npmp.ordered_fraction", "Ordered Fraction"),
+  reliable = ProtoField.uint32("npmp.reliable", "Reliable Mode", base.HEX, nil, nil, "Fraction of reliable messages times 0xffffffff"),
+  reliable_fraction = ProtoField.double("npmp.reliable_fraction", "Reliable Fraction"),
+  retranstrials = ProtoField.uint32("npmp.retranstrials", "Retransmission Trials", base.HEX),
+  retranstrials_is_time = ProtoField.bool("npmp.retranstrials.is_time", "Unit", 32, { "Time (ms)", "Trials" }, 0x80000000),
+  retranstrials_value = ProtoField.uint32("npmp.retranstrials.value", "Value", base.DEC, nil, 0x7fffffff),
+  framerate = ProtoField.double("npmp.framerate", "Frame Rate", "Inbound frame rate parameter (frames/s)"),
+  framesize = ProtoField.double("npmp.framesize", "Frame Size", "Inbound frame size parameter (bytes)"),
+  framerate_rng = ProtoField.uint8("npmp.framerate_rng", "Frame Rate RNG", base.DEC, rng_vals),
+  framesize_rng = ProtoField.uint8("npmp.framesize_rng", "Frame Size RNG", base.DEC, rng_vals),
+  rcvbuf = ProtoField.uint32("npmp.rcvbuf", "Receive Buffer Size", base.DEC),
+  sndbuf = ProtoField.uint32("npmp.sndbuf", "Send Buffer Size", base.DEC),
+  maxmsgsize = ProtoField.uint16("npmp.maxmsgsize", "Max. Message Size", base.DEC),
+  cmt = ProtoField.uint8("npmp.cmt", "CMT", base.DEC, cmt_vals),
+  ccid = ProtoField.uint8("npmp.ccid", "CCID", base.DEC),
+  ndiffports = ProtoField.uint16("npmp.ndiffports", "NDiffPorts", base.DEC, nil, nil, "Obsolete"),
+  pathmgr = ProtoField.stringz("npmp.pathmgr", "Path Manager", base.NONE, "Obsolete"),
+  cc = ProtoField.stringz("npmp.cc", "Congestion Control", base.NONE),
+  scheduler = ProtoField.stringz("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
+  onoffevents = ProtoField.uint16("npmp.onoffevents", "On/Off Events", base.DEC),
+  onoff = ProtoField.none("npmp.onoff", "On/Off Event"),
+  onoff_rng = ProtoField.uint8("npmp.onoff.rng", "RNG", base.DEC, rng_vals),
+  onoff_flags = ProtoField.uint8("npmp.onoff.flags", "Flags", base.HEX),
+  onoff_reltime = ProtoField.bool("npmp.onoff.flags.reltime", "Relative Time", 8, nil, 0x01),
+  onoff_padding = ProtoField.uint16("npmp.onoff.padding", "Padding", base.HEX),
+  onoff_value = ProtoField.double("npmp.onoff.value", "Value", "Distribution parameter (s)"),
+  magic = ProtoField.uint64("npmp.magic", "Magic Number", base.HEX),
+  frameid = ProtoField.uint32("npmp.frameid", "Frame ID", base.DEC),
+  seqnumber = ProtoField.uint64("npmp.seqnumber", "Sequence Number", base.DEC),
+  byteseqnumber = ProtoField.uint64("npmp.byteseqnumber", "Byte Sequence Number", base.DEC),
+  timestamp = ProtoField.uint64("npmp.timestamp", "Time Stamp", base.DEC, nil, nil, "Sender time, microseconds since the Unix epoch"),
+  timestamp_abs = ProtoField.absolute_time("npmp.timestamp_abs", "Time Stamp (absolute)", base.UTC),
+  payload = ProtoField.bytes("npmp.payload", "Payload"),
+  results_data = ProtoField.bytes("npmp.results.data", "Results Data"),
+  flow_description = ProtoField.string("npmp.flow.description", "Flow Description", base.NONE, "Description from the flow's ADD_FLOW"),
+  flow_protocol = ProtoField.uint16("npmp.flow.protocol", "Flow Protocol", base.DEC, protocol_vals, nil, "Protocol from the flow's ADD_FLOW"),
+  flow_addflow_in = ProtoField.framenum("npmp.flow.addflow_in", "ADD_FLOW in", base.NONE),
+  flow_identify_in = ProtoField.framenum("npmp.flow.identify_in", "IDENTIFY_FLOW in", base.NONE),
+  direction = ProtoField.uint8("npmp.direction", "Direction", base.DEC, direction_vals),
+  seq_expected = ProtoField.uint64("npmp.seq.expected", "Expected Sequence Number", base.DEC),
+  seq_lost = ProtoField.uint64("npmp.seq.lost", "Missing Messages", base.DEC, nil, nil, "Messages missing before this one"),
+  seq_reordered = ProtoField.bool("npmp.seq.reordered", "Out of Order", base.NONE),
+}
+-- Registration order = C registration order (keeps "-G fields" identical).
+local hf_order = {
+  "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "id_compress_vectors",
+  "id_no_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
+  "st_no_vectors", "st_no_scalars", "res_eof", "flowid", "measurementid", "streamid", "padding",
+  "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
+  "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
+  "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
+  "ndiffports", "pathmgr", "cc", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
+  "onoff_reltime", "onoff_padding", "onoff_value", "magic", "frameid", "seqnumber", "byteseqnumber",
+  "timestamp", "timestamp_abs", "payload", "results_data", "flow_description", "flow_protocol",
+  "flow_addflow_in", "flow_identify_in", "direction", "seq_expected", "seq_lost", "seq_reordered",
+}
+do
+  local list = {}
+  for _, k in ipairs(hf_order) do list[#list + 1] = assert(hf[k], k) end
+  npmp.fields = list
+end
+
+local ei = {
+  unknown_type = ProtoExpert.new("npmp.expert.unknown_type", "Unknown message type", expert.group.MALFORMED, expert.severity.ERROR),
+  length_mismatch = ProtoExpert.new("npmp.expert.length_mismatch", "Length mismatch", expert.group.MALFORMED, expert.severity.ERROR),
+  truncated = ProtoExpert.new("npmp.expert.truncated", "Truncated message", expert.group.MALFORMED, expert.severity.ERROR),
+  bad_magic = ProtoExpert.new("npmp.expert.bad_magic", "Bad magic number", expert.group.PROTOCOL, expert.severity.ERROR),
+  unknown_flow = ProtoExpert.new("npmp.expert.unknown_flow", "Flow without ADD_FLOW in this capture", expert.group.SEQUENCE, expert.severity.NOTE),
+  seq_lost = ProtoExpert.new("npmp.expert.seq_lost", "Messages missing (lost)", expert.group.SEQUENCE, expert.severity.WARN),
+  seq_reordered = ProtoExpert.new("npmp.expert.seq_reordered", "Out-of-order message", expert.group.SEQUENCE, expert.severity.WARN),
+}
+npmp.experts = { ei.unknown_type, ei.length_mismatch, ei.truncated, ei.bad_magic, ei.unknown_flow, ei.seq_lost, ei.seq_reordered }
+
+npmp.prefs.tcp_ports = Pref.range("TCP ports", DEFAULT_PORTS,
+  "TCP ports decoded as NPMP (data on BASE, MPTCP data on BASE-1, control on BASE+1)", 65535)
+npmp.prefs.udp_ports = Pref.range("UDP ports", DEFAULT_PORTS, "UDP ports decoded as NPMP", 65535)
+npmp.prefs.dccp_ports = Pref.range("DCCP ports", DEFAULT_PORTS, "DCCP ports decoded as NPMP", 65535)
+npmp.prefs.desegment = Pref.bool("Reassemble NPMP messages spanning multiple TCP segments", true,
+  "Whether NPMP messages split across TCP segments are reassembled " ..
+  "(needs the TCP preference \"Allow subdissectors to reassemble TCP streams\")")
+
+-- ---------------------------------------------------------------- state --
+local flow_table, seq_table, results, confirmed
+local tap_pending = { frame = -1, recs = {} }
+
+local function reset_state()
+  flow_table = {}
+  seq_table = {}
+  results = {}
+  confirmed = {}
+  tap_pending = { frame = -1, recs = {} }
+end
+reset_state()
+npmp.init = reset_state
+
+local function flow_key(meas, flow, stream)
+  return meas:tohex(16) .. ":" .. flow .. ":" .. stream
+end
+
+local function conv_key(pinfo)
+  local a = tostring(pinfo.src) .. "/" .. pinfo.src_port
+  local b = tostring(pinfo.dst) .. "/" .. pinfo.dst_port
+  if a > b then a, b = b, a end
+  return tostring(pinfo.port_type) .. "|" .. a .. "|" .. b
+end
+
+-- ------------------------------------------------------ plausibility ----
+local function header_plausible(tvb, offset)
+  if tvb:captured_len() - offset < HDR_LEN then return false end
+  local t = tvb(offset, 1):uint()
+  local fl = tvb(offset + 1, 1):uint()
+  local len = tvb(offset + 2, 2):uint()
+  if t == NPMP_ACKNOWLEDGE then return fl == 0 and len == ACK_LEN
+  elseif t == NPMP_ADD_FLOW then
+    return bit32.band(fl, 0xf8) == 0 and len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0
+  elseif t == NPMP_REMOVE_FLOW then return fl == 0 and len == REMOVE_LEN
+  elseif t == NPMP_IDENTIFY_FLOW then return bit32.band(fl, 0xfc) == 0 and len == IDENTIFY_LEN
+  elseif t == NPMP_DATA then return bit32.band(fl, 0xfc) == 0 and len >= DATA_LEN
+  elseif t == NPMP_START then return bit32.band(fl, 0xf0) == 0 and len == STARTSTOP_LEN
+  elseif t == NPMP_STOP then return fl == 0 and len == STARTSTOP_LEN
+  elseif t == NPMP_RESULTS then return bit32.band(fl, 0xfe) == 0 and len <= RESULTS_MAX
+  end
+  return false
+end
+
+local function heur_plausible(tvb)
+  if not header_plausible(tvb, 0) then return false end
+  local avail = tvb:captured_len()
+  local t = tvb(0, 1):uint()
+  if t == NPMP_IDENTIFY_FLOW then
+    return avail >= 16 and tvb(8, 8):uint64() == MAGIC
+  elseif t == NPMP_DATA then
+    if avail < DATA_LEN or tvb(18, 2):uint() ~= 0 then return false end
+    local ts = tvb(40, 8):uint64()
+    return ts >= TS_MIN and ts <= TS_MAX
+  elseif t == NPMP_ADD_FLOW then
+    return avail >= 20 and protocol_vals[tvb(18, 2):le_uint()] ~= nil
+  end
+  return false
+end
+
+-- ----------------------------------------------------------- analysis ----
+local function get_direction(pinfo, fl)
+  local src, dst = tostring(pinfo.src), tostring(pinfo.dst)
+  if fl and fl.identify_frame then
+    if src == fl.active_addr and pinfo.src_port == fl.active_port then return DIR_A2P end
+    if dst == fl.active_addr and pinfo.dst_port == fl.active_port then return DIR_P2A end
+    if pinfo.dst_port == fl.passive_port then return DIR_A2P end
+    if pinfo.src_port == fl.passive_port then return DIR_P2A end
+  end
+  if pinfo.src_port >= pinfo.dst_port then return DIR_A2P end
+  return DIR_P2A
+end
+
+local function analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
+  local mi = {}
+  local key = flow_key(meas, flow, stream)
+  local fl = flow_table[key]
+  if mtype == NPMP_ADD_FLOW then
+    if not fl then
+      fl = {
+        addflow_frame = pinfo.number,
+        protocol = (lim >= 20) and tvb(18, 2):le_uint() or 0,
+        description = (lim >= 52) and tvb(20, 32):stringz() or "",
+      }
+      flow_table[key] = fl
+    end
+  elseif mtype == NPMP_IDENTIFY_FLOW and fl and not fl.identify_frame then
+    fl.identify_frame = pinfo.number
+    fl.active_addr = tostring(pinfo.src)
+    fl.active_port = pinfo.src_port
+    fl.passive_port = pinfo.dst_port
+  end
+  if fl then
+    mi.known = true
+    mi.description = fl.description
+    mi.protocol = fl.protocol
+    mi.addflow_frame = fl.addflow_frame
+    mi.identify_frame = fl.identify_frame
+  end
+  mi.direction = get_direction(pinfo, fl)
+
+  if mtype == NPMP_DATA and lim >= 32 then
+    local seq = tvb(24, 8):uint64()
+    local skey = key .. ":" .. mi.direction
+    local st = seq_table[skey]
+    if not st then
+      st = {}
+      seq_table[skey] = st
+    end
+    if not st.seen then
+      st.seen = true
+      st.expected = fl and UInt64(0) or seq
+    end
+    mi.has_seq = true
+    mi.expected = st.expected
+    if seq >= st.expected then
+      mi.lost = seq - st.expected
+      st.expected = seq + UInt64(1)
+    else
+      mi.lost = UInt64(0)
+      mi.reordered = true
+    end
+  end
+  return mi
+end
+
+local function add_flow_info(tvb, pinfo, tree, ti, mi, mtype)
+  if not mi then return end
+  local g = tvb(0, 0)
+  if mi.known then
+    tree:add(hf.flow_description, g, mi.description):set_generated()
+    tree:add(hf.flow_protocol, g, mi.protocol):set_generated()
+    if mtype ~= NPMP_ADD_FLOW then
+      tree:add(hf.flow_addflow_in, g, mi.addflow_frame):set_generated()
+    end
+    if mi.identify_frame and mtype ~= NPMP_IDENTIFY_FLOW and mtype ~= NPMP_ADD_FLOW then
+      tree:add(hf.flow_identify_in, g, mi.identify_frame):set_generated()
+    end
+  elseif mtype == NPMP_DATA or mtype == NPMP_IDENTIFY_FLOW then
+    ti:add_proto_expert_info(ei.unknown_flow)
+  end
+  if mtype == NPMP_DATA then
+    tree:add(hf.direction, g, mi.direction):set_generated()
+  end
+  if mi.has_seq then
+    local r = tvb(24, 8)
+    tree:add(hf.seq_expected, r, mi.expected):set_generated()
+    if mi.lost ~= UInt64(0) then
+      local it = tree:add(hf.seq_lost, r, mi.lost)
+      it:set_generated()
+      it:add_proto_expert_info(ei.seq_lost, string.format("%s message(s) missing before SeqNumber %s",
+        tostring(mi.lost), tostring(mi.expected + mi.lost)))
+    end
+    if mi.reordered then
+      local it = tree:add(hf.seq_reordered, r, true)
+      it:set_generated()
+      it:add_proto_expert_info(ei.seq_reordered, string.format("Out-of-order message: SeqNumber %s < expected %s",
+        tostring(tvb(24, 8):uint64()), tostring(mi.expected)))
+    end
+  end
+end
+
+-- ---------------------------------------------------------- messages ----
+local function add_flags(tree, tvb, mtype)
+  local r = tvb(1, 1)
+  local it = tree:add(hf.flags, r)
+  if mtype == NPMP_ADD_FLOW then
+    it:add(hf.af_debug, r); it:add(hf.af_nodelay, r); it:add(hf.af_repeatonoff, r)
+  elseif mtype == NPMP_IDENTIFY_FLOW then
+    it:add(hf.id_compress_vectors, r); it:add(hf.id_no_vectors, r)
+  elseif mtype == NPMP_DATA then
+    it:add(hf.data_frame_begin, r); it:add(hf.data_frame_end, r)
+  elseif mtype == NPMP_START then
+    it:add(hf.st_compress_vectors, r); it:add(hf.st_compress_scalars, r)
+    it:add(hf.st_no_vectors, r); it:add(hf.st_no_scalars, r)
+  elseif mtype == NPMP_RESULTS then
+    it:add(hf.res_eof, r)
+  end
+end
+
+-- Dissects one message at offset 0 of tvb; returns the bytes it occupies.
+local function dissect_one(tvb, pinfo, tree)
+  local avail = tvb:reported_len()
+  local mtype = tvb(0, 1):uint()
+  local flags = (avail >= 2) and tvb(1, 1):uint() or 0
+  local length = (avail >= 4) and tvb(2, 2):uint() or 0
+  local tname = type_vals[mtype] or "Unknown"
+
+  local ordinal = (tonumber(pinfo.private.npmp_ordinal) or 0) + 1
+  pinfo.private.npmp_ordinal = tostring(ordinal)
+
+  if avail < HDR_LEN then
+    local ti = tree:add(npmp, tvb(0, avail))
+    ti:add(hf.type, tvb(0, 1))
+    if avail >= 2 then ti:add(hf.flags, tvb(1, 1)) end
+    ti:add_proto_expert_info(ei.truncated, string.format("Truncated message: %d of 4 header bytes present", avail))
+    pinfo.cols.info:append((ordinal > 1 and ", " or "") .. "[Truncated]")
+    return avail
+  end
+
+  local lim, consumed
+  if length < HDR_LEN then
+    lim = HDR_LEN
+    consumed = avail
+  else
+    lim = math.min(length, avail)
+    consumed = lim
+  end
+  local function ok(off, size) return off + size <= lim end
+
+  local ti = tree:add(npmp, tvb(0, consumed))
+  ti:append_text(", " .. tname)
+  local it = ti:add(hf.type, tvb(0, 1))
+  if not type_vals[mtype] then
+    it:add_proto_expert_info(ei.unknown_type, string.format("Unknown message type %d", mtype))
+  end
+  add_flags(ti, tvb, mtype)
+  it = ti:add(hf.length, tvb(2, 2))
+
+  local expected = 0
+  if mtype == NPMP_ACKNOWLEDGE then expected = ACK_LEN
+  elseif mtype == NPMP_REMOVE_FLOW then expected = REMOVE_LEN
+  elseif mtype == NPMP_IDENTIFY_FLOW then expected = IDENTIFY_LEN
+  elseif mtype == NPMP_START or mtype == NPMP_STOP then expected = STARTSTOP_LEN
+  elseif mtype == NPMP_ADD_FLOW then
+    expected = ADDFLOW_LEN
+    if lim >= ADDFLOW_LEN then expected = expected + ONOFF_LEN * tvb(192, 2):uint() end
+  end
+  if length < HDR_LEN then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 4-byte header", length))
+  elseif expected ~= 0 and length ~= expected then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d does not match the expected %d for %s",
+      length, expected, tname))
+  elseif mtype == NPMP_DATA and length < DATA_LEN then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 48-byte DATA header", length))
+  elseif mtype == NPMP_RESULTS and length > RESULTS_MAX then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d exceeds the RESULTS maximum of 1404", length))
+  end
+  if length >= HDR_LEN and length > avail then
+    ti:add_proto_expert_info(ei.truncated, string.format("Truncated message: Length %d, only %d bytes present", length, avail))
+  end
+
+  local meas, flow, stream, has_flow = UInt64(0), 0, 0, false
+  if mtype == NPMP_ACKNOWLEDGE or mtype == NPMP_ADD_FLOW or mtype == NPMP_REMOVE_FLOW or mtype == NPMP_DATA then
+    if ok(4, 4) then ti:add(hf.flowid, tvb(4, 4)); flow = tvb(4, 4):uint() end
+    if ok(8, 8) then ti:add(hf.measurementid, tvb(8, 8)); meas = tvb(8, 8):uint64() end
+    if ok(16, 2) then ti:add(hf.streamid, tvb(16, 2)); stream = tvb(16, 2):uint(); has_flow = true end
+  elseif mtype == NPMP_IDENTIFY_FLOW then
+    if ok(4, 4) then ti:add(hf.flowid, tvb(4, 4)); flow = tvb(4, 4):uint() end
+    if ok(8, 8) then
+      local m = tvb(8, 8):uint64()
+      it = ti:add(hf.magic, tvb(8, 8))
+      if m ~= MAGIC then
+        it:add_proto_expert_info(ei.bad_magic, string.format("Bad magic number 0x%s (expected 0x%s)",
+          m:tohex(16), MAGIC:tohex(16)))
+      end
+    end
+    if ok(16, 8) then ti:add(hf.measurementid, tvb(16, 8)); meas = tvb(16, 8):uint64() end
+    if ok(24, 2) then ti:add(hf.streamid, tvb(24, 2)); stream = tvb(24, 2):uint(); has_flow = true end
+  elseif mtype == NPMP_START or mtype == NPMP_STOP then
+    if ok(4, 4) then ti:add(hf.padding32, tvb(4, 4)) end
+    if ok(8, 8) then ti:add(hf.measurementid, tvb(8, 8)); meas = tvb(8, 8):uint64() end
+  end
+
+  local mi
+  if has_flow then
+    local rkey = pinfo.number .. ":" .. ordinal
+    if not pinfo.visited then
+      mi = analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
+      results[rkey] = mi
+    else
+      mi = results[rkey]
+    end
+  end
+
+  if mtype == NPMP_ACKNOWLEDGE then
+    if ok(18, 2) then ti:add(hf.padding, tvb(18, 2)) end
+    if ok(20, 4) then ti:add(hf.status, tvb(20, 4)) end
+  elseif mtype == NPMP_ADD_FLOW then
+    if ok(18, 2) then ti:add_le(hf.protocol, tvb(18, 2)) end
+    if ok(20, 32) then ti:add(hf.description, tvb(20, 32)) end
+    if ok(52, 4) then
+      ti:add(hf.ordered, tvb(52, 4))
+      ti:add(hf.ordered_fraction, tvb(52, 4), tvb(52, 4):uint() / 4294967295.0):set_generated()
+    end
+    if ok(56, 4) then
+      ti:add(hf.reliable, tvb(56, 4))
+      ti:add(hf.reliable_fraction, tvb(56, 4), tvb(56, 4):uint() / 4294967295.0):set_generated()
+    end
+    if ok(60, 4) then
+      local r = tvb(60, 4)
+      local rt = ti:add(hf.retranstrials, r)
+      rt:add(hf.retranstrials_is_time, r)
+      rt:add(hf.retranstrials_value, r)
+    end
+    for i = 0, 3 do if ok(64 + 8 * i, 8) then ti:add(hf.framerate, tvb(64 + 8 * i, 8)) end end
+    for i = 0, 3 do if ok(96 + 8 * i, 8) then ti:add(hf.framesize, tvb(96 + 8 * i, 8)) end end
+    if ok(128, 1) then ti:add(hf.framerate_rng, tvb(128, 1)) end
+    if ok(129, 1) then ti:add(hf.framesize_rng, tvb(129, 1)) end
+    if ok(130, 4) then ti:add(hf.rcvbuf, tvb(130, 4)) end
+    if ok(134, 4) then ti:add(hf.sndbuf, tvb(134, 4)) end
+    if ok(138, 2) then ti:add(hf.maxmsgsize, tvb(138, 2)) end
+    if ok(140, 1) then ti:add(hf.cmt, tvb(140, 1)) end
+    if ok(141, 1) then ti:add(hf.ccid, tvb(141, 1)) end
+    if ok(142, 2) then ti:add(hf.ndiffports, tvb(142, 2)) end
+    if ok(144, 16) then ti:add(hf.pathmgr, tvb(144, 16)) end
+    if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
+    if ok(176, 16) then ti:add(hf.scheduler, tvb(176, 16)) end
+    if ok(192, 2) then
+      ti:add(hf.onoffevents, tvb(192, 2))
+      local n = tvb(192, 2):uint()
+      for i = 0, n - 1 do
+        local eo = ADDFLOW_LEN + ONOFF_LEN * i
+        if not ok(eo, ONOFF_LEN) then break end
+        local et = ti:add(hf.onoff, tvb(eo, ONOFF_LEN))
+        et:append_text(" " .. (i + 1))
+        et:add(hf.onoff_rng, tvb(eo, 1))
+        local ft = et:add(hf.onoff_flags, tvb(eo + 1, 1))
+        ft:add(hf.onoff_reltime, tvb(eo + 1, 1))
+        et:add(hf.onoff_padding, tvb(eo + 2, 2))
+        for j = 0, 3 do et:add(hf.onoff_value, tvb(eo + 4 + 8 * j, 8)) end
+      end
+    end
+  elseif mtype == NPMP_DATA then
+    if ok(18, 2) then ti:add(hf.padding, tvb(18, 2)) end
+    if ok(20, 4) then ti:add(hf.frameid, tvb(20, 4)) end
+    if ok(24, 8) then ti:add(hf.seqnumber, tvb(24, 8)) end
+    if ok(32, 8) then ti:add(hf.byteseqnumber, tvb(32, 8)) end
+    if ok(40, 8) then
+      local us = tvb(40, 8):uint64()
+      local secs = (us / UInt64(1000000)):tonumber()
+      local nsecs = (us % UInt64(1000000)):tonumber() * 1000
+      ti:add(hf.timestamp, tvb(40, 8))
+      ti:add(hf.timestamp_abs, tvb(40, 8), NSTime.new(secs, nsecs)):set_generated()
+    end
+    if lim > DATA_LEN then ti:add(hf.payload, tvb(DATA_LEN, lim - DATA_LEN)) end
+  elseif mtype == NPMP_RESULTS then
+    if lim > HDR_LEN then ti:add(hf.results_data, tvb(HDR_LEN, lim - HDR_LEN)) end
+  end
+
+  if has_flow then add_flow_info(tvb, pinfo, ti, ti, mi, mtype) end
+
+  -- Info column
+  local info = tname
+  if has_flow then info = info .. " flow=" .. flow end
+  if mtype == NPMP_DATA and lim >= 32 then info = info .. " seq=" .. tostring(tvb(24, 8):uint64()) end
+  if mtype == NPMP_ACKNOWLEDGE and lim >= 24 then
+    info = info .. " status=" .. (status_vals[tvb(20, 4):uint()] or "?")
+  end
+  if mtype == NPMP_RESULTS and bit32.band(flags, 1) ~= 0 then info = info .. " EOF" end
+  pinfo.cols.info:append((ordinal > 1 and ", " or "") .. info)
+
+  -- Statistics record
+  if tap_pending.frame ~= pinfo.number or ordinal == 1 then
+    tap_pending = { frame = pinfo.number, recs = {} }
+  end
+  table.insert(tap_pending.recs, {
+    type = mtype, length = (length >= HDR_LEN) and length or consumed, has_flow = has_flow,
+    measurement = meas, flow = flow, stream = stream,
+    direction = mi and mi.direction or DIR_A2P,
+  })
+  return consumed
+end
+
+local function set_columns(pinfo)
+  if pinfo.private.npmp_ordinal == nil then
+    pinfo.cols.protocol = "NPMP"
+    pinfo.cols.info:clear()
+  end
+end
+
+local function get_pdu_len(tvb, pinfo, offset)
+  local len = tvb(offset + 2, 2):uint()
+  if len < HDR_LEN then return HDR_LEN end
+  return len
+end
+
+local function dissect_pdu(tvb, pinfo, tree)
+  set_columns(pinfo)
+  return dissect_one(tvb, pinfo, tree)
+end
+
+local function dissect_datagram(tvb, pinfo, tree)
+  local offset, total = 0, tvb:reported_len()
+  set_columns(pinfo)
+  while offset < total do
+    local remaining = total - offset
+    local len = (remaining >= 4) and tvb(offset + 2, 2):uint() or 0
+    local sublen = (len >= HDR_LEN and len <= remaining) and len or remaining
+    local used = dissect_one(tvb(offset, sublen):tvb(), pinfo, tree)
+    if used == 0 then break end
+    offset = offset + used
+  end
+  return tvb:captured_len()
+end
+
+local function confirm_conv(pinfo)
+  local k = conv_key(pinfo)
+  if not confirmed[k] then
+    confirmed[k] = true
+    pinfo.conversation = npmp
+  end
+end
+
+local function tcp_framing(tvb, pinfo, tree)
+  dissect_tcp_pdus(tvb, tree, HDR_LEN, get_pdu_len, dissect_pdu, npmp.prefs.desegment)
+end
+
+function npmp.dissector(tvb, pinfo, tree)
+  local pt = pinfo.port_type
+  if pt == 2 then  -- PT_TCP
+    if not confirmed[conv_key(pinfo)] then
+      if not header_plausible(tvb, 0) then return 0 end
+      confirm_conv(pinfo)
+    end
+    tcp_framing(tvb, pinfo, tree)
+    return tvb:captured_len()
+  end
+  if (pt == 3 or pt == 4) and not confirmed[conv_key(pinfo)] then  -- UDP, DCCP
+    if not header_plausible(tvb, 0) then return 0 end
+    confirm_conv(pinfo)
+  end
+  return dissect_datagram(tvb, pinfo, tree)
+end
+
+local function heuristic(tvb, pinfo, tree)
+  if not heur_plausible(tvb) then return false end
+  confirm_conv(pinfo)
+  if pinfo.port_type == 2 then
+    tcp_framing(tvb, pinfo, tree)
+  else
+    dissect_datagram(tvb, pinfo, tree)
+  end
+  return true
+end
+
+-- ------------------------------------------------------ registration ----
+local sctp_ppi = DissectorTable.get("sctp.ppi")
+for _, ppi in ipairs({ 36, 37, 0x29097605, 0x29097606 }) do sctp_ppi:add(ppi, npmp) end
+DissectorTable.get("tcp.port"):add_for_decode_as(npmp)
+DissectorTable.get("udp.port"):add_for_decode_as(npmp)
+npmp:register_heuristic("tcp", heuristic)
+npmp:register_heuristic("udp", heuristic)
+npmp:register_heuristic("dccp", heuristic)
+
+local cur_ports = {}
+local function update_ports()
+  for tbl, pref in pairs({ ["tcp.port"] = "tcp_ports", ["udp.port"] = "udp_ports", ["dccp.port"] = "dccp_ports" }) do
+    local dt = DissectorTable.get(tbl)
+    local new = npmp.prefs[pref]
+    if cur_ports[tbl] ~= new then
+      if cur_ports[tbl] and cur_ports[tbl] ~= "" then dt:remove(cur_ports[tbl], npmp) end
+      if new and new ~= "" then dt:add(new, npmp) end
+      cur_ports[tbl] = new
+    end
+  end
+end
+update_ports()
+function npmp.prefs_changed() update_ports() end
+
+-- ------------------------------------------------- -z npmp,stat ----------
+local function stat_cmd(arg)
+  local filter = "npmp"
+  if arg and arg:sub(1, 10) == "npmp,stat," then filter = "npmp && (" .. arg:sub(11) .. ")" end
+  local type_msgs, type_bytes, flows = {}, {}, {}
+  local tap = Listener.new("frame", filter)
+
+  function tap.reset()
+    type_msgs, type_bytes, flows = {}, {}, {}
+  end
+
+  function tap.packet(pinfo)
+    if tap_pending.frame ~= pinfo.number then return end
+    for _, r in ipairs(tap_pending.recs) do
+      type_msgs[r.type] = (type_msgs[r.type] or 0) + 1
+      type_bytes[r.type] = (type_bytes[r.type] or 0) + r.length
+      if r.type == NPMP_DATA and r.has_flow then
+        local key = r.measurement:tohex(16) .. ":" .. r.flow .. ":" .. r.stream .. ":" .. r.direction
+        local f = flows[key]
+        if not f then
+          f = { measurement = r.measurement, flow = r.flow, stream = r.stream, direction = r.direction,
+                messages = 0, bytes = 0, frames = 0, last_frame = -1 }
+          flows[key] = f
+        end
+        f.messages = f.messages + 1
+        f.bytes = f.bytes + r.length
+        if f.last_frame ~= pinfo.number then
+          f.frames = f.frames + 1
+          f.last_frame = pinfo.number
+        end
+      end
+    end
+    tap_pending = { frame = -1, recs = {} }
+  end
+
+  function tap.draw()
+    local line = string.rep("=", 80)
+    print(line)
+    print("NPMP Statistics")
+    print("Message types:")
+    print(string.format("  %-16s %12s %14s", "Type", "Messages", "Bytes"))
+    for t = 0, 255 do
+      if type_msgs[t] then
+        local name = type_vals[t] or string.format("Unknown (%d)", t)
+        print(string.format("  %-16s %12d %14d", name, type_msgs[t], type_bytes[t]))
+      end
+    end
+    print("Data flows:")
+    print(string.format("  %-18s %10s %6s %-4s %12s %14s %10s", "Measurement", "Flow", "Stream", "Dir",
+      "Messages", "Bytes", "Frames"))
+    local arr = {}
+    for _, f in pairs(flows) do arr[#arr + 1] = f end
+    table.sort(arr, function(x, y)
+      if x.measurement ~= y.measurement then return x.measurement < y.measurement end
+      if x.flow ~= y.flow then return x.flow < y.flow end
+      if x.stream ~= y.stream then return x.stream < y.stream end
+      return x.direction < y.direction
+    end)
+    for _, f in ipairs(arr) do
+      print(string.format("  0x%s %10d %6d %-4s %12d %14d %10d", f.measurement:tohex(16), f.flow, f.stream,
+        f.direction == DIR_A2P and "A->P" or "P->A", f.messages, f.bytes, f.frames))
+    end
+    print(line)
+  end
+end
+register_stat_cmd_arg("npmp,stat", stat_cmd)

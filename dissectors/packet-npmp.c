@@ -1,0 +1,1117 @@
+/*
+ * packet-npmp.c -- Wireshark 4.x epan plugin for the NetPerfMeter Protocol
+ * (NPMP-CONTROL and NPMP-DATA).
+ *
+ * Filter name "npmp" (the built-in dissector owns "netperfmeter").
+ * The Lua twin dissectors/npmp.lua registers the same protocol, fields,
+ * expert infos, preferences, heuristics and "-z npmp,stat" output; the tests
+ * in tests/dissectors/ run the same assertions against both.
+ *
+ * Wire format: all integers big-endian except ADD_FLOW.Protocol (u16 LE);
+ * doubles are IEEE-754 binary64 sent big-endian; common 4-byte header
+ * Type(u8) Flags(u8) Length(u16, includes the header).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <inttypes.h>
+
+#include <wireshark.h>
+#include <epan/packet.h>
+#include <epan/prefs.h>
+#include <epan/expert.h>
+#include <epan/conversation.h>
+#include <epan/proto_data.h>
+#include <epan/tap.h>
+#include <epan/stat_tap_ui.h>
+#include <epan/dissectors/packet-tcp.h>
+
+#ifndef NPMP_PLUGIN_VERSION
+#define NPMP_PLUGIN_VERSION "2.1.0"
+#endif
+
+WS_DLL_PUBLIC_DEF const char plugin_version[] = NPMP_PLUGIN_VERSION;
+WS_DLL_PUBLIC_DEF const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
+WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
+WS_DLL_PUBLIC void plugin_register(void);
+#if WIRESHARK_VERSION_MAJOR > 4 || (WIRESHARK_VERSION_MAJOR == 4 && WIRESHARK_VERSION_MINOR >= 2)
+#include <wsutil/plugins.h>
+WS_DLL_PUBLIC uint32_t plugin_describe(void);
+uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
+#endif
+
+/* ---- Protocol constants (reference §3) -------------------------------- */
+#define NPMP_ACKNOWLEDGE   1
+#define NPMP_ADD_FLOW      2
+#define NPMP_REMOVE_FLOW   3
+#define NPMP_IDENTIFY_FLOW 4
+#define NPMP_DATA          5
+#define NPMP_START         6
+#define NPMP_STOP          7
+#define NPMP_RESULTS       8
+
+#define NPMP_HDR_LEN        4
+#define NPMP_ACK_LEN       24
+#define NPMP_ADDFLOW_LEN  194
+#define NPMP_ONOFF_LEN     36
+#define NPMP_REMOVE_LEN    18
+#define NPMP_IDENTIFY_LEN  26
+#define NPMP_DATA_LEN      48
+#define NPMP_STARTSTOP_LEN 16
+#define NPMP_RESULTS_MAX 1404
+
+#define NPMP_MAGIC G_GUINT64_CONSTANT(0x4bcdf3aa303c6774)
+
+#define PPID_NPMP_CONTROL        36
+#define PPID_NPMP_DATA           37
+#define PPID_NPMP_CONTROL_LEGACY 0x29097605
+#define PPID_NPMP_DATA_LEGACY    0x29097606
+
+#define NPMP_DEFAULT_PORTS "8999-9001"
+
+/* Plausible DATA time stamps: 2000-01-01 .. 2100-01-01 in microseconds. */
+#define NPMP_TS_MIN G_GUINT64_CONSTANT(946684800000000)
+#define NPMP_TS_MAX G_GUINT64_CONSTANT(4102444800000000)
+
+enum { DIR_A2P = 0, DIR_P2A = 1 };
+
+static const value_string npmp_type_vals[] = {
+  { NPMP_ACKNOWLEDGE,   "Acknowledge" },
+  { NPMP_ADD_FLOW,      "Add Flow" },
+  { NPMP_REMOVE_FLOW,   "Remove Flow" },
+  { NPMP_IDENTIFY_FLOW, "Identify Flow" },
+  { NPMP_DATA,          "Data" },
+  { NPMP_START,         "Start" },
+  { NPMP_STOP,          "Stop" },
+  { NPMP_RESULTS,       "Results" },
+  { 0, NULL }
+};
+
+static const value_string npmp_protocol_vals[] = {
+  { 6,   "TCP" },
+  { 17,  "UDP" },
+  { 33,  "DCCP" },
+  { 132, "SCTP" },
+  { 261, "QUIC" },
+  { 262, "MPTCP" },
+  { 0, NULL }
+};
+
+static const value_string npmp_rng_vals[] = {
+  { 0, "Constant" },
+  { 1, "Uniform" },
+  { 2, "Negative Exponential" },
+  { 3, "Pareto" },
+  { 4, "Normal" },
+  { 5, "Truncated Normal" },
+  { 0, NULL }
+};
+
+static const value_string npmp_cmt_vals[] = {
+  { 0, "Off" },
+  { 1, "CMT" },
+  { 2, "CMT/RPv1" },
+  { 3, "CMT/RPv2" },
+  { 4, "MPTCP-like" },
+  { 0, NULL }
+};
+
+static const value_string npmp_status_vals[] = {
+  { 0, "OK" },
+  { 1, "Error" },
+  { 0, NULL }
+};
+
+static const value_string npmp_direction_vals[] = {
+  { DIR_A2P, "Active to Passive" },
+  { DIR_P2A, "Passive to Active" },
+  { 0, NULL }
+};
+
+static const true_false_string tfs_retrans_time = { "Time (ms)", "Trials" };
+
+/* ---- Registration handles ------------------------------------------- */
+static int proto_npmp = -1;
+static int npmp_tap = -1;
+static dissector_handle_t npmp_handle;
+
+static int hf_type = -1, hf_flags = -1, hf_length = -1;
+static int hf_addflow_flags_debug = -1, hf_addflow_flags_nodelay = -1, hf_addflow_flags_repeatonoff = -1;
+static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors = -1;
+static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
+static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
+static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1;
+static int hf_results_flags_eof = -1;
+static int hf_flowid = -1, hf_measurementid = -1, hf_streamid = -1;
+static int hf_padding = -1, hf_padding32 = -1, hf_status = -1;
+static int hf_protocol = -1, hf_description = -1;
+static int hf_ordered = -1, hf_ordered_fraction = -1, hf_reliable = -1, hf_reliable_fraction = -1;
+static int hf_retranstrials = -1, hf_retranstrials_is_time = -1, hf_retranstrials_value = -1;
+static int hf_framerate = -1, hf_framesize = -1, hf_framerate_rng = -1, hf_framesize_rng = -1;
+static int hf_rcvbuf = -1, hf_sndbuf = -1, hf_maxmsgsize = -1, hf_cmt = -1, hf_ccid = -1;
+static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1;
+static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags = -1;
+static int hf_onoff_flags_reltime = -1, hf_onoff_padding = -1, hf_onoff_value = -1;
+static int hf_magic = -1;
+static int hf_frameid = -1, hf_seqnumber = -1, hf_byteseqnumber = -1, hf_timestamp = -1;
+static int hf_timestamp_abs = -1, hf_payload = -1, hf_results_data = -1;
+static int hf_flow_description = -1, hf_flow_protocol = -1, hf_flow_addflow_in = -1;
+static int hf_flow_identify_in = -1, hf_direction = -1;
+static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
+
+static gint ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1;
+static gint ett_onoff_flags = -1, ett_flow = -1;
+
+static expert_field ei_unknown_type = EI_INIT;
+static expert_field ei_length_mismatch = EI_INIT;
+static expert_field ei_truncated = EI_INIT;
+static expert_field ei_bad_magic = EI_INIT;
+static expert_field ei_unknown_flow = EI_INIT;
+static expert_field ei_seq_lost = EI_INIT;
+static expert_field ei_seq_reordered = EI_INIT;
+
+/* Preferences */
+static range_t *pref_tcp_ports = NULL, *pref_udp_ports = NULL, *pref_dccp_ports = NULL;
+static range_t *cur_tcp_ports = NULL, *cur_udp_ports = NULL, *cur_dccp_ports = NULL;
+static gboolean pref_desegment = TRUE;
+
+/* ---- Analysis state (file scope) --------------------------------------
+ * Flows are keyed by "MeasurementID:FlowID:StreamID" and learnt from
+ * ADD_FLOW (description, protocol) and IDENTIFY_FLOW (data endpoints).
+ * Sequence state is per flow and direction.  Everything is computed on the
+ * first pass and stored per message (frame number, message ordinal). */
+typedef struct {
+  gchar   *description;
+  guint16  protocol;
+  guint32  addflow_frame;
+  guint32  identify_frame;
+  address  active_addr;      /* source of the IDENTIFY */
+  guint32  active_port;
+  guint32  passive_port;     /* destination port of the IDENTIFY */
+} npmp_flow_t;
+
+typedef struct {
+  gboolean seen;
+  guint64  expected;
+} npmp_seq_t;
+
+typedef struct {
+  gboolean known;
+  gchar   *description;
+  guint16  protocol;
+  guint32  addflow_frame;
+  guint32  identify_frame;
+  guint8   direction;
+  gboolean has_seq;
+  guint64  expected;
+  guint64  lost;
+  gboolean reordered;
+} npmp_msg_info_t;
+
+static wmem_map_t *flow_table = NULL;   /* gchar* -> npmp_flow_t* */
+static wmem_map_t *seq_table = NULL;    /* gchar* -> npmp_seq_t* */
+static wmem_map_t *confirmed_convs = NULL; /* conversation_t* -> marker */
+
+/* Tap record, one per message */
+typedef struct {
+  guint8  type;
+  guint16 length;
+  gboolean has_flow;
+  guint64 measurement;
+  guint32 flow;
+  guint16 stream;
+  guint8  direction;
+  guint32 frame;
+} npmp_tap_rec_t;
+
+static void
+npmp_init(void)
+{
+  flow_table = wmem_map_new(wmem_file_scope(), g_str_hash, g_str_equal);
+  seq_table = wmem_map_new(wmem_file_scope(), g_str_hash, g_str_equal);
+  confirmed_convs = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+}
+
+static gchar *
+flow_key(wmem_allocator_t *scope, guint64 meas, guint32 flow, guint16 stream)
+{
+  return wmem_strdup_printf(scope, "%016" PRIx64 ":%u:%u", meas, flow, stream);
+}
+
+/* ---- Plausibility checks ---------------------------------------------- */
+
+/* Level 1: the header at offset is a valid NPMP header for its type
+ * (used before claiming a port-registered TCP/UDP/DCCP payload). */
+static gboolean
+header_plausible(tvbuff_t *tvb, int offset)
+{
+  if (tvb_captured_length_remaining(tvb, offset) < NPMP_HDR_LEN)
+    return FALSE;
+  guint8 type = tvb_get_guint8(tvb, offset);
+  guint8 flags = tvb_get_guint8(tvb, offset + 1);
+  guint16 len = tvb_get_ntohs(tvb, offset + 2);
+  switch (type) {
+  case NPMP_ACKNOWLEDGE:   return flags == 0 && len == NPMP_ACK_LEN;
+  case NPMP_ADD_FLOW:      return (flags & ~0x07) == 0 && len >= NPMP_ADDFLOW_LEN &&
+                                  (len - NPMP_ADDFLOW_LEN) % NPMP_ONOFF_LEN == 0;
+  case NPMP_REMOVE_FLOW:   return flags == 0 && len == NPMP_REMOVE_LEN;
+  case NPMP_IDENTIFY_FLOW: return (flags & ~0x03) == 0 && len == NPMP_IDENTIFY_LEN;
+  case NPMP_DATA:          return (flags & ~0x03) == 0 && len >= NPMP_DATA_LEN;
+  case NPMP_START:         return (flags & ~0x0f) == 0 && len == NPMP_STARTSTOP_LEN;
+  case NPMP_STOP:          return flags == 0 && len == NPMP_STARTSTOP_LEN;
+  case NPMP_RESULTS:       return (flags & ~0x01) == 0 && len <= NPMP_RESULTS_MAX;
+  default:                 return FALSE;
+  }
+}
+
+/* Level 2 (heuristics): IDENTIFY_FLOW with the magic number, DATA with zero
+ * padding and a plausible time stamp, or ADD_FLOW with a known protocol. */
+static gboolean
+heur_plausible(tvbuff_t *tvb)
+{
+  if (!header_plausible(tvb, 0))
+    return FALSE;
+  guint avail = tvb_captured_length(tvb);
+  switch (tvb_get_guint8(tvb, 0)) {
+  case NPMP_IDENTIFY_FLOW:
+    return avail >= 16 && tvb_get_ntoh64(tvb, 8) == NPMP_MAGIC;
+  case NPMP_DATA: {
+    if (avail < NPMP_DATA_LEN || tvb_get_ntohs(tvb, 18) != 0)
+      return FALSE;
+    guint64 ts = tvb_get_ntoh64(tvb, 40);
+    return ts >= NPMP_TS_MIN && ts <= NPMP_TS_MAX;
+  }
+  case NPMP_ADD_FLOW: {
+    if (avail < 20)
+      return FALSE;
+    return try_val_to_str(tvb_get_letohs(tvb, 18), npmp_protocol_vals) != NULL;
+  }
+  default:
+    return FALSE;
+  }
+}
+
+/* ---- Message dissection ----------------------------------------------- */
+
+/* Adds a field only if it lies completely inside the message. */
+#define FIELD_OK(off, size) ((guint)(off) + (guint)(size) <= lim)
+
+static guint8
+get_direction(packet_info *pinfo, const npmp_flow_t *fl)
+{
+  if (fl && fl->identify_frame) {
+    if (addresses_equal(&pinfo->src, &fl->active_addr) && pinfo->srcport == fl->active_port)
+      return DIR_A2P;
+    if (addresses_equal(&pinfo->dst, &fl->active_addr) && pinfo->destport == fl->active_port)
+      return DIR_P2A;
+    if (pinfo->destport == fl->passive_port)
+      return DIR_A2P;
+    if (pinfo->srcport == fl->passive_port)
+      return DIR_P2A;
+  }
+  return (pinfo->srcport >= pinfo->destport) ? DIR_A2P : DIR_P2A;
+}
+
+/* First-pass analysis of one flow-carrying message. */
+static npmp_msg_info_t *
+analyse(packet_info *pinfo, guint8 type, guint64 meas, guint32 flow, guint16 stream,
+        tvbuff_t *tvb, guint lim)
+{
+  npmp_msg_info_t *mi = wmem_new0(wmem_file_scope(), npmp_msg_info_t);
+  gchar *key = flow_key(pinfo->pool, meas, flow, stream);
+  npmp_flow_t *fl = (npmp_flow_t *)wmem_map_lookup(flow_table, key);
+
+  if (type == NPMP_ADD_FLOW) {
+    if (!fl) {
+      fl = wmem_new0(wmem_file_scope(), npmp_flow_t);
+      fl->addflow_frame = pinfo->num;
+      fl->protocol = (lim >= 20) ? tvb_get_letohs(tvb, 18) : 0;
+      fl->description = (lim >= 52)
+        ? (gchar *)tvb_get_stringzpad(wmem_file_scope(), tvb, 20, 32, ENC_ASCII)
+        : wmem_strdup(wmem_file_scope(), "");
+      wmem_map_insert(flow_table, wmem_strdup(wmem_file_scope(), key), fl);
+    }
+  } else if (type == NPMP_IDENTIFY_FLOW && fl && !fl->identify_frame) {
+    fl->identify_frame = pinfo->num;
+    copy_address_wmem(wmem_file_scope(), &fl->active_addr, &pinfo->src);
+    fl->active_port = pinfo->srcport;
+    fl->passive_port = pinfo->destport;
+  }
+
+  if (fl) {
+    mi->known = TRUE;
+    mi->description = fl->description;
+    mi->protocol = fl->protocol;
+    mi->addflow_frame = fl->addflow_frame;
+    mi->identify_frame = fl->identify_frame;
+  }
+  mi->direction = get_direction(pinfo, fl);
+
+  if (type == NPMP_DATA && lim >= 32) {
+    guint64 seq = tvb_get_ntoh64(tvb, 24);
+    gchar *skey = wmem_strdup_printf(pinfo->pool, "%s:%u", key, mi->direction);
+    npmp_seq_t *st = (npmp_seq_t *)wmem_map_lookup(seq_table, skey);
+    if (!st) {
+      st = wmem_new0(wmem_file_scope(), npmp_seq_t);
+      wmem_map_insert(seq_table, wmem_strdup(wmem_file_scope(), skey), st);
+    }
+    if (!st->seen) {
+      /* The start of the flow is in the capture if its ADD_FLOW is. */
+      st->seen = TRUE;
+      st->expected = fl ? 0 : seq;
+    }
+    mi->has_seq = TRUE;
+    mi->expected = st->expected;
+    if (seq >= st->expected) {
+      mi->lost = seq - st->expected;
+      st->expected = seq + 1;
+    } else {
+      mi->reordered = TRUE;
+    }
+  }
+  return mi;
+}
+
+static void
+add_flow_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti,
+              npmp_msg_info_t *mi, guint8 type)
+{
+  proto_item *it;
+  if (!mi)
+    return;
+  if (mi->known) {
+    it = proto_tree_add_string(tree, hf_flow_description, tvb, 0, 0, mi->description);
+    proto_item_set_generated(it);
+    it = proto_tree_add_uint(tree, hf_flow_protocol, tvb, 0, 0, mi->protocol);
+    proto_item_set_generated(it);
+    if (type != NPMP_ADD_FLOW) {
+      it = proto_tree_add_uint(tree, hf_flow_addflow_in, tvb, 0, 0, mi->addflow_frame);
+      proto_item_set_generated(it);
+    }
+    if (mi->identify_frame && type != NPMP_IDENTIFY_FLOW && type != NPMP_ADD_FLOW) {
+      it = proto_tree_add_uint(tree, hf_flow_identify_in, tvb, 0, 0, mi->identify_frame);
+      proto_item_set_generated(it);
+    }
+  } else if (type == NPMP_DATA || type == NPMP_IDENTIFY_FLOW) {
+    expert_add_info(pinfo, ti, &ei_unknown_flow);
+  }
+  if (type == NPMP_DATA) {
+    it = proto_tree_add_uint(tree, hf_direction, tvb, 0, 0, mi->direction);
+    proto_item_set_generated(it);
+  }
+  if (mi->has_seq) {
+    it = proto_tree_add_uint64(tree, hf_seq_expected, tvb, 24, 8, mi->expected);
+    proto_item_set_generated(it);
+    if (mi->lost) {
+      it = proto_tree_add_uint64(tree, hf_seq_lost, tvb, 24, 8, mi->lost);
+      proto_item_set_generated(it);
+      expert_add_info_format(pinfo, it, &ei_seq_lost,
+                             "%" PRIu64 " message(s) missing before SeqNumber %" PRIu64,
+                             mi->lost, mi->expected + mi->lost);
+    }
+    if (mi->reordered) {
+      it = proto_tree_add_boolean(tree, hf_seq_reordered, tvb, 24, 8, TRUE);
+      proto_item_set_generated(it);
+      expert_add_info_format(pinfo, it, &ei_seq_reordered,
+                             "Out-of-order message: SeqNumber %" PRIu64 " < expected %" PRIu64,
+                             tvb_get_ntoh64(tvb, 24), mi->expected);
+    }
+  }
+}
+
+static int * const addflow_flag_fields[] = { &hf_addflow_flags_debug, &hf_addflow_flags_nodelay,
+                                             &hf_addflow_flags_repeatonoff, NULL };
+static int * const identify_flag_fields[] = { &hf_identify_flags_compress_vectors,
+                                              &hf_identify_flags_no_vectors, NULL };
+static int * const data_flag_fields[] = { &hf_data_flags_frame_begin, &hf_data_flags_frame_end, NULL };
+static int * const start_flag_fields[] = { &hf_start_flags_compress_vectors, &hf_start_flags_compress_scalars,
+                                           &hf_start_flags_no_vectors, &hf_start_flags_no_scalars, NULL };
+static int * const results_flag_fields[] = { &hf_results_flags_eof, NULL };
+static int * const onoff_flag_fields[] = { &hf_onoff_flags_reltime, NULL };
+static int * const retrans_fields[] = { &hf_retranstrials_is_time, &hf_retranstrials_value, NULL };
+
+/* Dissects one message that starts at offset 0 of tvb.  Returns the number
+ * of bytes it occupies (the Length field, clamped to what is present). */
+static guint
+dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+  guint avail = tvb_reported_length(tvb);
+  guint8 type = tvb_get_guint8(tvb, 0);
+  guint8 flags = (avail >= 2) ? tvb_get_guint8(tvb, 1) : 0;
+  guint16 length = (avail >= 4) ? tvb_get_ntohs(tvb, 2) : 0;
+  guint lim, consumed;
+  proto_item *ti, *it;
+  proto_tree *mt;
+  npmp_msg_info_t *mi = NULL;
+  guint64 meas = 0;
+  guint32 flow = 0;
+  guint16 stream = 0;
+  gboolean has_flow = FALSE;
+  const gchar *tname = val_to_str_const(type, npmp_type_vals, "Unknown");
+
+  /* Per-packet message ordinal, the key of the stored analysis result. */
+  guint ordinal = GPOINTER_TO_UINT(p_get_proto_data(pinfo->pool, pinfo, proto_npmp, 0)) + 1;
+  p_add_proto_data(pinfo->pool, pinfo, proto_npmp, 0, GUINT_TO_POINTER(ordinal));
+
+  if (avail < NPMP_HDR_LEN) {
+    ti = proto_tree_add_item(tree, proto_npmp, tvb, 0, avail, ENC_NA);
+    mt = proto_item_add_subtree(ti, ett_npmp);
+    proto_tree_add_item(mt, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
+    if (avail >= 2)
+      proto_tree_add_item(mt, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
+    expert_add_info_format(pinfo, ti, &ei_truncated,
+                           "Truncated message: %u of 4 header bytes present", avail);
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[Truncated]");
+    return avail;
+  }
+
+  if (length < NPMP_HDR_LEN) {
+    lim = NPMP_HDR_LEN;
+    consumed = avail;  /* cannot resynchronise: the rest belongs to this message */
+  } else {
+    lim = MIN((guint)length, avail);
+    consumed = lim;
+  }
+
+  ti = proto_tree_add_item(tree, proto_npmp, tvb, 0, consumed, ENC_NA);
+  mt = proto_item_add_subtree(ti, ett_npmp);
+  proto_item_append_text(ti, ", %s", tname);
+  it = proto_tree_add_item(mt, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
+  if (!try_val_to_str(type, npmp_type_vals))
+    expert_add_info_format(pinfo, it, &ei_unknown_type, "Unknown message type %u", type);
+
+  switch (type) {
+  case NPMP_ADD_FLOW:
+    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, addflow_flag_fields, ENC_BIG_ENDIAN);
+    break;
+  case NPMP_IDENTIFY_FLOW:
+    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, identify_flag_fields, ENC_BIG_ENDIAN);
+    break;
+  case NPMP_DATA:
+    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, data_flag_fields, ENC_BIG_ENDIAN);
+    break;
+  case NPMP_START:
+    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, start_flag_fields, ENC_BIG_ENDIAN);
+    break;
+  case NPMP_RESULTS:
+    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, results_flag_fields, ENC_BIG_ENDIAN);
+    break;
+  default:
+    proto_tree_add_item(mt, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
+    break;
+  }
+  it = proto_tree_add_item(mt, hf_length, tvb, 2, 2, ENC_BIG_ENDIAN);
+
+  /* Length checks */
+  {
+    guint expected = 0;
+    switch (type) {
+    case NPMP_ACKNOWLEDGE:   expected = NPMP_ACK_LEN; break;
+    case NPMP_REMOVE_FLOW:   expected = NPMP_REMOVE_LEN; break;
+    case NPMP_IDENTIFY_FLOW: expected = NPMP_IDENTIFY_LEN; break;
+    case NPMP_START:
+    case NPMP_STOP:          expected = NPMP_STARTSTOP_LEN; break;
+    case NPMP_ADD_FLOW:
+      expected = NPMP_ADDFLOW_LEN;
+      if (lim >= NPMP_ADDFLOW_LEN)
+        expected += NPMP_ONOFF_LEN * tvb_get_ntohs(tvb, 192);
+      break;
+    default: break;
+    }
+    if (length < NPMP_HDR_LEN)
+      expert_add_info_format(pinfo, it, &ei_length_mismatch,
+                             "Length %u is smaller than the 4-byte header", length);
+    else if (expected && length != expected)
+      expert_add_info_format(pinfo, it, &ei_length_mismatch,
+                             "Length %u does not match the expected %u for %s",
+                             length, expected, tname);
+    else if (type == NPMP_DATA && length < NPMP_DATA_LEN)
+      expert_add_info_format(pinfo, it, &ei_length_mismatch,
+                             "Length %u is smaller than the 48-byte DATA header", length);
+    else if (type == NPMP_RESULTS && length > NPMP_RESULTS_MAX)
+      expert_add_info_format(pinfo, it, &ei_length_mismatch,
+                             "Length %u exceeds the RESULTS maximum of 1404", length);
+    if (length >= NPMP_HDR_LEN && length > avail)
+      expert_add_info_format(pinfo, ti, &ei_truncated,
+                             "Truncated message: Length %u, only %u bytes present", length, avail);
+  }
+
+  switch (type) {
+  case NPMP_ACKNOWLEDGE:
+  case NPMP_ADD_FLOW:
+  case NPMP_REMOVE_FLOW:
+  case NPMP_DATA:
+    if (FIELD_OK(4, 4)) { proto_tree_add_item_ret_uint(mt, hf_flowid, tvb, 4, 4, ENC_BIG_ENDIAN, &flow); }
+    if (FIELD_OK(8, 8)) { proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 8, 8, ENC_BIG_ENDIAN, &meas); }
+    if (FIELD_OK(16, 2)) {
+      guint32 s;
+      proto_tree_add_item_ret_uint(mt, hf_streamid, tvb, 16, 2, ENC_BIG_ENDIAN, &s);
+      stream = (guint16)s;
+      has_flow = TRUE;
+    }
+    break;
+  case NPMP_IDENTIFY_FLOW:
+    if (FIELD_OK(4, 4)) { proto_tree_add_item_ret_uint(mt, hf_flowid, tvb, 4, 4, ENC_BIG_ENDIAN, &flow); }
+    if (FIELD_OK(8, 8)) {
+      guint64 magic;
+      it = proto_tree_add_item_ret_uint64(mt, hf_magic, tvb, 8, 8, ENC_BIG_ENDIAN, &magic);
+      if (magic != NPMP_MAGIC)
+        expert_add_info_format(pinfo, it, &ei_bad_magic,
+                               "Bad magic number 0x%016" PRIx64 " (expected 0x%016" PRIx64 ")",
+                               magic, NPMP_MAGIC);
+    }
+    if (FIELD_OK(16, 8)) { proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 16, 8, ENC_BIG_ENDIAN, &meas); }
+    if (FIELD_OK(24, 2)) {
+      guint32 s;
+      proto_tree_add_item_ret_uint(mt, hf_streamid, tvb, 24, 2, ENC_BIG_ENDIAN, &s);
+      stream = (guint16)s;
+      has_flow = TRUE;
+    }
+    break;
+  case NPMP_START:
+  case NPMP_STOP:
+    if (FIELD_OK(4, 4)) proto_tree_add_item(mt, hf_padding32, tvb, 4, 4, ENC_BIG_ENDIAN);
+    if (FIELD_OK(8, 8)) proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 8, 8, ENC_BIG_ENDIAN, &meas);
+    break;
+  default:
+    break;
+  }
+
+  /* First pass: analyse and store; later passes: look up. */
+  if (has_flow) {
+    if (!pinfo->fd->visited) {
+      mi = analyse(pinfo, type, meas, flow, stream, tvb, lim);
+      p_add_proto_data(wmem_file_scope(), pinfo, proto_npmp, ordinal, mi);
+    } else {
+      mi = (npmp_msg_info_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_npmp, ordinal);
+    }
+  }
+
+  switch (type) {
+  case NPMP_ACKNOWLEDGE:
+    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_padding, tvb, 18, 2, ENC_BIG_ENDIAN);
+    if (FIELD_OK(20, 4)) proto_tree_add_item(mt, hf_status, tvb, 20, 4, ENC_BIG_ENDIAN);
+    break;
+
+  case NPMP_ADD_FLOW: {
+    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_protocol, tvb, 18, 2, ENC_LITTLE_ENDIAN);
+    if (FIELD_OK(20, 32)) proto_tree_add_item(mt, hf_description, tvb, 20, 32, ENC_ASCII);
+    if (FIELD_OK(52, 4)) {
+      guint32 v = tvb_get_ntohl(tvb, 52);
+      proto_tree_add_item(mt, hf_ordered, tvb, 52, 4, ENC_BIG_ENDIAN);
+      it = proto_tree_add_double(mt, hf_ordered_fraction, tvb, 52, 4, (double)v / 4294967295.0);
+      proto_item_set_generated(it);
+    }
+    if (FIELD_OK(56, 4)) {
+      guint32 v = tvb_get_ntohl(tvb, 56);
+      proto_tree_add_item(mt, hf_reliable, tvb, 56, 4, ENC_BIG_ENDIAN);
+      it = proto_tree_add_double(mt, hf_reliable_fraction, tvb, 56, 4, (double)v / 4294967295.0);
+      proto_item_set_generated(it);
+    }
+    if (FIELD_OK(60, 4))
+      proto_tree_add_bitmask(mt, tvb, 60, hf_retranstrials, ett_retrans, retrans_fields, ENC_BIG_ENDIAN);
+    for (int i = 0; i < 4; i++)
+      if (FIELD_OK(64 + 8 * i, 8)) proto_tree_add_item(mt, hf_framerate, tvb, 64 + 8 * i, 8, ENC_BIG_ENDIAN);
+    for (int i = 0; i < 4; i++)
+      if (FIELD_OK(96 + 8 * i, 8)) proto_tree_add_item(mt, hf_framesize, tvb, 96 + 8 * i, 8, ENC_BIG_ENDIAN);
+    if (FIELD_OK(128, 1)) proto_tree_add_item(mt, hf_framerate_rng, tvb, 128, 1, ENC_BIG_ENDIAN);
+    if (FIELD_OK(129, 1)) proto_tree_add_item(mt, hf_framesize_rng, tvb, 129, 1, ENC_BIG_ENDIAN);
+    if (FIELD_OK(130, 4)) proto_tree_add_item(mt, hf_rcvbuf, tvb, 130, 4, ENC_BIG_ENDIAN);
+    if (FIELD_OK(134, 4)) proto_tree_add_item(mt, hf_sndbuf, tvb, 134, 4, ENC_BIG_ENDIAN);
+    if (FIELD_OK(138, 2)) proto_tree_add_item(mt, hf_maxmsgsize, tvb, 138, 2, ENC_BIG_ENDIAN);
+    if (FIELD_OK(140, 1)) proto_tree_add_item(mt, hf_cmt, tvb, 140, 1, ENC_BIG_ENDIAN);
+    if (FIELD_OK(141, 1)) proto_tree_add_item(mt, hf_ccid, tvb, 141, 1, ENC_BIG_ENDIAN);
+    if (FIELD_OK(142, 2)) proto_tree_add_item(mt, hf_ndiffports, tvb, 142, 2, ENC_BIG_ENDIAN);
+    if (FIELD_OK(144, 16)) proto_tree_add_item(mt, hf_pathmgr, tvb, 144, 16, ENC_ASCII);
+    if (FIELD_OK(160, 16)) proto_tree_add_item(mt, hf_cc, tvb, 160, 16, ENC_ASCII);
+    if (FIELD_OK(176, 16)) proto_tree_add_item(mt, hf_scheduler, tvb, 176, 16, ENC_ASCII);
+    if (FIELD_OK(192, 2)) {
+      guint32 n;
+      proto_tree_add_item_ret_uint(mt, hf_onoffevents, tvb, 192, 2, ENC_BIG_ENDIAN, &n);
+      for (guint i = 0; i < n; i++) {
+        guint eo = NPMP_ADDFLOW_LEN + NPMP_ONOFF_LEN * i;
+        if (!FIELD_OK(eo, NPMP_ONOFF_LEN))
+          break;
+        proto_item *ei = proto_tree_add_item(mt, hf_onoff, tvb, eo, NPMP_ONOFF_LEN, ENC_NA);
+        proto_item_append_text(ei, " %u", i + 1);
+        proto_tree *et = proto_item_add_subtree(ei, ett_onoff);
+        proto_tree_add_item(et, hf_onoff_rng, tvb, eo, 1, ENC_BIG_ENDIAN);
+        proto_tree_add_bitmask(et, tvb, eo + 1, hf_onoff_flags, ett_onoff_flags, onoff_flag_fields, ENC_BIG_ENDIAN);
+        proto_tree_add_item(et, hf_onoff_padding, tvb, eo + 2, 2, ENC_BIG_ENDIAN);
+        for (int j = 0; j < 4; j++)
+          proto_tree_add_item(et, hf_onoff_value, tvb, eo + 4 + 8 * j, 8, ENC_BIG_ENDIAN);
+      }
+    }
+    break;
+  }
+
+  case NPMP_REMOVE_FLOW:
+    break;
+
+  case NPMP_DATA:
+    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_padding, tvb, 18, 2, ENC_BIG_ENDIAN);
+    if (FIELD_OK(20, 4)) proto_tree_add_item(mt, hf_frameid, tvb, 20, 4, ENC_BIG_ENDIAN);
+    if (FIELD_OK(24, 8)) proto_tree_add_item(mt, hf_seqnumber, tvb, 24, 8, ENC_BIG_ENDIAN);
+    if (FIELD_OK(32, 8)) proto_tree_add_item(mt, hf_byteseqnumber, tvb, 32, 8, ENC_BIG_ENDIAN);
+    if (FIELD_OK(40, 8)) {
+      guint64 us = tvb_get_ntoh64(tvb, 40);
+      nstime_t t;
+      t.secs = (time_t)(us / 1000000);
+      t.nsecs = (int)((us % 1000000) * 1000);
+      proto_tree_add_item(mt, hf_timestamp, tvb, 40, 8, ENC_BIG_ENDIAN);
+      it = proto_tree_add_time(mt, hf_timestamp_abs, tvb, 40, 8, &t);
+      proto_item_set_generated(it);
+    }
+    if (lim > NPMP_DATA_LEN)
+      proto_tree_add_item(mt, hf_payload, tvb, NPMP_DATA_LEN, lim - NPMP_DATA_LEN, ENC_NA);
+    break;
+
+  case NPMP_RESULTS:
+    if (lim > NPMP_HDR_LEN)
+      proto_tree_add_item(mt, hf_results_data, tvb, NPMP_HDR_LEN, lim - NPMP_HDR_LEN, ENC_NA);
+    break;
+
+  default:
+    break;
+  }
+
+  if (has_flow)
+    add_flow_info(tvb, pinfo, mt, ti, mi, type);
+
+  /* Info column */
+  {
+    wmem_strbuf_t *sb = wmem_strbuf_new(pinfo->pool, tname);
+    if (has_flow)
+      wmem_strbuf_append_printf(sb, " flow=%u", flow);
+    if (type == NPMP_DATA && lim >= 32)
+      wmem_strbuf_append_printf(sb, " seq=%" PRIu64, tvb_get_ntoh64(tvb, 24));
+    if (type == NPMP_ACKNOWLEDGE && lim >= 24)
+      wmem_strbuf_append_printf(sb, " status=%s",
+                                val_to_str_const(tvb_get_ntohl(tvb, 20), npmp_status_vals, "?"));
+    if (type == NPMP_RESULTS && (flags & 0x01))
+      wmem_strbuf_append(sb, " EOF");
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", wmem_strbuf_get_str(sb));
+  }
+
+  /* Tap */
+  {
+    npmp_tap_rec_t *rec = wmem_new0(pinfo->pool, npmp_tap_rec_t);
+    rec->type = type;
+    rec->length = (length >= NPMP_HDR_LEN) ? length : (guint16)consumed;
+    rec->has_flow = has_flow;
+    rec->measurement = meas;
+    rec->flow = flow;
+    rec->stream = stream;
+    rec->direction = mi ? mi->direction : DIR_A2P;
+    rec->frame = pinfo->num;
+    tap_queue_packet(npmp_tap, pinfo, rec);
+  }
+
+  return consumed;
+}
+
+/* Columns are reset once per packet, before its first message. */
+static void
+set_columns(packet_info *pinfo)
+{
+  if (p_get_proto_data(pinfo->pool, pinfo, proto_npmp, 0) == NULL) {
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "NPMP");
+    col_clear(pinfo->cinfo, COL_INFO);
+  }
+}
+
+static gboolean
+conv_confirmed(packet_info *pinfo)
+{
+  conversation_t *conv = find_conversation_pinfo(pinfo, 0);
+  return conv && wmem_map_contains(confirmed_convs, conv);
+}
+
+static void
+confirm_conv(packet_info *pinfo)
+{
+  conversation_t *conv = find_or_create_conversation(pinfo);
+  if (!wmem_map_contains(confirmed_convs, conv)) {
+    wmem_map_insert(confirmed_convs, conv, GUINT_TO_POINTER(1));
+    conversation_set_dissector(conv, npmp_handle);
+  }
+}
+
+/* TCP framing */
+static guint
+get_npmp_pdu_len(packet_info *pinfo _U_, tvbuff_t *tvb, int offset, void *data _U_)
+{
+  guint len = tvb_get_ntohs(tvb, offset + 2);
+  return (len < NPMP_HDR_LEN) ? NPMP_HDR_LEN : len;
+}
+
+static int
+dissect_npmp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+  set_columns(pinfo);
+  return (int)dissect_one(tvb, pinfo, tree);
+}
+
+/* Datagram transports (SCTP, UDP, DCCP): messages back to back. */
+static int
+dissect_datagram(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+  guint offset = 0, total = tvb_reported_length(tvb);
+  set_columns(pinfo);
+  while (offset < total) {
+    guint remaining = total - offset;
+    guint16 len = (remaining >= 4) ? tvb_get_ntohs(tvb, offset + 2) : 0;
+    guint sublen = (len >= NPMP_HDR_LEN && len <= remaining) ? len : remaining;
+    tvbuff_t *sub = tvb_new_subset_length(tvb, offset, sublen);
+    guint used = dissect_one(sub, pinfo, tree);
+    if (used == 0)
+      break;
+    offset += used;
+  }
+  return (int)tvb_captured_length(tvb);
+}
+
+/* Main entry: SCTP PPIDs, port tables, Decode-As, conversations. */
+static int
+dissect_npmp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+  if (pinfo->ptype == PT_TCP) {
+    if (!conv_confirmed(pinfo)) {
+      if (!header_plausible(tvb, 0))
+        return 0;
+      confirm_conv(pinfo);
+    }
+    tcp_dissect_pdus(tvb, pinfo, tree, pref_desegment, NPMP_HDR_LEN,
+                     get_npmp_pdu_len, dissect_npmp_pdu, data);
+    return (int)tvb_captured_length(tvb);
+  }
+  if ((pinfo->ptype == PT_UDP || pinfo->ptype == PT_DCCP) && !conv_confirmed(pinfo)) {
+    if (!header_plausible(tvb, 0))
+      return 0;
+    confirm_conv(pinfo);
+  }
+  return dissect_datagram(tvb, pinfo, tree);
+}
+
+static gboolean
+dissect_npmp_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+  if (!heur_plausible(tvb))
+    return FALSE;
+  confirm_conv(pinfo);
+  if (pinfo->ptype == PT_TCP) {
+    tcp_dissect_pdus(tvb, pinfo, tree, pref_desegment, NPMP_HDR_LEN,
+                     get_npmp_pdu_len, dissect_npmp_pdu, data);
+  } else {
+    dissect_datagram(tvb, pinfo, tree);
+  }
+  return TRUE;
+}
+
+/* ---- Statistics: -z npmp,stat ----------------------------------------- */
+typedef struct {
+  guint64 measurement;
+  guint32 flow;
+  guint16 stream;
+  guint8 direction;
+  guint64 messages, bytes, frames;
+  guint32 last_frame;
+} npmp_stat_flow_t;
+
+typedef struct {
+  gchar *filter;
+  guint64 type_msgs[256];
+  guint64 type_bytes[256];
+  GHashTable *flows; /* key string -> npmp_stat_flow_t* */
+} npmp_stat_t;
+
+static void
+npmp_stat_reset(void *tapdata)
+{
+  npmp_stat_t *st = (npmp_stat_t *)tapdata;
+  memset(st->type_msgs, 0, sizeof(st->type_msgs));
+  memset(st->type_bytes, 0, sizeof(st->type_bytes));
+  g_hash_table_remove_all(st->flows);
+}
+
+static tap_packet_status
+npmp_stat_packet(void *tapdata, packet_info *pinfo _U_, epan_dissect_t *edt _U_,
+                 const void *data, tap_flags_t flags _U_)
+{
+  npmp_stat_t *st = (npmp_stat_t *)tapdata;
+  const npmp_tap_rec_t *rec = (const npmp_tap_rec_t *)data;
+  st->type_msgs[rec->type]++;
+  st->type_bytes[rec->type] += rec->length;
+  if (rec->type == NPMP_DATA && rec->has_flow) {
+    gchar *key = g_strdup_printf("%016" PRIx64 ":%u:%u:%u", rec->measurement, rec->flow,
+                                 rec->stream, rec->direction);
+    npmp_stat_flow_t *f = (npmp_stat_flow_t *)g_hash_table_lookup(st->flows, key);
+    if (!f) {
+      f = g_new0(npmp_stat_flow_t, 1);
+      f->measurement = rec->measurement;
+      f->flow = rec->flow;
+      f->stream = rec->stream;
+      f->direction = rec->direction;
+      g_hash_table_insert(st->flows, key, f);
+    } else {
+      g_free(key);
+    }
+    f->messages++;
+    f->bytes += rec->length;
+    if (f->last_frame != rec->frame) {
+      f->frames++;
+      f->last_frame = rec->frame;
+    }
+  }
+  return TAP_PACKET_REDRAW;
+}
+
+static gint
+compare_flows(gconstpointer a, gconstpointer b)
+{
+  const npmp_stat_flow_t *x = *(const npmp_stat_flow_t * const *)a;
+  const npmp_stat_flow_t *y = *(const npmp_stat_flow_t * const *)b;
+  if (x->measurement != y->measurement) return x->measurement < y->measurement ? -1 : 1;
+  if (x->flow != y->flow) return x->flow < y->flow ? -1 : 1;
+  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+  if (x->direction != y->direction) return x->direction < y->direction ? -1 : 1;
+  return 0;
+}
+
+static void
+npmp_stat_draw(void *tapdata)
+{
+  npmp_stat_t *st = (npmp_stat_t *)tapdata;
+  printf("================================================================================\n");
+  printf("NPMP Statistics\n");
+  printf("Message types:\n");
+  printf("  %-16s %12s %14s\n", "Type", "Messages", "Bytes");
+  for (int t = 0; t < 256; t++) {
+    if (!st->type_msgs[t])
+      continue;
+    gchar name[32];
+    const gchar *s = try_val_to_str((guint32)t, npmp_type_vals);
+    if (s)
+      g_strlcpy(name, s, sizeof(name));
+    else
+      g_snprintf(name, sizeof(name), "Unknown (%d)", t);
+    printf("  %-16s %12" PRIu64 " %14" PRIu64 "\n", name, st->type_msgs[t], st->type_bytes[t]);
+  }
+  printf("Data flows:\n");
+  printf("  %-18s %10s %6s %-4s %12s %14s %10s\n", "Measurement", "Flow", "Stream", "Dir",
+         "Messages", "Bytes", "Frames");
+  GPtrArray *arr = g_ptr_array_new();
+  GHashTableIter iter;
+  gpointer k, v;
+  g_hash_table_iter_init(&iter, st->flows);
+  while (g_hash_table_iter_next(&iter, &k, &v))
+    g_ptr_array_add(arr, v);
+  g_ptr_array_sort(arr, compare_flows);
+  for (guint i = 0; i < arr->len; i++) {
+    const npmp_stat_flow_t *f = (const npmp_stat_flow_t *)g_ptr_array_index(arr, i);
+    printf("  0x%016" PRIx64 " %10u %6u %-4s %12" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
+           f->measurement, f->flow, f->stream, f->direction == DIR_A2P ? "A->P" : "P->A",
+           f->messages, f->bytes, f->frames);
+  }
+  g_ptr_array_free(arr, TRUE);
+  printf("================================================================================\n");
+}
+
+static void
+npmp_stat_finish(void *tapdata)
+{
+  npmp_stat_t *st = (npmp_stat_t *)tapdata;
+  g_hash_table_destroy(st->flows);
+  g_free(st->filter);
+  g_free(st);
+}
+
+static void
+npmp_stat_init(const char *opt_arg, void *userdata _U_)
+{
+  npmp_stat_t *st = g_new0(npmp_stat_t, 1);
+  const char *filter = NULL;
+  if (opt_arg && strncmp(opt_arg, "npmp,stat,", 10) == 0)
+    filter = opt_arg + 10;
+  st->filter = g_strdup(filter);
+  st->flows = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  GString *err = register_tap_listener("npmp", st, st->filter, 0, npmp_stat_reset,
+                                       npmp_stat_packet, npmp_stat_draw, npmp_stat_finish);
+  if (err) {
+    fprintf(stderr, "tshark: Couldn't register npmp,stat tap: %s\n", err->str);
+    g_string_free(err, TRUE);
+    g_hash_table_destroy(st->flows);
+    g_free(st->filter);
+    g_free(st);
+    exit(1);
+  }
+}
+
+static stat_tap_ui npmp_stat_ui = {
+  REGISTER_PACKET_STAT_GROUP_UNSORTED,
+  NULL,
+  "npmp,stat",
+  npmp_stat_init,
+  0,
+  NULL
+};
+
+/* ---- Registration ------------------------------------------------------ */
+static void proto_reg_handoff_npmp(void);
+
+static void
+proto_register_npmp(void)
+{
+  static hf_register_info hf[] = {
+    { &hf_type, { "Type", "npmp.type", FT_UINT8, BASE_DEC, VALS(npmp_type_vals), 0x0, "Message type", HFILL } },
+    { &hf_flags, { "Flags", "npmp.flags", FT_UINT8, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_length, { "Length", "npmp.length", FT_UINT16, BASE_DEC, NULL, 0x0, "Message length including the header", HFILL } },
+    { &hf_addflow_flags_debug, { "Debug", "npmp.addflow.flags.debug", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_addflow_flags_nodelay, { "No Delay", "npmp.addflow.flags.nodelay", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
+    { &hf_addflow_flags_repeatonoff, { "Repeat On/Off", "npmp.addflow.flags.repeatonoff", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
+    { &hf_identify_flags_compress_vectors, { "Compress Vectors", "npmp.identify.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_identify_flags_no_vectors, { "No Vectors", "npmp.identify.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
+    { &hf_data_flags_frame_begin, { "Frame Begin", "npmp.data.flags.frame_begin", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_data_flags_frame_end, { "Frame End", "npmp.data.flags.frame_end", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
+    { &hf_start_flags_compress_vectors, { "Compress Vectors", "npmp.start.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_start_flags_compress_scalars, { "Compress Scalars", "npmp.start.flags.compress_scalars", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
+    { &hf_start_flags_no_vectors, { "No Vectors", "npmp.start.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
+    { &hf_start_flags_no_scalars, { "No Scalars", "npmp.start.flags.no_scalars", FT_BOOLEAN, 8, NULL, 0x08, NULL, HFILL } },
+    { &hf_results_flags_eof, { "End of File", "npmp.results.flags.eof", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_flowid, { "Flow ID", "npmp.flowid", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_measurementid, { "Measurement ID", "npmp.measurementid", FT_UINT64, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_streamid, { "Stream ID", "npmp.streamid", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_padding, { "Padding", "npmp.padding", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_padding32, { "Padding", "npmp.padding32", FT_UINT32, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_status, { "Status", "npmp.status", FT_UINT32, BASE_DEC, VALS(npmp_status_vals), 0x0, NULL, HFILL } },
+    { &hf_protocol, { "Protocol", "npmp.protocol", FT_UINT16, BASE_DEC, VALS(npmp_protocol_vals), 0x0, "Transport protocol (little-endian)", HFILL } },
+    { &hf_description, { "Description", "npmp.description", FT_STRINGZ, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_ordered, { "Ordered Mode", "npmp.ordered", FT_UINT32, BASE_HEX, NULL, 0x0, "Fraction of ordered messages times 0xffffffff", HFILL } },
+    { &hf_ordered_fraction, { "Ordered Fraction", "npmp.ordered_fraction", FT_DOUBLE, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_reliable, { "Reliable Mode", "npmp.reliable", FT_UINT32, BASE_HEX, NULL, 0x0, "Fraction of reliable messages times 0xffffffff", HFILL } },
+    { &hf_reliable_fraction, { "Reliable Fraction", "npmp.reliable_fraction", FT_DOUBLE, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_retranstrials, { "Retransmission Trials", "npmp.retranstrials", FT_UINT32, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_retranstrials_is_time, { "Unit", "npmp.retranstrials.is_time", FT_BOOLEAN, 32, TFS(&tfs_retrans_time), 0x80000000, NULL, HFILL } },
+    { &hf_retranstrials_value, { "Value", "npmp.retranstrials.value", FT_UINT32, BASE_DEC, NULL, 0x7fffffff, NULL, HFILL } },
+    { &hf_framerate, { "Frame Rate", "npmp.framerate", FT_DOUBLE, BASE_NONE, NULL, 0x0, "Inbound frame rate parameter (frames/s)", HFILL } },
+    { &hf_framesize, { "Frame Size", "npmp.framesize", FT_DOUBLE, BASE_NONE, NULL, 0x0, "Inbound frame size parameter (bytes)", HFILL } },
+    { &hf_framerate_rng, { "Frame Rate RNG", "npmp.framerate_rng", FT_UINT8, BASE_DEC, VALS(npmp_rng_vals), 0x0, NULL, HFILL } },
+    { &hf_framesize_rng, { "Frame Size RNG", "npmp.framesize_rng", FT_UINT8, BASE_DEC, VALS(npmp_rng_vals), 0x0, NULL, HFILL } },
+    { &hf_rcvbuf, { "Receive Buffer Size", "npmp.rcvbuf", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_sndbuf, { "Send Buffer Size", "npmp.sndbuf", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_maxmsgsize, { "Max. Message Size", "npmp.maxmsgsize", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_cmt, { "CMT", "npmp.cmt", FT_UINT8, BASE_DEC, VALS(npmp_cmt_vals), 0x0, NULL, HFILL } },
+    { &hf_ccid, { "CCID", "npmp.ccid", FT_UINT8, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_ndiffports, { "NDiffPorts", "npmp.ndiffports", FT_UINT16, BASE_DEC, NULL, 0x0, "Obsolete", HFILL } },
+    { &hf_pathmgr, { "Path Manager", "npmp.pathmgr", FT_STRINGZ, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
+    { &hf_cc, { "Congestion Control", "npmp.cc", FT_STRINGZ, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRINGZ, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
+    { &hf_onoffevents, { "On/Off Events", "npmp.onoffevents", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_onoff, { "On/Off Event", "npmp.onoff", FT_NONE, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_onoff_rng, { "RNG", "npmp.onoff.rng", FT_UINT8, BASE_DEC, VALS(npmp_rng_vals), 0x0, NULL, HFILL } },
+    { &hf_onoff_flags, { "Flags", "npmp.onoff.flags", FT_UINT8, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_onoff_flags_reltime, { "Relative Time", "npmp.onoff.flags.reltime", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
+    { &hf_onoff_padding, { "Padding", "npmp.onoff.padding", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_onoff_value, { "Value", "npmp.onoff.value", FT_DOUBLE, BASE_NONE, NULL, 0x0, "Distribution parameter (s)", HFILL } },
+    { &hf_magic, { "Magic Number", "npmp.magic", FT_UINT64, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+    { &hf_frameid, { "Frame ID", "npmp.frameid", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_seqnumber, { "Sequence Number", "npmp.seqnumber", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_byteseqnumber, { "Byte Sequence Number", "npmp.byteseqnumber", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_timestamp, { "Time Stamp", "npmp.timestamp", FT_UINT64, BASE_DEC, NULL, 0x0, "Sender time, microseconds since the Unix epoch", HFILL } },
+    { &hf_timestamp_abs, { "Time Stamp (absolute)", "npmp.timestamp_abs", FT_ABSOLUTE_TIME, ABSOLUTE_TIME_UTC, NULL, 0x0, NULL, HFILL } },
+    { &hf_payload, { "Payload", "npmp.payload", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_results_data, { "Results Data", "npmp.results.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_flow_description, { "Flow Description", "npmp.flow.description", FT_STRING, BASE_NONE, NULL, 0x0, "Description from the flow's ADD_FLOW", HFILL } },
+    { &hf_flow_protocol, { "Flow Protocol", "npmp.flow.protocol", FT_UINT16, BASE_DEC, VALS(npmp_protocol_vals), 0x0, "Protocol from the flow's ADD_FLOW", HFILL } },
+    { &hf_flow_addflow_in, { "ADD_FLOW in", "npmp.flow.addflow_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_flow_identify_in, { "IDENTIFY_FLOW in", "npmp.flow.identify_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_direction, { "Direction", "npmp.direction", FT_UINT8, BASE_DEC, VALS(npmp_direction_vals), 0x0, NULL, HFILL } },
+    { &hf_seq_expected, { "Expected Sequence Number", "npmp.seq.expected", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+    { &hf_seq_lost, { "Missing Messages", "npmp.seq.lost", FT_UINT64, BASE_DEC, NULL, 0x0, "Messages missing before this one", HFILL } },
+    { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+  };
+
+  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_flow };
+
+  static ei_register_info ei[] = {
+    { &ei_unknown_type, { "npmp.expert.unknown_type", PI_MALFORMED, PI_ERROR, "Unknown message type", EXPFILL } },
+    { &ei_length_mismatch, { "npmp.expert.length_mismatch", PI_MALFORMED, PI_ERROR, "Length mismatch", EXPFILL } },
+    { &ei_truncated, { "npmp.expert.truncated", PI_MALFORMED, PI_ERROR, "Truncated message", EXPFILL } },
+    { &ei_bad_magic, { "npmp.expert.bad_magic", PI_PROTOCOL, PI_ERROR, "Bad magic number", EXPFILL } },
+    { &ei_unknown_flow, { "npmp.expert.unknown_flow", PI_SEQUENCE, PI_NOTE, "Flow without ADD_FLOW in this capture", EXPFILL } },
+    { &ei_seq_lost, { "npmp.expert.seq_lost", PI_SEQUENCE, PI_WARN, "Messages missing (lost)", EXPFILL } },
+    { &ei_seq_reordered, { "npmp.expert.seq_reordered", PI_SEQUENCE, PI_WARN, "Out-of-order message", EXPFILL } },
+  };
+
+  proto_npmp = proto_register_protocol("NetPerfMeter Protocol (NPMP)", "NPMP", "npmp");
+  proto_register_field_array(proto_npmp, hf, array_length(hf));
+  proto_register_subtree_array(ett, array_length(ett));
+  expert_module_t *em = expert_register_protocol(proto_npmp);
+  expert_register_field_array(em, ei, array_length(ei));
+
+  npmp_handle = register_dissector("npmp", dissect_npmp, proto_npmp);
+  npmp_tap = register_tap("npmp");
+  register_init_routine(npmp_init);
+
+  module_t *mod = prefs_register_protocol(proto_npmp, proto_reg_handoff_npmp);
+  range_convert_str(wmem_epan_scope(), &pref_tcp_ports, NPMP_DEFAULT_PORTS, 65535);
+  range_convert_str(wmem_epan_scope(), &pref_udp_ports, NPMP_DEFAULT_PORTS, 65535);
+  range_convert_str(wmem_epan_scope(), &pref_dccp_ports, NPMP_DEFAULT_PORTS, 65535);
+  prefs_register_range_preference(mod, "tcp_ports", "TCP ports",
+                                  "TCP ports decoded as NPMP (data on BASE, MPTCP data on BASE-1, control on BASE+1)",
+                                  &pref_tcp_ports, 65535);
+  prefs_register_range_preference(mod, "udp_ports", "UDP ports",
+                                  "UDP ports decoded as NPMP", &pref_udp_ports, 65535);
+  prefs_register_range_preference(mod, "dccp_ports", "DCCP ports",
+                                  "DCCP ports decoded as NPMP", &pref_dccp_ports, 65535);
+  prefs_register_bool_preference(mod, "desegment", "Reassemble NPMP messages spanning multiple TCP segments",
+                                 "Whether NPMP messages split across TCP segments are reassembled "
+                                 "(needs the TCP preference \"Allow subdissectors to reassemble TCP streams\")",
+                                 &pref_desegment);
+
+  register_stat_tap_ui(&npmp_stat_ui, NULL);
+}
+
+static void
+update_ports(const char *table, range_t **cur, range_t *pref)
+{
+  if (*cur) {
+    dissector_delete_uint_range(table, *cur, npmp_handle);
+    wmem_free(wmem_epan_scope(), *cur);
+  }
+  *cur = range_copy(wmem_epan_scope(), pref);
+  dissector_add_uint_range(table, *cur, npmp_handle);
+}
+
+static void
+proto_reg_handoff_npmp(void)
+{
+  static gboolean initialised = FALSE;
+  if (!initialised) {
+    dissector_add_uint("sctp.ppi", PPID_NPMP_CONTROL, npmp_handle);
+    dissector_add_uint("sctp.ppi", PPID_NPMP_DATA, npmp_handle);
+    dissector_add_uint("sctp.ppi", PPID_NPMP_CONTROL_LEGACY, npmp_handle);
+    dissector_add_uint("sctp.ppi", PPID_NPMP_DATA_LEGACY, npmp_handle);
+    dissector_add_for_decode_as("tcp.port", npmp_handle);
+    dissector_add_for_decode_as("udp.port", npmp_handle);
+    heur_dissector_add("tcp", dissect_npmp_heur, "NetPerfMeter (NPMP) over TCP", "npmp_tcp", proto_npmp, HEURISTIC_ENABLE);
+    heur_dissector_add("udp", dissect_npmp_heur, "NetPerfMeter (NPMP) over UDP", "npmp_udp", proto_npmp, HEURISTIC_ENABLE);
+    heur_dissector_add("dccp", dissect_npmp_heur, "NetPerfMeter (NPMP) over DCCP", "npmp_dccp", proto_npmp, HEURISTIC_ENABLE);
+    initialised = TRUE;
+  }
+  update_ports("tcp.port", &cur_tcp_ports, pref_tcp_ports);
+  update_ports("udp.port", &cur_udp_ports, pref_udp_ports);
+  update_ports("dccp.port", &cur_dccp_ports, pref_dccp_ports);
+}
+
+void
+plugin_register(void)
+{
+  static proto_plugin plug;
+  plug.register_protoinfo = proto_register_npmp;
+  plug.register_handoff = proto_reg_handoff_npmp;
+  proto_register_plugin(&plug);
+}
