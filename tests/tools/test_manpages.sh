@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Man pages render without warnings, and every long option of --help is documented.
+source "$(dirname "$0")/lib.sh"
+BIN=$1
+MAN=$2
+for tool in createsummary combinesummaries extractvectors getabstime runtimeestimator; do
+  page="$MAN/$tool.1"
+  [ -e "$page" ] || { fail "no man page $page"; continue; }
+  warnings=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$page" 2>&1)
+  [ -z "$warnings" ] && pass "$tool.1 renders cleanly" || fail "$tool.1: $warnings"
+  text=$(LC_ALL=C.UTF-8 groff -man -Tutf8 "$page" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g; s/.\x08//g')
+  for option in $("$BIN/$tool" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+    grep -qF -- "$option" <<<"$text" || fail "$tool: $option is in --help but not in $tool.1"
+  done
+done
+finish
