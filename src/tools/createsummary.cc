@@ -26,6 +26,7 @@ using namespace npm::tools;
 namespace {
 
 const char* const kProgram = "createsummary";
+constexpr std::size_t kWriteChunk = 1 << 20;
 
 enum OptionId {
   kInteractive, kBatch, kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit,
@@ -248,7 +249,9 @@ TableStats writeTable(const std::string& name, Table& table, const std::vector<I
   const std::string base = joinPath(directory, name + ext);
   const std::string path = settings.level > 0 ? base + ".bz2" : base;
   OutputFile out(path, settings.level > 0, settings.level);
-  out.write(text);
+  for (std::size_t at = 0; at < text.size(); at += kWriteChunk) {
+    out.write(std::string_view(text).substr(at, kWriteChunk));
+  }
   out.commit();
   ::unlink((settings.level > 0 ? base : base + ".bz2").c_str());  // the other variant
   struct stat st {};
@@ -474,7 +477,7 @@ int CreateSummary::writeTables() {
 
   std::vector<std::future<TableStats>> results;
   for (const auto& name : names) {
-    Table* table = &tables_[name];
+    Table* table = &tables_.find(name)->second;
     results.push_back(pool_.submit([&, name, table]() -> TableStats {
       if (failed_.load()) return TableStats{0, 0, 0, "cancelled"};
       try {

@@ -197,12 +197,12 @@ std::string_view unquote(std::string_view w) {
 bool numericAwareLess(std::string_view a, std::string_view b) {
   std::string_view ra = a, rb = b;
   for (;;) {
-    const std::string_view wa = unquote(nextWord(ra));
-    const std::string_view wb = unquote(nextWord(rb));
-    if (wa.empty() || wb.empty()) {
-      if (wa.empty() != wb.empty()) return wa.empty();
+    const std::string_view rawA = nextWord(ra), rawB = nextWord(rb);
+    if (rawA.empty() || rawB.empty()) {  // end of fields (a quoted "" is not empty here)
+      if (rawA.empty() != rawB.empty()) return rawA.empty();
       break;
     }
+    const std::string_view wa = unquote(rawA), wb = unquote(rawB);
     double na, nb;
     const bool numA = parseNumber(wa, na), numB = parseNumber(wb, nb);
     if (numA && numB) {

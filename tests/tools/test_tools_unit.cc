@@ -187,3 +187,18 @@ TEST_CASE("ParallelOutput writes concatenated bzip2 streams that read back whole
   CHECK(npm::readWholeFile((dir / "empty.bz2").string()).empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("numericAwareLess is a strict total order on a mixed sample") {
+  const std::vector<std::string> sample = {
+      "", "1", "1.0", "01", "2", "10", "-3", "a", "b", "a 1", "a 10", "a 2", "\"\" x", "\"\"",
+      "inf", "1e3", "x \"big frame\"", "x big", "tcp 9", "tcp 10", "udp 1"};
+  for (const auto& a : sample) {
+    CHECK_FALSE(numericAwareLess(a, a));
+    for (const auto& b : sample) {
+      if (a != b) CHECK(numericAwareLess(a, b) != numericAwareLess(b, a));
+      for (const auto& c : sample) {
+        if (numericAwareLess(a, b) && numericAwareLess(b, c)) CHECK(numericAwareLess(a, c));
+      }
+    }
+  }
+}
