@@ -6,6 +6,7 @@
     npmp_test.py builtin  --plugin npmp.so
     npmp_test.py profile  --plugin npmp.so --profile-dir dissectors/profile
     npmp_test.py realcapture --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)
+    npmp_test.py install  --build-dir B --plugin npmp.so --plugin-dir D --datadir S
 
 Everything asserts on `tshark -T fields` / `-T json` output.  The C plugin is
 loaded from a temporary HOME by an unprivileged tshark (tshark as root
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npmp_pcap as P  # noqa: E402
 
@@ -626,6 +628,33 @@ def cmd_profile(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+# -------------------------------------------------------------- install ----
+def cmd_install(args):
+    """cmake --install of the dissectors component puts every file in place."""
+    work = make_world_dir()
+    try:
+        env = dict(os.environ, DESTDIR=os.path.join(work, "root"))
+        r = subprocess.run(["cmake", "--install", args.build_dir, "--component", "dissectors"],
+                           capture_output=True, text=True, env=env)
+        c = Checker("install")
+        c.eq(r.returncode, 0, "cmake --install: " + r.stdout[-2000:] + r.stderr[-2000:])
+        root = os.path.join(work, "root")
+
+        def inst(path):
+            return os.path.join(root, path.lstrip("/"))
+        share = os.path.join(args.datadir, "netperfmeter", "wireshark")
+        c.check(os.path.isfile(inst(os.path.join(share, "npmp.lua"))), "npmp.lua installed under " + share)
+        for f in ("colorfilters", "dfilters", "dfilter_buttons", "preferences"):
+            c.check(os.path.isfile(inst(os.path.join(share, "profiles", "NetPerfMeter", f))), "profile file " + f)
+        so = inst(os.path.join(args.plugin_dir, "npmp.so"))
+        c.check(os.path.isfile(so), "npmp.so installed into %s" % args.plugin_dir)
+        c.check(re.search(r"/wireshark/plugins/\d+\.\d+/epan$", args.plugin_dir) is not None,
+                "plugin dir %s is a Wireshark epan plugin dir" % args.plugin_dir)
+        return 0 if c.finish() else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # ---------------------------------------------------------- realcapture ----
 def cmd_realcapture(args):
     import npmp_realcapture
@@ -634,7 +663,7 @@ def cmd_realcapture(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["crafted", "parity", "builtin", "profile", "realcapture"])
+    ap.add_argument("mode", choices=["crafted", "parity", "builtin", "profile", "realcapture", "install"])
     ap.add_argument("--impl", choices=["c", "lua"], default="c")
     ap.add_argument("--plugin")
     ap.add_argument("--lua")
@@ -642,15 +671,18 @@ def main():
     ap.add_argument("--netperfmeter")
     ap.add_argument("--port", type=int, default=18100)
     ap.add_argument("--keep", help="copy the capture to this path")
+    ap.add_argument("--build-dir")
+    ap.add_argument("--plugin-dir")
+    ap.add_argument("--datadir")
     args = ap.parse_args()
-    if not shutil.which("tshark"):
+    if not shutil.which("tshark") and args.mode != "install":
         skip("tshark is not installed")
-    needs_plugin = args.mode in ("parity", "builtin", "profile") or (args.mode == "crafted" and args.impl == "c")
+    needs_plugin = args.mode in ("parity", "builtin", "profile", "install") or (args.mode == "crafted" and args.impl == "c")
     if needs_plugin and (not args.plugin or not os.path.exists(args.plugin)):
         skip("C plugin not built (%s)" % args.plugin)
     try:
         return {"crafted": cmd_crafted, "parity": cmd_parity, "builtin": cmd_builtin,
-                "profile": cmd_profile, "realcapture": cmd_realcapture}[args.mode](args)
+                "profile": cmd_profile, "realcapture": cmd_realcapture, "install": cmd_install}[args.mode](args)
     except Failure as e:
         print("ERROR: %s" % e)
         return 1

@@ -1,0 +1,290 @@
+"""Real-capture test: capture a loopback netperfmeter run and decode it.
+
+Called by npmp_test.py realcapture.  Runs (as root, capture on lo):
+
+    netperfmeter BASE -nodisplay                                  (passive)
+    netperfmeter 127.0.0.1:BASE -control-over-tcp -runtime=2 -nodisplay \\
+        -tcp const10:const1000:const10:const1000 \\
+        -udp const10:const500:const5:const500 -mptcp const10:const800 \\
+        -scalar=DIR/run.sca -vector=DIR/run.vec -loglevel=1        (active)
+
+and checks the capture with the C plugin and the Lua twin (same checks):
+zero malformed, every payload byte of the NPMP connections inside a decoded
+message, flow IDs 0..n-1 with the protocols of the command line, one ADD_FLOW,
+IDENTIFY and REMOVE_FLOW per flow, START/STOP acknowledged, DATA sizes as
+requested, no sequence gaps, RESULTS chunks of 1404 bytes ending with EOF,
+and one measurement ID everywhere (the one the active logs as $<hex>).
+The checks rely on the capture and the command line, not on log wording.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+# Flows of the command line: (option, spec, protocol number, data port offset,
+# outbound message size, inbound message size or None)
+FLOWS = [
+    ("-tcp", "const10:const1000:const10:const1000", 6, 0, 1000, 1000),
+    ("-udp", "const10:const500:const5:const500", 17, 0, 500, 500),
+    ("-mptcp", "const10:const800", 262, -1, 800, None),
+]
+RUNTIME = 2
+
+
+def ports_free(base):
+    for port, kind in ((base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM),
+                       (base + 1, socket.SOCK_STREAM), (base, socket.SOCK_DGRAM)):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def listening(port):
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    p = line.split()
+                    if int(p[1].rsplit(":", 1)[1], 16) == port and p[3] == "0A":
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def stop_process(proc, sig=signal.SIGINT, timeout=10):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def capture_run(args, work, skip):
+    """Returns (pcap path, base port, active output text, active command)."""
+    base = args.port
+    for _ in range(40):
+        if 18001 <= base <= 18998 and ports_free(base):
+            break
+        base += 3
+        if base > 18998:
+            base = 18001
+    else:
+        skip("no free port triple in 18000-18999")
+    pcap = os.path.join(work, "run.pcapng")
+    outdir = os.path.join(work, "results")
+    os.makedirs(outdir)
+    cap_err = open(os.path.join(work, "capture.err"), "w+")
+    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f",
+                            "tcp portrange %d-%d or udp port %d" % (base - 1, base + 1, base),
+                            "-w", pcap], stdout=subprocess.DEVNULL, stderr=cap_err)
+    passive = None
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            cap_err.seek(0)
+            if "Capturing on" in cap_err.read():
+                break
+            if cap.poll() is not None:
+                cap_err.seek(0)
+                skip("cannot capture on lo: " + cap_err.read().strip())
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("tshark capture did not start")
+        time.sleep(0.5)
+        plog = open(os.path.join(work, "passive.log"), "w")
+        passive = subprocess.Popen([args.netperfmeter, str(base), "-nodisplay", "-loglevel=1"],
+                                   stdout=plog, stderr=subprocess.STDOUT, cwd=work)
+        deadline = time.time() + 15
+        while time.time() < deadline and not (listening(base + 1) and listening(base)):
+            if passive.poll() is not None:
+                raise RuntimeError("passive netperfmeter exited with %d:\n%s"
+                                   % (passive.returncode, open(os.path.join(work, "passive.log")).read()))
+            time.sleep(0.1)
+        active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp",
+                      "-runtime=%d" % RUNTIME, "-nodisplay"]
+        for opt, spec, *_ in FLOWS:
+            active_cmd += [opt, spec]
+        active_cmd += ["-scalar=" + os.path.join(outdir, "run.sca"),
+                       "-vector=" + os.path.join(outdir, "run.vec"), "-loglevel=1"]
+        print("active:", " ".join(active_cmd))
+        act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
+        out = act.stdout + act.stderr
+        if act.returncode != 0:
+            raise RuntimeError("active netperfmeter exited with %d:\n%s" % (act.returncode, out[-4000:]))
+        time.sleep(1.0)
+    finally:
+        stop_process(passive)
+        time.sleep(0.5)
+        stop_process(cap, signal.SIGINT, 20)
+        cap_err.close()
+    os.chmod(pcap, 0o644)
+    if args.keep:
+        shutil.copy(pcap, args.keep)
+    return pcap, base, out, active_cmd
+
+
+FRAME_FIELDS = ["tcp.stream", "udp.stream", "tcp.srcport", "tcp.dstport", "udp.srcport", "udp.dstport",
+                "tcp.len", "udp.length", "tcp.analysis.retransmission", "npmp.length",
+                "_ws.malformed", "_ws.expert.severity", "_ws.expert.message"]
+
+
+def analyse(c, ts, pcap, base, active_out, label):
+    prefs = ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1), "-o", "npmp.udp_ports:%d" % base]
+    F = ts.fields(pcap, FRAME_FIELDS, prefs)
+    M = ts.messages(pcap, "npmp", prefs)
+    c.check(len(F) > 50, "%s: capture has %d frames" % (label, len(F)))
+
+    # --- zero malformed, no NPMP errors
+    c.eq([n for n, f in F.items() if f["_ws.malformed"]], [], "%s: frames with _ws.malformed" % label)
+    errs = [(n, f["_ws.expert.message"]) for n, f in F.items() if "8388608" in f["_ws.expert.severity"]]  # PI_ERROR
+    c.eq(errs, [], "%s: expert errors" % label)
+
+    # --- every payload byte is inside a decoded message (per connection)
+    payload, decoded = {}, {}
+    for n, f in F.items():
+        if f["tcp.stream"]:
+            key = "tcp%s" % f["tcp.stream"][0]
+            if f["tcp.analysis.retransmission"]:
+                continue
+            payload[key] = payload.get(key, 0) + int(f["tcp.len"][0] or 0)
+        elif f["udp.stream"]:
+            key = "udp%s" % f["udp.stream"][0]
+            payload[key] = payload.get(key, 0) + int(f["udp.length"][0]) - 8
+        else:
+            continue
+        decoded[key] = decoded.get(key, 0) + sum(int(x) for x in f["npmp.length"])
+    c.check(len(payload) >= 4, "%s: %d NPMP connections (control, TCP, UDP, MPTCP)" % (label, len(payload)))
+    c.eq(decoded, payload, "%s: decoded message bytes == transport payload bytes per connection" % label)
+
+    # --- message level
+    msgs = []
+    for n in sorted(M):
+        f = F.get(n, {})
+        tr = "tcp" if f.get("tcp.stream") else "udp"
+        sport = int((f.get(tr + ".srcport") or ["0"])[0])
+        dport = int((f.get(tr + ".dstport") or ["0"])[0])
+        for m in M[n]:
+            msgs.append(dict(frame=n, transport=tr, sport=sport, dport=dport,
+                             **{k[5:]: v for k, v in m.items() if k.startswith("npmp.")}))
+
+    def first(m, k, conv=int):
+        v = m.get(k)
+        return conv(v[0], 0) if conv is int and v else (conv(v[0]) if v else None)
+
+    by_type = {}
+    for m in msgs:
+        by_type.setdefault(first(m, "type"), []).append(m)
+    n_flows = len(FLOWS)
+    addflows = by_type.get(2, [])
+    c.eq(sorted(first(m, "flowid") for m in addflows), list(range(n_flows)), "%s: ADD_FLOW flow IDs" % label)
+    c.eq([first(m, "protocol") for m in sorted(addflows, key=lambda m: first(m, "flowid"))],
+         [f[2] for f in FLOWS], "%s: ADD_FLOW protocols in command-line order" % label)
+    meas = {m["measurementid"][0] for m in msgs if "measurementid" in m}
+    c.eq(len(meas), 1, "%s: one measurement ID in the capture (%s)" % (label, meas))
+    mid = int(next(iter(meas)), 16) if meas else None
+    logged = {int(x, 16) for x in re.findall(r"\$([0-9A-Fa-f]{1,16})\b", active_out)}
+    if logged:
+        c.check(mid in logged, "%s: measurement ID %x among the logged $<hex> IDs %s"
+                % (label, mid or 0, sorted("%x" % x for x in logged)))
+    else:
+        print("  note: the active's output has no $<hex> measurement ID")
+
+    ids = by_type.get(4, [])
+    for i, (opt, spec, proto, poff, out_size, in_size) in enumerate(FLOWS):
+        mine = [m for m in ids if first(m, "flowid") == i]
+        retries_ok = 1 <= len(mine) <= (5 if proto == 17 else 1)
+        c.check(retries_ok, "%s: flow %d (%s): %d IDENTIFY" % (label, i, opt, len(mine)))
+        if mine:
+            m = mine[0]
+            c.eq((m["transport"], m["dport"]), ("udp" if proto == 17 else "tcp", base + poff),
+                 "%s: flow %d IDENTIFY on the data port" % (label, i))
+        data = [m for m in by_type.get(5, []) if first(m, "flowid") == i]
+        a2p = [m for m in data if first(m, "direction") == 0]
+        p2a = [m for m in data if first(m, "direction") == 1]
+        c.check(len(a2p) >= 5 * RUNTIME, "%s: flow %d: %d DATA active->passive" % (label, i, len(a2p)))
+        c.eq(sorted({first(m, "length") for m in a2p}), [out_size], "%s: flow %d outbound DATA size" % (label, i))
+        if in_size:
+            c.check(len(p2a) >= 2 * RUNTIME, "%s: flow %d: %d DATA passive->active" % (label, i, len(p2a)))
+            c.eq(sorted({first(m, "length") for m in p2a}), [in_size], "%s: flow %d inbound DATA size" % (label, i))
+        else:
+            c.eq(len(p2a), 0, "%s: flow %d: no inbound DATA" % (label, i))
+        for d in (a2p, p2a):
+            seqs = [first(m, "seqnumber") for m in d]
+            c.eq(seqs, list(range(len(seqs))), "%s: flow %d SeqNumbers 0..n-1 in order" % (label, i))
+        c.check(all(m.get("flow.description") for m in data), "%s: flow %d DATA linked to ADD_FLOW" % (label, i))
+        c.check(all(m.get("flow.identify_in") for m in data), "%s: flow %d DATA linked to IDENTIFY" % (label, i))
+        c.check(all(m["transport"] == ("udp" if proto == 17 else "tcp") and base + poff in (m["sport"], m["dport"])
+                    for m in data), "%s: flow %d DATA on its data port" % (label, i))
+    c.eq(sorted({first(m, "flowid") for m in by_type.get(5, [])}), list(range(n_flows)), "%s: DATA flow IDs" % label)
+    lost = [m["frame"] for m in msgs if m.get("seq.lost") or m.get("seq.reordered")]
+    c.eq(lost, [], "%s: no lost/reordered DATA" % label)
+
+    c.eq(len(by_type.get(6, [])), 1, "%s: one START" % label)
+    c.eq(len(by_type.get(7, [])), 1, "%s: one STOP" % label)
+    removes = by_type.get(3, [])
+    c.eq(sorted(first(m, "flowid") for m in removes), list(range(n_flows)), "%s: REMOVE_FLOW per flow" % label)
+    acks = by_type.get(1, [])
+    c.check(all(first(m, "status") == 0 for m in acks), "%s: all ACKs OK" % label)
+    c.check(len(acks) >= 2 * n_flows + 2, "%s: %d ACKs (ADD_FLOW, IDENTIFY, START, STOP)" % (label, len(acks)))
+    ctl = {m["dport"] for m in msgs if first(m, "type") in (2, 3, 6, 7)}
+    c.eq(ctl, {base + 1}, "%s: control messages on BASE+1" % label)
+    res = by_type.get(8, [])
+    c.check(len(res) >= 1, "%s: %d RESULTS" % (label, len(res)))
+    if res:
+        c.eq(first(res[-1], "results.flags.eof"), 1, "%s: last RESULTS has EOF" % label)
+        short = [m["frame"] for m in res if first(m, "results.flags.eof") == 0 and first(m, "length") != 1404]
+        c.eq(short, [], "%s: RESULTS chunks before EOF are full (1404 B)" % label)
+        big = [m["frame"] for m in res if first(m, "length") > 1404]
+        c.eq(big, [], "%s: RESULTS <= 1404 B" % label)
+    return msgs
+
+
+def main(args, Tshark, Checker, make_world_dir, skip):
+    if os.geteuid() != 0:
+        skip("capturing on lo needs root")
+    if not args.netperfmeter or not os.access(args.netperfmeter, os.X_OK):
+        skip("netperfmeter binary not found: %s" % args.netperfmeter)
+    work = make_world_dir()
+    ok = True
+    try:
+        pcap, base, out, cmd = capture_run(args, work, skip)
+        impls = []
+        if args.plugin and os.path.exists(args.plugin):
+            impls.append(Tshark("c", work, plugin=args.plugin))
+        else:
+            print("note: C plugin not built, checking the Lua twin only")
+        if args.lua:
+            impls.append(Tshark("lua", work, lua=args.lua))
+        results = {}
+        for ts in impls:
+            ts.verify_loaded()
+            c = Checker("realcapture-" + ts.impl)
+            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl)
+            ok = c.finish() and ok
+        if len(results) == 2:
+            c = Checker("realcapture-parity")
+            c.eq(results["lua"], results["c"], "C and Lua decode the real capture identically")
+            ok = c.finish() and ok
+        if not ok:
+            print("--- active output (tail) ---\n" + out[-3000:])
+            if not args.keep:
+                keep = os.path.join("/tmp", "npmp-realcapture-failed.pcapng")
+                shutil.copy(pcap, keep)
+                print("capture kept as " + keep)
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
