@@ -1,0 +1,413 @@
+#include "app/cli.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "flowspec/flowspec.h"
+#include "transport/sockets.h"
+
+namespace npm::app {
+
+namespace {
+
+using npmp::Protocol;
+
+enum class Arg { None, Required };
+
+struct OptionDef {
+  const char* name;
+  char shortName;  // 0 = long only
+  Arg arg;
+};
+
+constexpr OptionDef kOptions[] = {
+    {"control-over-sctp", 'x', Arg::None},    {"no-control-over-sctp", 'X', Arg::None},
+    {"control-over-tcp", 'y', Arg::None},     {"no-control-over-tcp", 'Y', Arg::None},
+    {"control-over-mptcp", 'w', Arg::None},   {"no-control-over-mptcp", 'W', Arg::None},
+    {"local", 'L', Arg::Required},            {"controllocal", 'l', Arg::Required},
+    {"display", 0, Arg::None},                {"nodisplay", 0, Arg::None},
+    {"v6only", '6', Arg::None},               {"runtime", 'T', Arg::Required},
+    {"sndbuf", 'o', Arg::Required},           {"rcvbuf", 'i', Arg::Required},
+    {"count", 'N', Arg::Required},            {"config", 'C', Arg::Required},
+    {"scalar", 'S', Arg::Required},           {"vector", 'V', Arg::Required},
+    {"activenodename", 'A', Arg::Required},   {"passivenodename", 'P', Arg::Required},
+    {"tls-key", 'K', Arg::Required},          {"tls-cert", 'J', Arg::Required},
+    {"tls-ca", 'I', Arg::Required},           {"tls-hostname", 'H', Arg::Required},
+    {"tcp", 't', Arg::Required},              {"mptcp", 'm', Arg::Required},
+    {"udp", 'u', Arg::Required},              {"dccp", 'd', Arg::Required},
+    {"sctp", 's', Arg::Required},             {"quic", 'k', Arg::Required},
+    {"loglevel", 0, Arg::Required},           {"logcolor", 0, Arg::Required},
+    {"logfile", 0, Arg::Required},            {"logappend", 0, Arg::Required},
+    {"quiet", 'q', Arg::None},                {"verbose", '!', Arg::None},
+    {"help", 'h', Arg::None},                 {"version", 'v', Arg::None},
+};
+
+struct Parsed {
+  const OptionDef* def;
+  std::string value;
+  std::string spelled;  // as written, for messages
+};
+
+// Finds a long option by exact name or unique prefix; "" error if none, ambiguous message if many.
+const OptionDef* findLong(const std::string& name, std::string& error) {
+  const OptionDef* found = nullptr;
+  int matches = 0;
+  for (const auto& o : kOptions) {
+    if (name == o.name) return &o;
+    if (std::string_view(o.name).substr(0, name.size()) == name) {
+      found = &o;
+      ++matches;
+    }
+  }
+  if (matches == 1) return found;
+  if (matches > 1) error = "option \"" + name + "\" is ambiguous";
+  return nullptr;
+}
+
+const OptionDef* findShort(char c) {
+  for (const auto& o : kOptions) {
+    if (o.shortName == c) return &o;
+  }
+  return nullptr;
+}
+
+bool looksLikeFlowSpec(const std::string& word) {
+  if (word.empty() || word[0] == '-') return false;
+  const std::string first = word.substr(0, word.find(':'));
+  if (first == "default") return true;
+  return flowspec::parseDistribution(first, nullptr).has_value() && word.find(':') != std::string::npos;
+}
+
+std::optional<std::uint64_t> parseUnsigned(const std::string& s, std::uint64_t max) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  const std::uint64_t v = std::stoull(s);
+  if (v > max) return std::nullopt;
+  return v;
+}
+
+// Checks that a result file can be created where the pattern points.
+std::string checkWritable(const std::string& path, const char* what) {
+  if (path.empty()) return {};
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return std::string("cannot write the ") + what + " files: directory \"" + dir.string() + "\" does not exist";
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return std::string("cannot write the ") + what + " files into \"" + dir.string() + "\": " + std::strerror(errno);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string usage() {
+  return "Usage:\n"
+         "  netperfmeter PORT [options]                      passive: wait for active instances\n"
+         "  netperfmeter HOST:PORT FLOW... [options]         active: run a measurement against a passive\n"
+         "\n"
+         "Flows (FLOWSPEC = out_rate:out_size:in_rate:in_size[:option...], rates in frames/s, sizes in bytes,\n"
+         "each a number or const|uniform|exp|pareto|normal|truncnormal with parameters; rate 0 = saturated):\n"
+         "  -tcp FLOWSPEC  -mptcp FLOWSPEC  -udp FLOWSPEC  -dccp FLOWSPEC  -sctp FLOWSPEC [FLOWSPEC...]\n"
+         "  flow options: id= description= maxmsgsize= defragtimeout= ordered= unordered= reliable=\n"
+         "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
+         "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
+         "\n"
+         "Options:\n"
+         "  -x, --control-over-sctp      control over SCTP (the default, falls back to TCP if unavailable)\n"
+         "  -y, --control-over-tcp       control over TCP          -w, --control-over-mptcp  control over MPTCP\n"
+         "  -X, -Y, -W                   passive: disable the SCTP / TCP / MPTCP control listener\n"
+         "  -L, --local=A[,B...]         local data address(es)    -l, --controllocal=A[,B...]  local control address(es)\n"
+         "  -6, --v6only                 IPv6 sockets accept IPv6 only\n"
+         "  -T, --runtime=SECONDS        measurement duration (active) / lifetime (passive)\n"
+         "  -o, --sndbuf=BYTES           default SO_SNDBUF of data sockets\n"
+         "  -i, --rcvbuf=BYTES           default SO_RCVBUF of data sockets\n"
+         "  -N, --count=N                create every flow N times\n"
+         "  -C, --config=FILE            write the config file\n"
+         "  -S, --scalar=PATTERN         write scalar files (NAME.sca[.bz2] -> NAME-active.sca, NAME-passive.sca)\n"
+         "  -V, --vector=PATTERN         write vector files (NAME.vec[.bz2], also per flow)\n"
+         "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
+         "  --display, --nodisplay       the one-second status line (default: on)\n"
+         "  --loglevel=0..5  --logcolor=on|off  --logfile=FILE  --logappend=FILE  -q, --quiet  -!, --verbose\n"
+         "  -h, --help                   -v, --version\n";
+}
+
+Command parseCommandLine(const std::vector<std::string>& args) {
+  std::vector<Parsed> options;
+  std::vector<std::string> positional;
+  std::vector<std::pair<Protocol, std::string>> flowTexts;
+  std::vector<std::vector<std::string>> sctpGroups;
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-') {
+      positional.push_back(a);
+      continue;
+    }
+    const bool doubleDash = a[1] == '-';
+    std::string body = a.substr(doubleDash ? 2 : 1);
+    std::string value;
+    bool hasValue = false;
+    if (const auto eq = body.find('='); eq != std::string::npos) {
+      value = body.substr(eq + 1);
+      body = body.substr(0, eq);
+      hasValue = true;
+    }
+    std::string error;
+    const OptionDef* def = findLong(body, error);
+    if (def == nullptr && !doubleDash && !hasValue) {
+      // getopt_long_only: not a long option -> short option(s), e.g. -T3 or -q
+      const OptionDef* s = findShort(body[0]);
+      if (s != nullptr) {
+        def = s;
+        if (s->arg == Arg::Required && body.size() > 1) {
+          value = body.substr(1);
+          hasValue = true;
+        } else if (s->arg == Arg::None && body.size() > 1) {
+          // bundled flags such as -qy
+          bool ok = true;
+          for (char c : body) {
+            const OptionDef* f = findShort(c);
+            if (f == nullptr || f->arg != Arg::None) ok = false;
+          }
+          if (!ok) return CliError{"unknown option \"" + a + "\" (see --help)"};
+          for (char c : body.substr(1)) options.push_back({findShort(c), "", a});
+        }
+      }
+    }
+    if (def == nullptr) {
+      return CliError{error.empty() ? "unknown option \"" + a + "\" (see --help)" : error + " (see --help)"};
+    }
+    if (def->arg == Arg::Required && !hasValue) {
+      if (i + 1 >= args.size()) return CliError{"option \"" + a + "\" needs a value"};
+      value = args[++i];
+    } else if (def->arg == Arg::None && hasValue) {
+      return CliError{"option \"" + a + "\" takes no value"};
+    }
+    options.push_back({def, value, a});
+    if (def->shortName == 's' || def->shortName == 'k') {
+      // Further FLOWSPECs are more streams of the same association; an address is not.
+      while (i + 1 < args.size() && looksLikeFlowSpec(args[i + 1])) options.back().value += "\n" + args[++i];
+    }
+  }
+
+  // --help / --version win over everything else.
+  for (const auto& p : options) {
+    if (p.def->shortName == 'h') return InfoCommand{usage()};
+    if (p.def->shortName == 'v') return InfoCommand{std::string("NetPerfMeter ") + NPM_VERSION + "\n"};
+  }
+  if (positional.size() != 1) {
+    return CliError{positional.empty() ? "missing PORT (passive) or HOST:PORT (active); see --help"
+                                       : "more than one address or port given: \"" + positional[1] + "\"; see --help"};
+  }
+
+  LogSettings logSettings;
+  control::ActiveOptions active;
+  control::PassiveOptions passive;
+  std::optional<double> runtime;
+  bool display = true;
+  bool controlSctp = false, controlTcp = false, controlMptcp = false;
+  bool noSctp = false, noTcp = false, noMptcp = false;
+  std::uint64_t count = 1;
+  std::uint32_t defaultSndBuf = 0, defaultRcvBuf = 0;
+  std::vector<std::pair<Protocol, std::string>> specs;
+
+  for (const auto& p : options) {
+    const std::string& v = p.value;
+    const std::string name = p.def->name;
+    auto bad = [&](const std::string& why) { return CliError{"option \"" + p.spelled + "\": " + why}; };
+    switch (p.def->shortName) {
+      case 'x': controlSctp = true; break;
+      case 'X': noSctp = true; break;
+      case 'y': controlTcp = true; break;
+      case 'Y': noTcp = true; break;
+      case 'w': controlMptcp = true; break;
+      case 'W': noMptcp = true; break;
+      case 'L':
+      case 'l': {
+        std::string why;
+        auto list = transport::parseAddressList(v, &why);
+        if (!list) return bad(why);
+        (p.def->shortName == 'L' ? active.localAddresses : active.controlAddresses) = *list;
+        break;
+      }
+      case '6': active.v6only = true; break;
+      case 'T': {
+        char* end = nullptr;
+        const double t = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != '\0' || !std::isfinite(t) || t <= 0.0) return bad("expected a duration in seconds > 0");
+        runtime = t;
+        break;
+      }
+      case 'o':
+      case 'i': {
+        const auto b = parseUnsigned(v, 0x7FFFFFFF);
+        if (!b) return bad("expected a buffer size in bytes");
+        (p.def->shortName == 'o' ? defaultSndBuf : defaultRcvBuf) = static_cast<std::uint32_t>(*b);
+        break;
+      }
+      case 'N': {
+        const auto n = parseUnsigned(v, 4096);
+        if (!n || *n < 1) return bad("expected a flow count from 1 to 4096");
+        count = *n;
+        break;
+      }
+      case 'C': active.configFile = v; break;
+      case 'S': active.scalarPattern = v; break;
+      case 'V': active.vectorPattern = v; break;
+      case 'A': active.activeNodeName = v; break;
+      case 'P': active.passiveNodeName = v; break;
+      case 'K':
+      case 'J':
+      case 'I':
+      case 'H': break;  // QUIC/TLS settings: accepted for compatibility, QUIC is not built
+      case 't': specs.emplace_back(Protocol::TCP, v); break;
+      case 'm': specs.emplace_back(Protocol::MPTCP, v); break;
+      case 'u': specs.emplace_back(Protocol::UDP, v); break;
+      case 'd': specs.emplace_back(Protocol::DCCP, v); break;
+      case 's': specs.emplace_back(Protocol::SCTP, v); break;
+      case 'k': return bad("QUIC support is not compiled in");
+      case 'q': logSettings.level = 4; break;
+      case '!': logSettings.level = 0; break;
+      default:
+        if (name == "display") display = true;
+        else if (name == "nodisplay") display = false;
+        else if (name == "loglevel") {
+          const auto l = parseUnsigned(v, 5);
+          if (!l) return bad("expected a log level from 0 (trace) to 5 (fatal)");
+          logSettings.level = static_cast<int>(*l);
+        } else if (name == "logcolor") {
+          if (v != "on" && v != "off") return bad("expected on or off");
+          logSettings.colour = v == "on";
+        } else if (name == "logfile" || name == "logappend") {
+          logSettings.file = v;
+          logSettings.append = name == "logappend";
+        }
+        break;
+    }
+  }
+
+  const std::string& where = positional[0];
+  const bool activeMode = where.find(':') != std::string::npos || !parseUnsigned(where, 0xFFFFFFFF);
+  if (!activeMode) {
+    // ---------------------------------------------------------------- passive
+    const auto port = *parseUnsigned(where, 0xFFFFFFFF);
+    if (port < 2 || port > 65534) {
+      return CliError{"port " + where + " is out of range: the passive uses PORT-1, PORT and PORT+1, so PORT is 2 to 65534"};
+    }
+    if (!specs.empty()) return CliError{"flows are given to the active side (HOST:PORT), not to a passive PORT"};
+    if (noSctp && noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
+    if (noTcp) return CliError{"-Y leaves no control listener: SCTP control is not available in this build"};
+    PassiveCommand c;
+    c.options.port = static_cast<std::uint16_t>(port);
+    c.options.controlOverTcp = !noTcp;
+    c.options.controlOverMptcp = controlMptcp && !noMptcp;
+    c.options.localAddresses = active.localAddresses;
+    c.options.controlAddresses = active.controlAddresses;
+    c.options.v6only = active.v6only;
+    c.options.rcvBufferSize = defaultRcvBuf;
+    c.options.sndBufferSize = defaultSndBuf;
+    c.runtime = runtime;
+    c.display = display;
+    c.log = logSettings;
+    (void)controlSctp;
+    (void)controlTcp;
+    return c;
+  }
+
+  // ------------------------------------------------------------------ active
+  std::string host = where;
+  std::uint16_t port = 9000;
+  if (!host.empty() && host[0] == '[') {
+    const auto close = host.find(']');
+    if (close == std::string::npos) return CliError{"\"" + where + "\": missing ']' after the IPv6 address"};
+    const std::string rest = host.substr(close + 1);
+    host = host.substr(1, close - 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':' && rest[0] != '!') return CliError{"\"" + where + "\": expected [ADDRESS]:PORT"};
+      const auto p = parseUnsigned(rest.substr(1), 65535);
+      if (!p || *p < 2 || *p > 65534) return CliError{"\"" + where + "\": the port must be 2 to 65534"};
+      port = static_cast<std::uint16_t>(*p);
+    }
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    const auto colon = host.find(':');
+    const auto p = parseUnsigned(host.substr(colon + 1), 65535);
+    if (!p || *p < 2 || *p > 65534) return CliError{"\"" + where + "\": the port must be 2 to 65534"};
+    port = static_cast<std::uint16_t>(*p);
+    host = host.substr(0, colon);
+  }  // else: a bare IPv6 literal or host name, default port 9000
+  if (specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
+  if (noSctp || noTcp || noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
+  if (controlSctp) {
+    return CliError{"control over SCTP (-x) is not supported by this build yet; use -y (TCP) or -w (MPTCP)"};
+  }
+  active.control = controlMptcp ? control::ControlTransport::Mptcp
+                   : controlTcp ? control::ControlTransport::Tcp
+                                : control::ControlTransport::Default;
+
+  std::vector<flowspec::FlowSpec> flows;
+  for (const auto& [protocol, text] : specs) {
+    std::vector<std::string> texts;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) texts.push_back(text.substr(start, nl - start));
+    texts.push_back(text.substr(start));
+    for (const auto& t : texts) {
+      auto r = flowspec::parse(t, protocol);
+      if (!r.spec) return CliError{r.error};
+      if (r.spec->rcvBufferSize == 0) r.spec->rcvBufferSize = defaultRcvBuf;
+      if (r.spec->sndBufferSize == 0) r.spec->sndBufferSize = defaultSndBuf;
+      for (std::uint64_t k = 0; k < count; ++k) {
+        flows.push_back(*r.spec);
+        if (k > 0) flows.back().flowId.reset();  // copies get the next free IDs
+      }
+    }
+  }
+  if (auto error = flowspec::assignFlowIds(flows); !error.empty()) return CliError{error};
+
+  // What this host can do, checked before connecting.
+  std::set<Protocol> checked;
+  for (const auto& f : flows) {
+    if (f.protocol == Protocol::SCTP) {
+      return CliError{std::string("SCTP flows are not supported by this build yet") +
+                      (transport::protocolAvailable(Protocol::SCTP) ? "" : " (and this kernel has no SCTP)")};
+    }
+    if (checked.insert(f.protocol).second) {
+      std::string why;
+      if (!transport::protocolAvailable(f.protocol, &why)) return CliError{"flow #" + std::to_string(*f.flowId) + ": " + why};
+    }
+    if (auto error = transport::checkCongestionControl(f.congestionControl); !error.empty()) {
+      return CliError{"flow #" + std::to_string(*f.flowId) + ": " + error};
+    }
+  }
+  for (const auto& [pattern, what] : {std::pair{active.configFile, "config"}, std::pair{active.scalarPattern, "scalar"},
+                                      std::pair{active.vectorPattern, "vector"}}) {
+    if (auto error = checkWritable(pattern, what); !error.empty()) return CliError{error};
+  }
+  std::string why;
+  const auto address = transport::resolveHost(host, 0, &why);
+  if (!address) return CliError{why};
+
+  ActiveCommand c;
+  c.options = std::move(active);
+  c.options.remoteName = where;
+  c.options.remote = *address;
+  c.options.port = port;
+  c.options.runtime = runtime;
+  c.options.display = display;
+  c.options.flows = std::move(flows);
+  c.log = logSettings;
+  return c;
+}
+
+}  // namespace npm::app

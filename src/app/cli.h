@@ -1,0 +1,48 @@
+// Command line of netperfmeter: GNU getopt_long_only semantics (long options with one or
+// two dashes, unambiguous prefixes, "=value" or a separate value, bundled short options),
+// parsed and validated completely before anything connects.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "control/active.h"
+#include "control/passive.h"
+
+namespace npm::app {
+
+struct LogSettings {
+  int level = 2;
+  bool colour = true;
+  std::string file;
+  bool append = false;
+};
+
+struct PassiveCommand {
+  control::PassiveOptions options;
+  std::optional<double> runtime;
+  bool display = true;
+  LogSettings log;
+};
+
+struct ActiveCommand {
+  control::ActiveOptions options;
+  LogSettings log;
+};
+
+struct InfoCommand {
+  std::string text;  // printed to stdout, exit 0 (--help, --version)
+};
+
+struct CliError {
+  std::string message;  // one line
+};
+
+using Command = std::variant<PassiveCommand, ActiveCommand, InfoCommand, CliError>;
+
+Command parseCommandLine(const std::vector<std::string>& args);
+std::string usage();
+
+}  // namespace npm::app

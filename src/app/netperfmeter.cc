@@ -1,0 +1,99 @@
+// netperfmeter: main() — argument parsing and wiring only.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "app/cli.h"
+#include "common/log.h"
+#include "control/display.h"
+#include "transport/sockets.h"
+
+namespace {
+
+using namespace npm;
+
+bool applyLog(const app::LogSettings& s) {
+  log::setLevel(s.level);
+  log::setColour(s.colour);
+  if (!s.file.empty() && !log::setFile(s.file, s.append)) {
+    std::fprintf(stderr, "netperfmeter: cannot open log file %s: %s\n", s.file.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+int runPassive(const app::PassiveCommand& c) {
+  boost::asio::io_context io;
+  control::PassiveServer server(io, c.options);
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    return 1;
+  }
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  int signalled = 0;
+  std::function<void(const boost::system::error_code&, int)> onSignal = [&](const boost::system::error_code& ec, int n) {
+    if (ec) return;
+    if (++signalled > 1) std::_Exit(1);
+    std::fprintf(stderr, "\n*** Break ***    Signal #%d\n", n);
+    server.stop();
+    io.stop();
+  };
+  signals.async_wait(onSignal);
+  boost::asio::steady_timer lifetime(io);
+  if (c.runtime) {
+    lifetime.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*c.runtime)));
+    lifetime.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      log::info("Runtime is over; the passive exits");
+      server.stop();
+      io.stop();
+    });
+  }
+  control::StatusLine status(c.display);
+  boost::asio::steady_timer tick(io);
+  std::function<void()> schedule = [&] {
+    tick.expires_after(std::chrono::seconds(1));
+    tick.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      const auto s = server.status();
+      status.update(s.flows, s.measurements, s.transmitted, s.received);
+      schedule();
+    });
+  };
+  schedule();
+  io.run();
+  status.finish();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const app::Command command = app::parseCommandLine(args);
+  if (const auto* info = std::get_if<app::InfoCommand>(&command)) {
+    std::fputs(info->text.c_str(), stdout);
+    return 0;
+  }
+  if (const auto* error = std::get_if<app::CliError>(&command)) {
+    std::fprintf(stderr, "netperfmeter: %s\n", error->message.c_str());
+    return 1;
+  }
+  if (const auto* passive = std::get_if<app::PassiveCommand>(&command)) {
+    if (!applyLog(passive->log)) return 1;
+    log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - passive mode on port " + std::to_string(passive->options.port));
+    return runPassive(*passive);
+  }
+  const auto& active = std::get<app::ActiveCommand>(command);
+  if (!applyLog(active.log)) return 1;
+  log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - active mode");
+  return control::runActive(active.options);
+}

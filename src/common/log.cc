@@ -1,0 +1,77 @@
+#include "common/log.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <ctime>
+
+namespace npm::log {
+
+namespace {
+int gLevel = Info;
+bool gColour = true;
+std::FILE* gFile = nullptr;  // nullptr = stderr
+
+std::FILE* out() { return gFile != nullptr ? gFile : stderr; }
+
+const char* colourOf(int level) {
+  switch (level) {
+    case Trace: return "\x1b[37m";
+    case Debug: return "\x1b[36m";
+    case Info: return "\x1b[32m";
+    case Warning: return "\x1b[33m";
+    default: return "\x1b[31m";
+  }
+}
+const char* prefixOf(int level) {
+  switch (level) {
+    case Warning: return "WARNING: ";
+    case Error: return "ERROR: ";
+    case Fatal: return "FATAL: ";
+    default: return "";
+  }
+}
+}  // namespace
+
+void setLevel(int level) { gLevel = level < Trace ? Trace : (level > Fatal ? Fatal : level); }
+int level() { return gLevel; }
+void setColour(bool on) { gColour = on; }
+
+bool setFile(const std::string& path, bool append) {
+  std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
+  if (f == nullptr) return false;
+  std::setvbuf(f, nullptr, _IOLBF, 0);
+  if (gFile != nullptr) std::fclose(gFile);
+  gFile = f;
+  return true;
+}
+
+bool enabled(int level) { return level >= gLevel; }
+
+void write(int level, const std::string& text) {
+  if (!enabled(level)) return;
+  timeval tv;
+  ::gettimeofday(&tv, nullptr);
+  tm local;
+  ::localtime_r(&tv.tv_sec, &local);
+  char stamp[64];
+  const std::size_t n = std::strftime(stamp, sizeof(stamp), "%d-%b-%Y %H:%M:%S", &local);
+  std::snprintf(stamp + n, sizeof(stamp) - n, ".%04ld", static_cast<long>(tv.tv_usec / 100));
+  const bool colour = gColour && gFile == nullptr && ::isatty(STDERR_FILENO);
+  std::fprintf(out(), "%s%s: %s%s%s\n", colour ? colourOf(level) : "", stamp, prefixOf(level),
+               text.c_str(), colour ? "\x1b[0m" : "");
+  std::fflush(out());
+}
+
+void printf(int level, const char* format, ...) {
+  if (!enabled(level)) return;
+  char buffer[2048];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  write(level, buffer);
+}
+
+}  // namespace npm::log

@@ -1,0 +1,621 @@
+#include <utility>  // before Boost 1.74's awaitable.hpp, which needs std::exchange
+
+#include "control/active.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <csignal>
+#include <cstdio>
+#include <random>
+
+#include "common/fileio.h"
+#include "common/log.h"
+#include "control/control_channel.h"
+#include "control/display.h"
+#include "measure/measurement.h"
+#include "transport/channel.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+namespace {
+
+using asio::ip::tcp;
+using asio::ip::udp;
+using npmp::Protocol;
+
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
+constexpr auto kAckTimeout = std::chrono::seconds(10);
+constexpr auto kStopTimeout = std::chrono::seconds(30);
+constexpr auto kResultsTimeout = std::chrono::seconds(30);
+
+class ActiveError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string hex64(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "%" PRIx64, v);
+  return b;
+}
+
+std::uint64_t randomMeasurementId() {
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) | device();
+}
+
+// Connects a non-blocking socket within the timeout.
+asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout) {
+  asio::steady_timer timer(socket.get_executor(), timeout);
+  bool expired = false;
+  timer.async_wait([&](const boost::system::error_code& ec) {
+    if (!ec) {
+      expired = true;
+      boost::system::error_code ignored;
+      socket.cancel(ignored);
+    }
+  });
+  boost::system::error_code ec;
+  co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
+  timer.cancel();
+  if (expired) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
+  if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
+}
+
+struct FlowRun {
+  flowspec::FlowSpec spec;
+  std::shared_ptr<measure::Flow> flow;
+};
+
+class Active {
+public:
+  Active(asio::io_context& io, const ActiveOptions& o)
+      : io_(io), o_(o), runEvent_(io.get_executor()), signals_(io, SIGINT, SIGTERM) {}
+
+  asio::awaitable<int> run();
+  void onSignal(int number);
+
+private:
+  asio::awaitable<void> connectControl();
+  asio::awaitable<npmp::Acknowledge> awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
+                                              Clock::duration timeout = kAckTimeout);
+  asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
+  asio::awaitable<void> setupFlow(FlowRun& run);
+  asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
+  asio::awaitable<void> stopFlows();
+  asio::awaitable<void> waitForDrain();
+  asio::awaitable<void> download(const std::string& fileName, const char* what);
+  void openOwnFiles();
+  void writeConfig();
+  void writeOwnResults(const measure::MeasurementResult& result);
+  void printStatistics(const measure::MeasurementResult& own) const;
+  void statusTick();
+
+  asio::io_context& io_;
+  const ActiveOptions& o_;
+  std::uint64_t measurementId_ = randomMeasurementId();
+  std::shared_ptr<ControlChannel> control_;
+  std::vector<FlowRun> flows_;
+  std::unique_ptr<measure::Measurement> measurement_;
+  Event runEvent_;
+  asio::signal_set signals_;
+  int signalCount_ = 0;
+  bool interrupted_ = false;
+  std::string flowFailure_;
+  std::unique_ptr<StatusLine> status_;
+  std::unique_ptr<asio::steady_timer> statusTimer_;
+};
+
+void Active::onSignal(int number) {
+  ++signalCount_;
+  if (signalCount_ >= 2) {
+    std::fprintf(stderr, "\n*** Kill ***\n");
+    std::_Exit(1);
+  }
+  std::fprintf(stderr, "\n*** Break ***    Signal #%d\n", number);
+  interrupted_ = true;
+  runEvent_.notify();
+  if (control_ && !measurement_) control_->close();  // still setting up: abort
+}
+
+asio::awaitable<void> Active::connectControl() {
+  ControlTransport transport = o_.control;
+  if (transport == ControlTransport::Default) {
+    // SCTP is the reference's default; this build has no SCTP backend yet, so fall back.
+    log::info("NPMP-CONTROL over SCTP is not available here; using TCP for the control connection");
+    transport = ControlTransport::Tcp;
+  }
+  const Protocol protocol = transport == ControlTransport::Mptcp ? Protocol::MPTCP : Protocol::TCP;
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const int fd = transport::openSocket(protocol, family);
+  tcp::socket socket(io_);
+  socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+  transport::SocketOptions options;
+  if (family == AF_INET6) options.v6only = o_.v6only;
+  options.noDelay = true;
+  transport::configureSocket(fd, protocol, family, options);
+  if (!o_.controlAddresses.empty()) transport::bindSocket(fd, o_.controlAddresses.front(), 0);
+  const tcp::endpoint to(o_.remote, static_cast<std::uint16_t>(o_.port + 1));
+  log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
+            " (control over " + npmp::protocolName(protocol) + ")");
+  co_await connectWithin(socket, to, kConnectTimeout);
+  control_ = std::make_shared<ControlChannel>(std::move(socket));
+  control_->watchFailure(&runEvent_);
+  control_->start();
+}
+
+asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
+                                                    Clock::duration timeout) {
+  std::optional<npmp::Bytes> message;
+  try {
+    message = co_await control_->next(timeout);
+  } catch (const ControlError& e) {
+    throw ActiveError(std::string("lost the control connection while waiting for the acknowledgement of ") + what +
+                      ": " + e.what());
+  }
+  if (!message) throw ActiveError(std::string("the passive did not acknowledge ") + what + " in time");
+  const auto decoded = npmp::decode(*message);
+  const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
+  if (a == nullptr) {
+    throw ActiveError(std::string("expected the acknowledgement of ") + what + ", got " +
+                      (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+  }
+  if (a->measurementId != measurementId_ || a->flowId != flowId || a->streamId != streamId) {
+    throw ActiveError(std::string("the passive acknowledged something else than ") + what);
+  }
+  co_return *a;
+}
+
+asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec) {
+  const Protocol protocol = spec.protocol;
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const std::uint16_t port = protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(o_.port - 1) : o_.port;
+  const int fd = transport::openSocket(protocol, family);
+  transport::SocketOptions options;
+  options.reuseAddress = !o_.localAddresses.empty();
+  options.rcvBufferSize = spec.rcvBufferSize;
+  options.sndBufferSize = spec.sndBufferSize;
+  options.noDelay = spec.noDelay;
+  options.congestionControl = spec.congestionControl;
+  options.ccid = spec.ccid;
+  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  try {
+    transport::configureSocket(fd, protocol, family, options);
+    if (!o_.localAddresses.empty()) transport::bindSocket(fd, o_.localAddresses.front(), 0);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting " + npmp::protocolName(protocol) + " socket to " +
+            transport::endpointName(o_.remote, port) + " from " +
+            (o_.localAddresses.empty() ? std::string("(any)") : o_.localAddresses.front().to_string()));
+  switch (protocol) {
+    case Protocol::TCP:
+    case Protocol::MPTCP: {
+      tcp::socket socket(io_);
+      socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+      co_await connectWithin(socket, tcp::endpoint(o_.remote, port), kConnectTimeout);
+      co_return transport::makeStreamChannel(std::move(socket));
+    }
+    case Protocol::UDP: {
+      udp::socket socket(io_);
+      socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
+      boost::system::error_code ec;
+      socket.connect(udp::endpoint(o_.remote, port), ec);
+      if (ec) throw ActiveError("cannot connect the UDP socket to " + transport::endpointName(o_.remote, port) + ": " + ec.message());
+      co_return transport::makeUdpChannel(std::move(socket));
+    }
+    case Protocol::DCCP: {
+      udp::endpoint to(o_.remote, port);  // only for its sockaddr
+      if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " + why);
+      }
+      asio::posix::stream_descriptor waiter(io_, fd);
+      asio::steady_timer timer(io_, kConnectTimeout);
+      timer.async_wait([&](const boost::system::error_code& ec) {
+        if (!ec) waiter.cancel();
+      });
+      boost::system::error_code ec;
+      co_await waiter.async_wait(asio::posix::stream_descriptor::wait_write, asio::redirect_error(asio::use_awaitable, ec));
+      timer.cancel();
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+      waiter.release();
+      if (ec || error != 0) {
+        ::close(fd);
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " +
+                          (error != 0 ? std::strerror(error) : "timed out"));
+      }
+      co_return transport::makeDccpChannel(io_, fd, transport::endpointName(o_.remote, port));
+    }
+    default:
+      ::close(fd);
+      throw ActiveError(std::string(npmp::protocolName(protocol)) + " flows are not supported yet");
+  }
+}
+
+asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const npmp::Bytes& message) {
+  Event done(io_.get_executor());
+  boost::system::error_code result;
+  std::vector<asio::const_buffer> buffers{asio::buffer(message), asio::const_buffer()};
+  channel.send(buffers, [&](const boost::system::error_code& ec, std::size_t, std::size_t) {
+    result = ec;
+    done.notify();
+  });
+  co_await done.wait(Clock::now() + kAckTimeout);
+  if (!done.notified()) throw ActiveError("cannot send IDENTIFY on the data connection: timed out");
+  if (result) throw ActiveError("cannot send IDENTIFY on the data connection: " + result.message());
+}
+
+asio::awaitable<void> Active::setupFlow(FlowRun& run) {
+  const flowspec::FlowSpec& spec = run.spec;
+  const std::uint32_t flowId = *spec.flowId;
+  auto channel = co_await connectData(spec);
+
+  measure::FlowParameters p;
+  p.measurementId = measurementId_;
+  p.flowId = flowId;
+  p.protocol = spec.protocol;
+  p.description = spec.description;
+  p.outbound = spec.outbound;
+  p.onOff = spec.onOff;
+  p.repeatOnOff = spec.repeatOnOff;
+  p.maxMsgSize = spec.maxMsgSize;
+  p.defragTimeoutMs = spec.defragTimeoutMs;
+  p.errorOnAbort = spec.errorOnAbort;
+  p.debug = spec.debug;
+  run.flow = std::make_shared<measure::Flow>(io_, std::move(p), true);
+  run.flow->attach(channel);
+  run.flow->onFailure([this, flowId](const std::string& reason) {
+    if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
+    runEvent_.notify();
+  });
+  run.flow->startReceiving();
+
+  npmp::AddFlow add;
+  add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
+                                        (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
+                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0));
+  add.flowId = flowId;
+  add.measurementId = measurementId_;
+  add.protocol = spec.protocol;
+  add.description = spec.description;
+  add.orderedMode = flowspec::fractionToWire(spec.ordered);
+  add.reliableMode = flowspec::fractionToWire(spec.reliable);
+  add.retransmissionTrials = spec.retransmissionTrials;
+  add.frameRate = spec.inbound.rate;
+  add.frameSize = spec.inbound.size;
+  add.rcvBufferSize = spec.rcvBufferSize;
+  add.sndBufferSize = spec.sndBufferSize;
+  add.maxMsgSize = spec.maxMsgSize;
+  add.cmt = spec.cmt;
+  add.ccid = spec.ccid;
+  add.congestionControl = spec.congestionControl;
+  add.onOffEvents = spec.onOff;
+  npmp::Bytes message;
+  npmp::encode(add, message);
+  control_->send(std::move(message));
+  const auto added = co_await awaitAck(flowId, 0, "ADD_FLOW");
+  if (added.status != npmp::kStatusOk) {
+    throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
+  }
+
+  npmp::IdentifyFlow identify;
+  identify.flowId = flowId;
+  identify.measurementId = measurementId_;
+  if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
+  if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
+  npmp::Bytes identifyMessage;
+  npmp::encode(identify, identifyMessage);
+  if (!channel->isDatagram()) {
+    co_await sendOnData(*channel, identifyMessage);
+    const auto a = co_await awaitAck(flowId, 0, "IDENTIFY_FLOW");
+    if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
+    co_return;
+  }
+  // Datagrams may be lost: repeat IDENTIFY with growing intervals (≈10 s in all).
+  auto interval = std::chrono::milliseconds(250);
+  for (int attempt = 1;; ++attempt) {
+    co_await sendOnData(*channel, identifyMessage);
+    std::optional<npmp::Bytes> reply;
+    try {
+      reply = co_await control_->next(interval);
+    } catch (const ControlError& e) {
+      throw ActiveError(std::string("lost the control connection during IDENTIFY: ") + e.what());
+    }
+    if (reply) {
+      const auto decoded = npmp::decode(*reply);
+      const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
+      if (a == nullptr || a->flowId != flowId || a->measurementId != measurementId_) {
+        throw ActiveError("unexpected reply to the IDENTIFY of flow #" + std::to_string(flowId));
+      }
+      if (a->status != npmp::kStatusOk) throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
+      co_return;
+    }
+    if (attempt == 7) {
+      throw ActiveError("the passive did not acknowledge the IDENTIFY of flow #" + std::to_string(flowId) +
+                        " (is UDP to port " + std::to_string(o_.port) + " blocked?)");
+    }
+    interval = std::min(interval * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+void Active::writeConfig() {
+  if (o_.configFile.empty()) return;
+  measure::ConfigInfo info;
+  info.activeNodeName = o_.activeNodeName;
+  info.passiveNodeName = o_.passiveNodeName;
+  info.scalarPattern = o_.scalarPattern;
+  info.vectorPattern = o_.vectorPattern;
+  for (const auto& f : flows_) info.flows.push_back(f.spec);
+  OutputFile out(o_.configFile, false, 9);
+  measure::writeConfig(out, info);
+  out.commit();
+}
+
+void Active::openOwnFiles() {
+  if (o_.vectorPattern.empty()) return;
+  measurement_->setVector(measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(o_.vectorPattern, "active"))));
+  for (auto& f : flows_) {
+    f.flow->setVector(measure::FlowVectorWriter(
+        OutputFile(measure::resultFileName(o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+  }
+}
+
+asio::awaitable<void> Active::stopFlows() {
+  Event allStopped(io_.get_executor());
+  auto remaining = std::make_shared<std::size_t>(flows_.size());
+  auto* event = &allStopped;
+  auto alive = std::make_shared<bool>(true);
+  for (auto& f : flows_) {
+    f.flow->stopSending([remaining, event, alive] {
+      if (--*remaining == 0 && *alive) event->notify();
+    });
+  }
+  if (!flows_.empty()) co_await allStopped.wait(Clock::now() + std::chrono::seconds(5));
+  *alive = false;
+}
+
+// Lets the passive receive what the kernel still holds for it before STOP (TCP/MPTCP).
+asio::awaitable<void> Active::waitForDrain() {
+  asio::steady_timer timer(io_);
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    bool pending = false;
+    for (auto& f : flows_) {
+      auto* channel = f.flow->channel();
+      if (channel != nullptr && !channel->isDatagram() && transport::unsentBytes(channel->fd()) > 0) pending = true;
+    }
+    if (!pending || Clock::now() >= deadline) co_return;
+    timer.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+asio::awaitable<void> Active::download(const std::string& fileName, const char* what) {
+  log::info(std::string("Downloading ") + what + " results [" + fileName + "]");
+  OutputFile out(fileName, false, 9);  // the passive has compressed it already if asked to
+  for (;;) {
+    std::optional<npmp::Bytes> message;
+    try {
+      message = co_await control_->next(kResultsTimeout);
+    } catch (const ControlError& e) {
+      throw ActiveError(std::string("lost the control connection while downloading ") + fileName + ": " + e.what());
+    }
+    if (!message) throw ActiveError("the passive stopped sending " + fileName);
+    const auto decoded = npmp::decode(*message);
+    const auto* r = decoded ? std::get_if<npmp::Results>(&*decoded.message) : nullptr;
+    if (r == nullptr) {
+      throw ActiveError("expected RESULTS for " + fileName + ", got " +
+                        (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+    }
+    out.write(r->data.data(), r->data.size());
+    if (r->eof()) break;
+  }
+  out.commit();
+}
+
+void Active::writeOwnResults(const measure::MeasurementResult& result) {
+  if (!o_.scalarPattern.empty()) {
+    OutputFile out(measure::resultFileName(o_.scalarPattern, "active"));
+    measure::writeScalars(out, "active", result);
+    out.commit();
+  }
+  if (auto* v = measurement_->vector()) v->file().commit();
+  for (auto& f : flows_) {
+    if (auto* v = f.flow->vector()) {
+      v->flush();
+      v->file().commit();
+    }
+  }
+}
+
+void Active::printStatistics(const measure::MeasurementResult& own) const {
+  for (const auto& f : own.flows) {
+    const auto& spec = std::find_if(flows_.begin(), flows_.end(), [&](const FlowRun& r) { return *r.spec.flowId == f.flowId; })->spec;
+    auto line = [](const char* what, const measure::Counters& c, std::uint64_t from, std::uint64_t to) {
+      const double seconds = to > from ? static_cast<double>(to - from) / 1e6 : 0.0;
+      const double s = seconds > 0 ? seconds : 1.0;
+      char b[512];
+      std::snprintf(b, sizeof(b),
+                    "  - %-12s %llu bytes (%1.3f MiB, %1.1f Kbit/s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s",
+                    what, static_cast<unsigned long long>(c.bytes), static_cast<double>(c.bytes) / 1048576.0,
+                    seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s / 1000.0 : 0.0,
+                    static_cast<unsigned long long>(c.packets), seconds > 0 ? static_cast<double>(c.packets) / s : 0.0,
+                    static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
+      return std::string(b);
+    };
+    log::info("Flow #" + std::to_string(f.flowId) + " (" + npmp::protocolName(spec.protocol) + ", \"" + f.description + "\"):");
+    log::info(line("Transmission", f.transmitted.total, f.transmitted.first, f.transmitted.last));
+    log::info(line("Reception", f.received, f.firstReception, f.lastReception));
+    log::info(line("Loss", f.lost, own.firstStatisticsEvent, own.lastStatisticsEvent));
+  }
+}
+
+void Active::statusTick() {
+  if (!measurement_ || !measurement_->running()) return;
+  measure::Counters tx, rx;
+  for (const auto& f : flows_) {
+    tx += f.flow->transmitted().total;
+    rx += f.flow->received().received();
+  }
+  status_->update(flows_.size(), 1, tx, rx);
+  statusTimer_->expires_after(std::chrono::seconds(1));
+  statusTimer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) statusTick();
+  });
+}
+
+asio::awaitable<int> Active::run() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int n) {
+    if (ec) return;
+    onSignal(n);
+    signals_.async_wait([this](const boost::system::error_code& ec2, int n2) {
+      if (!ec2) onSignal(n2);
+    });
+  });
+  log::info("Active mode: measurement ID $" + hex64(measurementId_));
+  try {
+    co_await connectControl();
+    for (const auto& spec : o_.flows) {
+      flows_.push_back(FlowRun{spec, nullptr});
+      co_await setupFlow(flows_.back());
+      if (interrupted_) throw ActiveError("interrupted while setting up the flows");
+    }
+    writeConfig();
+    measurement_ = std::make_unique<measure::Measurement>(io_, measurementId_);
+    for (auto& f : flows_) measurement_->flows().push_back(f.flow);
+    openOwnFiles();
+
+    npmp::Start start;
+    start.measurementId = measurementId_;
+    if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
+    if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
+    if (o_.scalarPattern.empty()) start.flags |= npmp::kStartNoScalars;
+    if (hasBz2Suffix(o_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
+    npmp::Bytes message;
+    npmp::encode(start, message);
+    control_->send(std::move(message));
+    const auto started = co_await awaitAck(0, 0, "START");
+    if (started.status != npmp::kStatusOk) throw ActiveError("the passive could not start the measurement");
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    co_return 1;
+  }
+
+  // ---- run
+  log::info("Starting measurement $" + hex64(measurementId_) +
+            (o_.runtime ? " for " + std::to_string(*o_.runtime) + " s" : std::string(" until interrupted (Ctrl+C)")));
+  measurement_->start(transport::nowMicros());
+  status_ = std::make_unique<StatusLine>(o_.display);
+  statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
+  statusTimer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) statusTick();
+  });
+  const auto deadline = o_.runtime ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*o_.runtime))
+                                   : Clock::time_point::max();
+  co_await runEvent_.wait(deadline);
+  statusTimer_->cancel();
+  status_->finish();
+
+  // ---- stop
+  int exitCode = 0;
+  log::info("Shutdown");
+  co_await stopFlows();
+  const bool controlLost = control_->failed();
+  measure::MeasurementResult own;
+  bool ownWritten = false;
+  try {
+    if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
+    co_await waitForDrain();
+    npmp::Bytes message;
+    npmp::encode(npmp::Stop{measurementId_}, message);
+    control_->send(std::move(message));
+    const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
+    for (auto& f : flows_) f.flow->finishReceiving();
+    own = measurement_->stop(transport::nowMicros());
+    writeOwnResults(own);
+    ownWritten = true;
+    if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
+    if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
+    if (!o_.scalarPattern.empty()) co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar");
+    for (auto& f : flows_) {
+      npmp::Bytes remove;
+      npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
+      control_->send(std::move(remove));
+      if (!o_.vectorPattern.empty()) {
+        const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
+        if (a.status == npmp::kStatusOk) {
+          co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+                            "per-flow vector");
+        }
+      }
+    }
+    co_await control_->drained(0);
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    exitCode = 1;
+  }
+  if (!ownWritten) {
+    // Whatever happened to the passive, the active's own results are kept.
+    try {
+      for (auto& f : flows_) f.flow->finishReceiving();
+      own = measurement_->stop(transport::nowMicros());
+      writeOwnResults(own);
+      log::info("The active's own results have been written");
+    } catch (const std::exception& e) {
+      log::error(e.what());
+    }
+    exitCode = 1;
+  }
+  printStatistics(own);
+  if (!flowFailure_.empty()) {
+    log::error(flowFailure_);
+    exitCode = 1;
+  }
+  for (auto& f : flows_) f.flow->close();
+  control_->close();
+  if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
+  co_return exitCode;
+}
+
+}  // namespace
+
+int runActive(const ActiveOptions& options) {
+  asio::io_context io;
+  Active active(io, options);
+  int exitCode = 1;
+  asio::co_spawn(io, active.run(), [&](std::exception_ptr error, int code) {
+    exitCode = code;
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        log::error(e.what());
+      }
+      exitCode = 1;
+    }
+    io.stop();
+  });
+  io.run();
+  return exitCode;
+}
+
+}  // namespace npm::control

@@ -1,0 +1,38 @@
+// The active side: sets up the flows at a passive, runs the measurement, and collects
+// both sides' results.
+#pragma once
+
+#include <boost/asio/ip/address.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowspec/flowspec.h"
+
+namespace npm::control {
+
+namespace asio = boost::asio;
+
+enum class ControlTransport { Default, Sctp, Tcp, Mptcp };
+
+struct ActiveOptions {
+  std::string remoteName;  // as given, for messages
+  asio::ip::address remote;
+  std::uint16_t port = 9000;  // BASE
+  ControlTransport control = ControlTransport::Default;
+  std::vector<asio::ip::address> localAddresses;    // -L
+  std::vector<asio::ip::address> controlAddresses;  // -l
+  bool v6only = false;
+  std::optional<double> runtime;  // seconds; none = until SIGINT
+  std::string configFile, scalarPattern, vectorPattern;
+  std::string activeNodeName = "Client", passiveNodeName = "Server";
+  bool display = true;
+  std::vector<flowspec::FlowSpec> flows;  // validated, IDs assigned
+};
+
+// Runs the whole measurement; returns the process exit code.
+int runActive(const ActiveOptions& options);
+
+}  // namespace npm::control

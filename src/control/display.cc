@@ -1,0 +1,64 @@
+#include "control/display.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "transport/channel.h"
+
+namespace npm::control {
+
+StatusLine::StatusLine(bool enabled) : enabled_(enabled), colour_(::isatty(STDOUT_FILENO)) {
+  started_ = last_ = transport::nowMicros();
+  lastCpu_ = cpu_.sample();
+}
+
+void StatusLine::update(std::size_t flows, std::size_t measurements, const measure::Counters& tx,
+                        const measure::Counters& rx) {
+  const std::uint64_t now = transport::nowMicros();
+  const double interval = now > last_ ? static_cast<double>(now - last_) / 1e6 : 1.0;
+  const double txRate = 8.0 * static_cast<double>(tx.bytes - std::min(tx.bytes, lastTx_)) / interval / 1000.0;
+  const double rxRate = 8.0 * static_cast<double>(rx.bytes - std::min(rx.bytes, lastRx_)) / interval / 1000.0;
+  const auto cpuNow = cpu_.sample();
+  const auto usage = measure::cpuUsage(lastCpu_, cpuNow);
+  lastCpu_ = cpuNow;
+  last_ = now;
+  lastTx_ = tx.bytes;
+  lastRx_ = rx.bytes;
+  if (!enabled_) return;
+
+  const std::uint64_t elapsed = (now - started_) / 1000000;
+  std::string cpu;
+  char b[64];
+  if (usage.cpus() > 0 && usage.cpus() <= 4) {
+    for (std::size_t i = 1; i <= usage.cpus(); ++i) {
+      const double u = usage.utilisation(i);
+      std::snprintf(b, sizeof(b), "%s%s%5.1f%%%s", i > 1 ? "/" : "", colour_ && u >= 90.0 ? "\x1b[31m" : "", u,
+                    colour_ && u >= 90.0 ? "\x1b[34m" : "");
+      cpu += b;
+    }
+    std::snprintf(b, sizeof(b), " [%5.1f%%]", usage.percent.empty() ? 0.0 : usage.utilisation(0));
+    cpu += b;
+  } else if (!usage.percent.empty()) {
+    std::snprintf(b, sizeof(b), "%5.1f%% total", usage.utilisation(0));
+    cpu += b;
+  }
+  std::printf("\r%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
+              "Received: %1.3f MiB at %1.1f Kbit/s   CPU: %s -->%s\x1b[0K",
+              colour_ ? "\x1b[34m" : "", static_cast<unsigned long long>(elapsed / 3600),
+              static_cast<unsigned long long>(elapsed / 60 % 60), static_cast<unsigned long long>(elapsed % 60),
+              flows, measurements, static_cast<double>(tx.bytes) / 1048576.0, txRate,
+              static_cast<double>(rx.bytes) / 1048576.0, rxRate, cpu.c_str(), colour_ ? "\x1b[0m" : "");
+  std::fflush(stdout);
+  printed_ = true;
+}
+
+void StatusLine::finish() {
+  if (printed_) {
+    std::printf("\n");
+    std::fflush(stdout);
+    printed_ = false;
+  }
+}
+
+}  // namespace npm::control

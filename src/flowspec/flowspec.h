@@ -1,0 +1,75 @@
+// FLOWSPEC: the description of one flow on the command line, e.g.
+//   const10:const1400:exp5:uniform100,200:id=3:description=Video:onoff=1,+exp2,repeat
+// Four traffic entries (outbound rate, outbound size, inbound rate, inbound size; rates in
+// frames/s, sizes in bytes; a missing entry is const0) followed by options.
+// Parsing is pure and reports the first bad part as one line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npmp/messages.h"
+
+namespace npm::flowspec {
+
+// One direction of traffic.
+struct Traffic {
+  npmp::RandomSpec rate;  // frames/s; const 0 = saturated
+  npmp::RandomSpec size;  // bytes per frame
+  // A direction sends nothing when its size is const 0.
+  bool enabled() const;
+  bool saturated() const;
+};
+
+struct FlowSpec {
+  npmp::Protocol protocol = npmp::Protocol::TCP;
+  std::optional<std::uint32_t> flowId;  // id=; otherwise assigned by assignFlowIds()
+  std::string description;              // description=; default "Flow <id>"
+  Traffic outbound, inbound;
+  std::uint16_t maxMsgSize = 16000;
+  std::uint32_t defragTimeoutMs = 5000;
+  double ordered = 1.0;
+  double reliable = 1.0;
+  std::uint32_t retransmissionTrials = npmp::kRetransmitUnlimited;
+  std::uint32_t rcvBufferSize = 0;  // 0 = leave the kernel's (autotuning) default
+  std::uint32_t sndBufferSize = 0;
+  std::uint8_t cmt = 0;
+  std::uint8_t ccid = 0;
+  bool errorOnAbort = true;
+  bool noDelay = false;
+  bool debug = false;
+  bool v6only = false;
+  std::string congestionControl;  // empty = default
+  std::vector<npmp::OnOffEvent> onOff;
+  bool repeatOnOff = false;
+  std::string text;  // the spec as given, for messages
+};
+
+struct ParseResult {
+  std::optional<FlowSpec> spec;
+  std::string error;  // one line naming the bad part
+};
+
+// Parses one FLOWSPEC for the given protocol.
+ParseResult parse(std::string_view text, npmp::Protocol protocol);
+
+// Parses one distribution ("const5", "5", "uniform1,2", "exp0.5", ...).
+std::optional<npmp::RandomSpec> parseDistribution(std::string_view text, std::string* error);
+
+// Assigns flow IDs in command-line order: id= wins, otherwise the previous ID + 1 (first 0),
+// and fills default descriptions. Returns an error line on a duplicate ID.
+std::string assignFlowIds(std::vector<FlowSpec>& flows);
+
+// The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255.
+std::optional<std::uint8_t> parseCmt(std::string_view text);
+const char* cmtName(std::uint8_t cmt);
+constexpr std::uint8_t kCmtLikeMptcp = 4;
+
+// Wire encoding of a fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.
+std::uint32_t fractionToWire(double fraction);
+double wireToFraction(std::uint32_t value);
+
+}  // namespace npm::flowspec

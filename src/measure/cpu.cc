@@ -1,0 +1,76 @@
+#include "measure/cpu.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace npm::measure {
+
+const std::array<const char*, kCpuStates> kCpuStateNames = {
+    "User", "Nice", "System", "Idle", "IOWait", "Hardware Interrupts", "Software Interrupts",
+    "Hypervisor"};
+
+CpuSampler::CpuSampler() { fd_ = ::open("/proc/stat", O_RDONLY | O_CLOEXEC); }
+
+CpuSampler::~CpuSampler() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+CpuTimes CpuSampler::sample() const {
+  if (fd_ < 0) return {};
+  std::string text;
+  char buffer[16384];
+  off_t offset = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd_, buffer, sizeof(buffer), offset);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    offset += n;
+  }
+  return parseProcStat(text);
+}
+
+CpuTimes parseProcStat(const std::string& text) {
+  CpuTimes times;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 3, "cpu") != 0) continue;
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    std::array<std::uint64_t, kCpuStates> t{};
+    for (auto& v : t) {
+      if (!(fields >> v)) v = 0;
+    }
+    if (name == "cpu") {
+      times.ticks.insert(times.ticks.begin(), t);
+    } else {
+      times.ticks.push_back(t);
+    }
+  }
+  return times;
+}
+
+CpuUsage cpuUsage(const CpuTimes& from, const CpuTimes& to) {
+  CpuUsage usage;
+  const std::size_t n = std::min(from.ticks.size(), to.ticks.size());
+  usage.percent.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t sum = 0;
+    std::array<std::uint64_t, kCpuStates> delta{};
+    for (std::size_t s = 0; s < kCpuStates; ++s) {
+      delta[s] = to.ticks[i][s] >= from.ticks[i][s] ? to.ticks[i][s] - from.ticks[i][s] : 0;
+      sum += delta[s];
+    }
+    for (std::size_t s = 0; s < kCpuStates; ++s) {
+      usage.percent[i][s] = sum == 0 ? (s == kCpuIdleState ? 100.0 : 0.0)
+                                     : 100.0 * static_cast<double>(delta[s]) / static_cast<double>(sum);
+    }
+  }
+  return usage;
+}
+
+}  // namespace npm::measure

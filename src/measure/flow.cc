@@ -1,0 +1,320 @@
+#include "measure/flow.h"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/log.h"
+
+namespace npm::measure {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMessagesPerWrite = 32;     // 64 iovecs: Asio's gather limit per write
+constexpr std::size_t kMaxBacklogMessages = 4096;  // rate-driven frames waiting to be written
+constexpr auto kStopWait = std::chrono::seconds(2);
+
+// Payload patterns of both directions, shared by all flows (messages are ≤ 65535 bytes).
+const std::uint8_t* payloadPattern(bool fromActive) {
+  static const auto patterns = [] {
+    auto* both = new std::uint8_t[2][65536];
+    npmp::fillPayload(both[0], 65536, false);
+    npmp::fillPayload(both[1], 65536, true);
+    return both;
+  }();
+  return patterns[fromActive ? 1 : 0];
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+Flow::Flow(asio::io_context& io, FlowParameters parameters, bool activeSide)
+    : io_(io),
+      p_(std::move(parameters)),
+      activeSide_(activeSide),
+      frameTimer_(io),
+      onOffTimer_(io),
+      stopTimer_(io),
+      rx_(p_.defragTimeoutMs) {}
+
+Flow::~Flow() {
+  if (channel_) channel_->close();
+}
+
+void Flow::attach(std::shared_ptr<transport::DataChannel> channel) { channel_ = std::move(channel); }
+
+void Flow::startReceiving() {
+  if (!channel_) return;
+  std::weak_ptr<Flow> weak = shared_from_this();
+  channel_->receive(
+      [weak](std::span<const std::uint8_t> message, std::uint64_t now) {
+        if (auto self = weak.lock()) self->deliver(message, now);
+      },
+      [weak](const std::string& reason) {
+        if (auto self = weak.lock()) self->fail(reason);
+      });
+}
+
+bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
+  if (message.size() < npmp::kDataHeaderSize || message[0] != static_cast<std::uint8_t>(npmp::Type::Data)) {
+    fail("unexpected " + std::string(message.empty() ? "empty" : npmp::typeName(message[0])) +
+         " message of " + std::to_string(message.size()) + " bytes on the data channel");
+    return false;
+  }
+  const auto decoded = npmp::decode(message);
+  if (!decoded) {
+    fail(decoded.error);
+    return false;
+  }
+  const auto& h = std::get<npmp::DataHeader>(*decoded.message);
+  if (h.flowId != p_.flowId || h.measurementId != p_.measurementId || h.streamId != p_.streamId) {
+    fail("DATA for flow " + std::to_string(h.flowId) + " on the data channel of flow " +
+         std::to_string(p_.flowId));
+    return false;
+  }
+  const Reception r = rx_.onMessage(h, message.size(), now);
+  if (vector_) vector_->row(r, startTime_ != 0 ? startTime_ : now, rx_.received());
+  return true;
+}
+
+void Flow::fail(const std::string& reason) {
+  if (failed_ || finished_) return;  // after the end, the peer may close as it likes
+  failed_ = true;
+  if (onFailure_) onFailure_(reason);
+}
+
+// ------------------------------------------------------------------------- sender
+
+void Flow::start(std::uint64_t startTime) {
+  startTime_ = startTime;
+  startSteady_ = Clock::now();
+  lastEvent_ = startSteady_;
+  sending_ = p_.outbound.enabled() && channel_ != nullptr;
+  if (!sending_) return;
+  if (p_.onOff.empty()) {
+    setOn(true);
+  } else {
+    on_ = false;  // a flow with an on/off schedule starts off
+    scheduleOnOff();
+  }
+}
+
+void Flow::setOn(bool on) {
+  on_ = on;
+  if (!sending_) return;
+  if (!on) {
+    frameTimer_.cancel();
+    return;
+  }
+  if (p_.outbound.saturated()) {
+    pump();
+  } else {
+    nextFrame_ = Clock::now();
+    onFrameTimer();
+  }
+}
+
+void Flow::scheduleOnOff() {
+  if (onOffIndex_ >= p_.onOff.size()) {
+    if (!p_.repeatOnOff) return;
+    onOffIndex_ = 0;
+  }
+  const npmp::OnOffEvent& event = p_.onOff[onOffIndex_++];
+  double value = std::max(0.0, flowspec::sample(event.spec, random_));
+  if (p_.repeatOnOff) value = std::max(value, 0.001);  // a repeating schedule must advance
+  Clock::time_point at = event.relative ? lastEvent_ + seconds(value) : startSteady_ + seconds(value);
+  at = std::max(at, lastEvent_);
+  lastEvent_ = at;
+  onOffTimer_.expires_at(at);
+  onOffTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->sending_) return;
+    self->setOn(!self->on_);
+    self->scheduleOnOff();
+  });
+}
+
+std::optional<double> Flow::drawInterval() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const double rate = flowspec::sample(p_.outbound.rate, random_);
+    if (rate > 0.0) return 1.0 / rate;
+  }
+  return std::nullopt;  // the distribution keeps giving rates ≤ 0: no frame this second
+}
+
+void Flow::scheduleFrame() {
+  const auto interval = drawInterval();
+  const auto now = Clock::now();
+  nextFrame_ += interval ? seconds(*interval) : std::chrono::seconds(1);
+  if (nextFrame_ < now - std::chrono::seconds(1)) {
+    nextFrame_ = now;  // far behind (suspended, overloaded): re-anchor instead of bursting
+  }
+  frameTimer_.expires_at(nextFrame_);
+  frameTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->onFrameTimer();
+  });
+}
+
+void Flow::onFrameTimer() {
+  if (!sending_ || !on_) return;
+  if (queue_.size() < kMaxBacklogMessages) {
+    queueFrame(transport::nowMicros());
+    pump();
+  }
+  scheduleFrame();
+}
+
+void Flow::queueFrame(std::uint64_t now) {
+  const double drawn = flowspec::sample(p_.outbound.size, random_);
+  if (!(drawn >= 1.0)) return;  // a frame of no bytes is not sent and not counted
+  std::uint64_t remaining = static_cast<std::uint64_t>(std::llround(drawn));
+  bool first = true;
+  while (remaining > 0) {
+    const std::uint64_t part = std::min<std::uint64_t>(remaining, p_.maxMsgSize);
+    remaining -= part;
+    Pending& m = queue_.emplace_back();
+    m.length = static_cast<std::uint16_t>(std::max<std::uint64_t>(part, npmp::kDataHeaderSize));
+    m.frameEnd = remaining == 0;
+    npmp::DataHeader h;
+    h.flags = static_cast<std::uint8_t>((first ? npmp::kDataFrameBegin : 0) |
+                                        (m.frameEnd ? npmp::kDataFrameEnd : 0));
+    h.length = m.length;
+    h.flowId = p_.flowId;
+    h.measurementId = p_.measurementId;
+    h.streamId = p_.streamId;
+    h.frameId = frameId_;
+    h.seqNumber = seqNumber_++;
+    h.byteSeqNumber = byteSeqNumber_;
+    h.timeStamp = now;
+    byteSeqNumber_ += m.length;
+    npmp::encodeDataHeader(h, m.header);
+    first = false;
+  }
+  ++frameId_;
+}
+
+void Flow::pump() {
+  if (writing_ || !channel_) return;
+  if (queue_.empty()) {
+    if (!sending_ || !on_ || !p_.outbound.saturated()) return;
+    const std::uint64_t now = transport::nowMicros();
+    while (queue_.size() < kMessagesPerWrite) queueFrame(now);  // saturated: one write's worth
+  }
+  const std::uint8_t* payload = payloadPattern(activeSide_);
+  const std::size_t n = std::min(queue_.size(), kMessagesPerWrite);
+  iov_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Pending& m = queue_[i];
+    iov_.emplace_back(m.header, npmp::kDataHeaderSize);
+    iov_.emplace_back(payload, m.length - npmp::kDataHeaderSize);
+  }
+  inFlight_ = n;
+  writing_ = true;
+  channel_->send(iov_, [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t sent,
+                                                 std::size_t dropped) {
+    if (auto self = weak.lock()) self->onSent(ec, sent, dropped);
+  });
+}
+
+void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped) {
+  writing_ = false;
+  const std::uint64_t now = transport::nowMicros();
+  for (std::size_t i = 0; i < sent && !queue_.empty(); ++i) {
+    tx_.onMessage(queue_.front().length, queue_.front().frameEnd, now);
+    queue_.pop_front();
+  }
+  for (std::size_t i = 0; i < dropped && !queue_.empty(); ++i) queue_.pop_front();
+  inFlight_ = 0;
+  if (ec) {
+    queue_.clear();
+    if (sending_) {
+      sending_ = false;
+      if (p_.errorOnAbort) {
+        fail("Flow #" + std::to_string(p_.flowId) + " has been aborted: " + ec.message());
+      } else {
+        log::warning("Flow #" + std::to_string(p_.flowId) + ": sending failed (" + ec.message() +
+                     "), error_on_abort=off: the flow stops sending");
+      }
+    }
+  }
+  if (stopping_) {
+    if (auto done = std::move(stopped_)) {
+      stopped_ = nullptr;
+      stopTimer_.cancel();
+      done();
+    }
+    return;
+  }
+  pump();
+}
+
+void Flow::stopSending(std::function<void()> done) {
+  sending_ = false;
+  stopping_ = true;
+  frameTimer_.cancel();
+  onOffTimer_.cancel();
+  // Messages not yet handed to the transport are not sent any more.
+  if (writing_) {
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end());
+    stopped_ = std::move(done);
+    stopTimer_.expires_after(kStopWait);
+    stopTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      if (auto pending = std::move(self->stopped_)) {  // the peer does not read: give up waiting
+        self->stopped_ = nullptr;
+        pending();
+      }
+    });
+  } else {
+    queue_.clear();
+    asio::post(io_, std::move(done));
+  }
+}
+
+void Flow::finishReceiving() {
+  rx_.finalize();
+  finished_ = true;
+}
+
+void Flow::close() {
+  sending_ = false;
+  frameTimer_.cancel();
+  onOffTimer_.cancel();
+  stopTimer_.cancel();
+  if (channel_) channel_->close();
+}
+
+FlowSnapshot Flow::snapshot() const {
+  FlowSnapshot s;
+  s.flowId = p_.flowId;
+  s.description = p_.description;
+  s.jitterMs = rx_.jitterMs();
+  s.sent = tx_.total;
+  s.received = rx_.received();
+  s.lost = rx_.lost();
+  return s;
+}
+
+FlowResult Flow::result() const {
+  FlowResult r;
+  r.flowId = p_.flowId;
+  r.streamId = p_.streamId;
+  r.description = p_.description;
+  r.transmitted = tx_;
+  r.received = rx_.received();
+  r.firstReception = rx_.first();
+  r.lastReception = rx_.last();
+  r.lost = rx_.lost();
+  r.jitterMs = rx_.jitterMs();
+  return r;
+}
+
+}  // namespace npm::measure

@@ -1,0 +1,129 @@
+// A flow at run time, on either side: its traffic generator (saturated or rate-driven
+// against an absolute timeline, on/off schedule), its receiver accounting and its vector.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowspec/flowspec.h"
+#include "flowspec/random.h"
+#include "measure/results.h"
+#include "measure/statistics.h"
+#include "transport/channel.h"
+
+namespace npm::measure {
+
+namespace asio = boost::asio;
+
+// What one side needs to run a flow.
+struct FlowParameters {
+  std::uint64_t measurementId = 0;
+  std::uint32_t flowId = 0;
+  std::uint16_t streamId = 0;
+  npmp::Protocol protocol = npmp::Protocol::TCP;
+  std::string description;
+  flowspec::Traffic outbound;  // what this side sends
+  std::vector<npmp::OnOffEvent> onOff;
+  bool repeatOnOff = false;
+  std::uint16_t maxMsgSize = 16000;
+  std::uint32_t defragTimeoutMs = 5000;
+  bool errorOnAbort = true;
+  bool debug = false;
+};
+
+class Flow : public std::enable_shared_from_this<Flow> {
+public:
+  Flow(asio::io_context& io, FlowParameters parameters, bool activeSide);
+  ~Flow();
+
+  const FlowParameters& parameters() const { return p_; }
+  std::uint32_t flowId() const { return p_.flowId; }
+  std::uint64_t measurementId() const { return p_.measurementId; }
+  std::uint16_t streamId() const { return p_.streamId; }
+
+  // The channel the flow sends on (and, unless shared, receives from).
+  void attach(std::shared_ptr<transport::DataChannel> channel);
+  transport::DataChannel* channel() const { return channel_.get(); }
+  // Starts reading from the channel (not for the passive's shared UDP socket).
+  void startReceiving();
+  // One received message (already framed). Returns false (and reports) if it is not a DATA
+  // message of this flow.
+  bool deliver(std::span<const std::uint8_t> message, std::uint64_t now);
+
+  // Called when the flow cannot go on (send error with error_on_abort, garbage, peer gone).
+  void onFailure(std::function<void(const std::string&)> handler) { onFailure_ = std::move(handler); }
+
+  void setVector(FlowVectorWriter writer) { vector_.emplace(std::move(writer)); }
+  FlowVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
+
+  // Begins the measurement at `startTime` (µs): the sender starts (off first if it has an
+  // on/off schedule) and receptions are recorded relative to it.
+  void start(std::uint64_t startTime);
+  // Stops generating traffic; `done` runs once no write is outstanding any more (or after
+  // a bounded wait, when the peer does not read).
+  void stopSending(std::function<void()> done);
+  // Ends reception accounting: incomplete frames are lost.
+  void finishReceiving();
+  void close();
+
+  FlowSnapshot snapshot() const;
+  FlowResult result() const;
+  const TransmitStatistics& transmitted() const { return tx_; }
+  const ReceiveStatistics& received() const { return rx_; }
+  bool sending() const { return sending_; }
+
+private:
+  struct Pending {
+    std::uint8_t header[npmp::kDataHeaderSize];
+    std::uint16_t length;  // whole message
+    bool frameEnd;
+  };
+
+  void queueFrame(std::uint64_t now);
+  void pump();
+  void onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped);
+  void scheduleFrame();
+  void onFrameTimer();
+  void scheduleOnOff();
+  void setOn(bool on);
+  void fail(const std::string& reason);
+  std::optional<double> drawInterval();
+
+  asio::io_context& io_;
+  FlowParameters p_;
+  bool activeSide_;
+  std::shared_ptr<transport::DataChannel> channel_;
+  flowspec::Random random_;
+
+  // Sender.
+  bool sending_ = false, on_ = false, writing_ = false, stopping_ = false;
+  std::deque<Pending> queue_;
+  std::vector<asio::const_buffer> iov_;
+  std::size_t inFlight_ = 0;
+  std::uint32_t frameId_ = 0;
+  std::uint64_t seqNumber_ = 0, byteSeqNumber_ = 0;
+  asio::steady_timer frameTimer_, onOffTimer_, stopTimer_;
+  std::chrono::steady_clock::time_point nextFrame_;
+  std::chrono::steady_clock::time_point startSteady_, lastEvent_;
+  std::size_t onOffIndex_ = 0;
+  std::function<void()> stopped_;
+
+  // Receiver.
+  std::uint64_t startTime_ = 0;
+  TransmitStatistics tx_;
+  ReceiveStatistics rx_;
+  std::optional<FlowVectorWriter> vector_;
+  std::function<void(const std::string&)> onFailure_;
+  bool failed_ = false, finished_ = false;
+};
+
+}  // namespace npm::measure

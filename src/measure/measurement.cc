@@ -1,0 +1,56 @@
+#include "measure/measurement.h"
+
+#include "common/log.h"
+#include "transport/channel.h"
+
+namespace npm::measure {
+
+namespace {
+std::vector<FlowSnapshot> snapshots(const std::vector<std::shared_ptr<Flow>>& flows) {
+  std::vector<FlowSnapshot> s;
+  s.reserve(flows.size());
+  for (const auto& f : flows) s.push_back(f->snapshot());
+  return s;
+}
+}  // namespace
+
+void Measurement::start(std::uint64_t now) {
+  start_ = now;
+  running_ = true;
+  cpuStart_ = cpu_.sample();
+  for (auto& f : flows_) f->start(now);
+  if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
+  nextBlock_ = std::chrono::steady_clock::now();
+  scheduleBlock();
+}
+
+void Measurement::scheduleBlock() {
+  nextBlock_ += std::chrono::seconds(1);
+  timer_.expires_at(nextBlock_);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !running_) return;
+    if (vector_) {
+      try {
+        vector_->writeBlock(transport::nowMicros(), start_, snapshots(flows_));
+      } catch (const std::exception& e) {
+        log::error(e.what());
+        vector_.reset();
+      }
+    }
+    scheduleBlock();
+  });
+}
+
+MeasurementResult Measurement::stop(std::uint64_t now) {
+  running_ = false;
+  timer_.cancel();
+  MeasurementResult r;
+  r.firstStatisticsEvent = start_;
+  r.lastStatisticsEvent = now;
+  r.cpu = cpuUsage(cpuStart_, cpu_.sample());
+  for (const auto& f : flows_) r.flows.push_back(f->result());
+  if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
+  return r;
+}
+
+}  // namespace npm::measure

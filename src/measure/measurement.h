@@ -1,0 +1,50 @@
+// One measurement on one side: its flows, the START..STOP interval, CPU usage over exactly
+// that interval, and the measurement vector (a block every second and a final one at STOP).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "measure/cpu.h"
+#include "measure/flow.h"
+#include "measure/results.h"
+
+namespace npm::measure {
+
+class Measurement {
+public:
+  Measurement(asio::io_context& io, std::uint64_t id) : id_(id), timer_(io) {}
+
+  std::uint64_t id() const { return id_; }
+  std::vector<std::shared_ptr<Flow>>& flows() { return flows_; }
+  void setVector(MeasurementVectorWriter writer) { vector_.emplace(std::move(writer)); }
+  MeasurementVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
+  bool running() const { return running_; }
+  std::uint64_t startTime() const { return start_; }
+
+  // Starts every flow and the per-second vector blocks.
+  void start(std::uint64_t now);
+  // Ends the interval: final vector block, CPU usage; flows must have stopped sending
+  // and finished receiving. Returns the results for the scalar file.
+  MeasurementResult stop(std::uint64_t now);
+
+private:
+  void scheduleBlock();
+
+  std::uint64_t id_;
+  std::vector<std::shared_ptr<Flow>> flows_;
+  std::optional<MeasurementVectorWriter> vector_;
+  asio::steady_timer timer_;
+  CpuSampler cpu_;
+  CpuTimes cpuStart_;
+  std::uint64_t start_ = 0;
+  bool running_ = false;
+  std::chrono::steady_clock::time_point nextBlock_;
+};
+
+}  // namespace npm::measure

@@ -1,0 +1,298 @@
+#include "measure/results.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "flowspec/random.h"
+
+namespace npm::measure {
+
+std::string resultFileName(std::string_view pattern, std::string_view role,
+                           std::optional<std::uint32_t> flowId, std::uint16_t streamId) {
+  if (pattern.empty()) return {};
+  // The suffix starts at the last '.' of the file-name part; ".bz2" extends it to the dot before.
+  const std::size_t slash = pattern.rfind('/');
+  const std::size_t nameStart = slash == std::string_view::npos ? 0 : slash + 1;
+  std::size_t dot = pattern.rfind('.');
+  if (dot != std::string_view::npos && dot >= nameStart && pattern.substr(dot) == ".bz2") {
+    const std::size_t before = dot == 0 ? std::string_view::npos : pattern.rfind('.', dot - 1);
+    if (before != std::string_view::npos && before >= nameStart) dot = before;
+  }
+  if (dot == std::string_view::npos || dot < nameStart) dot = pattern.size();
+  std::string name(pattern.substr(0, dot));
+  name += '-';
+  name += role;
+  if (flowId) {
+    char extension[32];
+    std::snprintf(extension, sizeof(extension), "-%08x-%04x", *flowId, streamId);
+    name += extension;
+  }
+  name += pattern.substr(dot);
+  return name;
+}
+
+std::string shellQuote(std::string_view value) {
+  std::string out;
+  out.reserve(value.size() + 2);
+  out += '"';
+  for (char c : value) {
+    if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+namespace {
+
+double rate(std::uint64_t count, std::uint64_t from, std::uint64_t to, double factor = 1.0) {
+  if (to <= from) return 0.0;
+  return factor * static_cast<double>(count) / (static_cast<double>(to - from) / 1e6);
+}
+
+void scalar(OutputFile& out, const std::string& object, const char* name, std::uint64_t v) {
+  char quoted[64];
+  std::snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+  out.printf("scalar \"%s\" %-25s %llu\n", object.c_str(), quoted, static_cast<unsigned long long>(v));
+}
+
+void scalar(OutputFile& out, const std::string& object, const char* name, double v) {
+  char quoted[64];
+  std::snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+  out.printf("scalar \"%s\" %-25s %1.6f\n", object.c_str(), quoted, v);
+}
+
+}  // namespace
+
+void writeScalars(OutputFile& out, std::string_view role, const MeasurementResult& r) {
+  const std::string base = "netPerfMeter." + std::string(role);
+  Counters totalTx, totalRx, totalLost;
+  for (const FlowResult& f : r.flows) {
+    const std::string object = base + ".flow[" + std::to_string(f.flowId) + "]";
+    const auto& tx = f.transmitted;
+    scalar(out, object, "First Transmission", tx.first);
+    scalar(out, object, "Last Transmission", tx.last);
+    scalar(out, object, "First Reception", f.firstReception);
+    scalar(out, object, "Last Reception", f.lastReception);
+    scalar(out, object, "Transmitted Bytes", tx.total.bytes);
+    scalar(out, object, "Transmitted Packets", tx.total.packets);
+    scalar(out, object, "Transmitted Frames", tx.total.frames);
+    scalar(out, object, "Transmitted Bit Rate", rate(tx.total.bytes, tx.first, tx.last, 8.0));
+    scalar(out, object, "Transmitted Byte Rate", rate(tx.total.bytes, tx.first, tx.last));
+    scalar(out, object, "Transmitted Packet Rate", rate(tx.total.packets, tx.first, tx.last));
+    scalar(out, object, "Transmitted Frame Rate", rate(tx.total.frames, tx.first, tx.last));
+    const auto from = f.firstReception, to = f.lastReception;
+    scalar(out, object, "Received Bytes", f.received.bytes);
+    scalar(out, object, "Received Packets", f.received.packets);
+    scalar(out, object, "Received Frames", f.received.frames);
+    scalar(out, object, "Received Bit Rate", rate(f.received.bytes, from, to, 8.0));
+    scalar(out, object, "Received Byte Rate", rate(f.received.bytes, from, to));
+    scalar(out, object, "Received Packet Rate", rate(f.received.packets, from, to));
+    scalar(out, object, "Received Frame Rate", rate(f.received.frames, from, to));
+    // Not in the reference: per-flow loss.
+    scalar(out, object, "Lost Bytes", f.lost.bytes);
+    scalar(out, object, "Lost Packets", f.lost.packets);
+    scalar(out, object, "Lost Frames", f.lost.frames);
+    scalar(out, object, "Jitter", f.jitterMs);
+    totalTx += tx.total;
+    totalRx += f.received;
+    totalLost += f.lost;
+  }
+  const std::string total = base + ".total";
+  const auto from = r.firstStatisticsEvent, to = r.lastStatisticsEvent;
+  scalar(out, total, "First Statistics Event", from);
+  scalar(out, total, "Last Statistics Event", to);
+  scalar(out, total, "Transmitted Bytes", totalTx.bytes);
+  scalar(out, total, "Transmitted Packets", totalTx.packets);
+  scalar(out, total, "Transmitted Frames", totalTx.frames);
+  scalar(out, total, "Transmitted Byte Rate", rate(totalTx.bytes, from, to));
+  scalar(out, total, "Transmitted Packet Rate", rate(totalTx.packets, from, to));
+  scalar(out, total, "Transmitted Frame Rate", rate(totalTx.frames, from, to));
+  scalar(out, total, "Received Bytes", totalRx.bytes);
+  scalar(out, total, "Received Packets", totalRx.packets);
+  scalar(out, total, "Received Frames", totalRx.frames);
+  scalar(out, total, "Received Byte Rate", rate(totalRx.bytes, from, to));
+  scalar(out, total, "Received Packet Rate", rate(totalRx.packets, from, to));
+  scalar(out, total, "Received Frame Rate", rate(totalRx.frames, from, to));
+  scalar(out, total, "Lost Bytes", totalLost.bytes);
+  scalar(out, total, "Lost Packets", totalLost.packets);
+  scalar(out, total, "Lost Frames", totalLost.frames);
+  scalar(out, total, "Lost Byte Rate", rate(totalLost.bytes, from, to));
+  scalar(out, total, "Lost Packet Rate", rate(totalLost.packets, from, to));
+  scalar(out, total, "Lost Frame Rate", rate(totalLost.frames, from, to));
+  // Per CPU first (CPU[1..n]), then the total, as the reference.
+  for (std::size_t i = 1; i <= r.cpu.cpus(); ++i) {
+    const std::string object = base + ".CPU[" + std::to_string(i) + "]";
+    for (std::size_t s = 0; s < kCpuStates; ++s) {
+      out.printf("scalar \"%s\" \"%s\" %1.3f\n", object.c_str(), kCpuStateNames[s], r.cpu.percent[i][s]);
+    }
+  }
+  if (!r.cpu.percent.empty()) {
+    const std::string object = base + ".totalCPU";
+    for (std::size_t s = 0; s < kCpuStates; ++s) {
+      out.printf("scalar \"%s\" \"%s\" %1.3f\n", object.c_str(), kCpuStateNames[s], r.cpu.percent[0][s]);
+    }
+  }
+}
+
+// ------------------------------------------------------------ measurement vector
+
+MeasurementVectorWriter::MeasurementVectorWriter(OutputFile file) : file_(std::move(file)) {
+  file_.write(
+      "AbsTime\tRelTime\tInterval\tFlowID\tDescription\tJitter\tAction\tAbsBytes\tAbsPackets\t"
+      "AbsFrames\tRelBytes\tRelPackets\tRelFrames\n");
+}
+
+void MeasurementVectorWriter::row(std::uint64_t now, double rel, double interval, long long flowId,
+                                  const std::string& description, double jitter, const char* action,
+                                  const Counters& abs, const Counters& delta) {
+  file_.printf("%06llu\t%llu\t%1.6f\t%1.6f\t%lld\t%s\t%1.3f\t\"%s\"\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
+               static_cast<unsigned long long>(++line_), static_cast<unsigned long long>(now), rel,
+               interval, flowId, shellQuote(description).c_str(), jitter, action,
+               static_cast<unsigned long long>(abs.bytes), static_cast<unsigned long long>(abs.packets),
+               static_cast<unsigned long long>(abs.frames), static_cast<unsigned long long>(delta.bytes),
+               static_cast<unsigned long long>(delta.packets),
+               static_cast<unsigned long long>(delta.frames));
+}
+
+void MeasurementVectorWriter::writeBlock(std::uint64_t now, std::uint64_t start,
+                                         const std::vector<FlowSnapshot>& flows) {
+  const double rel = now > start ? static_cast<double>(now - start) / 1e6 : 0.0;
+  const double interval =
+      lastBlock_ == 0 ? 0.0 : (now > lastBlock_ ? static_cast<double>(now - lastBlock_) / 1e6 : 0.0);
+  FlowSnapshot total;
+  total.description = "Total";
+  if (previous_.size() != flows.size()) previous_.assign(flows.size(), FlowSnapshot{});
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    const FlowSnapshot& f = flows[i];
+    const FlowSnapshot& p = previous_[i];
+    row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Sent", f.sent, f.sent - p.sent);
+    row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Received", f.received,
+        f.received - p.received);
+    const Counters lostDelta = {f.lost.bytes >= p.lost.bytes ? f.lost.bytes - p.lost.bytes : 0,
+                                f.lost.packets >= p.lost.packets ? f.lost.packets - p.lost.packets : 0,
+                                f.lost.frames >= p.lost.frames ? f.lost.frames - p.lost.frames : 0};
+    row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Lost", f.lost, lostDelta);
+    total.sent += f.sent;
+    total.received += f.received;
+    total.lost += f.lost;
+  }
+  const FlowSnapshot& p = previousTotal_;
+  row(now, rel, interval, -1, "Total", 0.0, "Sent", total.sent, total.sent - p.sent);
+  row(now, rel, interval, -1, "Total", 0.0, "Received", total.received, total.received - p.received);
+  const Counters lostDelta = {total.lost.bytes >= p.lost.bytes ? total.lost.bytes - p.lost.bytes : 0,
+                              total.lost.packets >= p.lost.packets ? total.lost.packets - p.lost.packets : 0,
+                              total.lost.frames >= p.lost.frames ? total.lost.frames - p.lost.frames : 0};
+  row(now, rel, interval, -1, "Total", 0.0, "Lost", total.lost, lostDelta);
+  previous_ = flows;
+  previousTotal_ = total;
+  lastBlock_ = now;
+}
+
+// ---------------------------------------------------------------- per-flow vector
+
+FlowVectorWriter::FlowVectorWriter(OutputFile file) : file_(std::move(file)) {
+  file_.write(
+      "AbsTime\tRelTime\tSeqNumber\tAbsBytes\tAbsPackets\tAbsFrames\tRelBytes\tRelPackets\tRelFrames\t"
+      "Delay\tPrevPacketDelayDiff\tJitter\n");
+  buffer_.reserve(256 * 1024);
+}
+
+namespace {
+void appendUnsigned(std::string& s, std::uint64_t v) {
+  char b[24];
+  auto [end, ec] = std::to_chars(b, b + sizeof(b), v);
+  s.append(b, end);
+}
+void appendFixed(std::string& s, double v, int precision) {
+  char b[64];
+  auto [end, ec] = std::to_chars(b, b + sizeof(b), v, std::chars_format::fixed, precision);
+  if (ec != std::errc()) {
+    s += "nan";
+    return;
+  }
+  s.append(b, end);
+}
+}  // namespace
+
+void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counters& c) {
+  std::string& s = buffer_;
+  char line[16];
+  std::snprintf(line, sizeof(line), "%06llu\t", static_cast<unsigned long long>(++line_));
+  s += line;
+  appendUnsigned(s, r.now);
+  s += '\t';
+  appendFixed(s, r.now > start ? static_cast<double>(r.now - start) / 1e6 : 0.0, 6);
+  s += '\t';
+  appendUnsigned(s, r.seqNumber);
+  s += '\t';
+  appendUnsigned(s, c.bytes);
+  s += '\t';
+  appendUnsigned(s, c.packets);
+  s += '\t';
+  appendUnsigned(s, c.frames);
+  s += '\t';
+  appendUnsigned(s, r.bytes);
+  s += "\t1\t";
+  appendUnsigned(s, r.framesCompleted);
+  s += '\t';
+  appendFixed(s, r.delayMs, 3);
+  s += '\t';
+  appendFixed(s, r.delayDiffMs, 3);
+  s += '\t';
+  appendFixed(s, r.jitterMs, 3);
+  s += '\n';
+  if (s.size() >= 200 * 1024) {
+    file_.write(s);
+    s.clear();
+  }
+}
+
+void FlowVectorWriter::flush() {
+  file_.write(buffer_);
+  buffer_.clear();
+}
+
+// ------------------------------------------------------------------- config file
+
+void writeConfig(OutputFile& out, const ConfigInfo& info) {
+  out.printf("NUM_FLOWS=%zu\n", info.flows.size());
+  out.write("NAME_ACTIVE_NODE=" + shellQuote(info.activeNodeName) + "\n");
+  out.write("NAME_PASSIVE_NODE=" + shellQuote(info.passiveNodeName) + "\n");
+  out.write("SCALAR_ACTIVE_NODE=" + shellQuote(resultFileName(info.scalarPattern, "active")) + "\n");
+  out.write("SCALAR_PASSIVE_NODE=" + shellQuote(resultFileName(info.scalarPattern, "passive")) + "\n");
+  out.write("VECTOR_ACTIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "active")) + "\n");
+  out.write("VECTOR_PASSIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "passive")) + "\n");
+  out.write("\n");
+  for (const auto& f : info.flows) {
+    const std::string p = "FLOW" + std::to_string(f.flowId.value_or(0));
+    auto traffic = [&](const char* direction, const flowspec::Traffic& t) {
+      for (int i = 0; i < 4; ++i) {
+        out.printf("%s_%s_FRAME_RATE_VALUE%d=%f\n", p.c_str(), direction, i + 1, t.rate.values[i]);
+      }
+      out.printf("%s_%s_FRAME_RATE_RNG_ID=%u\n", p.c_str(), direction, t.rate.rng);
+      out.printf("%s_%s_FRAME_RATE_RNG_NAME=\"%s\"\n", p.c_str(), direction, flowspec::configName(t.rate.rng));
+      for (int i = 0; i < 4; ++i) {
+        out.printf("%s_%s_FRAME_SIZE_VALUE%d=%f\n", p.c_str(), direction, i + 1, t.size.values[i]);
+      }
+      out.printf("%s_%s_FRAME_SIZE_RNG=%u\n", p.c_str(), direction, t.size.rng);
+      out.printf("%s_%s_FRAME_SIZE_RNG_NAME=\"%s\"\n", p.c_str(), direction, flowspec::configName(t.size.rng));
+    };
+    out.write(p + "_DESCRIPTION=" + shellQuote(f.description) + "\n");
+    out.printf("%s_PROTOCOL=\"%s\"\n", p.c_str(), npmp::protocolName(f.protocol));
+    traffic("OUTBOUND", f.outbound);
+    traffic("INBOUND", f.inbound);
+    out.printf("%s_RELIABLE=%f\n", p.c_str(), f.reliable);
+    out.printf("%s_ORDERED=%f\n", p.c_str(), f.ordered);
+    out.printf("%s_NODELAY=\"%s\"\n", p.c_str(), f.noDelay ? "on" : "off");
+    out.printf("%s_DEBUG=\"%s\"\n", p.c_str(), f.debug ? "on" : "off");
+    out.write(p + "_CC=" + shellQuote(f.congestionControl.empty() ? "default" : f.congestionControl) + "\n");
+    out.write(p + "_VECTOR_ACTIVE_NODE=" +
+              shellQuote(resultFileName(info.vectorPattern, "active", f.flowId, 0)) + "\n");
+    out.write(p + "_VECTOR_PASSIVE_NODE=" +
+              shellQuote(resultFileName(info.vectorPattern, "passive", f.flowId, 0)) + "\n");
+  }
+  out.write("\n");
+}
+
+}  // namespace npm::measure

@@ -1,0 +1,99 @@
+// Result files in the reference formats: name expansion of -S/-V patterns, scalar files,
+// measurement vectors (1 s table), per-flow vectors (one row per received message), and
+// the config file (KEY="value", escaped so that sourcing it runs nothing).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/fileio.h"
+#include "flowspec/flowspec.h"
+#include "measure/cpu.h"
+#include "measure/statistics.h"
+
+namespace npm::measure {
+
+// "run.vec.bz2" -> name("run.vec.bz2", "active") = "run-active.vec.bz2";
+// with a flow: "run-active-0000000a-0000.vec.bz2". Empty pattern -> empty name.
+std::string resultFileName(std::string_view pattern, std::string_view role,
+                           std::optional<std::uint32_t> flowId = std::nullopt,
+                           std::uint16_t streamId = 0);
+
+// Escapes a value for KEY="value" lines: \ " $ ` are backslash-escaped.
+std::string shellQuote(std::string_view value);
+
+struct FlowResult {
+  std::uint32_t flowId = 0;
+  std::uint16_t streamId = 0;
+  std::string description;
+  TransmitStatistics transmitted;
+  Counters received;
+  std::uint64_t firstReception = 0, lastReception = 0;
+  Counters lost;
+  double jitterMs = 0.0;
+};
+
+struct MeasurementResult {
+  std::uint64_t firstStatisticsEvent = 0;  // µs at START
+  std::uint64_t lastStatisticsEvent = 0;   // µs at STOP
+  std::vector<FlowResult> flows;
+  CpuUsage cpu;  // over exactly START..STOP
+};
+
+// Writes the scalar file of one side ("active" or "passive").
+void writeScalars(OutputFile& out, std::string_view role, const MeasurementResult& result);
+
+struct FlowSnapshot {
+  std::uint32_t flowId = 0;
+  std::string description;
+  double jitterMs = 0.0;
+  Counters sent, received, lost;
+};
+
+// The measurement vector: a block of rows (Sent/Received/Lost per flow, then the totals)
+// every second and a final block at STOP.
+class MeasurementVectorWriter {
+public:
+  explicit MeasurementVectorWriter(OutputFile file);
+  void writeBlock(std::uint64_t now, std::uint64_t start, const std::vector<FlowSnapshot>& flows);
+  OutputFile& file() { return file_; }
+
+private:
+  void row(std::uint64_t now, double relTime, double interval, long long flowId,
+           const std::string& description, double jitter, const char* action, const Counters& abs,
+           const Counters& delta);
+
+  OutputFile file_;
+  std::uint64_t line_ = 0;
+  std::uint64_t lastBlock_ = 0;
+  std::vector<FlowSnapshot> previous_;
+  FlowSnapshot previousTotal_;
+};
+
+// The per-flow vector: one row per received DATA message.
+class FlowVectorWriter {
+public:
+  explicit FlowVectorWriter(OutputFile file);
+  void row(const Reception& r, std::uint64_t start, const Counters& cumulative);
+  // Writes the buffered rows to the file; call before committing or reading it back.
+  void flush();
+  OutputFile& file() { return file_; }
+
+private:
+  OutputFile file_;
+  std::uint64_t line_ = 0;
+  std::string buffer_;
+};
+
+struct ConfigInfo {
+  std::string activeNodeName = "Client", passiveNodeName = "Server";
+  std::string scalarPattern, vectorPattern;
+  std::vector<flowspec::FlowSpec> flows;  // with IDs assigned
+};
+
+void writeConfig(OutputFile& out, const ConfigInfo& info);
+
+}  // namespace npm::measure

@@ -1,0 +1,198 @@
+// NPMP-CONTROL and NPMP-DATA messages: types, byte-exact encoding and validated decoding.
+//
+// Layouts follow the reference NetPerfMeter wire format: a 4-byte TLV header
+// (Type u8, Flags u8, Length u16 BE incl. header), integers big-endian except
+// ADD_FLOW.Protocol (u16 little-endian), doubles as IEEE-754 bit patterns sent BE.
+// No I/O here: encoders append to a byte vector, decoders take one complete message.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace npm::npmp {
+
+using Bytes = std::vector<std::uint8_t>;
+
+enum class Type : std::uint8_t {
+  Acknowledge = 1,
+  AddFlow = 2,
+  RemoveFlow = 3,
+  IdentifyFlow = 4,
+  Data = 5,
+  Start = 6,
+  Stop = 7,
+  Results = 8,
+};
+const char* typeName(std::uint8_t type);
+
+// Transport protocol numbers as carried in ADD_FLOW.
+enum class Protocol : std::uint16_t {
+  TCP = 6,
+  UDP = 17,
+  DCCP = 33,
+  SCTP = 132,
+  QUIC = 261,
+  MPTCP = 262,
+};
+const char* protocolName(Protocol protocol);  // "TCP", "MPTCP", ...
+
+constexpr std::uint64_t kIdentifyMagic = 0x4BCDF3AA303C6774ULL;
+constexpr std::uint32_t kPpidControl = 36, kPpidData = 37;
+constexpr std::uint32_t kPpidControlLegacy = 0x29097605, kPpidDataLegacy = 0x29097606;
+constexpr std::uint32_t kDccpServiceCode = 0x6E706D70;  // "npmp"
+
+constexpr std::size_t kHeaderSize = 4;
+constexpr std::size_t kAcknowledgeSize = 24;
+constexpr std::size_t kAddFlowBaseSize = 194;
+constexpr std::size_t kOnOffEventSize = 36;
+constexpr std::size_t kRemoveFlowSize = 18;
+constexpr std::size_t kIdentifyFlowSize = 26;
+constexpr std::size_t kDataHeaderSize = 48;
+constexpr std::size_t kStartStopSize = 16;
+constexpr std::size_t kResultsMaxData = 1400;
+constexpr std::size_t kMaxMessageSize = 65535;
+constexpr std::size_t kDescriptionSize = 32;
+constexpr std::size_t kCongestionControlSize = 16;
+constexpr std::size_t kMaxOnOffEvents = (kMaxMessageSize - kAddFlowBaseSize) / kOnOffEventSize;
+
+constexpr std::uint32_t kStatusOk = 0, kStatusError = 1;
+
+// Flag bits.
+constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;
+constexpr std::uint8_t kIdentifyCompressVectors = 0x01, kIdentifyNoVectors = 0x02;
+constexpr std::uint8_t kDataFrameBegin = 0x01, kDataFrameEnd = 0x02;
+constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02,
+                       kStartNoVectors = 0x04, kStartNoScalars = 0x08;
+constexpr std::uint8_t kResultsEof = 0x01;
+constexpr std::uint8_t kOnOffRelativeTime = 0x01;
+
+// RetransmissionTrials encoding (ADD_FLOW offset 60).
+constexpr std::uint32_t kRetransmitTimeFlag = 0x80000000U;
+constexpr std::uint32_t kRetransmitUnlimited = 0xFFFFFFFFU;
+
+// A random-number generator description: distribution id and up to four parameters.
+struct RandomSpec {
+  std::uint8_t rng = 0;  // 0 const, 1 uniform, 2 exp, 3 pareto, 4 normal, 5 truncnormal
+  std::array<double, 4> values{};
+  bool operator==(const RandomSpec&) const = default;
+};
+
+struct OnOffEvent {
+  RandomSpec spec;
+  bool relative = false;
+  bool operator==(const OnOffEvent&) const = default;
+};
+
+struct Acknowledge {
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  std::uint32_t status = kStatusOk;
+  bool operator==(const Acknowledge&) const = default;
+};
+
+struct AddFlow {
+  std::uint8_t flags = 0;
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  Protocol protocol = Protocol::TCP;
+  std::string description;  // at most 32 bytes on the wire
+  std::uint32_t orderedMode = 0xFFFFFFFFU;
+  std::uint32_t reliableMode = 0xFFFFFFFFU;
+  std::uint32_t retransmissionTrials = kRetransmitUnlimited;
+  RandomSpec frameRate;  // the passive's outbound (= active's inbound) traffic
+  RandomSpec frameSize;
+  std::uint32_t rcvBufferSize = 0;
+  std::uint32_t sndBufferSize = 0;
+  std::uint16_t maxMsgSize = 16000;
+  std::uint8_t cmt = 0;
+  std::uint8_t ccid = 0;
+  std::string congestionControl;  // at most 16 bytes on the wire; empty = "default"
+  std::vector<OnOffEvent> onOffEvents;
+  bool operator==(const AddFlow&) const = default;
+};
+
+struct RemoveFlow {
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  bool operator==(const RemoveFlow&) const = default;
+};
+
+struct IdentifyFlow {
+  std::uint8_t flags = 0;
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  bool operator==(const IdentifyFlow&) const = default;
+};
+
+struct DataHeader {
+  std::uint8_t flags = 0;
+  std::uint16_t length = kDataHeaderSize;  // whole message
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  std::uint32_t frameId = 0;
+  std::uint64_t seqNumber = 0;
+  std::uint64_t byteSeqNumber = 0;
+  std::uint64_t timeStamp = 0;  // sender's CLOCK_REALTIME in microseconds
+  bool operator==(const DataHeader&) const = default;
+};
+
+struct Start {
+  std::uint8_t flags = 0;
+  std::uint64_t measurementId = 0;
+  bool operator==(const Start&) const = default;
+};
+
+struct Stop {
+  std::uint64_t measurementId = 0;
+  bool operator==(const Stop&) const = default;
+};
+
+struct Results {
+  std::uint8_t flags = 0;
+  std::span<const std::uint8_t> data;  // points into the decoded buffer
+  bool eof() const { return (flags & kResultsEof) != 0; }
+};
+
+using Message = std::variant<Acknowledge, AddFlow, RemoveFlow, IdentifyFlow, DataHeader, Start, Stop,
+                             Results>;
+
+// Encoders append one complete message to `out`.
+void encode(const Acknowledge& m, Bytes& out);
+void encode(const AddFlow& m, Bytes& out);
+void encode(const RemoveFlow& m, Bytes& out);
+void encode(const IdentifyFlow& m, Bytes& out);
+void encode(const Start& m, Bytes& out);
+void encode(const Stop& m, Bytes& out);
+void encode(const Results& m, Bytes& out);
+// DATA header only (48 bytes, Length = h.length); the payload is written separately.
+void encodeDataHeader(const DataHeader& h, std::uint8_t* out48);
+
+// Payload pattern of DATA messages: active→passive 30,31,…,127,30,…; passive→active 127,126,…,30,….
+void fillPayload(std::uint8_t* out, std::size_t length, bool fromActive);
+
+// Result of decoding: the message, or a one-line reason why it is malformed.
+struct DecodeResult {
+  std::optional<Message> message;
+  std::string error;
+  explicit operator bool() const { return message.has_value(); }
+};
+
+// Reads the header of a message; needs at least 4 bytes. Returns the declared total
+// length, or 0 with `error` set when it is below the header size.
+std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* error = nullptr);
+
+// Decodes exactly one complete message (buffer.size() must equal its Length field).
+DecodeResult decode(std::span<const std::uint8_t> message);
+
+}  // namespace npm::npmp

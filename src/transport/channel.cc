@@ -1,0 +1,283 @@
+#include "transport/channel.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/write.hpp>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace npm::transport {
+
+std::uint64_t nowMicros() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+std::string endpointName(const asio::ip::address& address, std::uint16_t port) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).to_string() + ":" + std::to_string(port);
+  }
+  if (address.is_v6()) return "[" + address.to_string() + "]:" + std::to_string(port);
+  return address.to_string() + ":" + std::to_string(port);
+}
+
+namespace {
+
+constexpr std::size_t kStreamBufferSize = 1024 * 1024;
+constexpr std::size_t kMaxMessage = 65535;
+
+// ------------------------------------------------------------------ stream channel
+
+class StreamChannel : public DataChannel, public std::enable_shared_from_this<StreamChannel> {
+public:
+  explicit StreamChannel(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {
+    boost::system::error_code ec;
+    const auto remote = socket_.remote_endpoint(ec);
+    peer_ = ec ? std::string("(unknown)") : endpointName(remote.address(), remote.port());
+  }
+
+  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
+    const std::size_t messages = buffers.size() / 2;
+    asio::async_write(socket_, buffers,
+                      [self = shared_from_this(), messages, handler = std::move(handler)](
+                          const boost::system::error_code& ec, std::size_t) {
+                        handler(ec, ec ? 0 : messages, 0);
+                      });
+  }
+
+  void receive(MessageHandler onMessage, ErrorHandler onError) override {
+    onMessage_ = std::move(onMessage);
+    onError_ = std::move(onError);
+    if (!reading_) {
+      reading_ = true;
+      buffer_.resize(kStreamBufferSize);
+      readMore();
+    }
+  }
+
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  int fd() const override { return const_cast<asio::ip::tcp::socket&>(socket_).native_handle(); }
+  bool isDatagram() const override { return false; }
+  std::string peerName() const override { return peer_; }
+
+private:
+  void readMore() {
+    if (begin_ > 0 && buffer_.size() - end_ < kMaxMessage) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    socket_.async_read_some(asio::buffer(buffer_.data() + end_, buffer_.size() - end_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                              self->onRead(ec, n);
+                            });
+  }
+
+  void onRead(const boost::system::error_code& ec, std::size_t n) {
+    if (closed_) return;
+    if (ec) {
+      fail(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
+      return;
+    }
+    end_ += n;
+    const std::uint64_t now = nowMicros();
+    while (end_ - begin_ >= 4) {
+      const std::uint8_t* p = buffer_.data() + begin_;
+      const std::size_t length = static_cast<std::size_t>(p[2]) << 8 | p[3];
+      if (length < 4) {
+        fail("not NPMP: message length " + std::to_string(length) + " is below the header size");
+        return;
+      }
+      if (end_ - begin_ < length) break;
+      begin_ += length;
+      onMessage_(std::span<const std::uint8_t>(p, length), now);
+      if (closed_) return;
+    }
+    if (begin_ == end_) begin_ = end_ = 0;
+    readMore();
+  }
+
+  void fail(const std::string& reason) {
+    if (closed_) return;
+    auto handler = onError_;
+    if (handler) handler(reason);
+  }
+
+  asio::ip::tcp::socket socket_;
+  std::string peer_;
+  std::vector<std::uint8_t> buffer_;
+  std::size_t begin_ = 0, end_ = 0;
+  bool reading_ = false, closed_ = false;
+  MessageHandler onMessage_;
+  ErrorHandler onError_;
+};
+
+// ---------------------------------------------------------------- datagram channel
+
+// One datagram per message over any Asio object with a native handle and async_wait().
+template <class Socket>
+class DatagramChannel : public DataChannel, public std::enable_shared_from_this<DatagramChannel<Socket>> {
+public:
+  DatagramChannel(std::unique_ptr<Socket> owned, Socket* socket, std::string peer, bool receives)
+      : owned_(std::move(owned)), socket_(socket), peer_(std::move(peer)), receives_(receives) {}
+
+  void setDestination(const asio::ip::udp::endpoint& destination) {
+    destination_ = destination;
+    hasDestination_ = true;
+  }
+
+  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
+    buffers_ = &buffers;
+    handler_ = std::move(handler);
+    next_ = sent_ = dropped_ = 0;
+    trySend();
+  }
+
+  void receive(MessageHandler onMessage, ErrorHandler onError) override {
+    onMessage_ = std::move(onMessage);
+    onError_ = std::move(onError);
+    if (receives_ && !reading_) {
+      reading_ = true;
+      buffer_.resize(kMaxMessage + 1);
+      waitReadable();
+    }
+  }
+
+  void close() override {
+    closed_ = true;
+    if (owned_) {
+      boost::system::error_code ec;
+      owned_->close(ec);
+    }
+  }
+
+  int fd() const override { return socket_->native_handle(); }
+  bool isDatagram() const override { return true; }
+  std::string peerName() const override { return peer_; }
+
+private:
+  void trySend() {
+    const std::size_t messages = buffers_->size() / 2;
+    while (next_ < messages) {
+      iovec iov[2];
+      for (int k = 0; k < 2; ++k) {
+        const auto& b = (*buffers_)[2 * next_ + static_cast<std::size_t>(k)];
+        iov[k].iov_base = const_cast<void*>(b.data());
+        iov[k].iov_len = b.size();
+      }
+      msghdr mh{};
+      mh.msg_iov = iov;
+      mh.msg_iovlen = 2;
+      if (hasDestination_) {
+        mh.msg_name = destination_.data();
+        mh.msg_namelen = static_cast<socklen_t>(destination_.size());
+      }
+      const ssize_t rc = ::sendmsg(fd(), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        socket_->async_wait(Socket::wait_write, [self = this->shared_from_this()](const boost::system::error_code& ec) {
+          if (ec || self->closed_) {
+            self->finish(ec ? ec : asio::error::operation_aborted);
+            return;
+          }
+          self->trySend();
+        });
+        return;
+      }
+      if (rc < 0) {
+        ++dropped_;  // e.g. ICMP port unreachable reported by the kernel; the datagram is lost
+      } else {
+        ++sent_;
+      }
+      ++next_;
+    }
+    // Complete asynchronously, as every Asio operation does.
+    asio::post(socket_->get_executor(), [self = this->shared_from_this()] { self->finish({}); });
+  }
+
+  void finish(const boost::system::error_code& ec) {
+    auto handler = std::move(handler_);
+    handler_ = nullptr;
+    if (handler) handler(ec, sent_, dropped_);
+  }
+
+  void waitReadable() {
+    socket_->async_wait(Socket::wait_read, [self = this->shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closed_) return;
+      if (ec) {
+        if (self->onError_) self->onError_(ec.message());
+        return;
+      }
+      self->drain();
+    });
+  }
+
+  void drain() {
+    // Up to 64 datagrams per wake-up, so that one busy flow cannot starve the others.
+    for (int i = 0; i < 64 && !closed_; ++i) {
+      const ssize_t n = ::recv(fd(), buffer_.data(), buffer_.size(), MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (errno == ECONNREFUSED || errno == EINTR) continue;  // ICMP errors of earlier sends
+        if (onError_) onError_(std::strerror(errno));
+        return;
+      }
+      onMessage_(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), nowMicros());
+    }
+    if (!closed_) waitReadable();
+  }
+
+  std::unique_ptr<Socket> owned_;
+  Socket* socket_;
+  std::string peer_;
+  bool receives_;
+  asio::ip::udp::endpoint destination_;
+  bool hasDestination_ = false;
+  const std::vector<asio::const_buffer>* buffers_ = nullptr;
+  SendHandler handler_;
+  std::size_t next_ = 0, sent_ = 0, dropped_ = 0;
+  std::vector<std::uint8_t> buffer_;
+  bool reading_ = false, closed_ = false;
+  MessageHandler onMessage_;
+  ErrorHandler onError_;
+};
+
+}  // namespace
+
+std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket) {
+  return std::make_shared<StreamChannel>(std::move(socket));
+}
+
+std::shared_ptr<DataChannel> makeUdpChannel(asio::ip::udp::socket socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  auto owned = std::make_unique<asio::ip::udp::socket>(std::move(socket));
+  auto* raw = owned.get();
+  return std::make_shared<DatagramChannel<asio::ip::udp::socket>>(
+      std::move(owned), raw, ec ? "(unknown)" : endpointName(remote.address(), remote.port()), true);
+}
+
+std::shared_ptr<DataChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer) {
+  auto channel = std::make_shared<DatagramChannel<asio::ip::udp::socket>>(
+      nullptr, &shared, endpointName(peer.address(), peer.port()), false);
+  channel->setDestination(peer);
+  return channel;
+}
+
+std::shared_ptr<DataChannel> makeDccpChannel(asio::io_context& io, int fd, std::string peer) {
+  auto owned = std::make_unique<asio::posix::stream_descriptor>(io, fd);
+  auto* raw = owned.get();
+  return std::make_shared<DatagramChannel<asio::posix::stream_descriptor>>(std::move(owned), raw,
+                                                                           std::move(peer), true);
+}
+
+}  // namespace npm::transport

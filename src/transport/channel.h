@@ -1,0 +1,59 @@
+// Data channels: how NPMP-DATA messages travel over one flow's transport.
+//
+// A stream channel (TCP, MPTCP) frames messages by their TLV length and writes a batch
+// of messages with one gather write; a datagram channel (UDP, DCCP) sends one datagram
+// per message. Receiving delivers one complete message at a time to a handler.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace npm::transport {
+
+namespace asio = boost::asio;
+
+// A received message and the receive time (CLOCK_REALTIME µs).
+using MessageHandler = std::function<void(std::span<const std::uint8_t> message, std::uint64_t now)>;
+// The channel failed or the peer sent something that is not NPMP; the channel is unusable.
+using ErrorHandler = std::function<void(const std::string& reason)>;
+// A batch finished: `sent` messages went out, `dropped` datagrams could not be sent
+// (UDP/DCCP errors such as ICMP unreachable). A set error code means the channel failed.
+using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,
+                                       std::size_t dropped)>;
+
+std::uint64_t nowMicros();  // CLOCK_REALTIME
+
+class DataChannel {
+public:
+  virtual ~DataChannel() = default;
+  // Sends `buffers.size() / 2` messages, each as (header, payload). The buffers must stay
+  // valid until the handler runs. Only one send may be outstanding.
+  virtual void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) = 0;
+  // Starts (or redirects) delivery of received messages.
+  virtual void receive(MessageHandler onMessage, ErrorHandler onError) = 0;
+  virtual void close() = 0;
+  virtual int fd() const = 0;
+  virtual bool isDatagram() const = 0;
+  virtual std::string peerName() const = 0;
+};
+
+std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);
+// A connected UDP socket of its own (the active side).
+std::shared_ptr<DataChannel> makeUdpChannel(asio::ip::udp::socket socket);
+// The passive's shared UDP socket, sending to one peer; receiving is done by the owner of
+// the shared socket, so receive() only stores nothing.
+std::shared_ptr<DataChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer);
+// A connected DCCP socket (SOCK_DCCP file descriptor, owned by the channel).
+std::shared_ptr<DataChannel> makeDccpChannel(asio::io_context& io, int fd, std::string peer);
+
+std::string endpointName(const asio::ip::address& address, std::uint16_t port);
+
+}  // namespace npm::transport

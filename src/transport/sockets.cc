@@ -1,0 +1,219 @@
+#include "transport/sockets.h"
+
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace npm::transport {
+
+namespace {
+
+std::string errnoText() { return std::strerror(errno); }
+
+struct SocketType {
+  int type;
+  int protocol;
+};
+
+SocketType socketType(npmp::Protocol protocol) {
+  switch (protocol) {
+    case npmp::Protocol::TCP: return {SOCK_STREAM, IPPROTO_TCP};
+    case npmp::Protocol::MPTCP: return {SOCK_STREAM, kIpprotoMptcp};
+    case npmp::Protocol::UDP: return {SOCK_DGRAM, IPPROTO_UDP};
+    case npmp::Protocol::DCCP: return {kSockDccp, kIpprotoDccp};
+    case npmp::Protocol::SCTP: return {SOCK_STREAM, IPPROTO_SCTP};
+    case npmp::Protocol::QUIC: return {SOCK_DGRAM, 261};
+  }
+  return {SOCK_STREAM, 0};
+}
+
+void setInt(int fd, int level, int option, int value, const char* name) {
+  if (::setsockopt(fd, level, option, &value, sizeof(value)) != 0) {
+    throw TransportError(std::string("cannot set ") + name + " to " + std::to_string(value) + ": " +
+                         errnoText());
+  }
+}
+
+std::string readFirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+bool protocolAvailable(npmp::Protocol protocol, std::string* why) {
+  const SocketType t = socketType(protocol);
+  const int fd = ::socket(AF_INET, t.type | SOCK_CLOEXEC, t.protocol);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (why != nullptr) {
+    *why = std::string(npmp::protocolName(protocol)) + " is not supported by this kernel (" +
+           errnoText() + ")";
+  }
+  return false;
+}
+
+int openSocket(npmp::Protocol protocol, int family) {
+  const SocketType t = socketType(protocol);
+  const int fd = ::socket(family, t.type | SOCK_CLOEXEC | SOCK_NONBLOCK, t.protocol);
+  if (fd < 0) {
+    if (errno == EPROTONOSUPPORT || errno == ESOCKTNOSUPPORT || errno == EAFNOSUPPORT ||
+        errno == EINVAL) {
+      throw TransportError(std::string(npmp::protocolName(protocol)) +
+                           " is not supported by this kernel (" + errnoText() + ")");
+    }
+    throw TransportError(std::string("cannot create ") + npmp::protocolName(protocol) +
+                         " socket: " + errnoText());
+  }
+  return fd;
+}
+
+void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& o) {
+  if (o.reuseAddress) setInt(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
+  if (family == AF_INET6 && o.v6only) {
+    setInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
+  }
+  if (o.rcvBufferSize > 0) setInt(fd, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
+  if (o.sndBufferSize > 0) setInt(fd, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+  const bool tcpLike = protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP;
+  if (tcpLike && o.noDelay) setInt(fd, IPPROTO_TCP, TCP_NODELAY, *o.noDelay ? 1 : 0, "TCP_NODELAY");
+  if (tcpLike && !o.congestionControl.empty()) {
+    const std::string& cc = o.congestionControl;
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size())) != 0) {
+      const std::string detail = checkCongestionControl(cc);
+      throw TransportError(detail.empty() ? "cannot use congestion control \"" + cc + "\": " + errnoText()
+                                          : detail);
+    }
+  }
+  if (protocol == npmp::Protocol::DCCP) {
+    const std::uint32_t service = htonl(npmp::kDccpServiceCode);
+    if (::setsockopt(fd, kSolDccp, kDccpSockoptService, &service, sizeof(service)) != 0) {
+      throw TransportError("cannot set the DCCP service code: " + errnoText());
+    }
+    if (o.ccid != 0) {
+      const std::uint8_t ccid = o.ccid;
+      if (::setsockopt(fd, kSolDccp, kDccpSockoptCcid, &ccid, sizeof(ccid)) != 0) {
+        throw TransportError("cannot use DCCP CCID " + std::to_string(ccid) + ": " + errnoText());
+      }
+    }
+  }
+}
+
+std::string checkCongestionControl(const std::string& name) {
+  if (name.empty()) return {};
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return "cannot create a TCP socket: " + errnoText();
+  const int rc = ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
+  const int error = errno;
+  ::close(fd);
+  if (rc == 0) return {};
+  const std::string available = readFirstLine("/proc/sys/net/ipv4/tcp_available_congestion_control");
+  const std::string allowed = readFirstLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+  if (error == ENOENT) {
+    return "congestion control \"" + name + "\" is not available in this kernel (available: " +
+           available + ")";
+  }
+  if (error == EPERM) {
+    return "congestion control \"" + name + "\" is not allowed for this user (allowed: " + allowed +
+           "; see net.ipv4.tcp_allowed_congestion_control)";
+  }
+  return "cannot use congestion control \"" + name + "\": " + std::strerror(error);
+}
+
+void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (address.is_v6()) {
+    auto* sa = reinterpret_cast<sockaddr_in6*>(&storage);
+    sa->sin6_family = AF_INET6;
+    sa->sin6_port = htons(port);
+    const auto bytes = address.to_v6().to_bytes();
+    std::memcpy(&sa->sin6_addr, bytes.data(), bytes.size());
+    sa->sin6_scope_id = address.to_v6().scope_id();
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* sa = reinterpret_cast<sockaddr_in*>(&storage);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(port);
+    const auto bytes = address.to_v4().to_bytes();
+    std::memcpy(&sa->sin_addr, bytes.data(), bytes.size());
+    length = sizeof(sockaddr_in);
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+    throw TransportError("cannot bind to " +
+                         (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) +
+                         ":" + std::to_string(port) + ": " + errnoText());
+  }
+}
+
+std::optional<asio::ip::address> resolveHost(const std::string& host, int family, std::string* error) {
+  boost::system::error_code ec;
+  auto literal = asio::ip::make_address(host, ec);
+  if (!ec) return literal;
+  addrinfo hints{};
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  if (rc != 0 || result == nullptr) {
+    if (error != nullptr) *error = "cannot resolve \"" + host + "\": " + ::gai_strerror(rc);
+    return std::nullopt;
+  }
+  asio::ip::address address;
+  if (result->ai_family == AF_INET6) {
+    const auto* sa = reinterpret_cast<const sockaddr_in6*>(result->ai_addr);
+    asio::ip::address_v6::bytes_type bytes;
+    std::memcpy(bytes.data(), &sa->sin6_addr, bytes.size());
+    address = asio::ip::address_v6(bytes, sa->sin6_scope_id);
+  } else {
+    const auto* sa = reinterpret_cast<const sockaddr_in*>(result->ai_addr);
+    asio::ip::address_v4::bytes_type bytes;
+    std::memcpy(bytes.data(), &sa->sin_addr, bytes.size());
+    address = asio::ip::address_v4(bytes);
+  }
+  ::freeaddrinfo(result);
+  return address;
+}
+
+std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error) {
+  std::vector<asio::ip::address> addresses;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty() && item.front() == '[' && item.back() == ']') item = item.substr(1, item.size() - 2);
+    boost::system::error_code ec;
+    auto a = asio::ip::make_address(item, ec);
+    if (ec) {
+      if (error != nullptr) *error = "\"" + item + "\" is not an IPv4 or IPv6 address";
+      return std::nullopt;
+    }
+    addresses.push_back(a);
+  }
+  if (addresses.empty()) {
+    if (error != nullptr) *error = "empty address list";
+    return std::nullopt;
+  }
+  return addresses;
+}
+
+long unsentBytes(int fd) {
+  int pending = 0;
+  if (::ioctl(fd, SIOCOUTQ, &pending) != 0) return -1;
+  return pending;
+}
+
+}  // namespace npm::transport

@@ -1,0 +1,68 @@
+// Socket creation and options per transport protocol, with capability probing and
+// one-line errors ("DCCP is not supported by this kernel", unknown congestion control, ...).
+#pragma once
+
+#include <boost/asio/ip/address.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "npmp/messages.h"
+
+namespace npm::transport {
+
+namespace asio = boost::asio;
+
+class TransportError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Options applied to a data or control socket.
+struct SocketOptions {
+  bool reuseAddress = false;        // SO_REUSEADDR (sockets that bind)
+  std::uint32_t rcvBufferSize = 0;  // 0 = leave the kernel's default (and autotuning)
+  std::uint32_t sndBufferSize = 0;
+  std::optional<bool> noDelay;      // TCP_NODELAY (TCP/MPTCP)
+  std::string congestionControl;    // TCP_CONGESTION (TCP/MPTCP); empty = default
+  std::optional<bool> v6only;       // IPV6_V6ONLY on IPv6 sockets
+  std::uint8_t ccid = 0;            // DCCP CCID (0 = default)
+};
+
+// Whether the kernel can create sockets of this protocol; `why` gets a one-line reason.
+bool protocolAvailable(npmp::Protocol protocol, std::string* why = nullptr);
+
+// Creates a non-blocking, close-on-exec socket. Throws TransportError.
+int openSocket(npmp::Protocol protocol, int family);
+
+// Applies the options; throws TransportError naming the option on failure.
+void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& options);
+
+// "" if the congestion control can be used by this process, else a one-line error.
+std::string checkCongestionControl(const std::string& name);
+
+// Binds to address:port (any address when unspecified), with SO_REUSEADDR.
+void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port);
+
+// Resolves a host name or address literal (numeric first, then getaddrinfo).
+// `family` 0 = any; returns an error text on failure.
+std::optional<asio::ip::address> resolveHost(const std::string& host, int family, std::string* error);
+
+// Parses "a,b,c" address lists of -L/-l; error text on a bad address.
+std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error);
+
+// Bytes not yet acknowledged by the peer on a stream socket (SIOCOUTQ), or -1.
+long unsentBytes(int fd);
+
+// Linux values that older headers may lack.
+constexpr int kIpprotoMptcp = 262;
+constexpr int kIpprotoDccp = 33;
+constexpr int kSockDccp = 6;
+constexpr int kSolDccp = 269;
+constexpr int kDccpSockoptService = 2;
+constexpr int kDccpSockoptCcid = 13;
+
+}  // namespace npm::transport
