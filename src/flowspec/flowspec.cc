@@ -261,6 +261,7 @@ ParseResult parse(std::string_view text, Protocol protocol) {
     static const char* const names[4] = {"outbound frame rate", "outbound frame size",
                                          "inbound frame rate", "inbound frame size"};
     for (; index < tokens.size() && index < 4 && !looksLikeOption(tokens[index]); ++index) {
+      if (tokens[index].empty()) return fail("empty field between two ':'");
       std::string why;
       const auto r = parseDistribution(tokens[index], &why);
       if (!r) {

@@ -1,0 +1,173 @@
+// FLOWSPEC grammar (reference §2) and every error path.
+#include <catch2/catch.hpp>
+
+#include "flowspec/flowspec.h"
+
+using namespace npm::flowspec;
+using npm::npmp::Protocol;
+
+namespace {
+FlowSpec ok(const char* text, Protocol p = Protocol::TCP) {
+  auto r = parse(text, p);
+  INFO(text << ": " << r.error);
+  REQUIRE(r.spec);
+  return *r.spec;
+}
+std::string error(const char* text, Protocol p = Protocol::TCP) {
+  auto r = parse(text, p);
+  INFO(text);
+  REQUIRE_FALSE(r.spec);
+  return r.error;
+}
+}  // namespace
+
+TEST_CASE("four traffic entries with every distribution") {
+  auto f = ok("const10:uniform100,200:exp5:pareto1.5,2");
+  CHECK(f.outbound.rate.rng == 0);
+  CHECK(f.outbound.rate.values[0] == 10);
+  CHECK(f.outbound.size.rng == 1);
+  CHECK(f.outbound.size.values[1] == 200);
+  CHECK(f.inbound.rate.rng == 2);
+  CHECK(f.inbound.size.rng == 3);
+  CHECK(f.inbound.size.values[0] == 1.5);
+  auto n = ok("normal100,10:truncnormal1000,50");
+  CHECK(n.outbound.rate.rng == 4);
+  CHECK(n.outbound.size.rng == 5);
+  CHECK(n.inbound.size.values[0] == 0);  // missing entries are const 0
+  auto bare = ok("50:1000");
+  CHECK(bare.outbound.rate.values[0] == 50);
+  CHECK(bare.outbound.size.values[0] == 1000);
+}
+
+TEST_CASE("saturated and disabled directions") {
+  auto f = ok("const0:const1400");
+  CHECK(f.outbound.saturated());
+  CHECK(f.outbound.enabled());
+  CHECK_FALSE(f.inbound.enabled());
+  CHECK_THAT(error("const0:const0:const0:const0"), Catch::Contains("send nothing"));
+}
+
+TEST_CASE("default FLOWSPEC per protocol") {
+  CHECK(ok("default").outbound.size.values[0] == 1440);
+  CHECK(ok("default", Protocol::MPTCP).outbound.size.values[0] == 1440);
+  auto udp = ok("default", Protocol::UDP);
+  CHECK(udp.outbound.size.values[0] == 1452);
+  CHECK(udp.outbound.rate.values[0] == 25);
+  CHECK(ok("default", Protocol::DCCP).outbound.size.values[0] == 1420);
+  CHECK(ok("default:id=4").flowId == 4u);
+}
+
+TEST_CASE("all flow options") {
+  auto f = ok("const1:const100:const0:const0:id=7:description=Video stream:maxmsgsize=1300:"
+              "defragtimeout=2000:unordered=0.25:unreliable=0.5:rcvbuf=100000:sndbuf=200000:"
+              "ccid=3:error_on_abort=off:nodelay=on:debug=on:v6only:cc=reno",
+              Protocol::UDP);
+  CHECK(f.flowId == 7u);
+  CHECK(f.description == "Video stream");
+  CHECK(f.maxMsgSize == 1300);
+  CHECK(f.defragTimeoutMs == 2000);
+  CHECK(f.ordered == 0.75);
+  CHECK(f.reliable == 0.5);
+  CHECK(f.rcvBufferSize == 100000);
+  CHECK(f.sndBufferSize == 200000);
+  CHECK(f.ccid == 3);
+  CHECK_FALSE(f.errorOnAbort);
+  CHECK(f.noDelay);
+  CHECK(f.debug);  // the reference cannot parse debug=on
+  CHECK(f.v6only);
+  CHECK(f.congestionControl == "reno");
+  CHECK(ok("const1:const1:ordered=0.3:reliable=0.9").ordered == 0.3);
+  CHECK(ok("const1:const1:rtx_timeout=250").retransmissionTrials == (0x80000000u | 250));
+  CHECK(ok("const1:const1:rtx_trials=3").retransmissionTrials == 3);
+  CHECK(ok("const1:const1:cc=default").congestionControl.empty());
+  CHECK(ok("const1:const1:cmt=cmtrpv2", Protocol::SCTP).cmt == 3);
+  CHECK(ok("const1:const1:cmt=rp", Protocol::SCTP).cmt == 2);
+  CHECK(ok("const1:const1:cmt=200", Protocol::SCTP).cmt == 200);
+}
+
+TEST_CASE("cmt=mptcp turns a TCP flow into MPTCP; other CMT modes need SCTP") {
+  CHECK(ok("const1:const1:cmt=mptcp").protocol == Protocol::MPTCP);
+  CHECK(ok("const1:const1:cmt=like-mptcp", Protocol::MPTCP).protocol == Protocol::MPTCP);
+  CHECK_THAT(error("const1:const1:cmt=cmt", Protocol::MPTCP), Catch::Contains("only to SCTP"));
+  CHECK_THAT(error("const1:const1:cmt=cmtrpv1", Protocol::UDP), Catch::Contains("only to SCTP"));
+}
+
+TEST_CASE("on/off schedules: absolute, +relative, two-parameter distributions, repeat") {
+  auto f = ok("const10:const100:onoff=1,+uniform1,2,+exp0.5,10");
+  REQUIRE(f.onOff.size() == 4);
+  CHECK_FALSE(f.onOff[0].relative);
+  CHECK(f.onOff[0].spec.values[0] == 1);
+  CHECK(f.onOff[1].relative);
+  CHECK(f.onOff[1].spec.rng == 1);
+  CHECK(f.onOff[1].spec.values[1] == 2);
+  CHECK(f.onOff[2].spec.rng == 2);
+  CHECK(f.onOff[3].spec.values[0] == 10);
+  CHECK_FALSE(f.repeatOnOff);
+  auto r = ok("const10:const100:onoff=+1,+2,repeat");
+  CHECK(r.repeatOnOff);
+  CHECK_THAT(error("const10:const100:onoff=+1,+2,+3,repeat"), Catch::Contains("even number"));
+  CHECK_THAT(error("const10:const100:onoff=1,+2,repeat"), Catch::Contains("relative"));
+  CHECK_THAT(error("const10:const100:onoff=1,repeat,2"), Catch::Contains("last"));
+  CHECK_THAT(error("const10:const100:onoff=1,foo"), Catch::Contains("\"foo\""));
+  CHECK_THAT(error("const10:const100:onoff="), Catch::Contains("onoff"));
+}
+
+TEST_CASE("assignFlowIds: running counter, explicit IDs, duplicates, default descriptions") {
+  std::vector<FlowSpec> flows = {ok("const1:const1"), ok("const1:const1:id=10"), ok("const1:const1"),
+                                 ok("const1:const1:description=x")};
+  CHECK(assignFlowIds(flows).empty());
+  CHECK(*flows[0].flowId == 0);
+  CHECK(*flows[1].flowId == 10);
+  CHECK(*flows[2].flowId == 11);
+  CHECK(*flows[3].flowId == 12);
+  CHECK(flows[2].description == "Flow 11");
+  CHECK(flows[3].description == "x");
+  std::vector<FlowSpec> twice = {ok("const1:const1:id=3"), ok("const1:const1:id=3")};
+  CHECK_THAT(assignFlowIds(twice), Catch::Contains("flow ID 3 is used twice"));
+}
+
+TEST_CASE("every error path names the bad part") {
+  CHECK_THAT(error(""), Catch::Contains("empty"));
+  CHECK_THAT(error("foo:const1"), Catch::Contains("outbound frame rate \"foo\""));
+  CHECK_THAT(error("const1:bar"), Catch::Contains("outbound frame size \"bar\""));
+  CHECK_THAT(error("const1:const1:baz"), Catch::Contains("inbound frame rate \"baz\""));
+  CHECK_THAT(error("const1:const1:const1:qux"), Catch::Contains("inbound frame size \"qux\""));
+  CHECK_THAT(error("const1:const1:const1:const1:qux"), Catch::Contains("unknown option \"qux\""));
+  CHECK_THAT(error("const1:const1:colour=red"), Catch::Contains("unknown option \"colour=red\""));
+  CHECK_THAT(error("const1::const1"), Catch::Contains("empty field"));
+  CHECK_THAT(error("uniform1:const1"), Catch::Contains("uniform takes 2"));
+  CHECK_THAT(error("const1,2:const1"), Catch::Contains("const takes 1"));
+  CHECK_THAT(error("constx:const1"), Catch::Contains("\"x\" is not a number"));
+  CHECK_THAT(error("const-1:const1"), Catch::Contains("must not be negative"));
+  CHECK_THAT(error("uniform5,1:const1"), Catch::Contains("lower <= upper"));
+  CHECK_THAT(error("exp0:const1"), Catch::Contains("mean > 0"));
+  CHECK_THAT(error("pareto0,1:const1"), Catch::Contains("location > 0"));
+  CHECK_THAT(error("normal1,-1:const1"), Catch::Contains("standard deviation"));
+  CHECK_THAT(error("const1:const1:id=x"), Catch::Contains("option \"id=x\""));
+  CHECK_THAT(error("const1:const1:id=4294967296"), Catch::Contains("flow ID"));
+  CHECK_THAT(error("const1:const1:maxmsgsize=100"), Catch::Contains("128 to 65535"));
+  CHECK_THAT(error("const1:const1:maxmsgsize=65535", Protocol::UDP), Catch::Contains("65507"));
+  CHECK_THAT(error("const1:const1:defragtimeout=-5"), Catch::Contains("milliseconds"));
+  CHECK_THAT(error("const1:const1:ordered=1.5"), Catch::Contains("fraction"));
+  CHECK_THAT(error("const1:const1:unreliable=x"), Catch::Contains("fraction"));
+  CHECK_THAT(error("const1:const1:rtx_timeout=x"), Catch::Contains("milliseconds"));
+  CHECK_THAT(error("const1:const1:rtx_trials=-1"), Catch::Contains("retransmissions"));
+  CHECK_THAT(error("const1:const1:rcvbuf=big"), Catch::Contains("buffer size"));
+  CHECK_THAT(error("const1:const1:cmt=turbo", Protocol::SCTP), Catch::Contains("cmtrpv1"));
+  CHECK_THAT(error("const1:const1:ccid=256", Protocol::DCCP), Catch::Contains("CCID"));
+  CHECK_THAT(error("const1:const1:nodelay=maybe"), Catch::Contains("on or off"));
+  CHECK_THAT(error("const1:const1:error_on_abort=2"), Catch::Contains("on or off"));
+  CHECK_THAT(error("const1:const1:debug=x"), Catch::Contains("on or off"));
+  CHECK_THAT(error("const1:const1:v6only=x"), Catch::Contains("on or off"));
+  CHECK_THAT(error("const1:const1:cc=averyveryverylongname"), Catch::Contains("1 to 15"));
+  CHECK_THAT(error("const1:const1:cc=re$no"), Catch::Contains("letters"));
+  CHECK_THAT(error("const1:const1:description=a\tb"), Catch::Contains("control characters"));
+  CHECK_THAT(error(std::string("const1:const1:description=" + std::string(300, 'x')).c_str()),
+             Catch::Contains("255"));
+}
+
+TEST_CASE("fraction encoding on the wire") {
+  CHECK(fractionToWire(1.0) == 0xFFFFFFFFu);
+  CHECK(fractionToWire(0.0) == 0u);
+  CHECK(wireToFraction(fractionToWire(0.25)) == Approx(0.25));
+}

@@ -1,0 +1,162 @@
+// Result writers against expected text: file names, scalars, vectors, config.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/fileio.h"
+#include "flowspec/flowspec.h"
+#include "measure/results.h"
+
+using namespace npm;
+using namespace npm::measure;
+
+namespace {
+std::string render(const std::function<void(OutputFile&)>& write) {
+  auto out = OutputFile::anonymous(false);
+  write(out);
+  std::FILE* f = out.takeForReading();
+  std::string text;
+  char b[4096];
+  std::size_t n;
+  while ((n = std::fread(b, 1, sizeof(b), f)) > 0) text.append(b, n);
+  std::fclose(f);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("result file names: role, hex flow/stream IDs, .bz2 suffixes") {
+  CHECK(resultFileName("run.sca", "active") == "run-active.sca");
+  CHECK(resultFileName("run.vec.bz2", "passive") == "run-passive.vec.bz2");
+  CHECK(resultFileName("run.vec.bz2", "active", 10u, 0) == "run-active-0000000a-0000.vec.bz2");
+  CHECK(resultFileName("dir.x/run.vec", "passive", 255u, 17) == "dir.x/run-passive-000000ff-0011.vec");
+  CHECK(resultFileName("dir.x/run", "active") == "dir.x/run-active");
+  CHECK(resultFileName("run.bz2", "active") == "run-active.bz2");
+  CHECK(resultFileName("", "active").empty());
+}
+
+TEST_CASE("config values are escaped so that sourcing them runs nothing") {
+  CHECK(shellQuote("plain") == "\"plain\"");
+  CHECK(shellQuote("a\"b$c`d\\e") == "\"a\\\"b\\$c\\`d\\\\e\"");
+}
+
+TEST_CASE("scalar file in the reference format") {
+  MeasurementResult r;
+  r.firstStatisticsEvent = 1000000;
+  r.lastStatisticsEvent = 3000000;
+  FlowResult f;
+  f.flowId = 3;
+  f.transmitted.first = 1000000;
+  f.transmitted.last = 2000000;
+  f.transmitted.total = {1000, 10, 5};
+  f.received = {500, 5, 2};
+  f.firstReception = 1500000;
+  f.lastReception = 2000000;
+  f.lost = {100, 1, 1};
+  r.flows.push_back(f);
+  r.cpu.percent = {{10, 0, 10, 80, 0, 0, 0, 0}, {20, 0, 0, 80, 0, 0, 0, 0}, {0, 0, 20, 80, 0, 0, 0, 0}};
+  const std::string text = render([&](OutputFile& o) { writeScalars(o, "active", r); });
+  CHECK_THAT(text, Catch::StartsWith("scalar \"netPerfMeter.active.flow[3]\" \"First Transmission\"      1000000\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.flow[3]\" \"Transmitted Bytes\"       1000\n"));
+  CHECK_THAT(text, Catch::Contains("\"Transmitted Bit Rate\"    8000.000000\n"));
+  CHECK_THAT(text, Catch::Contains("\"Received Byte Rate\"      1000.000000\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.flow[3]\" \"Lost Packets\"            1\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.total\" \"First Statistics Event\"  1000000\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.total\" \"Transmitted Byte Rate\"   500.000000\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.CPU[1]\" \"User\" 20.000\n"));
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.CPU[2]\" \"System\" 20.000\n"));
+  CHECK_THAT(text, Catch::EndsWith("scalar \"netPerfMeter.active.totalCPU\" \"Hypervisor\" 0.000\n"));
+  // 18 reference lines + 4 loss/jitter lines per flow, 20 total lines, 8 per CPU and total
+  CHECK(std::count(text.begin(), text.end(), '\n') == 22 + 20 + 3 * 8);
+}
+
+TEST_CASE("measurement vector: header, three rows per flow and three totals per block") {
+  const std::string text = render([](OutputFile& o) {
+    MeasurementVectorWriter w(std::move(o));
+    FlowSnapshot f;
+    f.flowId = 1;
+    f.description = "Voice \"HD\"";
+    f.sent = {100, 2, 1};
+    w.writeBlock(5000000, 5000000, {f});
+    f.sent = {300, 6, 3};
+    f.received = {50, 1, 1};
+    f.jitterMs = 0.25;
+    w.writeBlock(6000000, 5000000, {f});
+    o = std::move(w.file());
+  });
+  const char* expected =
+      "AbsTime\tRelTime\tInterval\tFlowID\tDescription\tJitter\tAction\tAbsBytes\tAbsPackets\tAbsFrames\t"
+      "RelBytes\tRelPackets\tRelFrames\n"
+      "000001\t5000000\t0.000000\t0.000000\t1\t\"Voice \\\"HD\\\"\"\t0.000\t\"Sent\"\t100\t2\t1\t100\t2\t1\n"
+      "000002\t5000000\t0.000000\t0.000000\t1\t\"Voice \\\"HD\\\"\"\t0.000\t\"Received\"\t0\t0\t0\t0\t0\t0\n"
+      "000003\t5000000\t0.000000\t0.000000\t1\t\"Voice \\\"HD\\\"\"\t0.000\t\"Lost\"\t0\t0\t0\t0\t0\t0\n"
+      "000004\t5000000\t0.000000\t0.000000\t-1\t\"Total\"\t0.000\t\"Sent\"\t100\t2\t1\t100\t2\t1\n"
+      "000005\t5000000\t0.000000\t0.000000\t-1\t\"Total\"\t0.000\t\"Received\"\t0\t0\t0\t0\t0\t0\n"
+      "000006\t5000000\t0.000000\t0.000000\t-1\t\"Total\"\t0.000\t\"Lost\"\t0\t0\t0\t0\t0\t0\n"
+      "000007\t6000000\t1.000000\t1.000000\t1\t\"Voice \\\"HD\\\"\"\t0.250\t\"Sent\"\t300\t6\t3\t200\t4\t2\n"
+      "000008\t6000000\t1.000000\t1.000000\t1\t\"Voice \\\"HD\\\"\"\t0.250\t\"Received\"\t50\t1\t1\t50\t1\t1\n"
+      "000009\t6000000\t1.000000\t1.000000\t1\t\"Voice \\\"HD\\\"\"\t0.250\t\"Lost\"\t0\t0\t0\t0\t0\t0\n"
+      "000010\t6000000\t1.000000\t1.000000\t-1\t\"Total\"\t0.000\t\"Sent\"\t300\t6\t3\t200\t4\t2\n"
+      "000011\t6000000\t1.000000\t1.000000\t-1\t\"Total\"\t0.000\t\"Received\"\t50\t1\t1\t50\t1\t1\n"
+      "000012\t6000000\t1.000000\t1.000000\t-1\t\"Total\"\t0.000\t\"Lost\"\t0\t0\t0\t0\t0\t0\n";
+  CHECK(text == expected);
+}
+
+TEST_CASE("per-flow vector: one row per received message") {
+  const std::string text = render([](OutputFile& o) {
+    FlowVectorWriter w(std::move(o));
+    Reception r;
+    r.now = 1000500;
+    r.seqNumber = 7;
+    r.bytes = 1460;
+    r.framesCompleted = 1;
+    r.delayMs = 0.072;
+    r.delayDiffMs = 0.072;
+    r.jitterMs = 0.0045;
+    w.row(r, 1000000, Counters{1460, 1, 1});
+    w.flush();
+    o = std::move(w.file());
+  });
+  CHECK(text ==
+        "AbsTime\tRelTime\tSeqNumber\tAbsBytes\tAbsPackets\tAbsFrames\tRelBytes\tRelPackets\tRelFrames\tDelay\t"
+        "PrevPacketDelayDiff\tJitter\n"
+        "000001\t1000500\t0.000500\t7\t1460\t1\t1\t1460\t1\t1\t0.072\t0.072\t0.004\n");
+}
+
+TEST_CASE("config file") {
+  auto spec = *flowspec::parse("const10:exp1000:const5:const500:description=It's \"$(rm -rf /)\"`x`",
+                               npmp::Protocol::UDP).spec;
+  spec.flowId = 4;
+  ConfigInfo info;
+  info.scalarPattern = "run.sca.bz2";
+  info.vectorPattern = "run.vec";
+  info.flows = {spec};
+  const std::string text = render([&](OutputFile& o) { writeConfig(o, info); });
+  CHECK_THAT(text, Catch::StartsWith("NUM_FLOWS=1\nNAME_ACTIVE_NODE=\"Client\"\nNAME_PASSIVE_NODE=\"Server\"\n"
+                                     "SCALAR_ACTIVE_NODE=\"run-active.sca.bz2\"\n"
+                                     "SCALAR_PASSIVE_NODE=\"run-passive.sca.bz2\"\n"
+                                     "VECTOR_ACTIVE_NODE=\"run-active.vec\"\nVECTOR_PASSIVE_NODE=\"run-passive.vec\"\n\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_DESCRIPTION=\"It's \\\"\\$(rm -rf /)\\\"\\`x\\`\"\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_PROTOCOL=\"UDP\"\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_OUTBOUND_FRAME_RATE_VALUE1=10.000000\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_OUTBOUND_FRAME_SIZE_RNG=2\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_INBOUND_FRAME_RATE_RNG_NAME=\"constant\"\n"));
+  CHECK_THAT(text, Catch::Contains("FLOW4_VECTOR_PASSIVE_NODE=\"run-passive-00000004-0000.vec\"\n"));
+  // Sourcing it in a shell gives the description back verbatim and runs nothing.
+  char dir[] = "/tmp/npm-config-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/run.config";
+  {
+    OutputFile out(path, false, 9);
+    writeConfig(out, info);
+    out.commit();
+  }
+  const std::string command = "sh -c '. " + path + " && printf %s \"$FLOW4_DESCRIPTION\"'";
+  std::FILE* p = ::popen(command.c_str(), "r");
+  char buffer[256] = {};
+  std::fread(buffer, 1, sizeof(buffer) - 1, p);
+  ::pclose(p);
+  CHECK(std::string(buffer) == "It's \"$(rm -rf /)\"`x`");
+  std::filesystem::remove_all(dir);
+}
