@@ -1,0 +1,55 @@
+# Helpers of the rplot end-to-end tests (sourced by bash scripts).
+# A test that lacks a precondition prints the reason and exits 77 (ctest: skipped).
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is missing${2:+ ($2)}"; }
+
+# pdf_pages FILE -> number of pages (pdfinfo must accept the file without complaint)
+pdf_pages() {
+  local out
+  out=$(pdfinfo "$1" 2>&1) || fail "pdfinfo rejects $1: $out"
+  if grep -qi "syntax error\|syntax warning" <<<"$out"; then fail "pdfinfo complains about $1: $out"; fi
+  sed -n 's/^Pages: *//p' <<<"$out"
+}
+
+check_pdf_pages() {
+  local n
+  n=$(pdf_pages "$1")
+  [[ $n == "$2" ]] || fail "$1 has $n pages, expected $2"
+}
+
+# png_size FILE -> "WIDTHxHEIGHT" from the IHDR chunk, after checking the signature
+png_size() {
+  local sig
+  sig=$(od -An -tx1 -N8 "$1" | tr -d ' \n')
+  [[ $sig == 89504e470d0a1a0a ]] || fail "$1 is not a PNG (signature $sig)"
+  local b
+  read -r -a b <<<"$(od -An -tu1 -j16 -N8 "$1")"
+  echo "$(( (b[0]<<24) + (b[1]<<16) + (b[2]<<8) + b[3] ))x$(( (b[4]<<24) + (b[5]<<16) + (b[6]<<8) + b[7] ))"
+}
+
+check_png() {
+  local s
+  s=$(png_size "$1")
+  [[ $s == "$2" ]] || fail "$1 is $s pixels, expected $2"
+}
+
+check_svg() {
+  head -c 400 "$1" | grep -q "<svg" || fail "$1 is not an SVG file"
+  tail -c 100 "$1" | grep -q "</svg>" || fail "$1 is not a complete SVG file"
+}
+
+# expect_error PATTERN CMD... : CMD must fail with exactly one line on stderr that
+# matches PATTERN, and no R traceback.
+expect_error() {
+  local pattern=$1; shift
+  local err rc=0
+  err=$("$@" 2>&1 >/dev/null) || rc=$?
+  [[ $rc -ne 0 ]] || fail "expected an error from: $*"
+  [[ $(printf '%s\n' "$err" | wc -l) -eq 1 ]] || fail "expected one line from: $*; got:
+$err"
+  grep -q -- "$pattern" <<<"$err" || fail "expected /$pattern/ from: $*; got: $err"
+  if grep -q "Execution halted\|Traceback\|Error in " <<<"$err"; then fail "R traceback from: $*"; fi
+  echo "ok (exit $rc): $err"
+}

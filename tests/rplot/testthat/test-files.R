@@ -1,0 +1,148 @@
+# Reading vector, scalar and summary files, and whole runs.
+
+write_text <- function(lines, file) {
+  con <- if (endsWith(file, ".bz2")) bzfile(file, "w") else file(file, "w")
+  writeLines(lines, con)
+  close(con)
+  file
+}
+
+mv_header <- paste(NPM_MEASUREMENT_COLUMNS, collapse = "\t")
+
+test_that("measurement vectors: quotes in descriptions, old space separators, bz2", {
+  f <- write_text(c(mv_header,
+    "000001\t1795272048342367\t0.000000\t0.000000\t0\t\"Flow 0\"\t0.000\t\"Sent\"\t315360\t216\t216\t315360\t216\t216",
+    "000002\t1795272049342367\t1.000000\t1.000000\t3\t\"a \"b\"; $(c) `d`\"\t1.250\t\"Received\"\t10\t1\t1\t10\t1\t1",
+    "000003 1795272050342367 2.000000  1.000000 -1 \"Total\" 0 \"Lost\" 0 0 0 0 0 0",
+    ""), tempfile(fileext = ".vec.bz2"))
+  d <- npm_read_measurement_vector(f)
+  expect_equal(nrow(d), 3L)
+  expect_equal(d$Description, c("Flow 0", "a \"b\"; $(c) `d`", "Total"))
+  expect_equal(d$Action, c("Sent", "Received", "Lost"))
+  expect_equal(d$FlowID, c(0, 3, -1))
+  expect_equal(d$Jitter, c(0, 1.25, 0))
+  expect_equal(d$AbsBytes[1], 315360)
+  expect_equal(d$AbsTime[2], 1795272049342367)
+})
+
+test_that("measurement vectors: header only, wrong header, bad row", {
+  f <- write_text(mv_header, tempfile(fileext = ".vec"))
+  expect_equal(nrow(npm_read_measurement_vector(f)), 0L)
+  f <- write_text(c("Foo Bar", "1 2"), tempfile(fileext = ".vec"))
+  expect_error(npm_read_measurement_vector(f), "does not have the header", class = "npm_error")
+  f <- write_text(c(mv_header, "000001 1 2 3"), tempfile(fileext = ".vec"))
+  expect_error(npm_read_measurement_vector(f), "line 2 is not a measurement row",
+               class = "npm_error")
+  f <- write_text(character(0), tempfile(fileext = ".vec"))
+  expect_error(npm_read_measurement_vector(f), "is empty", class = "npm_error")
+})
+
+test_that("per-flow vectors: with and without line numbers, truncated", {
+  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  rows <- c("000001\t1795272048342394\t0.000027\t0\t1460\t1\t0\t1460\t1\t0\t0.072\t0.072\t0.004",
+            "000002\t1795272048342494\t0.000127\t1\t2920\t2\t1\t1460\t1\t1\t0.080\t0.008\t0.005")
+  d <- npm_read_flow_vector(write_text(c(h, rows), tempfile(fileext = ".vec.bz2")))
+  expect_equal(dim(d), c(2L, 12L))
+  expect_equal(d$Delay, c(0.072, 0.080))
+  expect_equal(d$SeqNumber, c(0, 1))
+  d2 <- npm_read_flow_vector(write_text(c(h, sub("^[0-9]+\t", "", rows)), tempfile(fileext = ".vec")))
+  expect_equal(d2, d)
+  expect_equal(nrow(npm_read_flow_vector(write_text(h, tempfile(fileext = ".vec")))), 0L)
+  bad <- write_text(c(h, rows[1], "000002\t1795272048342494\t0.000127"), tempfile(fileext = ".vec"))
+  expect_error(npm_read_flow_vector(bad), "truncated or malformed", class = "npm_error")
+})
+
+test_that("scalar files", {
+  f <- write_text(c("scalar \"netPerfMeter.active.flow[0]\" \"Transmitted Bytes\"       281739120",
+                    "scalar \"netPerfMeter.active.totalCPU\" \"Idle\" 100.000", "# comment"),
+                  tempfile(fileext = ".sca"))
+  s <- npm_read_scalars(f)
+  expect_equal(s$Name, c("Transmitted Bytes", "Idle"))
+  expect_equal(s$Value, c(281739120, 100))
+})
+
+test_that("createsummary tables: quoted values, line numbers, empty aggregate column", {
+  f <- write_text(c("RunNo\tValueNo\tSplit\tactive.flow\tRun Protocol\tactive.flow-ReceivedBitRate",
+                    "0\t1\t\"\"\t0\tplain mixed\t354154226.237036",
+                    "0\t2\t\"\"\t0\tbz2 \"mixed 2\"\t238785957.013125"), tempfile(fileext = ".data.bz2"))
+  d <- npm_read_summary(f)
+  expect_equal(names(d), c("RunNo", "ValueNo", "Split", "active.flow", "Run", "Protocol",
+                           "active.flow-ReceivedBitRate"))
+  expect_equal(d$Protocol, c("mixed", "mixed 2"))
+  expect_equal(d$Split, c("", ""))
+  f <- write_text(c("RunNo\tValueNo\tSplit\t\tRun\tactive.total-ReceivedBytes",
+                    "1\t0\t1\t\"\"\t\tx\t5", "2\t0\t2\t\"\"\t\ty\t7"), tempfile(fileext = ".data"))
+  d <- npm_read_summary(f)
+  expect_equal(names(d), c("RunNo", "ValueNo", "Split", "Run", "active.total-ReceivedBytes"))
+  expect_equal(d$`active.total-ReceivedBytes`, c(5, 7))
+  expect_error(npm_read_summary(write_text("a b", tempfile())), "has no rows", class = "npm_error")
+  expect_error(npm_read_summary(write_text(character(0), tempfile())), "is empty",
+               class = "npm_error")
+  expect_error(npm_read_summary(write_text(c("a b", "1 2 3 4"), tempfile())), "cannot parse",
+               class = "npm_error")
+})
+
+synthetic_run <- function(...) {
+  dir <- tempfile("run-")
+  gen <- file.path(Sys.getenv("NPM_RPLOT_TESTS"), "make-synthetic-run.R")
+  status <- system2(file.path(R.home("bin"), "Rscript"), c(shQuote(gen), shQuote(dir), "run", ...))
+  stopifnot(status == 0)
+  file.path(dir, "run.config")
+}
+
+test_that("a whole run: non-contiguous flow IDs, both nodes, time range, pages", {
+  config <- synthetic_run("--nasty")
+  run <- npm_read_run(config)
+  expect_equal(run$flows$FlowID, c(0L, 7L))
+  expect_match(levels(run$measurement$Flow)[1], "^Bulk \"quoted\" \\$\\(touch PWNED1\\)")
+  expect_setequal(unique(run$measurement$Node), c("Active", "Passive"))
+  expect_setequal(unique(run$flowvectors$FlowID), c(0L, 7L))
+  # Voice: 25 msg/s inbound (received by the active) for 5 s.
+  expect_equal(nrow(run$flowvectors[FlowID == 7 & Node == "Active"]), 125L)
+  expect_false(is.null(run$cpu))
+  expect_length(npm_run_plots(run), 11L)
+  expect_length(npm_run_plots(run, per_flow = FALSE), 7L)
+  part <- npm_read_run(config, c(1.5, 3))
+  expect_true(all(part$measurement$RelTime >= 1.5 & part$measurement$RelTime <= 3))
+  expect_true(all(part$flowvectors$RelTime >= 1.5 & part$flowvectors$RelTime <= 3))
+  expect_false(file.exists(file.path(dirname(config), "PWNED1")))
+  expect_false(file.exists("PWNED1"))
+})
+
+test_that("a run in plain files with a reference-style (unescaped) config", {
+  config <- synthetic_run("--plain", "--nasty", "--reference-config")
+  run <- npm_read_run(config)
+  expect_equal(run$flows$Description[1], "Bulk \"quoted\" $(touch PWNED1); `touch PWNED2` \\ x")
+})
+
+test_that("a run whose files are missing gives clear errors", {
+  config <- synthetic_run()
+  dir <- dirname(config)
+  file.remove(file.path(dir, "run-passive-00000007-0000.vec.bz2"))
+  expect_warning(run <- npm_read_run(config), "run-passive-00000007-0000.vec.bz2 does not exist",
+                 class = "npm_warning")
+  file.remove(file.path(dir, "run-passive.vec.bz2"))
+  expect_error(suppressWarnings(npm_read_run(config)),
+               "passive measurement vector run-passive.vec.bz2 does not exist", class = "npm_error")
+  cfg <- readLines(config)
+  writeLines(sub("^VECTOR_ACTIVE_NODE=.*", "VECTOR_ACTIVE_NODE=\"\"", cfg), config)
+  expect_error(npm_read_run(config), "VECTOR_ACTIVE_NODE is empty", class = "npm_error")
+})
+
+test_that("PDF bookmarks are added and the file stays a valid PDF", {
+  p <- ggplot(data.frame(x = 1:3, y = 1:3), aes(x, y)) + geom_line()
+  f <- tempfile(fileext = ".pdf")
+  npm_save_plots(list(list(plot = p, title = "A", outline = c("Overview", "A")),
+                      list(plot = p, title = "B", outline = c("Overview", "B")),
+                      list(plot = p, title = "C", outline = c("Flow \u0393 7", "C"))), f)
+  raw <- readBin(f, "raw", file.info(f)$size)
+  txt <- rawToChar(replace(raw, raw == as.raw(0), as.raw(32)))
+  expect_match(txt, "/Type /Outlines", useBytes = TRUE)
+  expect_match(txt, "/PageMode /UseOutlines", useBytes = TRUE)
+  expect_equal(lengths(regmatches(txt, gregexpr("/Dest \\[", txt, useBytes = TRUE))), 5L)
+  pdfinfo <- Sys.which("pdfinfo")
+  skip_if(pdfinfo == "", "pdfinfo (poppler-utils) is missing")
+  out <- system2(pdfinfo, shQuote(f), stdout = TRUE, stderr = TRUE)
+  expect_true(any(grepl("^Pages: +3$", out)))
+  expect_false(any(grepl("Syntax Error|Syntax Warning", out)))
+})

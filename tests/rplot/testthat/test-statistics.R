@@ -1,0 +1,98 @@
+# Means and confidence intervals must be exactly t.test()'s; grouping and filtering
+# must pick the right rows.
+
+test_that("mean and interval equal t.test() at several levels", {
+  set.seed(1)
+  for (n in c(2, 3, 5, 10, 30)) for (level in c(0.9, 0.95, 0.99)) {
+    v <- rnorm(n, mean = runif(1, -100, 1e6), sd = runif(1, 0.1, 1e4))
+    tt <- t.test(v, conf.level = level)
+    r <- npm_mean_ci(v, level)
+    expect_equal(r$N, n)
+    expect_equal(r$Mean, unname(tt$estimate), tolerance = 1e-12)
+    expect_equal(c(r$Lower, r$Upper), as.numeric(tt$conf.int), tolerance = 1e-12)
+  }
+})
+
+test_that("one repetition has no interval, constant values a zero-width one", {
+  r <- npm_mean_ci(42)
+  expect_equal(r$Mean, 42)
+  expect_true(is.na(r$Lower) && is.na(r$Upper))
+  r <- npm_mean_ci(c(5, 5, 5))
+  expect_equal(c(r$Lower, r$Mean, r$Upper), c(5, 5, 5))
+  r <- npm_mean_ci(c(1, NA, 3))
+  expect_equal(r$N, 2)
+})
+
+make_table <- function() {
+  set.seed(7)
+  g <- CJ(Gamma = c("cmt", "cmtrpv1", "like-mptcp"), rho = c(1, 5, 10), Flow = 0:1,
+          Run = 1:5)
+  g[, Value := rho * ifelse(Gamma == "cmtrpv1", 0.3, 0.5) + Flow + rnorm(.N, 0, 0.2)]
+  g[]
+}
+
+test_that("summarise groups by the chosen columns and matches t.test per group", {
+  d <- make_table()
+  s <- npm_summarise(d, "Value", c("rho", "Gamma", "Flow"), level = 0.9)
+  expect_equal(nrow(s), 3 * 3 * 2)
+  expect_true(all(s$N == 5))
+  for (i in seq_len(nrow(s))) {
+    v <- d[rho == s$rho[i] & Gamma == s$Gamma[i] & Flow == s$Flow[i], Value]
+    tt <- t.test(v, conf.level = 0.9)
+    expect_equal(s$Mean[i], unname(tt$estimate), tolerance = 1e-12)
+    expect_equal(c(s$Lower[i], s$Upper[i]), as.numeric(tt$conf.int), tolerance = 1e-12)
+  }
+  # Fewer group columns pool the rest: 10 values per (rho, Gamma).
+  s2 <- npm_summarise(d, "Value", c("rho", "Gamma"))
+  expect_true(all(s2$N == 10))
+  expect_error(npm_summarise(d, "Nope", "rho"), "no column Nope", class = "npm_error")
+  expect_error(npm_summarise(d, "Value", "rho", level = 1), "confidence level",
+               class = "npm_error")
+})
+
+test_that("filter keeps exactly the matching rows", {
+  d <- make_table()
+  f <- npm_filter(d, "Gamma != \"cmtrpv1\" & Flow == 0 & rho >= 5")
+  expect_equal(nrow(f), 2 * 2 * 5)
+  expect_true(all(f$Gamma %in% c("cmt", "like-mptcp") & f$Flow == 0 & f$rho >= 5))
+  expect_equal(nrow(npm_filter(d, "")), nrow(d))
+  expect_equal(nrow(npm_filter(d, NULL)), nrow(d))
+  expect_error(npm_filter(d, "Gamma ==="), "cannot parse filter", class = "npm_error")
+  expect_error(npm_filter(d, "Nope == 1"), "filter Nope == 1 failed", class = "npm_error")
+  expect_error(npm_filter(d, "rho"), "TRUE/FALSE", class = "npm_error")
+})
+
+test_that("the plotted points are the group means and intervals after filtering and scaling", {
+  d <- make_table()
+  p <- npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", facet_cols = "Flow",
+                        filter = "Gamma != \"cmtrpv1\"", y_scale = 1000, level = 0.95)
+  s <- attr(p, "summary")
+  expect_equal(sort(unique(s$Gamma)), c("cmt", "like-mptcp"))
+  v <- d[Gamma == "cmt" & rho == 5 & Flow == 1, Value] * 1000
+  row <- s[Gamma == "cmt" & rho == 5 & Flow == 1]
+  expect_equal(row$Mean, mean(v))
+  expect_equal(c(row$Lower, row$Upper), as.numeric(t.test(v)$conf.int))
+  b <- ggplot_build(p)          # draws without error
+  expect_equal(length(b$data), 3L)   # lines, points, error bars
+  expect_error(npm_plot_summary(d, x = "rho", y = "Value", filter = "rho > 100"),
+               "no rows left", class = "npm_error")
+  expect_error(npm_plot_summary(d, x = "rho", y = "Gamma"), "not numeric", class = "npm_error")
+  expect_error(npm_plot_summary(d, x = "rho", y = "Value", colour = "Nope"), "no column Nope",
+               class = "npm_error")
+})
+
+test_that("a single repetition is drawn without an interval", {
+  d <- make_table()[Run == 1]
+  p <- npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", linetype = "Flow")
+  expect_true(all(is.na(attr(p, "summary")$Lower)))
+  layers <- vapply(p$layers, function(l) class(l$geom)[1], "")
+  expect_false("GeomErrorbar" %in% layers)
+  expect_silent(ggplot_build(p))
+})
+
+test_that("unfiltered variables within a point are reported", {
+  d <- make_table()
+  d[, ValueNo := Run + 100 * (match(Gamma, unique(Gamma)) * 10 + rho)]
+  expect_warning(npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma"),
+                 "varying column\\(s\\) Flow", class = "npm_warning")
+})
