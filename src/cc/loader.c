@@ -265,14 +265,17 @@ static int scan_cb(int fd, const struct bpf_map_info *info, void *arg)
 					printf("unregistered %s (struct_ops map id %u)\n",
 					       cc_names[i], info->id);
 					s->unregistered++;
-				} else if (errno != ENOENT && errno != EINVAL) {
+				} else if (errno != ENOENT && errno != EINVAL &&
+					   errno != EINPROGRESS) {
+					/* ENOENT/EINPROGRESS: an older registration
+					 * that is already being torn down */
 					fprintf(stderr, "netperfmeter-cc-loader: cannot unregister "
 						"%s (map id %u): %s\n", cc_names[i], info->id,
 						strerror(errno));
 					s->errors++;
 				}
-			} else {
-				s->map_id[i] = info->id;
+			} else if (info->id > s->map_id[i]) {
+				s->map_id[i] = info->id;  /* newest; older ones may be dying */
 			}
 		}
 	} else if (info->type == BPF_MAP_TYPE_ARRAY && strcmp(info->name, "npm_cc_b.bss") == 0 &&

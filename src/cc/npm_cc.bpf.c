@@ -185,6 +185,12 @@ static __always_inline __u32 npm_collect(struct sock *sk, struct npm_cc_acc *acc
 			continue;
 		p.cwnd = t->snd_cwnd;
 		p.ssthresh = t->snd_ssthresh;
+		p.ca_state = 0;
+		if (algo == NPM_RPV1 || algo == NPM_RPV2) {
+			struct inet_connection_sock *ic = &t->inet_conn;
+			p.ca_state = BPF_CORE_READ_BITFIELD(ic, icsk_ca_state);
+			p.cwnd = npm_cc_rp_cwnd(p.cwnd, p.ssthresh, p.ca_state);
+		}
 		p.rtt_us = t->srtt_us >> 3;
 		p.ell = 0;
 		if (what & NPM_ACC_OLIA) {
@@ -211,6 +217,7 @@ static __always_inline void npm_self(const struct sock *sk, struct npm_cc_path *
 	p->ssthresh = tp->snd_ssthresh;
 	p->rtt_us = tp->srtt_us >> 3;
 	p->ell = npm_olia_ell(ca->l1, ca->since);
+	p->ca_state = BPF_CORE_READ_BITFIELD(npm_csk(sk), icsk_ca_state);
 }
 
 static __always_inline void npm_init_common(struct sock *sk)

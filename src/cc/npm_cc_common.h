@@ -45,6 +45,7 @@ struct npm_cc_path {
 	npm_u32 ssthresh;  /* slow-start threshold, segments               */
 	npm_u32 rtt_us;    /* smoothed RTT, microseconds                   */
 	npm_u32 ell;       /* OLIA: segments between/since losses          */
+	npm_u32 ca_state;  /* TCP_CA_Open 0 .. CWR 2, Recovery 3, Loss 4   */
 };
 
 /* Accumulator filled by one pass over all usable subflows (own included). */
@@ -61,7 +62,7 @@ struct npm_cc_acc {
 	npm_u32 best_rtt;
 	npm_u32 cnt_b;      /* |B|                                            */
 	npm_u32 cnt_bm;     /* |B intersect M|                                */
-	npm_u32 pad;
+	npm_u32 n_reducing; /* subflows in CWR/Recovery/Loss                  */
 };
 
 /* What an accumulation pass must compute (constant-folded in BPF). */
@@ -125,11 +126,40 @@ NPM_CC_INLINE npm_u64 npm_cc_mul_rtt_sat(npm_u64 a, npm_u32 r)
 	return a * r;
 }
 
+/*
+ * Window of a sibling as the CMT/RP formulas see it. In SCTP a fast
+ * retransmit sets c_P = s_P at once (eq. 6); Linux instead lowers snd_cwnd
+ * gradually (PRR) while a subflow is in CWR/Recovery/Loss (ca_state >= 2).
+ * Such a subflow therefore counts with min(cwnd, ssthresh), its window
+ * after the reduction already decided.
+ */
+#define NPM_CC_CA_CWR 2u
+NPM_CC_INLINE npm_u32 npm_cc_rp_cwnd(npm_u32 cwnd, npm_u32 ssthresh, npm_u32 ca_state)
+{
+	npm_u64 reducing = npm_cc_gt(ca_state, NPM_CC_CA_CWR - 1);
+	return (npm_u32)npm_cc_sel(reducing, npm_cc_min_u32(cwnd, ssthresh), cwnd);
+}
+
+/*
+ * CMT/RP decrease, once per congestion event of the flow. When a sibling is
+ * already reducing (CWR/Recovery/Loss) after a loss within the last round
+ * trip, the flow-level reduction (C/2, resp. half the bandwidth) has been
+ * taken for this event; a further loss on path P in the same event leaves
+ * s_P = c_P instead of halving the flow again, just as TCP reduces once per
+ * window of losses. (SCTP sets c_P = s_P at once; Linux's PRR spreads it.)
+ */
+NPM_CC_INLINE npm_u32 npm_cc_rp_same_event(const struct npm_cc_acc *a,
+					   const struct npm_cc_path *self)
+{
+	npm_u32 self_reducing = (npm_u32)npm_cc_gt(self->ca_state, NPM_CC_CA_CWR - 1);
+	return a->n_reducing > self_reducing;
+}
+
 NPM_CC_INLINE void npm_cc_acc_init(struct npm_cc_acc *a)
 {
 	a->sum_x = 0; a->sum_cwnd = 0; a->sum_ss = 0; a->n = 0;
 	a->b_cwnd = 0; a->b_rtt = 1; a->max_w = 0; a->cnt_m = 0;
-	a->best_ell = 0; a->best_rtt = 1; a->cnt_b = 0; a->cnt_bm = 0; a->pad = 0;
+	a->best_ell = 0; a->best_rtt = 1; a->cnt_b = 0; a->cnt_bm = 0; a->n_reducing = 0;
 }
 
 /* Add one usable subflow. 'what' is a constant mask of NPM_ACC_*. */
@@ -144,6 +174,7 @@ NPM_CC_INLINE void npm_cc_acc_add(struct npm_cc_acc *a, const struct npm_cc_path
 		a->sum_x    += (((npm_u64)c << NPM_CC_X_SHIFT) + r / 2) / r;  /* rounded */
 		a->sum_cwnd += c;
 		a->sum_ss   += npm_cc_eff_ssthresh(p->ssthresh, c);
+		a->n_reducing += (npm_u32)npm_cc_gt(p->ca_state, NPM_CC_CA_CWR - 1);
 	}
 	if (what & NPM_ACC_LIA) {
 		/* c/r^2 > b_cwnd/b_rtt^2, cross-multiplied (fits: 2^20 * 2^42);

@@ -3,7 +3,9 @@
  * transferred to MPTCP subflows; windows in segments (MTU_P = 1 segment).
  * C = sum of windows, S = sum of slow-start thresholds of the flow.
  *   loss on P:  s_P = max(c_P - C/2, 4 * s_P/S, 1)  (then c_P = s_P, or
- *               1 after a timeout; the kernel does that part), never < 2.
+ *               1 after a timeout; the kernel does that part), never < 2;
+ *               once per congestion event of the flow (npm_cc_rp_same_event)
+ *   a sibling in CWR/Recovery/Loss counts with min(cwnd, ssthresh).
  *   slow start: c_P += min(1, acked) * s_P/S per ACKed segment
  *   cong. avoidance: c_P += s_P/S per window, i.e. s_P/(S c_P) per ACK.
  * An ssthresh not yet set (TCP_INFINITE_SSTHRESH) counts as the window.
@@ -41,6 +43,8 @@ NPM_CC_INLINE npm_u64 npm_rpv1_inc_fp(const struct npm_cc_acc *a,
 NPM_CC_INLINE npm_u32 npm_rpv1_ssthresh(const struct npm_cc_acc *a,
 					const struct npm_cc_path *self)
 {
+	if (npm_cc_rp_same_event(a, self))
+		return npm_cc_max_u32(npm_cc_clamp_cwnd(self->cwnd), NPM_CC_MIN_SSTHRESH);
 	npm_u64 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u64 half = npm_cc_max_u64(a->sum_cwnd, c) / 2;
 	npm_u64 s = npm_cc_eff_ssthresh(self->ssthresh, (npm_u32)c);

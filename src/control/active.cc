@@ -152,7 +152,7 @@ asio::awaitable<void> Active::connectControl() {
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
   co_await connectWithin(socket, to, kConnectTimeout);
-  control_ = std::make_shared<ControlChannel>(std::move(socket));
+  control_ = std::make_shared<ControlChannel>(std::move(socket), npmp::Channel::ControlToActive);
   control_->watchFailure(&runEvent_);
   control_->start();
 }
@@ -281,6 +281,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   p.errorOnAbort = spec.errorOnAbort;
   p.debug = spec.debug;
   run.flow = std::make_shared<measure::Flow>(io_, std::move(p), true);
+  channel->expect(npmp::Channel::Data);
   run.flow->attach(channel);
   run.flow->onFailure([this, flowId](const std::string& reason) {
     if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;

@@ -24,8 +24,9 @@ void Event::notify() {
   timer_.cancel();
 }
 
-ControlChannel::ControlChannel(asio::ip::tcp::socket socket)
+ControlChannel::ControlChannel(asio::ip::tcp::socket socket, npmp::Channel incoming)
     : socket_(std::move(socket)),
+      incoming_(incoming),
       messageEvent_(socket_.get_executor()),
       drainEvent_(socket_.get_executor()) {
   boost::system::error_code ec;
@@ -61,12 +62,12 @@ asio::awaitable<void> ControlChannel::readLoop() {
       fail(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
       co_return;
     }
-    std::string error;
-    const std::size_t length = npmp::declaredLength(message, &error);
-    if (length == 0) {
-      fail("not an NPMP control message: " + error);
+    std::string error = npmp::checkHeader(message.data(), incoming_);
+    if (!error.empty()) {
+      fail(error);
       co_return;
     }
+    const std::size_t length = npmp::declaredLength(message);
     message.resize(length);
     if (length > 4) {
       co_await asio::async_read(socket_, asio::buffer(message.data() + 4, length - 4),

@@ -45,7 +45,8 @@ private:
 
 class ControlChannel : public std::enable_shared_from_this<ControlChannel> {
 public:
-  explicit ControlChannel(asio::ip::tcp::socket socket);
+  // `incoming` says which messages may arrive; anything else fails the connection at once.
+  ControlChannel(asio::ip::tcp::socket socket, npmp::Channel incoming);
   ~ControlChannel();
 
   void start();  // begins reading
@@ -72,6 +73,7 @@ private:
   void fail(const std::string& reason);
 
   asio::ip::tcp::socket socket_;
+  npmp::Channel incoming_;
   std::string peerName_;
   asio::ip::address peerAddress_;
   std::deque<npmp::Bytes> received_;

@@ -503,7 +503,10 @@ void PassiveServer::Impl::identify(const npmp::IdentifyFlow& id, std::shared_ptr
   flow->onFailure([key, peer = channel->peerName()](const std::string& reason) {
     log::warning("Data connection of " + keyName(key) + " from " + peer + ": " + reason);
   });
-  if (!udpPeer) flow->startReceiving();
+  if (!udpPeer) {
+    channel->expect(npmp::Channel::Data);
+    flow->startReceiving();
+  }
   log::debug("Identified " + keyName(key) + where);
   session->control().send(ack(id.flowId, id.measurementId, id.streamId, npmp::kStatusOk));
 }
@@ -562,7 +565,8 @@ void PassiveServer::Impl::acceptControl(std::shared_ptr<tcp::acceptor> acceptor)
       } else {
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        auto session = std::make_shared<Session>(self, std::make_shared<ControlChannel>(std::move(socket)));
+        auto session = std::make_shared<Session>(
+            self, std::make_shared<ControlChannel>(std::move(socket), npmp::Channel::ControlToPassive));
         self->sessions_.insert(session);
         session->start();
       }
@@ -597,6 +601,7 @@ void PassiveServer::Impl::adoptPending(std::shared_ptr<transport::DataChannel> c
   auto timer = std::make_shared<asio::steady_timer>(io_, kIdentifyTimeout);
   transport::DataChannel* raw = channel.get();
   pending_[raw] = {channel, timer};
+  channel->expect(npmp::Channel::DataFirst);
   std::weak_ptr<Impl> weak = shared_from_this();
   timer->async_wait([weak, raw](const boost::system::error_code& ec) {
     auto self = weak.lock();

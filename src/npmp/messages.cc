@@ -233,6 +233,47 @@ std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* er
   return length;
 }
 
+std::string checkHeader(const std::uint8_t* h, Channel channel) {
+  const std::uint8_t type = h[0];
+  const std::size_t length = get16(h + 2);
+  auto bad = [&](const char* expected) {
+    return std::string("not NPMP: got type ") + std::to_string(type) + " (" + typeName(type) + ") of length " +
+           std::to_string(length) + ", expected " + expected;
+  };
+  switch (channel) {
+    case Channel::ControlToPassive:
+      switch (static_cast<Type>(type)) {
+        case Type::AddFlow:
+          if (length >= kAddFlowBaseSize && (length - kAddFlowBaseSize) % kOnOffEventSize == 0) return {};
+          break;
+        case Type::RemoveFlow:
+          if (length == kRemoveFlowSize) return {};
+          break;
+        case Type::Start:
+        case Type::Stop:
+          if (length == kStartStopSize) return {};
+          break;
+        default:
+          break;
+      }
+      return bad("a control message (ADD_FLOW, REMOVE_FLOW, START, STOP)");
+    case Channel::ControlToActive:
+      if (type == static_cast<std::uint8_t>(Type::Acknowledge) && length == kAcknowledgeSize) return {};
+      if (type == static_cast<std::uint8_t>(Type::Results) && length >= kHeaderSize &&
+          length <= kHeaderSize + kResultsMaxData) {
+        return {};
+      }
+      return bad("ACKNOWLEDGE or RESULTS");
+    case Channel::DataFirst:
+      if (type == static_cast<std::uint8_t>(Type::IdentifyFlow) && length == kIdentifyFlowSize) return {};
+      return bad("IDENTIFY_FLOW");
+    case Channel::Data:
+      if (type == static_cast<std::uint8_t>(Type::Data) && length >= kDataHeaderSize) return {};
+      return bad("DATA");
+  }
+  return bad("?");
+}
+
 DecodeResult decode(std::span<const std::uint8_t> msg) {
   if (msg.size() < kHeaderSize) {
     return fail("message of " + std::to_string(msg.size()) + " bytes is shorter than its header");

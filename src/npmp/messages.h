@@ -192,6 +192,17 @@ struct DecodeResult {
 // length, or 0 with `error` set when it is below the header size.
 std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* error = nullptr);
 
+// What a connection may carry, to reject a bad header as soon as its 4 bytes arrive
+// instead of waiting for a length that garbage claims.
+enum class Channel {
+  ControlToPassive,  // ADD_FLOW, REMOVE_FLOW, START, STOP
+  ControlToActive,   // ACKNOWLEDGE, RESULTS
+  DataFirst,         // the first message of a data connection: IDENTIFY_FLOW
+  Data,              // afterwards: DATA
+};
+// "" if a message with this 4-byte header may follow on the channel, else the reason.
+std::string checkHeader(const std::uint8_t* header, Channel channel);
+
 // Decodes exactly one complete message (buffer.size() must equal its Length field).
 DecodeResult decode(std::span<const std::uint8_t> message);
 

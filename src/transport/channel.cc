@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace npm::transport {
 
@@ -59,6 +60,8 @@ public:
     }
   }
 
+  void expect(npmp::Channel kind) override { expect_ = kind; }
+
   void close() override {
     closed_ = true;
     boost::system::error_code ec;
@@ -98,6 +101,12 @@ private:
         fail("not NPMP: message length " + std::to_string(length) + " is below the header size");
         return;
       }
+      if (expect_) {
+        if (auto error = npmp::checkHeader(p, *expect_); !error.empty()) {
+          fail(error);
+          return;
+        }
+      }
       if (end_ - begin_ < length) break;
       begin_ += length;
       onMessage_(std::span<const std::uint8_t>(p, length), now);
@@ -118,6 +127,7 @@ private:
   std::vector<std::uint8_t> buffer_;
   std::size_t begin_ = 0, end_ = 0;
   bool reading_ = false, closed_ = false;
+  std::optional<npmp::Channel> expect_;
   MessageHandler onMessage_;
   ErrorHandler onError_;
 };

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "npmp/messages.h"
+
 namespace npm::transport {
 
 namespace asio = boost::asio;
@@ -39,6 +41,9 @@ public:
   virtual void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) = 0;
   // Starts (or redirects) delivery of received messages.
   virtual void receive(MessageHandler onMessage, ErrorHandler onError) = 0;
+  // Checks every message header as soon as it arrives (stream channels; datagrams are
+  // checked whole by the receiver).
+  virtual void expect(npmp::Channel kind) { (void)kind; }
   virtual void close() = 0;
   virtual int fd() const = 0;
   virtual bool isDatagram() const = 0;

@@ -241,3 +241,17 @@ TEST_CASE("every malformed length is rejected") {
     CHECK_FALSE(decode(b));
   }
 }
+
+TEST_CASE("headers are checked per channel as soon as they arrive") {
+  const std::uint8_t identify[4] = {4, 0, 0, 26}, data[4] = {5, 0, 0, 48}, addFlow[4] = {2, 0, 0, 194};
+  const std::uint8_t addFlowOdd[4] = {2, 0, 0xEA, 0x60}, results[4] = {8, 1, 0x05, 0x7C}, ack[4] = {1, 0, 0, 24};
+  CHECK(checkHeader(identify, Channel::DataFirst).empty());
+  CHECK_THAT(checkHeader(data, Channel::DataFirst), Catch::Contains("expected IDENTIFY_FLOW"));
+  CHECK(checkHeader(data, Channel::Data).empty());
+  CHECK_FALSE(checkHeader(identify, Channel::Data).empty());
+  CHECK(checkHeader(addFlow, Channel::ControlToPassive).empty());
+  CHECK_FALSE(checkHeader(addFlowOdd, Channel::ControlToPassive).empty());  // 60000 is no 194 + 36n
+  CHECK_FALSE(checkHeader(ack, Channel::ControlToPassive).empty());
+  CHECK(checkHeader(ack, Channel::ControlToActive).empty());
+  CHECK(checkHeader(results, Channel::ControlToActive).empty());  // 1404 = 4 + 1400
+}

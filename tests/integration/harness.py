@@ -1,0 +1,175 @@
+"""Helpers for the integration tests: run a passive and an active netperfmeter, read the
+result files (plain or bzip2), build network namespaces. Standard library only."""
+
+import bz2
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+NETPERFMETER = os.environ.get("NETPERFMETER", "netperfmeter")
+
+
+def skip_unless_root(reason="needs root"):
+    return unittest.skipUnless(os.geteuid() == 0, reason)
+
+
+def wait_for_port(port, host="127.0.0.1", timeout=10.0, proto=socket.SOCK_STREAM):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.socket(socket.AF_INET, proto) as s:
+                s.settimeout(0.2)
+                s.connect((host, port))
+                return True
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port}")
+
+
+class Passive:
+    """A passive netperfmeter on `port`, stopped (SIGINT) at the end of a with-block."""
+
+    def __init__(self, port, *args, netns=None, cwd=None):
+        self.port = port
+        cmd = [NETPERFMETER, str(port), "-nodisplay", *args]
+        if netns:
+            cmd = ["ip", "netns", "exec", netns, *cmd]
+        self.log = tempfile.NamedTemporaryFile(prefix="passive-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, cwd=cwd)
+        self.netns = netns
+
+    def __enter__(self):
+        if self.netns is None:
+            wait_for_port(self.port + 1)
+        else:
+            time.sleep(0.5)
+        return self
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def __exit__(self, *exc):
+        self.stop()
+        os.unlink(self.log.name)
+
+
+def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):
+    cmd = [NETPERFMETER, target, "-nodisplay", *args]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns, *cmd]
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed with {result.returncode}:\n{result.stderr}")
+    return result
+
+
+def read_text(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:3] == b"BZh":
+        data = bz2.decompress(data)
+    return data.decode()
+
+
+SCALAR = re.compile(r'^scalar\s+"([^"]*)"\s+"([^"]*)"\s+(\S+)\s*$')
+
+
+def read_scalars(path):
+    """{(object, name): float} of a .sca file; every line must parse."""
+    values = {}
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        m = SCALAR.match(line)
+        if not m:
+            raise AssertionError(f"{path}:{number}: not a scalar line: {line!r}")
+        values[(m.group(1), m.group(2))] = float(m.group(3))
+    return values
+
+
+def read_vector(path, columns):
+    """Rows (dicts) of a vector file with `columns` header names and a leading line number."""
+    lines = read_text(path).splitlines()
+    header = lines[0].split("\t")
+    if header != columns:
+        raise AssertionError(f"{path}: header {header} != {columns}")
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        if len(fields) != len(columns) + 1:
+            raise AssertionError(f"{path}:{number}: {len(fields)} fields, expected {len(columns) + 1}")
+        rows.append(dict(zip(["Line"] + columns, fields)))
+    return rows
+
+
+MEASUREMENT_COLUMNS = ["AbsTime", "RelTime", "Interval", "FlowID", "Description", "Jitter", "Action",
+                       "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes", "RelPackets", "RelFrames"]
+FLOW_COLUMNS = ["AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes",
+                "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff", "Jitter"]
+
+
+def read_config(path):
+    """KEY="value" lines parsed as data (backslash escapes), never executed."""
+    config = {}
+    for line in read_text(path).splitlines():
+        if not line.strip():
+            continue
+        key, _, value = line.partition("=")
+        if value.startswith('"') and value.endswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        config[key] = value
+    return config
+
+
+class Namespaces:
+    """Network namespaces for a test, removed at the end even on failure."""
+
+    def __init__(self, *names):
+        suffix = str(os.getpid())
+        self.names = {n: f"npm{n}{suffix}" for n in names}
+
+    def __enter__(self):
+        for name in self.names.values():
+            subprocess.run(["ip", "netns", "add", name], check=True)
+            self.ip(name, "link", "set", "lo", "up")
+        return self
+
+    def __getitem__(self, short):
+        return self.names[short]
+
+    def ip(self, ns, *args):
+        subprocess.run(["ip", "-n", ns, *args], check=True)
+
+    def __exit__(self, *exc):
+        for name in self.names.values():
+            subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def tool_available(name):
+    return shutil.which(name) is not None
+
+
+def main():
+    result = unittest.main(exit=False, verbosity=2).result
+    if result.testsRun == len(result.skipped) and result.testsRun > 0:
+        sys.exit(77)  # everything skipped: tell ctest
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -1,0 +1,95 @@
+"""Command line: validation happens before anything connects, with one clear line and exit 1."""
+
+import os
+import socket
+import subprocess
+import tempfile
+import unittest
+
+from harness import NETPERFMETER
+
+PORT = 21100
+
+
+def run(*args, cwd=None):
+    return subprocess.run([NETPERFMETER, *args], capture_output=True, text=True, timeout=30, cwd=cwd)
+
+
+class CommandLine(unittest.TestCase):
+    def setUp(self):
+        # A listener on the control port that must never see a connection.
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", PORT + 1))
+        self.listener.listen()
+        self.listener.settimeout(0.05)
+
+    def tearDown(self):
+        self.listener.close()
+
+    def assertRejected(self, args, fragment):
+        result = run(f"127.0.0.1:{PORT}", *args)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"expected one line, got: {result.stderr!r}")
+        self.assertIn(fragment, lines[0])
+        with self.assertRaises(socket.timeout, msg="the active connected before validating"):
+            self.listener.accept()
+
+    def test_bad_flowspecs(self):
+        self.assertRejected(["-tcp", "const0:const1400", "-udp", "const10:foo"], 'outbound frame size "foo"')
+        self.assertRejected(["-tcp", "const0:const1400:nodelay=maybe"], 'option "nodelay=maybe"')
+        self.assertRejected(["-tcp", "const0:const1400:onoff=1,+2,repeat"], "relative")
+        self.assertRejected(["-tcp", "const0:const1400:id=1", "-tcp", "const0:const1400:id=1"], "used twice")
+        self.assertRejected(["-udp", "const1:const1:maxmsgsize=65535"], "65507")
+
+    def test_bad_options(self):
+        self.assertRejected(["-tcp", "const0:const1400", "-runtime=abc"], "duration")
+        self.assertRejected(["-tcp", "const0:const1400", "-frobnicate"], 'unknown option "-frobnicate"')
+        self.assertRejected(["-tcp", "const0:const1400", "-N", "0"], "flow count")
+        self.assertRejected(["-tcp", "const0:const1400", "-L", "not-an-address"], "not an IPv4 or IPv6 address")
+        self.assertRejected(["-tcp", "const0:const1400", "-loglevel=9"], "log level")
+        self.assertRejected([], "no flows specified")
+
+    def test_kernel_capabilities(self):
+        self.assertRejected(["-tcp", "const0:const1400:cc=nosuchcc"], 'congestion control "nosuchcc" is not available')
+        try:
+            socket.socket(socket.AF_INET, 6, 33).close()
+            has_dccp = True
+        except OSError:
+            has_dccp = False
+        if not has_dccp:
+            self.assertRejected(["-dccp", "const10:const1000"], "DCCP is not supported by this kernel")
+
+    def test_output_directory_checked_first(self):
+        self.assertRejected(["-tcp", "const0:const1400", "-scalar=/nonexistent/dir/run.sca"], "does not exist")
+
+    def test_unresolvable_host(self):
+        result = run("no-such-host.invalid:9000", "-tcp", "const0:const1400")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("cannot resolve", result.stderr)
+
+    def test_version_and_help_go_to_stdout(self):
+        result = run("-v")
+        self.assertEqual(result.returncode, 0)
+        self.assertRegex(result.stdout, r"^NetPerfMeter \d+\.\d+\.\d+\n$")
+        for flag in ("-h", "--help", "-help"):
+            result = run(flag)
+            self.assertEqual(result.returncode, 0)
+            self.assertIn("FLOWSPEC", result.stdout)
+
+    def test_passive_port_range(self):
+        for port in ("1", "65535", "70000"):
+            result = run(port)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("2 to 65534", result.stderr)
+
+    def test_connection_refused_is_one_clear_error(self):
+        result = run(f"127.0.0.1:{PORT + 10}", "-tcp", "const0:const1400", "-q")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("cannot connect to 127.0.0.1:", result.stderr)
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()

@@ -1,0 +1,93 @@
+"""A real measurement on loopback: saturated TCP, rate-driven UDP and MPTCP, all files checked."""
+
+import os
+import tempfile
+import unittest
+
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, read_config, read_scalars, read_vector,
+                     run_active)
+
+PORT = 21000
+
+
+class LoopbackRun(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="npm-loopback-")
+        with Passive(PORT) as passive:
+            cls.result = run_active(
+                f"127.0.0.1:{PORT}", "-runtime=3", "-config=run.config", "-scalar=run.sca", "-vector=run.vec.bz2",
+                "-tcp", "const0:const1400:description=Bulk",
+                "-udp", "const50:const500:const25:const1000:description=Voice",
+                "-mptcp", "const20:const1000:const20:const1000:id=7:description=Multipath",
+                cwd=cls.dir)
+            cls.passive_alive = passive.alive()
+        cls.active = read_scalars(os.path.join(cls.dir, "run-active.sca"))
+        cls.passive = read_scalars(os.path.join(cls.dir, "run-passive.sca"))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_every_expected_file_exists_and_parses(self):
+        expected = ["run.config", "run-active.sca", "run-passive.sca", "run-active.vec.bz2", "run-passive.vec.bz2"]
+        for flow in (0, 1, 7):
+            for role in ("active", "passive"):
+                expected.append(f"run-{role}-{flow:08x}-0000.vec.bz2")
+        self.assertEqual(sorted(os.listdir(self.dir)), sorted(expected))
+        for role in ("active", "passive"):
+            rows = read_vector(self.path(f"run-{role}.vec.bz2"), MEASUREMENT_COLUMNS)
+            # one block per second plus the block at START and the final one at STOP: 3 flows + total, 3 rows each
+            self.assertGreaterEqual(len(rows), 4 * 12)
+            self.assertEqual(len(rows) % 12, 0)
+            self.assertAlmostEqual(float(rows[-1]["RelTime"]), 3.0, delta=0.3)
+            for flow in (0, 1, 7):
+                read_vector(self.path(f"run-{role}-{flow:08x}-0000.vec.bz2"), FLOW_COLUMNS)
+        config = read_config(self.path("run.config"))
+        self.assertEqual(config["NUM_FLOWS"], "3")
+        self.assertEqual(config["FLOW7_PROTOCOL"], "MPTCP")
+        self.assertEqual(config["FLOW1_DESCRIPTION"], "Voice")
+        self.assertEqual(config["FLOW7_VECTOR_PASSIVE_NODE"], "run-passive-00000007-0000.vec.bz2")
+
+    def test_passive_received_what_the_active_transmitted(self):
+        for flow in (0, 1, 7):
+            sent = self.active[(f"netPerfMeter.active.flow[{flow}]", "Transmitted Bytes")]
+            got = self.passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Bytes")]
+            self.assertGreater(sent, 0)
+            self.assertLessEqual(got, sent)
+            self.assertGreaterEqual(got, sent - 256 * 1024, f"flow {flow}: more than what can be in flight is missing")
+        # and the other direction
+        for flow in (1, 7):
+            sent = self.passive[(f"netPerfMeter.passive.flow[{flow}]", "Transmitted Bytes")]
+            got = self.active[(f"netPerfMeter.active.flow[{flow}]", "Received Bytes")]
+            self.assertGreater(sent, 0)
+            self.assertGreaterEqual(got, sent - 4 * 1000)
+
+    def test_rate_driven_udp_frames_match_the_rates(self):
+        # const50 out, const25 back, over 3 s: frames at 0, 1/rate, ... so rate*3 (+1 at the boundary)
+        sent = self.active[("netPerfMeter.active.flow[1]", "Transmitted Frames")]
+        self.assertAlmostEqual(sent, 150, delta=0.02 * 150 + 1)
+        back = self.passive[("netPerfMeter.passive.flow[1]", "Transmitted Frames")]
+        self.assertAlmostEqual(back, 75, delta=0.02 * 75 + 1)
+        # frames are finalised at STOP, not only after defragtimeout
+        self.assertAlmostEqual(self.passive[("netPerfMeter.passive.flow[1]", "Received Frames")], sent, delta=1)
+        self.assertEqual(self.active[("netPerfMeter.active.flow[1]", "Transmitted Bytes")], sent * 500)
+
+    def test_cpu_figures_are_real(self):
+        for scalars, role in ((self.active, "active"), (self.passive, "passive")):
+            idle = scalars[(f"netPerfMeter.{role}.totalCPU", "Idle")]
+            self.assertLess(idle, 99.0, "a saturated flow must show as CPU load")
+            total = sum(v for (obj, _), v in scalars.items() if obj == f"netPerfMeter.{role}.totalCPU")
+            self.assertAlmostEqual(total, 100.0, delta=0.1)
+            self.assertIn((f"netPerfMeter.{role}.CPU[{os.cpu_count()}]", "Idle"), scalars)
+
+    def test_scalar_interval_and_exit(self):
+        first = self.active[("netPerfMeter.active.total", "First Statistics Event")]
+        last = self.active[("netPerfMeter.active.total", "Last Statistics Event")]
+        self.assertAlmostEqual((last - first) / 1e6, 3.0, delta=0.3)
+        self.assertTrue(self.passive_alive)
+        self.assertIn("Stopped measurement", self.result.stderr)
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()

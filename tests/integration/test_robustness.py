@@ -1,0 +1,166 @@
+"""The passive survives whatever one peer sends and keeps serving others; the active keeps its
+own results when the passive goes away; SIGINT on the active collects everything."""
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import NETPERFMETER, Passive, read_scalars, run_active
+
+PORT = 21200
+MAGIC = 0x4BCDF3AA303C6774
+
+
+def header(kind, length, flags=0):
+    return struct.pack("!BBH", kind, flags, length)
+
+
+def tcp_send(port, data, linger=0.2):
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(data)
+        time.sleep(linger)
+        s.settimeout(1)
+        try:
+            return s.recv(100)
+        except (socket.timeout, ConnectionResetError):
+            return None
+
+
+class HostilePeers(unittest.TestCase):
+    def test_garbage_truncated_and_oversized_messages(self):
+        with Passive(PORT, "-loglevel=2") as passive:
+            control, data = PORT + 1, PORT
+            # Control: random bytes, length below the header, unknown type, truncated ADD_FLOW,
+            # a length larger than the data, an IDENTIFY on control, an ADD_FLOW lying about its events.
+            tcp_send(control, os.urandom(4096))
+            self.assertEqual(tcp_send(control, header(2, 3)), b"")
+            self.assertEqual(tcp_send(control, header(99, 4)), b"")
+            self.assertEqual(tcp_send(control, header(2, 194) + b"\0" * 20), None)  # waits for the rest, then we close
+            self.assertEqual(tcp_send(control, header(2, 60000) + b"x" * 100), b"")  # no ADD_FLOW has that length
+            self.assertEqual(tcp_send(control, header(2, 194 + 36 * 1000) + b"x" * 100), None)  # plausible: waits
+            self.assertEqual(tcp_send(control, header(4, 26) + struct.pack("!IQQH", 0, MAGIC, 1, 0)), b"")
+            add = bytearray(194)
+            add[0:4] = header(2, 194)
+            add[192:194] = struct.pack("!H", 3)  # claims 3 on/off events that are not there
+            self.assertEqual(tcp_send(control, bytes(add)), b"")
+            # REMOVE_FLOW / STOP for unknown things: answered with status ERROR, connection stays.
+            reply = tcp_send(control, header(3, 18) + struct.pack("!IQH", 5, 77, 0))
+            self.assertEqual(reply[:4], header(1, 24))
+            self.assertEqual(struct.unpack("!I", reply[20:24])[0], 1)
+            # Data: garbage, a DATA before IDENTIFY, an IDENTIFY for an unknown flow, a bad magic.
+            self.assertEqual(tcp_send(data, os.urandom(2000)), b"")
+            self.assertEqual(tcp_send(data, header(5, 48) + b"\0" * 44), b"")
+            self.assertEqual(tcp_send(data, header(4, 26) + struct.pack("!IQQH", 1, MAGIC, 2, 0)), b"")
+            self.assertEqual(tcp_send(data, header(4, 26) + struct.pack("!IQQH", 1, MAGIC ^ 1, 2, 0)), b"")
+            self.assertEqual(tcp_send(PORT - 1, os.urandom(500)), b"")  # MPTCP listener
+            # UDP: garbage and IDENTIFY for unknown flows.
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                for _ in range(200):
+                    u.sendto(os.urandom(64), ("127.0.0.1", data))
+                u.sendto(header(4, 26) + struct.pack("!IQQH", 1, MAGIC, 2, 0), ("127.0.0.1", data))
+            # Connections that never speak, left open during the measurement below.
+            silent = [socket.create_connection(("127.0.0.1", p)) for p in (control, data, data)]
+            self.assertTrue(passive.alive())
+
+            with tempfile.TemporaryDirectory() as d:
+                run_active(f"127.0.0.1:{PORT}", "-runtime=1", "-scalar=run.sca", cwd=d,
+                           *["-tcp", "const100:const1000:const100:const1000", "-udp", "const50:const200"])
+                scalars = read_scalars(os.path.join(d, "run-passive.sca"))
+                self.assertGreater(scalars[("netPerfMeter.passive.flow[1]", "Received Packets")], 40)
+            for s in silent:
+                s.close()
+            self.assertTrue(passive.alive())
+            log = passive.output()
+            self.assertIn("IDENTIFY", log)
+            self.assertIn("Ignored", log)  # UDP garbage, rate-limited
+            self.assertLess(log.count("Ignored"), 40)
+
+    def test_udp_identify_from_another_host_is_not_accepted(self):
+        """No traffic reflection: UDP data only goes to the host of the control connection."""
+        with Passive(PORT + 10) as passive:
+            # A control connection from 127.0.0.1 adds a UDP flow ...
+            c = socket.create_connection(("127.0.0.1", PORT + 11), source_address=("127.0.0.1", 0))
+            add = bytearray(194)
+            add[0:4] = header(2, 194)
+            add[4:8] = struct.pack("!I", 3)
+            add[8:16] = struct.pack("!Q", 99)
+            add[18:20] = struct.pack("<H", 17)
+            add[138:140] = struct.pack("!H", 1000)
+            add[160:167] = b"default"
+            c.sendall(bytes(add))
+            c.settimeout(2)
+            ack = c.recv(24)
+            self.assertEqual(struct.unpack("!I", ack[20:24])[0], 0)
+            # ... and an IDENTIFY for it arrives from another address (127.0.0.2).
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(("127.0.0.2", 0))
+                u.sendto(header(4, 26) + struct.pack("!IQQH", 3, MAGIC, 99, 0), ("127.0.0.1", PORT + 10))
+            c.settimeout(1)
+            with self.assertRaises(socket.timeout):
+                c.recv(24)
+            c.close()
+            time.sleep(0.2)
+            self.assertIn("control connection came from 127.0.0.1", passive.output())
+
+
+class ActiveEndings(unittest.TestCase):
+    def test_sigint_stops_and_collects_everything(self):
+        with Passive(PORT + 20), tempfile.TemporaryDirectory() as d:
+            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 20}", "-nodisplay", "-scalar=run.sca",
+                                  "-vector=run.vec", "-tcp", "const100:const1000:const100:const1000"],
+                                 cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(2)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("*** Break ***", err)
+            for name in ("run-active.sca", "run-passive.sca", "run-active.vec", "run-passive.vec",
+                         "run-active-00000000-0000.vec", "run-passive-00000000-0000.vec"):
+                self.assertTrue(os.path.getsize(os.path.join(d, name)) > 0, name)
+            sent = read_scalars(os.path.join(d, "run-active.sca"))[("netPerfMeter.active.flow[0]", "Transmitted Frames")]
+            self.assertAlmostEqual(sent, 200, delta=30)
+
+    def test_losing_the_passive_keeps_the_actives_results(self):
+        with tempfile.TemporaryDirectory() as d:
+            passive = Passive(PORT + 30).__enter__()
+            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 30}", "-nodisplay", "-runtime=10",
+                                  "-scalar=run.sca", "-vector=run.vec", "-tcp", "const50:const500"],
+                                 cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)
+            passive.proc.kill()
+            passive.__exit__(None, None, None)
+            _, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("ERROR", err)
+            self.assertIn("own results", err)
+            scalars = read_scalars(os.path.join(d, "run-active.sca"))
+            self.assertGreater(scalars[("netPerfMeter.active.flow[0]", "Transmitted Frames")], 50)
+            self.assertTrue(os.path.exists(os.path.join(d, "run-active.vec")))
+            self.assertFalse(os.path.exists(os.path.join(d, "run-passive.sca")))
+            leftovers = [f for f in os.listdir(d) if ".tmp-" in f]
+            self.assertEqual(leftovers, [])
+
+    def test_full_disk_is_a_clear_error(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        with Passive(PORT + 40), tempfile.TemporaryDirectory() as d:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", d], check=True)
+            try:
+                result = run_active(f"127.0.0.1:{PORT + 40}", "-runtime=2", "-config=run.config", "-scalar=run.sca",
+                                    "-vector=run.vec", "-tcp", "const0:const1400", cwd=d, check=False)
+                self.assertEqual(result.returncode, 1)
+                self.assertRegex(result.stderr, r"cannot write .*No space left on device")
+                self.assertTrue(os.path.getsize(os.path.join(d, "run.config")) > 0)  # written before: kept
+                self.assertEqual([f for f in os.listdir(d) if ".tmp-" in f], [])
+            finally:
+                subprocess.run(["umount", d], check=False)
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()
