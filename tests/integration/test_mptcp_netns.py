@@ -1,0 +1,65 @@
+"""Multipath for real: an MPTCP flow between two network namespaces joined by two veth pairs,
+the passive signalling its second address; both subflows must carry data."""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from harness import Namespaces, Passive, read_scalars, run_active
+
+PORT = 21400
+
+
+def tx_bytes(ns, dev):
+    out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", dev], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)[0]["stats64"]["tx"]["bytes"]
+
+
+def mptcp_available():
+    try:
+        import socket
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262).close()
+        return True
+    except OSError:
+        return False
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+@unittest.skipUnless(mptcp_available(), "the kernel has no MPTCP")
+class MultipathMptcp(unittest.TestCase):
+    def test_both_subflows_carry_data(self):
+        with Namespaces("a", "p") as ns, tempfile.TemporaryDirectory() as d:
+            a, p = ns["a"], ns["p"]
+            for i in (1, 2):
+                subprocess.run(["ip", "link", "add", f"npa{i}", "netns", a, "type", "veth", "peer", "name", f"npp{i}",
+                                "netns", p], check=True)
+                ns.ip(a, "addr", "add", f"10.91.{i}.1/24", "dev", f"npa{i}")
+                ns.ip(p, "addr", "add", f"10.91.{i}.2/24", "dev", f"npp{i}")
+                ns.ip(a, "link", "set", f"npa{i}", "up")
+                ns.ip(p, "link", "set", f"npp{i}", "up")
+            for n in (a, p):
+                ns.ip(n, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+            ns.ip(p, "mptcp", "endpoint", "add", "10.91.2.2", "dev", "npp2", "signal")
+            # Two dissimilar paths: the second one is rate-limited (an ADSL-like uplink).
+            ns.ip(a, "link", "set", "npa1", "mtu", "1500")
+            subprocess.run(["ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "npa2", "root", "tbf", "rate",
+                            "50mbit", "burst", "32kb", "limit", "300000"], check=True)
+            before = {dev: tx_bytes(a, dev) for dev in ("npa1", "npa2")}
+            with Passive(PORT, netns=p):
+                result = run_active(f"10.91.1.2:{PORT}", "-control-over-tcp", "-runtime=3", "-scalar=run.sca",
+                                    "-mptcp", "const0:const1400:description=multipath", netns=a, cwd=d)
+            sent = {dev: tx_bytes(a, dev) - before[dev] for dev in ("npa1", "npa2")}
+            scalars = read_scalars(os.path.join(d, "run-passive.sca"))
+            received = scalars[("netPerfMeter.passive.flow[0]", "Received Bytes")]
+            print(f"bytes sent per path: {sent}, received by the passive: {received:.0f}")
+            self.assertGreater(received, 5e6, result.stderr)
+            self.assertGreater(sent["npa1"], 1e6, f"first path idle: {sent}")
+            self.assertGreater(sent["npa2"], 1e6, f"second subflow carried no data: {sent}")
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()
