@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every benchmark (not part of the test suite): packaging/setup.sh bench
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+echo "== netperfmeter vs iperf3: saturated TCP goodput and CPU"
+python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3
+for bench in "$here"/*/run.sh; do
+  [[ -x $bench ]] || continue
+  echo
+  echo "== $(basename "$(dirname "$bench")")"
+  "$bench" "$build"
+done

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Benchmark: a saturated one-direction TCP flow on loopback, netperfmeter against iperf3 with
+the same write size, alternating, several rounds. Prints goodput ratio netperfmeter/iperf3 and
+CPU seconds per GB (both processes of each tool) per write size.
+
+    tests/bench/throughput.py NETPERFMETER [--seconds 5] [--rounds 3] [--sizes 1400,16000]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def wait_port(port):
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on port {port}")
+
+
+def run_client(cmd, server_pid):
+    before = cpu_seconds(server_pid)
+    start = os.times()
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    end = os.times()
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{result.stderr}")
+    client_cpu = (end.children_user - start.children_user) + (end.children_system - start.children_system)
+    return result, client_cpu + cpu_seconds(server_pid) - before
+
+
+def netperfmeter_round(npm, port, size, seconds, workdir, server_pid):
+    result, cpu = run_client([npm, f"127.0.0.1:{port}", "-control-over-tcp", "-nodisplay", "-q",
+                              f"-runtime={seconds}", "-scalar=bench.sca", "-tcp", f"const0:const{size}"], server_pid)
+    values = {}
+    with open(os.path.join(workdir, "bench-passive.sca")) as f:
+        for line in f:
+            m = re.match(r'scalar "netPerfMeter\.passive\.flow\[0\]" "([^"]+)"\s+(\S+)', line)
+            if m:
+                values[m.group(1)] = float(m.group(2))
+    received = values["Received Bytes"]
+    duration = (values["Last Reception"] - values["First Reception"]) / 1e6
+    return received * 8 / duration, cpu / (received / 1e9)
+
+
+def iperf3_round(port, size, seconds, server_pid):
+    result, cpu = run_client(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", str(size), "-t", str(seconds),
+                              "-J"], server_pid)
+    end = json.loads(result.stdout)["end"]
+    received = end["sum_received"]["bytes"]
+    return end["sum_received"]["bits_per_second"], cpu / (received / 1e9)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("netperfmeter")
+    parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sizes", default="1400,16000")
+    parser.add_argument("--port", type=int, default=23000)
+    args = parser.parse_args()
+    if not shutil.which("iperf3"):
+        print("SKIP: iperf3 is not installed")
+        return 77
+    npm = os.path.abspath(args.netperfmeter)
+    workdir = tempfile.mkdtemp(prefix="npm-bench-")
+    os.chdir(workdir)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    passive = subprocess.Popen([npm, str(args.port), "-nodisplay", "-q"], **quiet)
+    iperf = subprocess.Popen(["iperf3", "-s", "-p", str(args.port + 10)], **quiet)
+    try:
+        wait_port(args.port + 1)
+        wait_port(args.port + 10)
+        print(f"saturated TCP on loopback, {args.seconds:g} s per run, {args.rounds} rounds, alternating; "
+              f"{os.cpu_count()} cores")
+        print(f"{'write':>6} {'netperfmeter Gbit/s':>20} {'iperf3 Gbit/s':>14} {'ratio':>6} "
+              f"{'npm CPU s/GB':>13} {'iperf3 CPU s/GB':>16}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            npm_rates, iperf_rates, npm_cpu, iperf_cpu = [], [], [], []
+            for _ in range(args.rounds):
+                rate, cpu = netperfmeter_round(npm, args.port, size, args.seconds, workdir, passive.pid)
+                npm_rates.append(rate)
+                npm_cpu.append(cpu)
+                rate, cpu = iperf3_round(args.port + 10, size, args.seconds, iperf.pid)
+                iperf_rates.append(rate)
+                iperf_cpu.append(cpu)
+            a, b = statistics.mean(npm_rates), statistics.mean(iperf_rates)
+            print(f"{size:>6} {a / 1e9:>20.2f} {b / 1e9:>14.2f} {a / b:>6.2f} "
+                  f"{statistics.mean(npm_cpu):>13.3f} {statistics.mean(iperf_cpu):>16.3f}")
+    finally:
+        passive.send_signal(signal.SIGINT)
+        iperf.terminate()
+        passive.wait()
+        iperf.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
