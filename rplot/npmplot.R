@@ -700,15 +700,14 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     if (!(col %in% names(data))) npm_stop("value label for unknown column %s", col)
 
   groups <- unique(c(x, colour, linetype, facet_rows, facet_cols))
-  if ("ValueNo" %in% names(data) && !("ValueNo" %in% groups)) {
-    dup <- data[, .(dup = anyDuplicated(ValueNo) > 0L), by = groups][dup == TRUE]
-    if (nrow(dup)) {
-      other <- setdiff(names(data), c(groups, y, "RunNo", "ValueNo", "Split"))
-      varying <- other[vapply(other, function(o)
-        any(data[, uniqueN(get(o)), by = groups]$V1 > 1L), TRUE)]
-      npm_warn("some points average several rows of one input file (ValueNo)%s; filter or map them",
-               if (length(varying)) paste0(": varying column(s) ", paste(varying, collapse = ", ")) else "")
-    }
+  # createsummary's aggregate columns (active.flow for active.flow-ReceivedBitRate)
+  # tell flows, CPUs ... apart: averaging over several of them is almost always a mistake.
+  agg <- setdiff(names(data)[vapply(names(data), function(c)
+    startsWith(y, paste0(c, "-")) || startsWith(y, paste0(c, ".")), TRUE)], c(groups, y))
+  for (a in agg) {
+    if (any(data[, uniqueN(.SD[[1L]]), by = groups, .SDcols = a]$V1 > 1L))
+      npm_warn("points average over several values of %s; filter (-F '`%s` == 0') or map it",
+               a, a)
   }
 
   s <- npm_summarise(data, y, groups, level)
@@ -733,7 +732,12 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   s[, .grp := "all"]
   aes_map <- aes(x = .x, y = Mean)
   grp_cols <- unique(c(colour, linetype, facet_rows, facet_cols))
-  if (length(grp_cols)) s[, .grp := do.call(paste, c(lapply(grp_cols, function(g) as.character(get(g))), sep = "\r"))]
+  if (length(grp_cols)) {
+    key <- function(d) do.call(paste, c(lapply(grp_cols, function(g) as.character(d[[g]])), sep = "\r"))
+    u <- unique(s[, grp_cols, with = FALSE])
+    setorderv(u, grp_cols)           # natural order: numbers as numbers
+    s[, .grp := factor(key(s), levels = key(u))]
+  }
   aes_map$group <- quote(.grp)
 
   if (!is.null(colour)) {
@@ -752,15 +756,18 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   if (!is.null(colour)) { line_aes$colour <- quote(.col); point_aes$colour <- quote(.col)
                           point_aes$shape <- quote(.col) }
   if (!is.null(lt_col)) line_aes$linetype <- quote(.lt)
-  p <- p + geom_line(line_aes, linewidth = 0.7)
-  if (points) p <- p + geom_point(point_aes, size = 2.2)
+  # Numeric x: curves. Categories: points side by side, no lines between categories.
+  dodge <- if (xnum) position_identity() else position_dodge(width = 0.5)
+  if (xnum) p <- p + geom_line(line_aes, linewidth = 0.7)
+  if (points || !xnum) p <- p + geom_point(point_aes, size = 2.2, position = dodge)
   ci <- s[!is.na(Lower)]
   if (nrow(ci)) {
     xr <- if (xnum) diff(range(s$.x, na.rm = TRUE)) else 1
     w <- if (xnum) (if (xr > 0) xr / 50 else 0.1) else 0.25
     eb_aes <- aes(ymin = Lower, ymax = Upper)
     if (!is.null(colour)) eb_aes$colour <- quote(.col)
-    p <- p + geom_errorbar(eb_aes, data = ci, width = w, linewidth = 0.5, linetype = "solid")
+    p <- p + geom_errorbar(eb_aes, data = ci, width = w, linewidth = 0.5, linetype = "solid",
+                           position = dodge)
   }
 
   ctitle <- npm_label(if (!is.null(colour_title)) colour_title else colour)

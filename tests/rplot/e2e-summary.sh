@@ -48,5 +48,13 @@ Rscript -e '
 check_pdf_pages "$work/one.pdf" 1
 grep -q ",1,.*,NA,NA,NA$" "$work/one.csv" || fail "single repetition should have no interval"
 
+# Option values as separate words; -y defaults to the last column (not --y-unit's value).
+"$prog" "$table" -x rhoDFN --y-unit bit/s:Gbit/s -c Gamma -o "$work/words.pdf" -q
+check_pdf_pages "$work/words.pdf" 1
+# Categories on x: points side by side.
+"$prog" "$table" -x Gamma -c active.flow --y-unit bit/s:Mbit/s -F 'rhoDFN == 20e6' -o "$work/cat.png" \
+  --dpi 100 -q
+check_png "$work/cat.png" 700x500
+
 "$prog" --help | grep -q "^Usage: plot-netperfmeter-summary TABLE" || fail "--help"
 echo "PASS"

@@ -90,9 +90,13 @@ test_that("a single repetition is drawn without an interval", {
   expect_silent(ggplot_build(p))
 })
 
-test_that("unfiltered variables within a point are reported", {
+test_that("averaging over several flows is reported", {
   d <- make_table()
-  d[, ValueNo := Run + 100 * (match(Gamma, unique(Gamma)) * 10 + rho)]
-  expect_warning(npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma"),
-                 "varying column\\(s\\) Flow", class = "npm_warning")
+  setnames(d, c("Flow", "Value"), c("active.flow", "active.flow-ReceivedBitRate"))
+  expect_warning(npm_plot_summary(d, x = "rho", y = "active.flow-ReceivedBitRate", colour = "Gamma"),
+                 "several values of active.flow", class = "npm_warning")
+  expect_silent(npm_plot_summary(d, x = "rho", y = "active.flow-ReceivedBitRate", colour = "Gamma",
+                                 filter = "`active.flow` == 1"))
+  expect_silent(npm_plot_summary(d, x = "rho", y = "active.flow-ReceivedBitRate", colour = "Gamma",
+                                 facet_cols = "active.flow"))
 })
