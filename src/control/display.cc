@@ -43,18 +43,20 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
     std::snprintf(b, sizeof(b), "%5.1f%% total", usage.utilisation(0));
     cpu += b;
   }
-  std::printf("\r%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
-              "Received: %1.3f MiB at %1.1f Kbit/s   CPU: %s -->%s\x1b[0K",
-              colour_ ? "\x1b[34m" : "", static_cast<unsigned long long>(elapsed / 3600),
+  // On a terminal the line rewrites itself; into a file or pipe it is one line per second.
+  std::printf("%s%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
+              "Received: %1.3f MiB at %1.1f Kbit/s   CPU: %s -->%s%s",
+              colour_ ? "\r" : "", colour_ ? "\x1b[34m" : "", static_cast<unsigned long long>(elapsed / 3600),
               static_cast<unsigned long long>(elapsed / 60 % 60), static_cast<unsigned long long>(elapsed % 60),
               flows, measurements, static_cast<double>(tx.bytes) / 1048576.0, txRate,
-              static_cast<double>(rx.bytes) / 1048576.0, rxRate, cpu.c_str(), colour_ ? "\x1b[0m" : "");
+              static_cast<double>(rx.bytes) / 1048576.0, rxRate, cpu.c_str(), colour_ ? "\x1b[0m" : "",
+              colour_ ? "\x1b[0K" : "\n");
   std::fflush(stdout);
   printed_ = true;
 }
 
 void StatusLine::finish() {
-  if (printed_) {
+  if (printed_ && colour_) {
     std::printf("\n");
     std::fflush(stdout);
     printed_ = false;
