@@ -10,6 +10,7 @@
 
 #include "app/cli.h"
 #include "common/log.h"
+#include "control/control_channel.h"
 #include "control/display.h"
 #include "transport/sockets.h"
 
@@ -68,7 +69,7 @@ int runPassive(const app::PassiveCommand& c) {
     });
   };
   schedule();
-  io.run();
+  control::runLoop(io);
   status.finish();
   return 0;
 }

@@ -287,7 +287,8 @@ static __always_inline void npm_cong_avoid(struct sock *sk, __u32 acked, int alg
 		}
 	}
 	inc = npm_inc_fp(&acc, &self, algo, 0);
-	tp->snd_cwnd = npm_cc_apply(tp->snd_cwnd, &ca->acc, inc, acked, tp->snd_cwnd_clamp);
+	tp->snd_cwnd = npm_cc_apply_floor(tp->snd_cwnd, &ca->acc, inc, acked, tp->snd_cwnd_clamp,
+					  algo == NPM_OLIA ? NPM_OLIA_MIN_CWND : 2);
 }
 
 static __always_inline __u32 npm_ssthresh(struct sock *sk, int algo)
@@ -302,11 +303,15 @@ static __always_inline __u32 npm_ssthresh(struct sock *sk, int algo)
 		ca->l1 = ca->since;
 		ca->since = 0;
 	}
-	if (algo == NPM_LIA || algo == NPM_OLIA)
+	if (algo == NPM_LIA)
 		return npm_reno_ssthresh(tp->snd_cwnd);
-	if (npm_collect(sk, &acc, npm_acc_mask(algo), algo) < 2)
+	/* the walk is cheap with the OLIA mask reduced to the sums */
+	if (npm_collect(sk, &acc, algo == NPM_OLIA ? NPM_ACC_SUMS : npm_acc_mask(algo),
+			algo) < 2)
 		return npm_reno_ssthresh(tp->snd_cwnd);
 	npm_self(sk, &self);
+	if (algo == NPM_OLIA)
+		return npm_olia_ssthresh(&self);
 	return npm_rp_ssthresh(&acc, &self, algo);
 }
 

@@ -36,6 +36,11 @@ typedef int64_t  npm_s64;
 #define NPM_CC_ELL_CAP       (1u << 20)   /* OLIA loss interval clamp      */
 #define NPM_CC_INF_SSTHRESH  0x7fffffffu  /* TCP_INFINITE_SSTHRESH         */
 #define NPM_CC_MIN_SSTHRESH  2u           /* Linux never goes below 2      */
+/* CMT/RP floor: 4 segments, the smallest window that still gets three
+ * duplicate ACKs for a fast retransmit. With SCTP's 1-MTU floor a subflow
+ * sits at 1-2 segments, recovers losses only by RTO and stalls the MPTCP
+ * connection behind it (head-of-line blocking at the data level). */
+#define NPM_RP_MIN_SSTHRESH  4u
 #define NPM_CC_X_SHIFT       24           /* x_i = cwnd_i * 2^24 / rtt_i   */
 #define NPM_CC_T_SHIFT       8            /* T values carry 8 fraction bits */
 
@@ -240,25 +245,35 @@ NPM_CC_INLINE npm_u32 npm_reno_ssthresh(npm_u32 cwnd)
 /*
  * Apply a (possibly negative) fixed-point increase per ACKed segment:
  * acc += inc * acked; whole segments move into cwnd, the fraction stays.
- * The result is kept within [2, clamp].
+ * The result is kept within [floor, clamp] (floor >= 2); a window already
+ * below the floor is not raised, only not lowered further.
  */
-NPM_CC_INLINE npm_u32 npm_cc_apply(npm_u32 cwnd, npm_s64 *acc, npm_s64 inc_fp,
-				   npm_u32 acked, npm_u32 clamp)
+NPM_CC_INLINE npm_u32 npm_cc_apply_floor(npm_u32 cwnd, npm_s64 *acc, npm_s64 inc_fp,
+					 npm_u32 acked, npm_u32 clamp, npm_u32 floor)
 {
 	npm_s64 a = *acc + inc_fp * (npm_s64)acked;
 	npm_s64 d = a >> NPM_CC_FP_SHIFT;           /* floor, also if negative */
+	npm_s64 lo = floor < cwnd ? floor : cwnd;
 	npm_s64 c;
 
+	if (lo < 2)
+		lo = 2;
 	a -= d * NPM_CC_FP_ONE;
 	c = (npm_s64)cwnd + d;
-	if (c < 2) {
-		c = 2;
+	if (c < lo) {
+		c = lo;
 		a = 0;
 	}
 	if (c > (npm_s64)clamp)
 		c = clamp;
 	*acc = a;
 	return (npm_u32)c;
+}
+
+NPM_CC_INLINE npm_u32 npm_cc_apply(npm_u32 cwnd, npm_s64 *acc, npm_s64 inc_fp,
+				   npm_u32 acked, npm_u32 clamp)
+{
+	return npm_cc_apply_floor(cwnd, acc, inc_fp, acked, clamp, 2);
 }
 
 #endif

@@ -19,6 +19,10 @@
 
 #define NPM_OLIA_ACC (NPM_ACC_SUMS | NPM_ACC_OLIA)
 
+/* The negative alpha term does not shrink a window below 4 segments (the
+ * smallest that still gets a fast retransmit); only losses go lower. */
+#define NPM_OLIA_MIN_CWND 4u
+
 /*
  * alpha_r as sign (-1, 0, +1) and magnitude 1/(|P| k) (unsigned fixed
  * point): BPF has no signed division.
@@ -68,10 +72,12 @@ NPM_CC_INLINE npm_s64 npm_olia_inc_fp(const struct npm_cc_acc *a,
 	return sign < 0 ? t1 - t2 : (sign > 0 ? t1 + t2 : t1);
 }
 
-/* Loss: halve the own window (Reno). */
+/* Loss: halve the own window (Reno), but not below NPM_OLIA_MIN_CWND: a
+ * path squeezed to 2 segments by alpha would recover losses only by RTO. */
 NPM_CC_INLINE npm_u32 npm_olia_ssthresh(const struct npm_cc_path *self)
 {
-	return npm_reno_ssthresh(self->cwnd);
+	return npm_cc_max_u32(npm_reno_ssthresh(self->cwnd),
+			      npm_cc_min_u32(NPM_OLIA_MIN_CWND, self->cwnd));
 }
 
 /* ell_r = max(l1, l2) from the loss-interval counters. */

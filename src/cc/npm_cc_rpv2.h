@@ -5,7 +5,7 @@
  * T_P = RTT_P * sum_i c_i/RTT_i; a loss tries to halve the flow's
  * *bandwidth* B = sum_i c_i/RTT_i (not its total window) by taking
  * RTT_P * B/2 = T_P/2 off path P:
- *   loss on P:  s_P = max(c_P - T_P/2, 4 * i_P, 1), never < 2, once per
+ *   loss on P:  s_P = max(c_P - T_P/2, 4 * i_P, 1), never < NPM_RP_MIN_SSTHRESH (4), once per
  *               congestion event of the flow (npm_cc_rp_same_event)
  *   a sibling in CWR/Recovery/Loss counts with min(cwnd, ssthresh).
  *   slow start: c_P += i_P per ACKed segment
@@ -47,16 +47,24 @@ NPM_CC_INLINE npm_u64 npm_rpv2_inc_fp(const struct npm_cc_acc *a,
 	return npm_cc_min_u64(((npm_u64)1 << (NPM_CC_FP_SHIFT + NPM_CC_T_SHIFT)) / t8, reno);
 }
 
-NPM_CC_INLINE npm_u32 npm_rpv2_ssthresh(const struct npm_cc_acc *a,
+/* The paper's decrease (eq. 5/7 resp. its RPv2 analogue), in segments, >= 1. */
+NPM_CC_INLINE npm_u32 npm_rpv2_decrease(const struct npm_cc_acc *a,
 					const struct npm_cc_path *self)
 {
-	if (npm_cc_rp_same_event(a, self))
-		return npm_cc_max_u32(npm_cc_clamp_cwnd(self->cwnd), NPM_CC_MIN_SSTHRESH);
 	npm_u64 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u64 half_t = npm_cc_t8(a, self->rtt_us) >> (NPM_CC_T_SHIFT + 1);
 	npm_u64 v1 = c > half_t ? c - half_t : 0;
 	npm_u64 v2 = (4 * npm_rpv2_share_fp(a, self)) >> NPM_CC_FP_SHIFT;
 	npm_u64 v = npm_cc_max_u64(npm_cc_max_u64(v1, v2), 1);
-	return npm_cc_max_u32((npm_u32)v, NPM_CC_MIN_SSTHRESH);
+	return (npm_u32)v;
 }
+/* ssthresh handed to Linux: once per congestion event, at least NPM_RP_MIN_SSTHRESH. */
+NPM_CC_INLINE npm_u32 npm_rpv2_ssthresh(const struct npm_cc_acc *a,
+					const struct npm_cc_path *self)
+{
+	if (npm_cc_rp_same_event(a, self))
+		return npm_cc_max_u32(npm_cc_clamp_cwnd(self->cwnd), NPM_RP_MIN_SSTHRESH);
+	return npm_cc_max_u32(npm_rpv2_decrease(a, self), NPM_RP_MIN_SSTHRESH);
+}
+
 #endif

@@ -90,6 +90,9 @@ public:
 
 private:
   asio::awaitable<void> connectControl();
+  // The next message must be the acknowledgement of `what`; nullopt on timeout.
+  asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
+                                                            const char* what, Clock::duration timeout);
   asio::awaitable<npmp::Acknowledge> awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
                                               Clock::duration timeout = kAckTimeout);
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
@@ -157,8 +160,8 @@ asio::awaitable<void> Active::connectControl() {
   control_->start();
 }
 
-asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
-                                                    Clock::duration timeout) {
+asio::awaitable<std::optional<npmp::Acknowledge>> Active::nextAck(std::uint32_t flowId, std::uint16_t streamId,
+                                                                  const char* what, Clock::duration timeout) {
   std::optional<npmp::Bytes> message;
   try {
     message = co_await control_->next(timeout);
@@ -166,7 +169,7 @@ asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::u
     throw ActiveError(std::string("lost the control connection while waiting for the acknowledgement of ") + what +
                       ": " + e.what());
   }
-  if (!message) throw ActiveError(std::string("the passive did not acknowledge ") + what + " in time");
+  if (!message) co_return std::nullopt;
   const auto decoded = npmp::decode(*message);
   const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
   if (a == nullptr) {
@@ -176,6 +179,13 @@ asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::u
   if (a->measurementId != measurementId_ || a->flowId != flowId || a->streamId != streamId) {
     throw ActiveError(std::string("the passive acknowledged something else than ") + what);
   }
+  co_return *a;
+}
+
+asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
+                                                    Clock::duration timeout) {
+  const auto a = co_await nextAck(flowId, streamId, what, timeout);
+  if (!a) throw ActiveError(std::string("the passive did not acknowledge ") + what + " in time");
   co_return *a;
 }
 
@@ -334,18 +344,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   auto interval = std::chrono::milliseconds(250);
   for (int attempt = 1;; ++attempt) {
     co_await sendOnData(*channel, identifyMessage);
-    std::optional<npmp::Bytes> reply;
-    try {
-      reply = co_await control_->next(interval);
-    } catch (const ControlError& e) {
-      throw ActiveError(std::string("lost the control connection during IDENTIFY: ") + e.what());
-    }
-    if (reply) {
-      const auto decoded = npmp::decode(*reply);
-      const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
-      if (a == nullptr || a->flowId != flowId || a->measurementId != measurementId_) {
-        throw ActiveError("unexpected reply to the IDENTIFY of flow #" + std::to_string(flowId));
-      }
+    if (const auto a = co_await nextAck(flowId, 0, "IDENTIFY_FLOW", interval)) {
       if (a->status != npmp::kStatusOk) throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
       co_return;
     }
@@ -441,6 +440,7 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   }
   if (auto* v = measurement_->vector()) v->file().commit();
   for (auto& f : flows_) {
+    if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
     if (auto* v = f.flow->vector()) {
       v->flush();
       v->file().commit();
@@ -615,7 +615,7 @@ int runActive(const ActiveOptions& options) {
     }
     io.stop();
   });
-  io.run();
+  runLoop(io);
   return exitCode;
 }
 

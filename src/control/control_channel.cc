@@ -7,9 +7,21 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "common/log.h"
 #include "transport/channel.h"
 
 namespace npm::control {
+
+void runLoop(asio::io_context& io) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      log::error(std::string("internal error: ") + e.what());
+    }
+  }
+}
 
 asio::awaitable<bool> Event::wait(Clock::time_point deadline) {
   if (notified_) co_return true;

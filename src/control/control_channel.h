@@ -6,6 +6,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -22,6 +23,10 @@ namespace npm::control {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+
+// Runs the io_context until it stops; an exception escaping a handler is logged as an
+// internal error instead of ending the process (the passive keeps serving the others).
+void runLoop(asio::io_context& io);
 
 class ControlError : public std::runtime_error {
 public:

@@ -62,6 +62,7 @@ void Flow::startReceiving() {
 }
 
 bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
+  if (finished_) return true;  // in flight at STOP: after the end of the measurement
   if (message.size() < npmp::kDataHeaderSize || message[0] != static_cast<std::uint8_t>(npmp::Type::Data)) {
     fail("unexpected " + std::string(message.empty() ? "empty" : npmp::typeName(message[0])) +
          " message of " + std::to_string(message.size()) + " bytes on the data channel");
@@ -79,7 +80,16 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
     return false;
   }
   const Reception r = rx_.onMessage(h, message.size(), now);
-  if (vector_) vector_->row(r, startTime_ != 0 ? startTime_ : now, rx_.received());
+  if (vector_) {
+    try {
+      vector_->row(r, startTime_ != 0 ? startTime_ : now, rx_.received());
+    } catch (const FileError& e) {
+      // e.g. a full disk: the measurement goes on, the vector is lost and reported at the end
+      vectorError_ = e.what();
+      log::error(vectorError_);
+      vector_.reset();
+    }
+  }
   return true;
 }
 

@@ -64,6 +64,8 @@ public:
 
   void setVector(FlowVectorWriter writer) { vector_.emplace(std::move(writer)); }
   FlowVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
+  // Why the vector had to be given up during the run ("" if it did not).
+  const std::string& vectorError() const { return vectorError_; }
 
   // Begins the measurement at `startTime` (µs): the sender starts (off first if it has an
   // on/off schedule) and receptions are recorded relative to it.
@@ -122,6 +124,7 @@ private:
   TransmitStatistics tx_;
   ReceiveStatistics rx_;
   std::optional<FlowVectorWriter> vector_;
+  std::string vectorError_;
   std::function<void(const std::string&)> onFailure_;
   bool failed_ = false, finished_ = false;
 };
