@@ -286,31 +286,34 @@ npm_read_measurement_vector <- function(path) {
 }
 
 # Read a per-flow vector (*-<flow>-<stream>.vec; plain or .bz2): numbers only.
-npm_read_flow_vector <- function(path) {
+# columns: the columns to keep (default all); fewer columns need less memory.
+npm_read_flow_vector <- function(path, columns = NULL) {
   what <- "per-flow vector"
   con <- npm_open(path, what)
   on.exit(close(con))
   cols <- npm_vector_header(con, path, NPM_FLOW_COLUMNS, what)
-  first <- readLines(con, n = 1L, warn = FALSE)
-  first <- first[trimws(first) != ""]
-  if (length(first) == 0L)
-    return(as.data.table(setNames(rep(list(numeric(0)), length(cols)), cols)))
+  keep <- if (is.null(columns)) cols else intersect(cols, columns)
+  if (!is.null(columns) && length(setdiff(columns, cols)))
+    npm_stop("%s %s has no column(s) %s", what, path, paste(setdiff(columns, cols), collapse = ", "))
+  empty <- function() as.data.table(setNames(rep(list(numeric(0)), length(keep)), keep))
+  first <- character(0)
+  while (length(first) == 0L) {
+    l <- readLines(con, n = 1L, warn = FALSE)
+    if (length(l) == 0L) return(empty())
+    if (grepl("[^ \t\r]", l)) first <- l
+  }
   k <- length(strsplit(trimws(first), "[ \t]+")[[1]])
   if (k != length(cols) && k != length(cols) + 1L)
     npm_stop("%s %s has %d columns per row but %d names in its header",
              what, path, k, length(cols))
-  v <- tryCatch(scan(text = first, what = double(), quiet = TRUE),
-                error = function(e) npm_stop("cannot parse %s %s: %s", what, path, conditionMessage(e)))
-  rest <- tryCatch(scan(con, what = double(), quiet = TRUE),
-                   error = function(e) npm_stop("cannot parse %s %s: %s", what, path,
-                                                conditionMessage(e)))
-  v <- c(v, rest)
-  if (length(v) %% k != 0L)
-    npm_stop("%s %s is truncated or malformed (%d numbers, rows of %d)", what, path, length(v), k)
-  m <- matrix(v, ncol = k, byrow = TRUE)
-  if (k == length(cols) + 1L) m <- m[, -1L, drop = FALSE]
-  dt <- as.data.table(m)
-  setnames(dt, cols)
+  names_k <- if (k == length(cols)) cols else c(".line", cols)
+  spec <- lapply(names_k, function(n) if (n %in% keep) double() else NULL)
+  pushBack(first, con)
+  v <- tryCatch(scan(con, what = spec, quiet = TRUE, multi.line = FALSE),
+                error = function(e) npm_stop("%s %s is truncated or malformed: %s", what, path,
+                                             conditionMessage(e)))
+  names(v) <- names_k
+  dt <- as.data.table(v[keep])
   dt
 }
 
@@ -377,7 +380,7 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
         npm_warn("per-flow vector %s does not exist; skipped", name)
         next
       }
-      d <- npm_read_flow_vector(file)
+      d <- npm_read_flow_vector(file, c("RelTime", "Delay", "Jitter"))
       if (nrow(d) == 0L) next
       d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
       fv[[length(fv) + 1L]] <- d
@@ -905,9 +908,11 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
     act[, BitRateS := BitRate * u$factor]
     add(lines_by_flow(act, "BitRateS", sprintf("Bit rate [%s]", u$unit)) +
           expand_limits(y = 0), "Bit rate", section)
-    u <- npm_auto_unit(act$AbsBytes, "B")
-    act[, AbsBytesS := AbsBytes * u$factor]
-    add(ggplot(act, aes(x = RelTime, y = AbsBytesS, colour = Flow, linetype = Action,
+    cum <- mv[FlowID >= 0 & Action %in% c("Sent", "Received")]
+    cum[, Action := factor(Action, levels = c("Sent", "Received"))]
+    u <- npm_auto_unit(cum$AbsBytes, "B")
+    cum[, AbsBytesS := AbsBytes * u$factor]
+    add(ggplot(cum[order(RelTime)], aes(x = RelTime, y = AbsBytesS, colour = Flow, linetype = Action,
                         group = interaction(Flow, Action))) +
           geom_line(linewidth = 0.7) + facet_wrap(vars(NodeLabel), ncol = 1) +
           colour_flow + linetype_action + expand_limits(y = 0) +

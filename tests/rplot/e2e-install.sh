@@ -23,6 +23,13 @@ if command -v groff >/dev/null; then
     out=$(groff -man -Tutf8 -ww -z "$m" 2>&1) || fail "groff rejects $m"
     [[ -z $out ]] || fail "groff warns about $m: $out"
   done
+  # Every long option of --help is documented in the man page.
+  for p in plot-netperfmeter-results plot-netperfmeter-summary; do
+    txt=$(groff -man -Tascii -P-cbou "$prefix/share/man/man1/$p.1" 2>/dev/null)
+    for o in $("$prefix/bin/$p" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+      grep -q -- "$o" <<<"$txt" || fail "$p.1 does not document $o"
+    done
+  done
 fi
 # The installed programs and the example use the installed library only.
 unset NPM_RPLOT_LIBRARY

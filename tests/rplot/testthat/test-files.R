@@ -146,3 +146,19 @@ test_that("PDF bookmarks are added and the file stays a valid PDF", {
   expect_true(any(grepl("^Pages: +3$", out)))
   expect_false(any(grepl("Syntax Error|Syntax Warning", out)))
 })
+
+test_that("file names in a config are found next to it, with or without .bz2", {
+  dir <- tempfile("resolve-")
+  dir.create(file.path(dir, "results"), recursive = TRUE)
+  file.create(file.path(dir, "results", c("run-active.vec.bz2", "run-passive.vec")))
+  cdir <- file.path(dir, "results")
+  # as written by "netperfmeter ... -vector=results/run.vec.bz2", read from elsewhere
+  expect_equal(npm_resolve_file("results/run-active.vec.bz2", cdir),
+               file.path(cdir, "run-active.vec.bz2"))
+  expect_equal(npm_resolve_file("run-active.vec", cdir), file.path(cdir, "run-active.vec.bz2"))
+  expect_equal(npm_resolve_file("run-passive.vec.bz2", cdir), file.path(cdir, "run-passive.vec"))
+  expect_equal(npm_resolve_file(file.path(cdir, "run-passive.vec"), "/nonexistent"),
+               file.path(cdir, "run-passive.vec"))
+  expect_true(is.na(npm_resolve_file("missing.vec", cdir)))
+  expect_true(is.na(npm_resolve_file("", cdir)))
+})
