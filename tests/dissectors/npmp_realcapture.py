@@ -35,6 +35,14 @@ FLOWS = [
 RUNTIME = 2
 
 
+def select_flows(names):
+    """--flows tcp,udp,mptcp (default all): a subset of FLOWS, in this order."""
+    if not names:
+        return list(FLOWS)
+    want = [n.strip().lower() for n in names.split(",")]
+    return [f for f in FLOWS if f[0][1:] in want]
+
+
 def ports_free(base):
     for port, kind in ((base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM),
                        (base + 1, socket.SOCK_STREAM), (base, socket.SOCK_DGRAM)):
@@ -116,7 +124,7 @@ def capture_run(args, work, skip):
             time.sleep(0.1)
         active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp",
                       "-runtime=%d" % RUNTIME, "-nodisplay"]
-        for opt, spec, *_ in FLOWS:
+        for opt, spec, *_ in args.flow_list:
             active_cmd += [opt, spec]
         active_cmd += ["-scalar=" + os.path.join(outdir, "run.sca"),
                        "-vector=" + os.path.join(outdir, "run.vec"), "-loglevel=1"]
@@ -124,16 +132,19 @@ def capture_run(args, work, skip):
         act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
         out = act.stdout + act.stderr
         if act.returncode != 0:
-            raise RuntimeError("active netperfmeter exited with %d:\n%s" % (act.returncode, out[-4000:]))
+            raise RuntimeError("active netperfmeter exited with %d:\n%s\n--- passive log ---\n%s"
+                               % (act.returncode, out[-4000:],
+                                  open(os.path.join(work, "passive.log")).read()[-4000:]))
         time.sleep(1.0)
     finally:
         stop_process(passive)
         time.sleep(0.5)
         stop_process(cap, signal.SIGINT, 20)
         cap_err.close()
-    os.chmod(pcap, 0o644)
-    if args.keep:
-        shutil.copy(pcap, args.keep)
+        if os.path.exists(pcap):
+            os.chmod(pcap, 0o644)
+            if args.keep:
+                shutil.copy(pcap, args.keep)
     return pcap, base, out, active_cmd
 
 
@@ -142,7 +153,9 @@ FRAME_FIELDS = ["tcp.stream", "udp.stream", "tcp.srcport", "tcp.dstport", "udp.s
                 "_ws.malformed", "_ws.expert.severity", "_ws.expert.message"]
 
 
-def analyse(c, ts, pcap, base, active_out, label):
+def analyse(c, ts, pcap, base, active_out, label, args):
+    flows = args.flow_list
+    n_flows = len(flows)
     prefs = ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1), "-o", "npmp.udp_ports:%d" % base]
     F = ts.fields(pcap, FRAME_FIELDS, prefs)
     M = ts.messages(pcap, "npmp", prefs)
@@ -167,7 +180,7 @@ def analyse(c, ts, pcap, base, active_out, label):
         else:
             continue
         decoded[key] = decoded.get(key, 0) + sum(int(x) for x in f["npmp.length"])
-    c.check(len(payload) >= 4, "%s: %d NPMP connections (control, TCP, UDP, MPTCP)" % (label, len(payload)))
+    c.check(len(payload) >= 1 + n_flows, "%s: %d NPMP connections (control + one per flow)" % (label, len(payload)))
     c.eq(decoded, payload, "%s: decoded message bytes == transport payload bytes per connection" % label)
 
     # --- message level
@@ -188,11 +201,10 @@ def analyse(c, ts, pcap, base, active_out, label):
     by_type = {}
     for m in msgs:
         by_type.setdefault(first(m, "type"), []).append(m)
-    n_flows = len(FLOWS)
     addflows = by_type.get(2, [])
     c.eq(sorted(first(m, "flowid") for m in addflows), list(range(n_flows)), "%s: ADD_FLOW flow IDs" % label)
     c.eq([first(m, "protocol") for m in sorted(addflows, key=lambda m: first(m, "flowid"))],
-         [f[2] for f in FLOWS], "%s: ADD_FLOW protocols in command-line order" % label)
+         [f[2] for f in flows], "%s: ADD_FLOW protocols in command-line order" % label)
     meas = {m["measurementid"][0] for m in msgs if "measurementid" in m}
     c.eq(len(meas), 1, "%s: one measurement ID in the capture (%s)" % (label, meas))
     mid = int(next(iter(meas)), 16) if meas else None
@@ -204,7 +216,7 @@ def analyse(c, ts, pcap, base, active_out, label):
         print("  note: the active's output has no $<hex> measurement ID")
 
     ids = by_type.get(4, [])
-    for i, (opt, spec, proto, poff, out_size, in_size) in enumerate(FLOWS):
+    for i, (opt, spec, proto, poff, out_size, in_size) in enumerate(flows):
         mine = [m for m in ids if first(m, "flowid") == i]
         retries_ok = 1 <= len(mine) <= (5 if proto == 17 else 1)
         c.check(retries_ok, "%s: flow %d (%s): %d IDENTIFY" % (label, i, opt, len(mine)))
@@ -230,6 +242,23 @@ def analyse(c, ts, pcap, base, active_out, label):
         c.check(all(m["transport"] == ("udp" if proto == 17 else "tcp") and base + poff in (m["sport"], m["dport"])
                     for m in data), "%s: flow %d DATA on its data port" % (label, i))
     c.eq(sorted({first(m, "flowid") for m in by_type.get(5, [])}), list(range(n_flows)), "%s: DATA flow IDs" % label)
+
+    # Per-flow statistics the active prints at the end, if it does ("Flow #N ...",
+    # "Transmission B bytes ..., P packets", "Reception B bytes ..., P packets").
+    logged_stats = parse_flow_stats(active_out)
+    if not logged_stats:
+        print("  note: no per-flow Transmission/Reception lines in the active's output")
+    for fid, st in sorted(logged_stats.items()):
+        data = [m for m in by_type.get(5, []) if first(m, "flowid") == fid]
+        a2p = [first(m, "length") for m in data if first(m, "direction") == 0]
+        p2a = [first(m, "length") for m in data if first(m, "direction") == 1]
+        if "tx" in st:
+            c.eq((len(a2p), sum(a2p)), (st["tx"][1], st["tx"][0]),
+                 "%s: flow %d DATA active->passive (messages, bytes) == logged transmission" % (label, fid))
+        if "rx" in st:
+            c.check(len(p2a) >= st["rx"][1] and sum(p2a) >= st["rx"][0],
+                    "%s: flow %d DATA passive->active %d msgs/%d B >= logged reception %d/%d"
+                    % (label, fid, len(p2a), sum(p2a), st["rx"][1], st["rx"][0]))
     lost = [m["frame"] for m in msgs if m.get("seq.lost") or m.get("seq.reordered")]
     c.eq(lost, [], "%s: no lost/reordered DATA" % label)
 
@@ -253,15 +282,35 @@ def analyse(c, ts, pcap, base, active_out, label):
     return msgs
 
 
+def parse_flow_stats(text):
+    stats, cur = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Flow #(\d+) \(", line)
+        if m:
+            cur = stats.setdefault(int(m.group(1)), {})
+            continue
+        m = re.search(r"(Transmission|Reception)\s+(\d+) bytes.*?(\d+) packets", line)
+        if m and cur is not None:
+            cur["tx" if m.group(1) == "Transmission" else "rx"] = (int(m.group(2)), int(m.group(3)))
+    return {k: v for k, v in stats.items() if v}
+
+
 def main(args, Tshark, Checker, make_world_dir, skip):
     if os.geteuid() != 0:
         skip("capturing on lo needs root")
     if not args.netperfmeter or not os.access(args.netperfmeter, os.X_OK):
         skip("netperfmeter binary not found: %s" % args.netperfmeter)
+    args.flow_list = select_flows(args.flows)
+    if not args.flow_list:
+        skip("no flows selected by --flows %s" % args.flows)
     work = make_world_dir()
     ok = True
     try:
-        pcap, base, out, cmd = capture_run(args, work, skip)
+        try:
+            pcap, base, out, cmd = capture_run(args, work, skip)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print("ERROR: the netperfmeter run failed, nothing to decode:\n%s" % e)
+            return 1
         impls = []
         if args.plugin and os.path.exists(args.plugin):
             impls.append(Tshark("c", work, plugin=args.plugin))
@@ -273,7 +322,7 @@ def main(args, Tshark, Checker, make_world_dir, skip):
         for ts in impls:
             ts.verify_loaded()
             c = Checker("realcapture-" + ts.impl)
-            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl)
+            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl, args)
             ok = c.finish() and ok
         if len(results) == 2:
             c = Checker("realcapture-parity")

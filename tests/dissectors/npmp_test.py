@@ -670,6 +670,7 @@ def main():
     ap.add_argument("--profile-dir")
     ap.add_argument("--netperfmeter")
     ap.add_argument("--port", type=int, default=18100)
+    ap.add_argument("--flows", help="realcapture: subset of tcp,udp,mptcp (default all)")
     ap.add_argument("--keep", help="copy the capture to this path")
     ap.add_argument("--build-dir")
     ap.add_argument("--plugin-dir")
