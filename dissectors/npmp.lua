@@ -567,7 +567,8 @@ function npmp.dissector(tvb, pinfo, tree)
     return tvb:captured_len()
   end
   if (pt == 3 or pt == 4) and not confirmed[conv_key(pinfo)] then  -- UDP, DCCP
-    if not header_plausible(tvb, 0) then return 0 end
+    -- One message per datagram: its Length must be the datagram's.
+    if not header_plausible(tvb, 0) or tvb(2, 2):uint() ~= tvb:reported_len() then return 0 end
     confirm_conv(pinfo)
   end
   return dissect_datagram(tvb, pinfo, tree)
@@ -575,6 +576,9 @@ end
 
 local function heuristic(tvb, pinfo, tree)
   if not heur_plausible(tvb) then return false end
+  if pinfo.port_type ~= 2 and tvb(2, 2):uint() ~= tvb:reported_len() then
+    return false  -- datagrams carry exactly one message
+  end
   confirm_conv(pinfo)
   if pinfo.port_type == 2 then
     tcp_framing(tvb, pinfo, tree)

@@ -789,7 +789,8 @@ dissect_npmp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return (int)tvb_captured_length(tvb);
   }
   if ((pinfo->ptype == PT_UDP || pinfo->ptype == PT_DCCP) && !conv_confirmed(pinfo)) {
-    if (!header_plausible(tvb, 0))
+    /* One message per datagram: its Length must be the datagram's. */
+    if (!header_plausible(tvb, 0) || tvb_get_ntohs(tvb, 2) != tvb_reported_length(tvb))
       return 0;
     confirm_conv(pinfo);
   }
@@ -801,6 +802,8 @@ dissect_npmp_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
 {
   if (!heur_plausible(tvb))
     return FALSE;
+  if (pinfo->ptype != PT_TCP && tvb_get_ntohs(tvb, 2) != tvb_reported_length(tvb))
+    return FALSE;  /* datagrams carry exactly one message */
   confirm_conv(pinfo);
   if (pinfo->ptype == PT_TCP) {
     tcp_dissect_pdus(tvb, pinfo, tree, pref_desegment, NPMP_HDR_LEN,

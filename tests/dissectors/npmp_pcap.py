@@ -285,6 +285,12 @@ def build_tcp():
     #    claims these; they decode only with Decode-As or the port preferences
     f.append(TcpConn(ACTIVE, 40011, PASSIVE, 15001).send(0, stop(MEAS2)))
     f.append(udp(PASSIVE, 15002, ACTIVE, 40012, results(b"", eof=True)))
+    # 31-33 ordinary traffic on the NetPerfMeter ports must stay untouched:
+    # HTTP on TCP 9000, a TLS ClientHello start on TCP 9001, and a DNS query on
+    # UDP 9000 whose ID 0x0501 and flags 0x0100 even form a plausible DATA header
+    f.append(TcpConn(ACTIVE, 40013, PASSIVE, 9000).send(0, b"GET / HTTP/1.1\r\nHost: example\r\n\r\n"))
+    f.append(TcpConn(ACTIVE, 40014, PASSIVE, 9001).send(0, bytes.fromhex("160301005e0100005a0303") + bytes(80)))
+    f.append(udp(ACTIVE, 40015, PASSIVE, 9000, bytes.fromhex("050101000001000000000000076578616d706c6503636f6d0000010001")))
     return f
 
 

@@ -213,7 +213,7 @@ def npmp_experts(fr):
 
 def check_tcp(c, ts, pcap):
     F = ts.fields(pcap, NPMP_FIELDS)
-    c.eq(len(F), 30, "tcp.pcap frame count")
+    c.eq(len(F), 33, "tcp.pcap frame count")
     malformed = [n for n, fr in F.items() if fr["_ws.malformed"]]
     c.eq(malformed, [], "tcp.pcap: frames with _ws.malformed")
 
@@ -302,7 +302,7 @@ def check_tcp(c, ts, pcap):
     c.eq(f["npmp.flow.description"], [], "F18 no description")
     c.eq(f["npmp.seq.lost"], [], "F18 first message of an unknown flow is not a gap")
 
-    for n in (19, 20, 21, 28):  # random bytes are never claimed
+    for n in (19, 20, 21, 28, 31, 32, 33):  # random bytes and ordinary traffic are never claimed
         c.eq(F[n]["npmp.type"], [], "F%d random bytes not NPMP" % n)
     f = F[22]  # heuristics on a non-default port
     c.eq((f["npmp.type"], f["npmp.flowid"]), (["4", "5"], ["2", "2"]), "F22 heuristic TCP")
