@@ -656,11 +656,14 @@ npm_filter <- function(data, expr) {
 
 # Read a createsummary/combinesummaries table (plain, .bz2, .gz): header line,
 # whitespace-separated fields, "quoted" values, optional leading line numbers.
-npm_read_summary <- function(path) {
+# createsummary --csv tables (*.csv[.bz2]) are comma-separated; sep overrides.
+npm_read_summary <- function(path, sep = NULL) {
+  if (is.null(sep))
+    sep <- if (grepl("\\.csv(\\.(bz2|gz|xz))?$", path, ignore.case = TRUE)) "," else ""
   con <- npm_open(path, "table")
   on.exit(close(con))
   d <- tryCatch(
-    read.table(con, header = TRUE, quote = "\"", comment.char = "", sep = "",
+    read.table(con, header = TRUE, quote = "\"", comment.char = "", sep = sep,
                check.names = FALSE, stringsAsFactors = FALSE, strip.white = TRUE),
     error = function(e) {
       if (grepl("no lines available|first five rows are empty", conditionMessage(e)))

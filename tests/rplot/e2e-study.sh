@@ -26,4 +26,12 @@ check_pdf_pages study.pdf 1
 awk -F, 'NR > 1 && $3 != 2 { exit 1 }' study.csv || fail "expected 2 repetitions per point: $(cat study.csv)"
 "$prog" "$table" -x Protocol -k FrameSize --grey -o study.png --width 5 --height 4 --dpi 100 -q
 check_png study.png 500x400
+# The same study as strict CSV tables (createsummary --csv).
+(cd study && { echo "--resultsdirectory=csv"; cat results.summary; } >csv.summary \
+  && mkdir -p csv && createsummary --batch --quiet --csv <csv.summary >/dev/null) \
+  || fail "createsummary --csv failed"
+"$prog" study/csv/passive.flow-ReceivedBitRate.csv.bz2 -x FrameSize -c Protocol \
+  --dump csv.csv -o csv.pdf -q
+check_pdf_pages csv.pdf 1
+[[ $(wc -l <csv.csv) -eq 5 ]] || fail "CSV table: expected 4 points: $(cat csv.csv)"
 echo "PASS"

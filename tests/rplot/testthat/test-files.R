@@ -75,6 +75,14 @@ test_that("createsummary tables: quoted values, line numbers, empty aggregate co
   d <- npm_read_summary(f)
   expect_equal(names(d), c("RunNo", "ValueNo", "Split", "Run", "active.total-ReceivedBytes"))
   expect_equal(d$`active.total-ReceivedBytes`, c(5, 7))
+  f <- write_text(c('"RunNo","ValueNo","Split","passive.flow","Protocol","Note","passive.flow-ReceivedBitRate"',
+                    '0,1,"",0,"tcp","say ""hi"", ok",5454869326.615987',
+                    '0,1,"",0,"udp","plain",12.5'), tempfile(fileext = ".csv.bz2"))
+  d <- npm_read_summary(f)
+  expect_equal(names(d)[c(4, 7)], c("passive.flow", "passive.flow-ReceivedBitRate"))
+  expect_equal(d$Note, c("say \"hi\", ok", "plain"))
+  expect_equal(d$`passive.flow-ReceivedBitRate`, c(5454869326.615987, 12.5))
+  expect_equal(nrow(npm_read_summary(f, sep = ",")), 2L)
   expect_error(npm_read_summary(write_text("a b", tempfile())), "has no rows", class = "npm_error")
   expect_error(npm_read_summary(write_text(character(0), tempfile())), "is empty",
                class = "npm_error")
