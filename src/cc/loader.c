@@ -138,16 +138,24 @@ static int check_env(int need_load)
 	struct utsname u;
 	int major = 0, minor = 0;
 
-	if (need_load && access(BTF_PATH, R_OK) != 0) {
+	/* test hooks: pretend another BTF path / kernel release */
+	const char *btf = getenv("NPM_CC_LOADER_BTF");
+	const char *release = getenv("NPM_CC_LOADER_KERNEL_RELEASE");
+
+	if (!btf)
+		btf = BTF_PATH;
+	if (need_load && access(btf, R_OK) != 0) {
 		fprintf(stderr, "netperfmeter-cc-loader: no kernel BTF (%s missing): "
-			"the kernel needs CONFIG_DEBUG_INFO_BTF=y\n", BTF_PATH);
+			"the kernel needs CONFIG_DEBUG_INFO_BTF=y\n", btf);
 		return 2;
 	}
-	if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+	if (!release && uname(&u) == 0)
+		release = u.release;
+	if (release && sscanf(release, "%d.%d", &major, &minor) == 2 &&
 	    (major < MIN_MAJOR || (major == MIN_MAJOR && minor < MIN_MINOR))) {
 		fprintf(stderr, "netperfmeter-cc-loader: kernel %s too old: need >= %d.%d "
 			"(BPF struct_ops tcp_congestion_ops, TCP kfuncs, bpf_rdonly_cast)\n",
-			u.release, MIN_MAJOR, MIN_MINOR);
+			release, MIN_MAJOR, MIN_MINOR);
 		return 2;
 	}
 	if (!have_cap(CAP_SYS_ADMIN) && !(have_cap(CAP_BPF) && have_cap(CAP_PERFMON))) {
@@ -245,6 +253,7 @@ struct scan {
 	__u32 map_id[NPM_CC_COUNT];
 	__u64 stats[NPM_CC_COUNT][3];
 	int have_stats;
+	__u32 stats_id;
 	int unregistered;
 	int errors;
 	int do_unregister;
@@ -280,13 +289,15 @@ static int scan_cb(int fd, const struct bpf_map_info *info, void *arg)
 		}
 	} else if (info->type == BPF_MAP_TYPE_ARRAY && strcmp(info->name, "npm_cc_b.bss") == 0 &&
 		   info->value_size >= sizeof(__u64) * NPM_CC_COUNT * 3) {
+		/* counters of the newest object (older ones may be dying) */
 		__u64 *v = calloc(1, info->value_size);
 		int zero = 0;
-		if (v && bpf_map_lookup_elem(fd, &zero, v) == 0) {
+		if (v && info->id > s->stats_id && bpf_map_lookup_elem(fd, &zero, v) == 0) {
 			for (i = 0; i < NPM_CC_COUNT; i++)
 				for (int k = 0; k < 3; k++)
-					s->stats[i][k] += v[i * 3 + k];
+					s->stats[i][k] = v[i * 3 + k];
 			s->have_stats = 1;
+			s->stats_id = info->id;
 		}
 		free(v);
 	}

@@ -21,6 +21,7 @@ npm_cc_path P(npm_u32 cwnd, npm_u32 rtt_us, npm_u32 ssthresh = NPM_CC_INF_SSTHRE
   p.ssthresh = ssthresh;
   p.rtt_us = rtt_us;
   p.ell = ell;
+  p.ca_state = 0;
   return p;
 }
 
@@ -51,6 +52,11 @@ TEST_CASE("branch-free helpers", "[cc]")
   CHECK(npm_cc_clamp_rtt(0) == 1);
   CHECK(npm_cc_eff_ssthresh(NPM_CC_INF_SSTHRESH, 17) == 17);
   CHECK(npm_cc_eff_ssthresh(12, 17) == 12);
+  // CMT/RP view of a sibling: in CWR/Recovery/Loss it counts with its target
+  CHECK(npm_cc_rp_cwnd(40, 20, 0) == 40);   // Open
+  CHECK(npm_cc_rp_cwnd(40, 20, 1) == 40);   // Disorder
+  CHECK(npm_cc_rp_cwnd(40, 20, 3) == 20);   // Recovery
+  CHECK(npm_cc_rp_cwnd(10, 20, 4) == 10);   // Loss, cwnd already below
 }
 
 TEST_CASE("fixed-point apply moves whole segments and keeps the fraction", "[cc]")
@@ -71,6 +77,11 @@ TEST_CASE("fixed-point apply moves whole segments and keeps the fraction", "[cc]
   CHECK(npm_cc_apply(2, &acc, -NPM_CC_FP_ONE, 5, 1000) == 2);
   acc = 0;
   CHECK(npm_cc_apply(99, &acc, NPM_CC_FP_ONE, 5, 100) == 100);
+  // OLIA's floor: not below 4 by the alpha term, a smaller window stays
+  acc = 0;
+  CHECK(npm_cc_apply_floor(5, &acc, -NPM_CC_FP_ONE, 3, 100, NPM_OLIA_MIN_CWND) == 4);
+  acc = 0;
+  CHECK(npm_cc_apply_floor(3, &acc, -NPM_CC_FP_ONE, 3, 100, NPM_OLIA_MIN_CWND) == 3);
 }
 
 TEST_CASE("Reno", "[cc]")
@@ -174,6 +185,9 @@ TEST_CASE("OLIA (Khalili et al.)", "[cc][olia]")
     auto a = Acc({p}, NPM_OLIA_ACC);
     CHECK(fp(npm_olia_inc_fp(&a, &p)) == Approx(0.1).epsilon(0.005));
     CHECK(npm_olia_ssthresh(&p) == 5);
+    auto p6 = P(6, 1000), p3 = P(3, 1000);
+    CHECK(npm_olia_ssthresh(&p6) == 4);   // 3 -> not below 4
+    CHECK(npm_olia_ssthresh(&p3) == 3);   // already below 4: stays
     CHECK(npm_olia_ell(7, 9) == 9);
   }
 }
@@ -184,7 +198,7 @@ TEST_CASE("CMT/RPv1", "[cc][rpv1]")
     // c1=10 s1=8; c2=30 s2=24: S=32, C=40
     // s1/S = 0.25: slow start +0.25/seg, CA +0.25/10 = 0.025/seg
     // s2/S = 0.75: CA +0.75/30 = 0.025/seg
-    // loss on 1: max(10-20, 4*8/32=1, 1) = 1 -> Linux minimum 2
+    // loss on 1: max(10-20, 4*8/32=1, 1) = 1 (ssthresh: floor 4)
     // loss on 2: max(30-20=10, 4*24/32=3, 1) = 10
     auto p1 = P(10, 10000, 8), p2 = P(30, 10000, 24);
     auto a = Acc({p1, p2}, NPM_RPV1_ACC);
@@ -193,7 +207,9 @@ TEST_CASE("CMT/RPv1", "[cc][rpv1]")
     CHECK(fp(npm_rpv1_ss_inc_fp(&a, &p1)) == Approx(0.25).epsilon(1e-4));
     CHECK(fp(npm_rpv1_inc_fp(&a, &p1)) == Approx(0.025).epsilon(1e-3));
     CHECK(fp(npm_rpv1_inc_fp(&a, &p2)) == Approx(0.025).epsilon(1e-3));
-    CHECK(npm_rpv1_ssthresh(&a, &p1) == 2);
+    CHECK(npm_rpv1_decrease(&a, &p1) == 1);
+    CHECK(npm_rpv1_decrease(&a, &p2) == 10);
+    CHECK(npm_rpv1_ssthresh(&a, &p1) == NPM_RP_MIN_SSTHRESH);
     CHECK(npm_rpv1_ssthresh(&a, &p2) == 10);
   }
   SECTION("an unset ssthresh counts as the window") {
@@ -203,19 +219,40 @@ TEST_CASE("CMT/RPv1", "[cc][rpv1]")
     auto a = Acc({p1, p2}, NPM_RPV1_ACC);
     CHECK(a.sum_ss == 60);
     CHECK(fp(npm_rpv1_ss_inc_fp(&a, &p1)) == Approx(2.0 / 3).epsilon(1e-4));
-    CHECK(npm_rpv1_ssthresh(&a, &p1) == 2);
+    CHECK(npm_rpv1_decrease(&a, &p1) == 2);
   }
   SECTION("the 4*MTU*s_P/S floor") {
     // c1=12 s1=100, c2=100 s2=4: S=104, C=112: max(12-56, 4*100/104=3.85->3, 1) = 3
     auto p1 = P(12, 10000, 100), p2 = P(100, 10000, 4);
     auto a = Acc({p1, p2}, NPM_RPV1_ACC);
-    CHECK(npm_rpv1_ssthresh(&a, &p1) == 3);
+    CHECK(npm_rpv1_decrease(&a, &p1) == 3);
+    CHECK(npm_rpv1_ssthresh(&a, &p1) == 4);
+  }
+  SECTION("one flow-level reduction per congestion event") {
+    // c1=c2=20, s=inf. Loss on 1: max(20-20, 4*20/40=2, 1) = 2 -> floor 4.
+    // Subflow 1 now in Recovery (cwnd 20 -> ssthresh 4, counts as 4);
+    // a loss on 2 in the same event keeps s2 = c2 = 20 (C already halved).
+    auto p1 = P(20, 10000), p2 = P(20, 10000);
+    auto a = Acc({p1, p2}, NPM_RPV1_ACC);
+    CHECK(npm_rpv1_decrease(&a, &p1) == 2);
+    CHECK(npm_rpv1_ssthresh(&a, &p1) == 4);
+    auto r1 = P(npm_cc_rp_cwnd(20, 4, 3), 10000, 4);
+    r1.ca_state = 3;
+    auto b = Acc({r1, p2}, NPM_RPV1_ACC);
+    CHECK(b.n_reducing == 1);
+    CHECK(b.sum_cwnd == 24);
+    CHECK(npm_cc_rp_same_event(&b, &p2) == 1);
+    CHECK(npm_rpv1_ssthresh(&b, &p2) == 20);
+    CHECK(npm_rpv2_ssthresh(&b, &p2) == 20);
+    // the reducing subflow itself (e.g. an RTO during its recovery) still reduces
+    CHECK(npm_cc_rp_same_event(&b, &r1) == 0);
   }
   SECTION("a single path: Reno increase, SCTP decrease") {
     auto p = P(10, 10000, 8);
     auto a = Acc({p}, NPM_RPV1_ACC);
     CHECK(fp(npm_rpv1_inc_fp(&a, &p)) == Approx(0.1).epsilon(1e-3));
-    CHECK(npm_rpv1_ssthresh(&a, &p) == 5);  // max(10-5, 4, 1)
+    CHECK(npm_rpv1_decrease(&a, &p) == 5);  // max(10-5, 4, 1)
+    CHECK(npm_rpv1_ssthresh(&a, &p) == 5);
   }
 }
 
@@ -226,7 +263,7 @@ TEST_CASE("CMT/RPv2", "[cc][rpv2]")
     // i1 = 0.001/0.0015 = 2/3, i2 = 1/3
     // T1 = 10000*0.0015 = 15 -> CA +1/15; T2 = 60 -> CA +1/60
     // loss on 1: max(10 - 15/2 (rounded down: 7) = 3, 4*2/3 = 2.67 -> 2, 1) = 3
-    // loss on 2: max(20 - 30 -> 0, 4/3 -> 1, 1) = 1 -> Linux minimum 2
+    // loss on 2: max(20 - 30 -> 0, 4/3 -> 1, 1) = 1 (ssthresh: floor 4)
     auto p1 = P(10, 10000), p2 = P(20, 40000);
     auto a = Acc({p1, p2}, NPM_RPV2_ACC);
     CHECK(fp(npm_rpv2_share_fp(&a, &p1)) == Approx(2.0 / 3).epsilon(1e-3));
@@ -234,20 +271,23 @@ TEST_CASE("CMT/RPv2", "[cc][rpv2]")
     CHECK(fp(npm_rpv2_ss_inc_fp(&a, &p1)) == Approx(2.0 / 3).epsilon(1e-3));
     CHECK(fp(npm_rpv2_inc_fp(&a, &p1)) == Approx(1.0 / 15).epsilon(1e-3));
     CHECK(fp(npm_rpv2_inc_fp(&a, &p2)) == Approx(1.0 / 60).epsilon(1e-3));
-    CHECK(npm_rpv2_ssthresh(&a, &p1) == 3);
-    CHECK(npm_rpv2_ssthresh(&a, &p2) == 2);
+    CHECK(npm_rpv2_decrease(&a, &p1) == 3);
+    CHECK(npm_rpv2_decrease(&a, &p2) == 1);
+    CHECK(npm_rpv2_ssthresh(&a, &p1) == 4);
+    CHECK(npm_rpv2_ssthresh(&a, &p2) == 4);
   }
   SECTION("equal paths: half of Reno's increase, loss takes the whole window") {
     // c=20, rtt 20 ms twice: T = 40, i = 1/2; CA +1/40; loss: max(20-20, 2, 1) = 2
     auto p = P(20, 20000);
     auto a = Acc({p, p}, NPM_RPV2_ACC);
     CHECK(fp(npm_rpv2_inc_fp(&a, &p)) == Approx(1.0 / 40).epsilon(1e-3));
-    CHECK(npm_rpv2_ssthresh(&a, &p) == 2);
+    CHECK(npm_rpv2_decrease(&a, &p) == 2);
   }
   SECTION("a single path is Reno") {
     auto p = P(10, 25000);
     auto a = Acc({p}, NPM_RPV2_ACC);
     CHECK(fp(npm_rpv2_inc_fp(&a, &p)) == Approx(0.1).epsilon(1e-3));
+    CHECK(npm_rpv2_decrease(&a, &p) == 5);
     CHECK(npm_rpv2_ssthresh(&a, &p) == 5);
   }
 }
