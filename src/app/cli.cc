@@ -352,9 +352,9 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (controlSctp) {
     return CliError{"control over SCTP (-x) is not supported by this build yet; use -y (TCP) or -w (MPTCP)"};
   }
-  active.control = controlMptcp ? control::ControlTransport::Mptcp
-                   : controlTcp ? control::ControlTransport::Tcp
-                                : control::ControlTransport::Default;
+  active.control = controlMptcp ? control::ControlProtocol::Mptcp
+                   : controlTcp ? control::ControlProtocol::Tcp
+                                : control::ControlProtocol::Default;
 
   std::vector<flowspec::FlowSpec> flows;
   for (const auto& [protocol, text] : specs) {

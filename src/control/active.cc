@@ -135,13 +135,13 @@ void Active::onSignal(int number) {
 }
 
 asio::awaitable<void> Active::connectControl() {
-  ControlTransport transport = o_.control;
-  if (transport == ControlTransport::Default) {
+  ControlProtocol transport = o_.control;
+  if (transport == ControlProtocol::Default) {
     // SCTP is the reference's default; this build has no SCTP backend yet, so fall back.
     log::info("NPMP-CONTROL over SCTP is not available here; using TCP for the control connection");
-    transport = ControlTransport::Tcp;
+    transport = ControlProtocol::Tcp;
   }
-  const Protocol protocol = transport == ControlTransport::Mptcp ? Protocol::MPTCP : Protocol::TCP;
+  const Protocol protocol = transport == ControlProtocol::Mptcp ? Protocol::MPTCP : Protocol::TCP;
   const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
   const int fd = transport::openSocket(protocol, family);
   tcp::socket socket(io_);
@@ -155,7 +155,9 @@ asio::awaitable<void> Active::connectControl() {
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
   co_await connectWithin(socket, to, kConnectTimeout);
-  control_ = std::make_shared<ControlChannel>(std::move(socket), npmp::Channel::ControlToActive);
+  control_ = std::make_shared<ControlChannel>(
+      io_.get_executor(), tcpControl(std::move(socket), npmp::Channel::ControlToActive, protocol == Protocol::MPTCP),
+      transport::endpointName(to.address(), to.port()), to.address());
   control_->watchFailure(&runEvent_);
   control_->start();
 }
@@ -334,7 +336,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
-  if (!channel->isDatagram()) {
+  if (channel->reliable()) {
     co_await sendOnData(*channel, identifyMessage);
     const auto a = co_await awaitAck(flowId, 0, "IDENTIFY_FLOW");
     if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
@@ -400,7 +402,10 @@ asio::awaitable<void> Active::waitForDrain() {
     bool pending = false;
     for (auto& f : flows_) {
       auto* channel = f.flow->channel();
-      if (channel != nullptr && !channel->isDatagram() && transport::unsentBytes(channel->fd()) > 0) pending = true;
+      if (channel != nullptr && !channel->isDatagram() && channel->fd() >= 0 &&
+          transport::unsentBytes(channel->fd()) > 0) {
+        pending = true;
+      }
     }
     if (!pending || Clock::now() >= deadline) co_return;
     timer.expires_after(std::chrono::milliseconds(5));

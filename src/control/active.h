@@ -15,13 +15,13 @@ namespace npm::control {
 
 namespace asio = boost::asio;
 
-enum class ControlTransport { Default, Sctp, Tcp, Mptcp };
+enum class ControlProtocol { Default, Sctp, Tcp, Mptcp };
 
 struct ActiveOptions {
   std::string remoteName;  // as given, for messages
   asio::ip::address remote;
   std::uint16_t port = 9000;  // BASE
-  ControlTransport control = ControlTransport::Default;
+  ControlProtocol control = ControlProtocol::Default;
   std::vector<asio::ip::address> localAddresses;    // -L
   std::vector<asio::ip::address> controlAddresses;  // -l
   bool v6only = false;

@@ -1,7 +1,6 @@
 #include "control/control_channel.h"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,6 +8,7 @@
 
 #include "common/log.h"
 #include "transport/channel.h"
+#include "transport/sctp_channel.h"
 
 namespace npm::control {
 
@@ -36,63 +36,159 @@ void Event::notify() {
   timer_.cancel();
 }
 
-ControlChannel::ControlChannel(asio::ip::tcp::socket socket, npmp::Channel incoming)
-    : socket_(std::move(socket)),
-      incoming_(incoming),
-      messageEvent_(socket_.get_executor()),
-      drainEvent_(socket_.get_executor()) {
-  boost::system::error_code ec;
-  const auto remote = socket_.remote_endpoint(ec);
-  if (!ec) {
-    peerAddress_ = remote.address();
-    if (peerAddress_.is_v6() && peerAddress_.to_v6().is_v4_mapped()) {
-      peerAddress_ = asio::ip::make_address_v4(asio::ip::v4_mapped, peerAddress_.to_v6());
-    }
-    peerName_ = transport::endpointName(remote.address(), remote.port());
-  } else {
-    peerName_ = "(unknown)";
+namespace {
+
+// ---------------------------------------------------------------- TCP / MPTCP
+
+class TcpControl : public ControlTransport, public std::enable_shared_from_this<TcpControl> {
+public:
+  TcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp)
+      : socket_(std::move(socket)), incoming_(incoming), mptcp_(mptcp) {}
+
+  void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
+    onMessage_ = std::move(onMessage);
+    onError_ = std::move(onError);
+    readHeader();
   }
+
+  void write(const npmp::Bytes& message, std::function<void(const std::string&)> done) override {
+    asio::async_write(socket_, asio::buffer(message),
+                      [self = shared_from_this(), done = std::move(done)](const boost::system::error_code& ec, std::size_t) {
+                        done(ec ? ec.message() : std::string());
+                      });
+  }
+
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  std::string protocol() const override { return mptcp_ ? "MPTCP" : "TCP"; }
+
+private:
+  void readHeader() {
+    message_.assign(4, 0);
+    asio::async_read(socket_, asio::buffer(message_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+      if (self->closed_) return;
+      if (ec) return self->onError_(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
+      if (auto error = npmp::checkHeader(self->message_.data(), self->incoming_); !error.empty()) {
+        return self->onError_(error);
+      }
+      const std::size_t length = npmp::declaredLength(self->message_);
+      self->message_.resize(length);
+      if (length == 4) return self->deliver();
+      asio::async_read(self->socket_, asio::buffer(self->message_.data() + 4, length - 4),
+                       [self](const boost::system::error_code& ec2, std::size_t) {
+                         if (self->closed_) return;
+                         if (ec2) {
+                           return self->onError_(ec2 == asio::error::eof ? "connection closed by the peer in the middle of a message"
+                                                                         : ec2.message());
+                         }
+                         self->deliver();
+                       });
+    });
+  }
+
+  void deliver() {
+    onMessage_(std::move(message_));
+    readHeader();
+  }
+
+  asio::ip::tcp::socket socket_;
+  npmp::Channel incoming_;
+  bool mptcp_;
+  npmp::Bytes message_;
+  std::function<void(npmp::Bytes)> onMessage_;
+  std::function<void(const std::string&)> onError_;
+  bool closed_ = false;
+};
+
+// ---------------------------------------------------------------------- SCTP
+
+class SctpControl : public ControlTransport, public std::enable_shared_from_this<SctpControl> {
+public:
+  SctpControl(std::shared_ptr<transport::SctpAssociation> association, npmp::Channel incoming)
+      : association_(std::move(association)), incoming_(incoming) {}
+
+  void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
+    std::weak_ptr<SctpControl> weak = shared_from_this();
+    association_->start(
+        [weak, onMessage, onError](std::uint16_t, std::uint32_t, std::span<const std::uint8_t> m, std::uint64_t) {
+          auto self = weak.lock();
+          if (!self) return;
+          if (m.size() < 4) return onError("not NPMP: a message of " + std::to_string(m.size()) + " bytes");
+          if (auto error = npmp::checkHeader(m.data(), self->incoming_); !error.empty()) return onError(error);
+          if (npmp::declaredLength(m) != m.size()) {
+            return onError("not NPMP: the length field does not match the SCTP message");
+          }
+          onMessage(npmp::Bytes(m.begin(), m.end()));
+        },
+        onError);
+  }
+
+  void write(const npmp::Bytes& message, std::function<void(const std::string&)> done) override {
+    sctp::SendInfo info;
+    info.stream = 0;
+    info.ppid = npmp::kPpidControl;
+    bool failed = false;
+    if (association_->trySend(message.data(), message.size(), info, failed)) {
+      asio::post(association_->io(), [done] { done({}); });
+      return;
+    }
+    if (failed) {
+      asio::post(association_->io(), [done] { done("the SCTP association failed"); });
+      return;
+    }
+    association_->waitWritable([self = shared_from_this(), message, done] { self->write(message, done); });
+  }
+
+  void close() override { association_->close(); }
+  std::string protocol() const override {
+    return std::string("SCTP (") + sctp::stackName(association_->socket().stack()) + ")";
+  }
+
+private:
+  std::shared_ptr<transport::SctpAssociation> association_;
+  npmp::Channel incoming_;
+};
+
+}  // namespace
+
+std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp) {
+  return std::make_shared<TcpControl>(std::move(socket), incoming, mptcp);
 }
 
-ControlChannel::~ControlChannel() {
-  boost::system::error_code ec;
-  socket_.close(ec);
+std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<transport::SctpAssociation> association,
+                                              npmp::Channel incoming) {
+  return std::make_shared<SctpControl>(std::move(association), incoming);
 }
+
+ControlChannel::ControlChannel(asio::any_io_executor executor, std::shared_ptr<ControlTransport> transport,
+                               std::string peerName, asio::ip::address peerAddress)
+    : transport_(std::move(transport)),
+      peerName_(std::move(peerName)),
+      peerAddress_(peerAddress.is_v6() && peerAddress.to_v6().is_v4_mapped()
+                       ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, peerAddress.to_v6()))
+                       : peerAddress),
+      messageEvent_(executor),
+      drainEvent_(executor) {}
+
+ControlChannel::~ControlChannel() { transport_->close(); }
 
 void ControlChannel::start() {
-  asio::co_spawn(socket_.get_executor(), [self = shared_from_this()]() { return self->readLoop(); },
-                 asio::detached);
-}
-
-asio::awaitable<void> ControlChannel::readLoop() {
-  auto self = shared_from_this();  // keeps the channel alive while reading
-  for (;;) {
-    npmp::Bytes message(4);
-    boost::system::error_code ec;
-    co_await asio::async_read(socket_, asio::buffer(message), asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      fail(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
-      co_return;
-    }
-    std::string error = npmp::checkHeader(message.data(), incoming_);
-    if (!error.empty()) {
-      fail(error);
-      co_return;
-    }
-    const std::size_t length = npmp::declaredLength(message);
-    message.resize(length);
-    if (length > 4) {
-      co_await asio::async_read(socket_, asio::buffer(message.data() + 4, length - 4),
-                                asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        fail(ec == asio::error::eof ? "connection closed by the peer in the middle of a message"
-                                    : ec.message());
-        co_return;
-      }
-    }
-    received_.push_back(std::move(message));
-    messageEvent_.notify();
-  }
+  std::weak_ptr<ControlChannel> weak = shared_from_this();
+  transport_->start(
+      [weak](npmp::Bytes message) {
+        if (auto self = weak.lock()) {
+          self->received_.push_back(std::move(message));
+          self->messageEvent_.notify();
+        }
+      },
+      [weak](const std::string& reason) {
+        if (auto self = weak.lock()) self->fail(reason);
+      });
 }
 
 void ControlChannel::fail(const std::string& reason) {
@@ -117,18 +213,19 @@ void ControlChannel::writeNext() {
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(outgoing_.front()),
-                    [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-                      if (ec) {
-                        self->writing_ = false;
-                        self->fail(ec.message());
-                        return;
-                      }
-                      self->queuedBytes_ -= self->outgoing_.front().size();
-                      self->outgoing_.pop_front();
-                      self->drainEvent_.notify();
-                      self->writeNext();
-                    });
+  transport_->write(outgoing_.front(), [weak = weak_from_this()](const std::string& error) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!error.empty()) {
+      self->writing_ = false;
+      self->fail(error);
+      return;
+    }
+    self->queuedBytes_ -= self->outgoing_.front().size();
+    self->outgoing_.pop_front();
+    self->drainEvent_.notify();
+    self->writeNext();
+  });
 }
 
 asio::awaitable<void> ControlChannel::drained(std::size_t limit) {
@@ -159,9 +256,7 @@ asio::awaitable<std::optional<npmp::Bytes>> ControlChannel::next(Clock::duration
 void ControlChannel::close() {
   failed_ = true;
   if (failure_.empty()) failure_ = "closed";
-  boost::system::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  transport_->close();
 }
 
 }  // namespace npm::control

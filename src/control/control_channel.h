@@ -1,6 +1,6 @@
-// NPMP-CONTROL over a stream socket (TCP or MPTCP): framed messages, a write queue, and a
-// background reader so that a waiter can ask for "the next message within T" and learn at
-// once when the connection is lost.
+// NPMP-CONTROL over TCP, MPTCP or SCTP: a transport that delivers whole messages, a write
+// queue, and a waiter that asks for "the next message within T" and learns at once when
+// the connection is lost.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
@@ -12,12 +12,17 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "npmp/messages.h"
+
+namespace npm::transport {
+class SctpAssociation;
+}
 
 namespace npm::control {
 
@@ -48,10 +53,29 @@ private:
   bool notified_ = false;
 };
 
+// How control messages travel: whole messages in, whole messages out.
+class ControlTransport {
+public:
+  virtual ~ControlTransport() = default;
+  // Delivers each message; `onError` once when the connection fails or carries garbage.
+  virtual void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) = 0;
+  // Writes one message; `done` gets "" or the error.
+  virtual void write(const npmp::Bytes& message, std::function<void(const std::string& error)> done) = 0;
+  virtual void close() = 0;
+  virtual std::string protocol() const = 0;  // "TCP", "MPTCP", "SCTP (userland)"
+};
+
+// Messages framed by their TLV length on a TCP or MPTCP socket; `incoming` says which
+// messages may arrive (anything else fails the connection as soon as its header is seen).
+std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp);
+// Messages on stream 0 of an SCTP association, PPID 36.
+std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<transport::SctpAssociation> association,
+                                              npmp::Channel incoming);
+
 class ControlChannel : public std::enable_shared_from_this<ControlChannel> {
 public:
-  // `incoming` says which messages may arrive; anything else fails the connection at once.
-  ControlChannel(asio::ip::tcp::socket socket, npmp::Channel incoming);
+  ControlChannel(asio::any_io_executor executor, std::shared_ptr<ControlTransport> transport, std::string peerName,
+                 asio::ip::address peerAddress);
   ~ControlChannel();
 
   void start();  // begins reading
@@ -68,17 +92,15 @@ public:
   void watchFailure(Event* event) { failureWatcher_ = event; }
   void close();
 
-  asio::ip::tcp::socket& socket() { return socket_; }
   const std::string& peerName() const { return peerName_; }
   const asio::ip::address& peerAddress() const { return peerAddress_; }
+  std::string protocol() const { return transport_->protocol(); }
 
 private:
-  asio::awaitable<void> readLoop();
   void writeNext();
   void fail(const std::string& reason);
 
-  asio::ip::tcp::socket socket_;
-  npmp::Channel incoming_;
+  std::shared_ptr<ControlTransport> transport_;
   std::string peerName_;
   asio::ip::address peerAddress_;
   std::deque<npmp::Bytes> received_;

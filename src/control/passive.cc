@@ -565,8 +565,12 @@ void PassiveServer::Impl::acceptControl(std::shared_ptr<tcp::acceptor> acceptor)
       } else {
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        auto session = std::make_shared<Session>(
-            self, std::make_shared<ControlChannel>(std::move(socket), npmp::Channel::ControlToPassive));
+        const auto remote = socket.remote_endpoint(ignored);
+        auto control = std::make_shared<ControlChannel>(
+            self->io_.get_executor(),
+            tcpControl(std::move(socket), npmp::Channel::ControlToPassive, self->options_.controlOverMptcp),
+            transport::endpointName(remote.address(), remote.port()), remote.address());
+        auto session = std::make_shared<Session>(self, std::move(control));
         self->sessions_.insert(session);
         session->start();
       }

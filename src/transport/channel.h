@@ -47,6 +47,8 @@ public:
   virtual void close() = 0;
   virtual int fd() const = 0;
   virtual bool isDatagram() const = 0;
+  // Whether a message, once sent, arrives (TCP, MPTCP, SCTP) or may be lost (UDP, DCCP).
+  virtual bool reliable() const { return !isDatagram(); }
   virtual std::string peerName() const = 0;
 };
 

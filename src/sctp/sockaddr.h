@@ -1,0 +1,77 @@
+// Socket-address helpers shared by both SCTP backends (standard headers only).
+#pragma once
+
+#include <boost/asio/ip/address.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace npm::sctp {
+
+// Concatenated sockaddr_in/sockaddr_in6 structures, as bindx/connectx take them.
+inline std::vector<std::uint8_t> packAddresses(const std::vector<boost::asio::ip::address>& addresses,
+                                               std::uint16_t port) {
+  std::vector<std::uint8_t> packed;
+  for (const auto& a : addresses) {
+    if (a.is_v6()) {
+      sockaddr_in6 sa{};
+      sa.sin6_family = AF_INET6;
+      sa.sin6_port = htons(port);
+      const auto bytes = a.to_v6().to_bytes();
+      std::memcpy(&sa.sin6_addr, bytes.data(), bytes.size());
+      sa.sin6_scope_id = a.to_v6().scope_id();
+      const auto* p = reinterpret_cast<const std::uint8_t*>(&sa);
+      packed.insert(packed.end(), p, p + sizeof(sa));
+    } else {
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(port);
+      const auto bytes = a.to_v4().to_bytes();
+      std::memcpy(&sa.sin_addr, bytes.data(), bytes.size());
+      const auto* p = reinterpret_cast<const std::uint8_t*>(&sa);
+      packed.insert(packed.end(), p, p + sizeof(sa));
+    }
+  }
+  return packed;
+}
+
+inline std::vector<boost::asio::ip::address> unpackAddresses(const sockaddr* addrs, int count) {
+  std::vector<boost::asio::ip::address> result;
+  const auto* p = reinterpret_cast<const std::uint8_t*>(addrs);
+  for (int i = 0; i < count && p != nullptr; ++i) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(p);
+    if (sa->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(p);
+      boost::asio::ip::address_v4::bytes_type bytes;
+      std::memcpy(bytes.data(), &in->sin_addr, bytes.size());
+      result.emplace_back(boost::asio::ip::address_v4(bytes));
+      p += sizeof(sockaddr_in);
+    } else if (sa->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(p);
+      boost::asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), &in6->sin6_addr, bytes.size());
+      result.emplace_back(boost::asio::ip::address_v6(bytes, in6->sin6_scope_id));
+      p += sizeof(sockaddr_in6);
+    } else {
+      break;
+    }
+  }
+  return result;
+}
+
+inline std::uint16_t portOf(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+inline std::string addressList(const std::vector<boost::asio::ip::address>& addresses) {
+  std::string s;
+  for (const auto& a : addresses) s += (s.empty() ? "" : ",") + a.to_string();
+  return s;
+}
+
+}  // namespace npm::sctp

@@ -1,0 +1,45 @@
+#include "sctp/socket.h"
+
+#include "transport/sockets.h"
+
+namespace npm::sctp {
+
+std::unique_ptr<Socket> openKernel(asio::io_context& io, int family);
+std::unique_ptr<Socket> openUserland(asio::io_context& io, int family, const StackSettings& settings);
+
+const char* stackName(Stack stack) { return stack == Stack::Kernel ? "kernel" : "userland"; }
+
+const char* ccModuleName(std::uint8_t module) {
+  switch (module) {
+    case 0: return "rfc2581";
+    case 1: return "hstcp";
+    case 2: return "htcp";
+    case 3: return "rtcc";
+    default: return "unknown";
+  }
+}
+
+Stack resolve(StackChoice choice, bool needsCmt) {
+  std::string why;
+  switch (choice) {
+    case StackChoice::Kernel:
+      if (!kernelAvailable(&why)) throw transport::TransportError("the kernel SCTP stack was requested, but " + why);
+      if (needsCmt) {
+        throw transport::TransportError("CMT-SCTP is not available in the Linux kernel SCTP stack; "
+                                        "use --sctp-stack=userland (or auto)");
+      }
+      return Stack::Kernel;
+    case StackChoice::Userland:
+      return Stack::Userland;
+    case StackChoice::Auto:
+      break;
+  }
+  if (!needsCmt && kernelAvailable()) return Stack::Kernel;
+  return Stack::Userland;
+}
+
+std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, const StackSettings& settings) {
+  return stack == Stack::Kernel ? openKernel(io, family) : openUserland(io, family, settings);
+}
+
+}  // namespace npm::sctp

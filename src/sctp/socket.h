@@ -1,0 +1,126 @@
+// SCTP behind one interface with two backends: the kernel's (lksctp, one-to-one style
+// sockets) and userland usrsctp (UDP encapsulation, RFC 6951). The backends live in
+// separate translation units because <netinet/sctp.h> and <usrsctp.h> cannot be included
+// together; this header includes neither.
+//
+// All calls are non-blocking and made on the Asio thread. Readiness comes from the
+// kernel file descriptor (kernel) or from usrsctp's upcall, posted to the io_context
+// (userland); see asyncWait().
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace npm::sctp {
+
+namespace asio = boost::asio;
+
+enum class Stack { Kernel, Userland };
+const char* stackName(Stack stack);  // "kernel", "userland"
+
+// Which stack to use: --sctp-stack=auto|kernel|userland.
+enum class StackChoice { Auto, Kernel, Userland };
+
+// CMT-SCTP and the knobs that decide whether it works over dissimilar paths.
+struct Tuning {
+  std::uint8_t cmt = 0;              // SCTP_CMT_ON_OFF: 0 off, 1 CMT, 2 CMT/RPv1, 3 CMT/RPv2, 4 like MPTCP
+  std::uint8_t ccModule = 0;         // 0 RFC 2581, 1 HSTCP, 2 H-TCP, 3 RTCC
+  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver
+  bool nrSack = false;
+  bool dac = false;                  // delayed ACK for CMT
+  std::uint32_t rtoMinMs = 0;        // 0 = the stack's default
+  bool operator==(const Tuning&) const = default;
+  bool isDefault() const { return *this == Tuning{}; }
+};
+const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "rtcc"
+
+struct SocketOptions {
+  std::uint16_t streams = 1;          // outbound streams requested, inbound streams accepted
+  std::uint32_t rcvBufferSize = 0;    // 0 = default
+  std::uint32_t sndBufferSize = 0;
+  bool noDelay = true;
+  std::optional<bool> v6only;
+};
+
+// PR-SCTP policies as in the reference: none, TTL (ms), RTX (retransmissions).
+enum class PrPolicy : std::uint8_t { None = 0, Ttl = 1, Rtx = 3 };
+
+struct SendInfo {
+  std::uint16_t stream = 0;
+  std::uint32_t ppid = 0;  // host order
+  bool unordered = false;
+  PrPolicy prPolicy = PrPolicy::None;
+  std::uint32_t prValue = 0;
+};
+
+struct ReceiveInfo {
+  std::uint16_t stream = 0;
+  std::uint32_t ppid = 0;  // host order
+  bool notification = false;
+  bool endOfRecord = true;
+};
+
+// What an SCTP notification says about the association.
+enum class AssociationEvent { CommUp, CommLost, Restart, ShutdownComplete, CantStart, Shutdown, Other };
+
+class Socket {
+public:
+  virtual ~Socket() = default;
+  virtual Stack stack() const = 0;
+
+  // Options and CMT tuning; throw transport::TransportError naming the option.
+  virtual void configure(const SocketOptions& options) = 0;
+  virtual void tune(const Tuning& tuning) = 0;
+  virtual void bind(const std::vector<asio::ip::address>& addresses, std::uint16_t port) = 0;
+  virtual void listen() = 0;
+  // An accepted association, or nullptr when none is waiting.
+  virtual std::unique_ptr<Socket> accept() = 0;
+  // Starts connecting to all addresses (connectx); completion shows as writability,
+  // then connectError() tells the result.
+  virtual void connect(const std::vector<asio::ip::address>& addresses, std::uint16_t port) = 0;
+  virtual int connectError() = 0;
+
+  // -1 with errno set (EAGAIN when the send buffer is full).
+  virtual long send(const std::uint8_t* data, std::size_t length, const SendInfo& info) = 0;
+  virtual long receive(std::uint8_t* buffer, std::size_t length, ReceiveInfo& info) = 0;
+  // Decodes a notification read by receive().
+  virtual AssociationEvent notification(const std::uint8_t* data, std::size_t length) = 0;
+
+  // Calls `handler` once the socket is readable (or writable), or has an error.
+  virtual void asyncWait(bool writable, std::function<void()> handler) = 0;
+
+  virtual std::vector<asio::ip::address> peerAddresses() = 0;
+  virtual std::vector<asio::ip::address> localAddresses() = 0;
+  virtual std::uint16_t localPort() = 0;
+  virtual void close() = 0;
+};
+
+// Stack-wide settings (usrsctp: once per process, before the first socket).
+struct StackSettings {
+  std::uint16_t udpEncapsulationPort = 0;  // local port; 0 = a free one
+  std::uint16_t remoteUdpEncapsulationPort = 9899;
+};
+constexpr std::uint16_t kDefaultUdpEncapsulationPort = 9899;
+
+bool kernelAvailable(std::string* why = nullptr);
+bool userlandAvailable(std::string* why = nullptr);
+// The stack for a choice; throws transport::TransportError if it is not available.
+Stack resolve(StackChoice choice, bool needsCmt);
+
+// Opens a one-to-one style SCTP socket. Throws transport::TransportError.
+std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, const StackSettings& settings);
+
+// The usrsctp stack: its local UDP encapsulation port once started (0 = not started).
+std::uint16_t userlandEncapsulationPort();
+// Applies the process-wide part of a tuning to usrsctp; returns a warning text when an
+// earlier, different process-wide setting is replaced.
+std::string applyProcessWide(const Tuning& tuning);
+
+}  // namespace npm::sctp

@@ -1,0 +1,383 @@
+// The userland SCTP backend: usrsctp with UDP encapsulation, threaded stack, non-blocking
+// sockets; the upcall only posts to the io_context, every socket call runs on the Asio thread.
+#include <boost/asio/post.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <usrsctp.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "sctp/socket.h"
+#include "sctp/sockaddr.h"
+#include "transport/sockets.h"
+
+namespace npm::sctp {
+
+namespace {
+
+using transport::TransportError;
+
+// Options usrsctp 0.9.5 implements but its public header does not declare.
+constexpr int kSctpCmtOnOff = 0x1200;
+constexpr int kSctpPluggableCc = 0x1202;
+
+std::mutex gMutex;
+bool gStarted = false;
+std::uint16_t gPort = 0;
+Tuning gProcessWide;
+bool gProcessWideSet = false;
+
+struct Waiters;
+std::unordered_map<std::uintptr_t, std::weak_ptr<Waiters>> gRegistry;  // guarded by gMutex
+std::uintptr_t gNextId = 1;
+
+// Readiness of one usrsctp socket, shared between the upcall (usrsctp thread) and Asio.
+struct Waiters {
+  Waiters(asio::io_context& io, struct socket* so) : io(io), so(so) {}
+  asio::io_context& io;
+  struct socket* so;
+  std::uintptr_t id = 0;
+  std::atomic<bool> pending{false};
+  std::function<void()> onRead, onWrite;  // Asio thread only
+
+  void dispatch() {
+    if (so == nullptr) return;
+    const int events = usrsctp_get_events(so);
+    const bool error = (events & SCTP_EVENT_ERROR) != 0;
+    if (onRead && (error || (events & SCTP_EVENT_READ))) {
+      auto h = std::move(onRead);
+      onRead = nullptr;
+      h();
+    }
+    if (onWrite && so != nullptr && (error || (usrsctp_get_events(so) & SCTP_EVENT_WRITE))) {
+      auto h = std::move(onWrite);
+      onWrite = nullptr;
+      h();
+    }
+  }
+};
+
+void upcall(struct socket*, void* arg, int) {
+  std::shared_ptr<Waiters> w;
+  {
+    std::lock_guard lock(gMutex);
+    auto it = gRegistry.find(reinterpret_cast<std::uintptr_t>(arg));
+    if (it != gRegistry.end()) w = it->second.lock();
+  }
+  if (w && !w->pending.exchange(true)) {
+    asio::post(w->io, [w] {
+      w->pending = false;
+      w->dispatch();
+    });
+  }
+}
+
+std::uint16_t freeUdpPort() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  socklen_t len = sizeof(sa);
+  std::uint16_t port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+bool udpPortFree(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+void start(const StackSettings& settings) {
+  std::lock_guard lock(gMutex);
+  if (gStarted) return;
+  std::uint16_t port = settings.udpEncapsulationPort != 0 ? settings.udpEncapsulationPort : freeUdpPort();
+  // usrsctp does not report a failed bind of its UDP socket; another process on the same
+  // port would receive (and abort) our associations. Check first.
+  if (!udpPortFree(port)) {
+    throw TransportError("the SCTP/UDP encapsulation port " + std::to_string(port) +
+                         " is in use (another userland SCTP process?); choose one with --sctp-udp-port");
+  }
+  usrsctp_init(port, nullptr, nullptr);
+  // Never answer SCTP packets that belong to someone else (as root usrsctp also reads raw
+  // SCTP, i.e. the kernel's and other processes' packets).
+  usrsctp_sysctl_set_sctp_blackhole(2);
+  // CMT can only be set per socket once the stack allows it; new sockets are set to 0.
+  usrsctp_sysctl_set_sctp_cmt_on_off(1);
+  gPort = port;
+  gStarted = true;
+}
+
+template <class T>
+void setOption(struct socket* so, int level, int name, const T& value, const char* what) {
+  if (usrsctp_setsockopt(so, level, name, &value, sizeof(value)) != 0) {
+    throw TransportError(std::string("cannot set ") + what + ": " + std::strerror(errno));
+  }
+}
+
+class UserlandSocket : public Socket {
+public:
+  UserlandSocket(asio::io_context& io, struct socket* so, int family, std::uint16_t remotePort)
+      : io_(io), so_(so), family_(family), remotePort_(remotePort) {
+    usrsctp_set_non_blocking(so_, 1);
+    waiters_ = std::make_shared<Waiters>(io, so_);
+    {
+      std::lock_guard lock(gMutex);
+      waiters_->id = gNextId++;
+      gRegistry[waiters_->id] = waiters_;
+    }
+    usrsctp_set_upcall(so_, upcall, reinterpret_cast<void*>(waiters_->id));
+    const int on = 1;
+    usrsctp_setsockopt(so_, IPPROTO_SCTP, SCTP_RECVRCVINFO, &on, sizeof(on));
+    for (std::uint16_t type : {SCTP_ASSOC_CHANGE, SCTP_SHUTDOWN_EVENT}) {
+      sctp_event e{};
+      e.se_assoc_id = SCTP_FUTURE_ASSOC;
+      e.se_type = type;
+      e.se_on = 1;
+      usrsctp_setsockopt(so_, IPPROTO_SCTP, SCTP_EVENT, &e, sizeof(e));
+    }
+  }
+  ~UserlandSocket() override { close(); }
+
+  Stack stack() const override { return Stack::Userland; }
+
+  void configure(const SocketOptions& o) override {
+    sctp_initmsg init{};
+    init.sinit_num_ostreams = o.streams;
+    init.sinit_max_instreams = 65535;
+    setOption(so_, IPPROTO_SCTP, SCTP_INITMSG, init, "SCTP_INITMSG");
+    const int nodelay = o.noDelay ? 1 : 0;
+    setOption(so_, IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
+    if (o.rcvBufferSize > 0) setOption(so_, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
+    if (o.sndBufferSize > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+    if (family_ == AF_INET6 && o.v6only) {
+      setOption(so_, IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
+    }
+  }
+
+  void tune(const Tuning& t) override {
+    sctp_assoc_value v{};
+    v.assoc_id = SCTP_FUTURE_ASSOC;
+    v.assoc_value = t.cmt;
+    setOption(so_, IPPROTO_SCTP, kSctpCmtOnOff, v, "SCTP_CMT_ON_OFF");
+    v.assoc_value = t.ccModule;
+    setOption(so_, IPPROTO_SCTP, kSctpPluggableCc, v, "the SCTP congestion control module");
+    if (t.rtoMinMs != 0) {
+      sctp_rtoinfo rto{};
+      rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
+      rto.srto_min = t.rtoMinMs;
+      rto.srto_initial = std::max<std::uint32_t>(t.rtoMinMs, 1000);
+      setOption(so_, IPPROTO_SCTP, SCTP_RTOINFO, rto, "SCTP_RTOINFO (RTO.min)");
+    }
+    if (auto warning = applyProcessWide(t); !warning.empty()) log::warning(warning);
+  }
+
+  void setRemoteEncapsulationPort(std::uint16_t port) {
+    sctp_udpencaps encaps{};
+    encaps.sue_address.ss_family = static_cast<sa_family_t>(family_);
+    encaps.sue_assoc_id = SCTP_FUTURE_ASSOC;
+    encaps.sue_port = htons(port);
+    setOption(so_, IPPROTO_SCTP, SCTP_REMOTE_UDP_ENCAPS_PORT, encaps, "SCTP_REMOTE_UDP_ENCAPS_PORT");
+  }
+
+  void bind(const std::vector<asio::ip::address>& addresses, std::uint16_t port) override {
+    if (addresses.empty()) {
+      auto any = packAddresses({family_ == AF_INET6 ? asio::ip::address(asio::ip::address_v6::any())
+                                                    : asio::ip::address(asio::ip::address_v4::any())},
+                               port);
+      if (usrsctp_bind(so_, reinterpret_cast<sockaddr*>(any.data()), static_cast<socklen_t>(any.size())) != 0) {
+        throw TransportError("cannot bind SCTP to port " + std::to_string(port) + ": " + std::strerror(errno));
+      }
+      return;
+    }
+    auto packed = packAddresses(addresses, port);
+    if (usrsctp_bindx(so_, reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()),
+                      SCTP_BINDX_ADD_ADDR) != 0) {
+      throw TransportError("cannot bind SCTP to " + addressList(addresses) + " port " + std::to_string(port) + ": " +
+                           std::strerror(errno));
+    }
+  }
+
+  void listen() override {
+    if (usrsctp_listen(so_, 128) != 0) throw TransportError(std::string("cannot listen on SCTP: ") + std::strerror(errno));
+  }
+
+  std::unique_ptr<Socket> accept() override {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    struct socket* so = usrsctp_accept(so_, reinterpret_cast<sockaddr*>(&peer), &len);
+    if (so == nullptr) return nullptr;
+    return std::make_unique<UserlandSocket>(io_, so, family_, remotePort_);
+  }
+
+  void connect(const std::vector<asio::ip::address>& addresses, std::uint16_t port) override {
+    // The peer's UDP encapsulation port; a passive learns it from the packets instead.
+    setRemoteEncapsulationPort(remotePort_);
+    auto packed = packAddresses(addresses, port);
+    sctp_assoc_t id = 0;
+    if (usrsctp_connectx(so_, reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()), &id) != 0 &&
+        errno != EINPROGRESS) {
+      throw TransportError("cannot connect SCTP to " + addressList(addresses) + " port " + std::to_string(port) + ": " +
+                           std::strerror(errno));
+    }
+  }
+
+  int connectError() override {
+    int error = 0;
+    socklen_t len = sizeof(error);
+    usrsctp_getsockopt(so_, SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error == 0 && !(usrsctp_get_events(so_) & SCTP_EVENT_WRITE)) error = ENOTCONN;
+    return error;
+  }
+
+  long send(const std::uint8_t* data, std::size_t length, const SendInfo& info) override {
+    sctp_sendv_spa spa{};
+    spa.sendv_flags = SCTP_SEND_SNDINFO_VALID;
+    spa.sendv_sndinfo.snd_sid = info.stream;
+    spa.sendv_sndinfo.snd_ppid = htonl(info.ppid);
+    spa.sendv_sndinfo.snd_flags = info.unordered ? SCTP_UNORDERED : 0;
+    if (info.prPolicy != PrPolicy::None) {
+      spa.sendv_flags |= SCTP_SEND_PRINFO_VALID;
+      spa.sendv_prinfo.pr_policy = static_cast<std::uint16_t>(info.prPolicy);
+      spa.sendv_prinfo.pr_value = info.prValue;
+    }
+    return usrsctp_sendv(so_, data, length, nullptr, 0, &spa, sizeof(spa), SCTP_SENDV_SPA, 0);
+  }
+
+  long receive(std::uint8_t* buffer, std::size_t length, ReceiveInfo& info) override {
+    sctp_rcvinfo rcv{};
+    socklen_t infoLength = sizeof(rcv);
+    unsigned int infoType = 0;
+    int flags = 0;
+    sockaddr_storage from{};
+    socklen_t fromLength = sizeof(from);
+    const ssize_t n = usrsctp_recvv(so_, buffer, length, reinterpret_cast<sockaddr*>(&from), &fromLength, &rcv,
+                                    &infoLength, &infoType, &flags);
+    if (n < 0) return -1;
+    info.notification = (flags & MSG_NOTIFICATION) != 0;
+    info.endOfRecord = (flags & MSG_EOR) != 0;
+    info.stream = infoType == SCTP_RECVV_RCVINFO ? rcv.rcv_sid : 0;
+    info.ppid = infoType == SCTP_RECVV_RCVINFO ? ntohl(rcv.rcv_ppid) : 0;
+    return n;
+  }
+
+  AssociationEvent notification(const std::uint8_t* data, std::size_t length) override {
+    if (length < sizeof(sctp_notification::sn_header)) return AssociationEvent::Other;
+    const auto* n = reinterpret_cast<const sctp_notification*>(data);
+    if (n->sn_header.sn_type == SCTP_SHUTDOWN_EVENT) return AssociationEvent::Shutdown;
+    if (n->sn_header.sn_type != SCTP_ASSOC_CHANGE || length < sizeof(sctp_assoc_change)) return AssociationEvent::Other;
+    switch (n->sn_assoc_change.sac_state) {
+      case SCTP_COMM_UP: return AssociationEvent::CommUp;
+      case SCTP_COMM_LOST: return AssociationEvent::CommLost;
+      case SCTP_RESTART: return AssociationEvent::Restart;
+      case SCTP_SHUTDOWN_COMP: return AssociationEvent::ShutdownComplete;
+      case SCTP_CANT_STR_ASSOC: return AssociationEvent::CantStart;
+      default: return AssociationEvent::Other;
+    }
+  }
+
+  void asyncWait(bool writable, std::function<void()> handler) override {
+    (writable ? waiters_->onWrite : waiters_->onRead) = std::move(handler);
+    asio::post(io_, [w = waiters_] { w->dispatch(); });  // the event may be there already
+  }
+
+  std::vector<asio::ip::address> peerAddresses() override {
+    sockaddr* addrs = nullptr;
+    const int n = usrsctp_getpaddrs(so_, 0, &addrs);
+    auto result = unpackAddresses(addrs, n);
+    if (n > 0) usrsctp_freepaddrs(addrs);
+    return result;
+  }
+
+  std::vector<asio::ip::address> localAddresses() override {
+    sockaddr* addrs = nullptr;
+    const int n = usrsctp_getladdrs(so_, 0, &addrs);
+    auto result = unpackAddresses(addrs, n);
+    if (n > 0) usrsctp_freeladdrs(addrs);
+    return result;
+  }
+
+  std::uint16_t localPort() override {
+    sockaddr* addrs = nullptr;
+    const int n = usrsctp_getladdrs(so_, 0, &addrs);
+    std::uint16_t port = n > 0 ? portOf(addrs) : 0;
+    if (n > 0) usrsctp_freeladdrs(addrs);
+    return port;
+  }
+
+  void close() override {
+    if (so_ == nullptr) return;
+    usrsctp_set_upcall(so_, nullptr, nullptr);
+    {
+      std::lock_guard lock(gMutex);
+      gRegistry.erase(waiters_->id);
+    }
+    usrsctp_close(so_);
+    so_ = nullptr;
+    waiters_->so = nullptr;
+    waiters_->onRead = waiters_->onWrite = nullptr;
+  }
+
+private:
+  asio::io_context& io_;
+  struct socket* so_;
+  int family_;
+  std::uint16_t remotePort_;
+  std::shared_ptr<Waiters> waiters_;
+};
+
+}  // namespace
+
+bool userlandAvailable(std::string*) { return true; }
+
+std::uint16_t userlandEncapsulationPort() {
+  std::lock_guard lock(gMutex);
+  return gStarted ? gPort : 0;
+}
+
+std::string applyProcessWide(const Tuning& t) {
+  std::lock_guard lock(gMutex);
+  Tuning wanted;
+  wanted.bufferSplitting = t.bufferSplitting;
+  wanted.nrSack = t.nrSack;
+  wanted.dac = t.dac;
+  std::string warning;
+  if (gProcessWideSet && !(wanted == gProcessWide)) {
+    warning = "usrsctp's buffer splitting, NR-SACK and DAC settings are process-wide: the new flow's settings "
+              "replace those of earlier flows of this process";
+  }
+  usrsctp_sysctl_set_sctp_buffer_splitting(wanted.bufferSplitting);
+  usrsctp_sysctl_set_sctp_nrsack_enable(wanted.nrSack ? 1 : 0);
+  usrsctp_sysctl_set_sctp_cmt_use_dac(wanted.dac ? 1 : 0);
+  gProcessWide = wanted;
+  gProcessWideSet = true;
+  return warning;
+}
+
+std::unique_ptr<Socket> openUserland(asio::io_context& io, int family, const StackSettings& settings) {
+  start(settings);
+  struct socket* so = usrsctp_socket(family, SOCK_STREAM, IPPROTO_SCTP, nullptr, nullptr, 0, nullptr);
+  if (so == nullptr) throw TransportError(std::string("cannot create a userland SCTP socket: ") + std::strerror(errno));
+  auto socket = std::make_unique<UserlandSocket>(io, so, family, settings.remoteUdpEncapsulationPort);
+  sctp_assoc_value v{};
+  v.assoc_id = SCTP_FUTURE_ASSOC;
+  v.assoc_value = 0;  // CMT off unless tune() says otherwise (the stack-wide default is on)
+  setOption(so, IPPROTO_SCTP, kSctpCmtOnOff, v, "SCTP_CMT_ON_OFF");
+  return socket;
+}
+
+}  // namespace npm::sctp

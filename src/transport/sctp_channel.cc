@@ -1,0 +1,260 @@
+#include "transport/sctp_channel.h"
+
+#include <boost/asio/post.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace npm::transport {
+
+namespace {
+
+constexpr std::size_t kMaxMessage = 65536;
+
+// One flow's stream of an association.
+class SctpStreamChannel : public DataChannel, public std::enable_shared_from_this<SctpStreamChannel> {
+public:
+  SctpStreamChannel(std::shared_ptr<SctpAssociation> association, std::uint16_t stream, StreamPolicy policy)
+      : association_(std::move(association)), stream_(stream), policy_(policy) {}
+
+  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
+    buffers_ = &buffers;
+    handler_ = std::move(handler);
+    next_ = sent_ = 0;
+    trySend();
+  }
+
+  void receive(MessageHandler onMessage, ErrorHandler onError) override {
+    association_->claim(stream_, std::move(onMessage), std::move(onError));
+  }
+
+  void close() override {
+    if (closed_) return;
+    closed_ = true;
+    association_->release(stream_);
+    if (!association_->hasClaims()) association_->close();
+  }
+
+  int fd() const override { return -1; }
+  bool isDatagram() const override { return true; }  // message-oriented: no byte-stream drain
+  bool reliable() const override { return true; }
+  std::string peerName() const override { return association_->peerName() + " stream " + std::to_string(stream_); }
+
+private:
+  void trySend() {
+    const std::size_t messages = buffers_->size() / 2;
+    while (next_ < messages) {
+      const auto& header = (*buffers_)[2 * next_];
+      const auto& payload = (*buffers_)[2 * next_ + 1];
+      scratch_.resize(header.size() + payload.size());
+      std::memcpy(scratch_.data(), header.data(), header.size());
+      if (payload.size() > 0) std::memcpy(scratch_.data() + header.size(), payload.data(), payload.size());
+      sctp::SendInfo info;
+      info.stream = stream_;
+      const bool data = !scratch_.empty() && scratch_[0] == static_cast<std::uint8_t>(npmp::Type::Data);
+      info.ppid = data ? npmp::kPpidData : npmp::kPpidControl;
+      if (data) {
+        info.unordered = policy_.ordered < 1.0 && random_.uniform() >= policy_.ordered;
+        if (policy_.reliable < 1.0 && random_.uniform() >= policy_.reliable) {
+          info.prPolicy = policy_.prPolicy;
+          info.prValue = policy_.prValue;
+        }
+      }
+      bool failed = false;
+      if (!association_->trySend(scratch_.data(), scratch_.size(), info, failed)) {
+        if (failed) {
+          finish(asio::error::connection_aborted);
+          return;
+        }
+        association_->waitWritable([self = shared_from_this()] {
+          if (self->closed_) return self->finish(asio::error::operation_aborted);
+          self->trySend();
+        });
+        return;
+      }
+      ++sent_;
+      ++next_;
+    }
+    asio::post(association_->io(), [self = shared_from_this()] { self->finish({}); });
+  }
+
+  void finish(const boost::system::error_code& ec) {
+    auto handler = std::move(handler_);
+    handler_ = nullptr;
+    if (handler) handler(ec, sent_, 0);
+  }
+
+  std::shared_ptr<SctpAssociation> association_;
+  std::uint16_t stream_;
+  StreamPolicy policy_;
+  flowspec::Random random_;
+  const std::vector<asio::const_buffer>* buffers_ = nullptr;
+  SendHandler handler_;
+  std::size_t next_ = 0, sent_ = 0;
+  std::vector<std::uint8_t> scratch_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+StreamPolicy streamPolicy(double ordered, double reliable, std::uint32_t trials) {
+  StreamPolicy p;
+  p.ordered = ordered;
+  p.reliable = reliable;
+  if (trials == npmp::kRetransmitUnlimited || (trials & ~npmp::kRetransmitTimeFlag) == 0x7FFFFFFFU) {
+    p.prPolicy = sctp::PrPolicy::Rtx;  // unreliable without rtx_*: no retransmission at all
+    p.prValue = 0;
+  } else if (trials & npmp::kRetransmitTimeFlag) {
+    p.prPolicy = sctp::PrPolicy::Ttl;
+    p.prValue = trials & ~npmp::kRetransmitTimeFlag;
+    if (p.reliable >= 1.0) p.reliable = 0.0;  // rtx_timeout= alone: every message has the lifetime
+  } else {
+    p.prPolicy = sctp::PrPolicy::Rtx;
+    p.prValue = trials;
+    if (p.reliable >= 1.0) p.reliable = 0.0;  // rtx_trials= alone: every message has the limit
+  }
+  return p;
+}
+
+SctpAssociation::SctpAssociation(asio::io_context& io, std::unique_ptr<sctp::Socket> socket, std::string peer)
+    : io_(io), socket_(std::move(socket)), peer_(std::move(peer)) {
+  buffer_.resize(kMaxMessage + 1);
+}
+
+SctpAssociation::~SctpAssociation() { close(); }
+
+void SctpAssociation::onConnected(std::function<void(const std::string&)> handler) {
+  connected_ = std::move(handler);
+  socket_->asyncWait(true, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || !self->connected_) return;
+    const int error = self->socket_->connectError();
+    auto h = std::move(self->connected_);
+    self->connected_ = nullptr;
+    self->up_ = error == 0;
+    h(error == 0 ? std::string() : std::string(std::strerror(error)));
+  });
+}
+
+void SctpAssociation::start(StreamMessage unclaimed, ErrorHandler onError) {
+  unclaimed_ = std::move(unclaimed);
+  onError_ = std::move(onError);
+  readMore();
+}
+
+void SctpAssociation::claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError) {
+  streams_[stream] = Claim{std::move(onMessage), std::move(onError)};
+}
+
+void SctpAssociation::release(std::uint16_t stream) { streams_.erase(stream); }
+
+void SctpAssociation::readMore() {
+  if (closed_) return;
+  socket_->asyncWait(false, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->onReadable();
+  });
+}
+
+void SctpAssociation::onReadable() {
+  if (closed_) return;
+  auto self = shared_from_this();
+  for (int i = 0; i < 256 && !closed_; ++i) {
+    sctp::ReceiveInfo info;
+    const long n = socket_->receive(buffer_.data(), buffer_.size(), info);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      fail(std::strerror(errno));
+      return;
+    }
+    if (n == 0) {
+      fail("association closed by the peer");
+      return;
+    }
+    const std::uint8_t* data = buffer_.data();
+    std::size_t length = static_cast<std::size_t>(n);
+    if (!info.endOfRecord || !partial_.empty()) {  // a message in pieces
+      partial_.insert(partial_.end(), data, data + length);
+      if (partial_.size() > kMaxMessage + 1024) {
+        fail("message larger than 64 KiB: not NPMP");
+        return;
+      }
+      if (!info.endOfRecord) continue;
+      data = partial_.data();
+      length = partial_.size();
+    }
+    if (info.notification) {
+      switch (socket_->notification(data, length)) {
+        case sctp::AssociationEvent::CommLost: fail("association lost (COMM_LOST)"); return;
+        case sctp::AssociationEvent::ShutdownComplete:
+        case sctp::AssociationEvent::Shutdown: fail("association shut down by the peer"); return;
+        case sctp::AssociationEvent::CantStart: fail("cannot start the association"); return;
+        case sctp::AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
+        default: break;
+      }
+    } else {
+      const std::uint64_t now = nowMicros();
+      const std::span<const std::uint8_t> message(data, length);
+      auto it = streams_.find(info.stream);
+      if (it != streams_.end()) {
+        auto handler = it->second.onMessage;  // the handler may release the stream
+        handler(message, now);
+      } else if (unclaimed_) {
+        unclaimed_(info.stream, info.ppid, message, now);
+      }
+    }
+    partial_.clear();
+  }
+  readMore();
+}
+
+bool SctpAssociation::trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info, bool& failed) {
+  failed = false;
+  if (closed_ || failed_) {
+    failed = true;
+    return false;
+  }
+  const long n = socket_->send(data, length, info);
+  if (n >= 0) return true;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return false;
+  failed = true;
+  fail(std::string("send failed: ") + std::strerror(errno));
+  return false;
+}
+
+void SctpAssociation::waitWritable(std::function<void()> handler) {
+  writeWaiters_.push_back(std::move(handler));
+  if (waitingWritable_) return;
+  waitingWritable_ = true;
+  socket_->asyncWait(true, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->waitingWritable_ = false;
+    auto waiters = std::move(self->writeWaiters_);
+    self->writeWaiters_.clear();
+    for (auto& w : waiters) w();
+  });
+}
+
+std::shared_ptr<DataChannel> SctpAssociation::stream(std::uint16_t stream, StreamPolicy policy) {
+  return std::make_shared<SctpStreamChannel>(shared_from_this(), stream, policy);
+}
+
+void SctpAssociation::fail(const std::string& reason) {
+  if (failed_ || closed_) return;
+  failed_ = true;
+  auto claims = streams_;
+  for (auto& [id, claim] : claims) {
+    if (claim.onError) claim.onError(reason);
+  }
+  if (onError_) onError_(reason);
+}
+
+void SctpAssociation::close() {
+  if (closed_) return;
+  closed_ = true;
+  socket_->close();
+}
+
+}  // namespace npm::transport

@@ -1,0 +1,83 @@
+// An SCTP association carrying NPMP: each stream its own flow (reference semantics), or
+// the control connection on stream 0. IDENTIFY and control messages travel with PPID 36,
+// DATA with PPID 37.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flowspec/random.h"
+#include "sctp/socket.h"
+#include "transport/channel.h"
+
+namespace npm::transport {
+
+// Per-message SCTP delivery choices of one flow's sending direction.
+struct StreamPolicy {
+  double ordered = 1.0;   // fraction of messages sent ordered
+  double reliable = 1.0;  // fraction of messages sent fully reliable
+  sctp::PrPolicy prPolicy = sctp::PrPolicy::Rtx;  // for the unreliable ones
+  std::uint32_t prValue = 0;                      // ms (TTL) or retransmissions (RTX)
+};
+// The policy of a flow from its FLOWSPEC/ADD_FLOW values (RetransmissionTrials encoding).
+StreamPolicy streamPolicy(double ordered, double reliable, std::uint32_t retransmissionTrials);
+
+class SctpAssociation : public std::enable_shared_from_this<SctpAssociation> {
+public:
+  SctpAssociation(asio::io_context& io, std::unique_ptr<sctp::Socket> socket, std::string peer);
+  ~SctpAssociation();
+
+  asio::io_context& io() { return io_; }
+  sctp::Socket& socket() { return *socket_; }
+  const std::string& peerName() const { return peer_; }
+  void setPeerName(std::string peer) { peer_ = std::move(peer); }
+
+  // Waits for the association to come up (after Socket::connect); "" or the error.
+  void onConnected(std::function<void(const std::string& error)> handler);
+
+  // Starts reading. Messages of a stream with a handler go there; others to `unclaimed`.
+  using StreamMessage = std::function<void(std::uint16_t stream, std::uint32_t ppid,
+                                           std::span<const std::uint8_t> message, std::uint64_t now)>;
+  void start(StreamMessage unclaimed, ErrorHandler onError);
+  void claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError);
+  void release(std::uint16_t stream);
+  bool hasClaims() const { return !streams_.empty(); }
+
+  // Sends one message; false when the send buffer is full (retry after waitWritable()).
+  // Throws nothing: a hard error fails the association.
+  bool trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info, bool& failed);
+  void waitWritable(std::function<void()> handler);
+
+  // A DataChannel for one stream, for a Flow.
+  std::shared_ptr<DataChannel> stream(std::uint16_t stream, StreamPolicy policy);
+
+  void close();
+  bool closed() const { return closed_; }
+
+private:
+  void readMore();
+  void onReadable();
+  void fail(const std::string& reason);
+
+  asio::io_context& io_;
+  std::unique_ptr<sctp::Socket> socket_;
+  std::string peer_;
+  std::vector<std::uint8_t> buffer_, partial_;
+  StreamMessage unclaimed_;
+  ErrorHandler onError_;
+  struct Claim {
+    MessageHandler onMessage;
+    ErrorHandler onError;
+  };
+  std::map<std::uint16_t, Claim> streams_;
+  std::vector<std::function<void()>> writeWaiters_;
+  bool waitingWritable_ = false;
+  std::function<void(const std::string&)> connected_;
+  bool up_ = false, closed_ = false, failed_ = false;
+};
+
+}  // namespace npm::transport
