@@ -944,18 +944,13 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
     w <- npm_bin_width(fv$RelTime)
     fb <- fv[, .(Delay = mean(Delay), Jitter = mean(Jitter)),
              by = .(NodeLabel, Flow, RelTime = (floor(RelTime / w) + 0.5) * w)]
-    add(ggplot(fb, aes(x = RelTime, y = Delay, colour = Flow)) +
-          geom_line(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow +
-          expand_limits(y = 0) +
-          labs(x = xl, y = sprintf("One-way delay [ms] (mean per %s)", npm_time_label(w))) +
-          theme_npm + guides(colour = guide_legend(ncol = 1)),
-        "One-way delay", section)
-    add(ggplot(fb, aes(x = RelTime, y = Jitter, colour = Flow)) +
-          geom_line(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow +
-          expand_limits(y = 0) +
-          labs(x = xl, y = sprintf("Jitter [ms] (mean per %s)", npm_time_label(w))) +
-          theme_npm + guides(colour = guide_legend(ncol = 1)),
-        "Jitter", section)
+    for (m in list(c("Delay", "One-way delay"), c("Jitter", "Jitter")))
+      add(ggplot(fb, aes(x = RelTime, y = .data[[m[1]]], colour = Flow)) +
+            geom_line(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow +
+            expand_limits(y = 0) +
+            labs(x = xl, y = sprintf("%s [ms] (mean per %s)", m[2], npm_time_label(w))) +
+            theme_npm + guides(colour = guide_legend(ncol = 1)),
+          m[2], section)
   }
   if (!is.null(run$cpu) && nrow(run$cpu)) {
     cpu <- run$cpu[Name != "Idle"]
