@@ -65,7 +65,7 @@ local hf = {
   padding32 = ProtoField.uint32("npmp.padding32", "Padding", base.HEX),
   status = ProtoField.uint32("npmp.status", "Status", base.DEC, status_vals),
   protocol = ProtoField.uint16("npmp.protocol", "Protocol", base.DEC, protocol_vals, nil, "Transport protocol (little-endian)"),
-  description = ProtoField.stringz("npmp.description", "Description", base.NONE),
+  description = ProtoField.string("npmp.description", "Description", base.NONE),
   ordered = ProtoField.uint32("npmp.ordered", "Ordered Mode", base.HEX, nil, nil, "Fraction of ordered messages times 0xffffffff"),
   ordered_fraction = ProtoField.double("npmp.ordered_fraction", "Ordered Fraction"),
   reliable = ProtoField.uint32("npmp.reliable", "Reliable Mode", base.HEX, nil, nil, "Fraction of reliable messages times 0xffffffff"),
@@ -83,9 +83,9 @@ local hf = {
   cmt = ProtoField.uint8("npmp.cmt", "CMT", base.DEC, cmt_vals),
   ccid = ProtoField.uint8("npmp.ccid", "CCID", base.DEC),
   ndiffports = ProtoField.uint16("npmp.ndiffports", "NDiffPorts", base.DEC, nil, nil, "Obsolete"),
-  pathmgr = ProtoField.stringz("npmp.pathmgr", "Path Manager", base.NONE, "Obsolete"),
-  cc = ProtoField.stringz("npmp.cc", "Congestion Control", base.NONE),
-  scheduler = ProtoField.stringz("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
+  pathmgr = ProtoField.string("npmp.pathmgr", "Path Manager", base.NONE, "Obsolete"),
+  cc = ProtoField.string("npmp.cc", "Congestion Control", base.NONE),
+  scheduler = ProtoField.string("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
   onoffevents = ProtoField.uint16("npmp.onoffevents", "On/Off Events", base.DEC),
   onoff = ProtoField.none("npmp.onoff", "On/Off Event"),
   onoff_rng = ProtoField.uint8("npmp.onoff.rng", "RNG", base.DEC, rng_vals),
@@ -162,15 +162,37 @@ end
 reset_state()
 npmp.init = reset_state
 
+-- Fixed-size, NUL-padded ASCII field (not necessarily NUL-terminated): the
+-- value up to the first NUL inside the range, non-ASCII bytes as U+FFFD, like
+-- tvb_get_stringzpad(..., ENC_ASCII) in C.  (The string fields are FT_STRING:
+-- a Lua FT_STRINGZ field reads past its range when the range holds no NUL.)
+local function fixed_string(range)
+  local s = range:raw()
+  local z = s:find("\0", 1, true)
+  if z then s = s:sub(1, z - 1) end
+  return (s:gsub("[\128-\255]", "\239\191\189"))
+end
+
 local function flow_key(meas, flow, stream)
   return meas:tohex(16) .. ":" .. flow .. ":" .. stream
 end
 
+-- Conversations: Wireshark's stream index of the transport (the same
+-- conversation the C plugin looks up, including port reuse), else the
+-- address/port pair.
+local stream_fields = { [2] = Field.new("tcp.stream"), [3] = Field.new("udp.stream"), [4] = Field.new("dccp.stream") }
+
 local function conv_key(pinfo)
+  local pt = pinfo.port_type
+  local f = stream_fields[pt]
+  if f then
+    local all = { f() }
+    if #all > 0 then return pt .. "#" .. tostring(all[#all].value) end
+  end
   local a = tostring(pinfo.src) .. "/" .. pinfo.src_port
   local b = tostring(pinfo.dst) .. "/" .. pinfo.dst_port
   if a > b then a, b = b, a end
-  return tostring(pinfo.port_type) .. "|" .. a .. "|" .. b
+  return tostring(pt) .. "|" .. a .. "|" .. b
 end
 
 -- ------------------------------------------------------ plausibility ----
@@ -230,7 +252,7 @@ local function analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
       fl = {
         addflow_frame = pinfo.number,
         protocol = (lim >= 20) and tvb(18, 2):le_uint() or 0,
-        description = (lim >= 52) and tvb(20, 32):stringz() or "",
+        description = (lim >= 52) and fixed_string(tvb(20, 32)) or "",
       }
       flow_table[key] = fl
     end

@@ -334,7 +334,14 @@ def build_sctp():
     f.append(dat.send(0, [(0, 36, start(MEAS)), (0, 37, data(0, MEAS, 2, payload_len=8))]))
     # 20 DATA on an unknown flow
     f.append(dat.send(0, [(0, 37, data(9, MEAS2, 0, payload_len=8))]))
+    # 21 ADD_FLOW whose description (32) and congestion control (16) fill their
+    #    fields completely: no terminating NUL
+    f.append(ctl.send(0, [(0, 36, add_flow(10, MEAS, protocol=6, description=FULL_DESCRIPTION, cc=FULL_CC))]))
     return f
+
+
+FULL_DESCRIPTION = b"D123456789abcdefghijklmnopqrst32"
+FULL_CC = b"C123456789abcd16"
 
 
 def build_dccp():

@@ -3,6 +3,7 @@
 
     npmp_test.py crafted  --impl c --plugin npmp.so | --impl lua --lua npmp.lua
     npmp_test.py parity   --plugin npmp.so --lua npmp.lua
+    npmp_test.py robust   --plugin npmp.so --lua npmp.lua [--seeds N]
     npmp_test.py builtin  --plugin npmp.so
     npmp_test.py profile  --plugin npmp.so --profile-dir dissectors/profile
     npmp_test.py realcapture --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)
@@ -370,13 +371,18 @@ def parse_stat(out):
 
 def check_sctp(c, ts, pcap):
     F = ts.fields(pcap, NPMP_FIELDS)
-    c.eq(len(F), 20, "sctp.pcap frame count")
+    c.eq(len(F), 21, "sctp.pcap frame count")
     # expert infos of group Malformed set _ws.malformed; no dissector exception anywhere
     c.eq([n for n, fr in F.items() if fr["_ws.malformed"]], [15, 16, 18], "sctp.pcap: _ws.malformed frames")
     c.eq([n for n, fr in F.items() if any("Exception" in m for m in fr["_ws.expert.message"])], [],
          "sctp.pcap: no exceptions (truncated message handled)")
-    for n in range(1, 21):
+    for n in range(1, 22):
         c.check(F[n]["npmp.type"] != [], "sctp F%d decoded as NPMP" % n)
+    f = F[21]  # strings that fill their fields (no NUL)
+    c.eq((f["npmp.description"], f["npmp.cc"], f["npmp.flow.description"], f["npmp.ordered"]),
+         ([P.FULL_DESCRIPTION.decode()], [P.FULL_CC.decode()], [P.FULL_DESCRIPTION.decode()], ["0xffffffff"]),
+         "S21 32-byte description and 16-byte CC without NUL")
+    c.eq(npmp_experts(f), [], "S21 experts")
     f = F[1]  # ADD_FLOW with on/off events over SCTP
     c.eq((f["npmp.length"], f["npmp.protocol"], f["npmp.description"]), (["266"], ["132"], ["sctp flow"]), "S1 ADD_FLOW")
     c.eq((num(f["npmp.ordered"][0]), num(f["npmp.reliable"][0])), (0x7FFFFFFF, 0x80000000), "S1 ordered/reliable")
@@ -482,6 +488,44 @@ def cmd_parity(args):
             zb = tl.run(["-n", "-q", "-r", pcap] + tl.ours() + ["-z", "npmp,stat"]).stdout
             c.check("NPMP Statistics" in za, "%s: -z npmp,stat output" % pc)
             c.eq(zb, za, "%s: -z npmp,stat identical" % pc)
+        return 0 if c.finish() else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------- robust ----
+def cmd_robust(args):
+    """Randomly corrupted crafted pcaps (editcap -E, fixed seeds): no dissector
+    bug, no Lua error, tshark succeeds, and C and Lua still agree."""
+    if not shutil.which("editcap"):
+        skip("editcap not installed")
+    work = make_world_dir()
+    try:
+        P.main(["npmp_pcap.py", work])
+        tc = Tshark("c", work, plugin=args.plugin)
+        tl = Tshark("lua", work, lua=args.lua)
+        tc.verify_loaded()
+        tl.verify_loaded()
+        c = Checker("robust")
+        names = all_npmp_fields(tc) + ["_ws.expert.message", "_ws.malformed"]
+        prefs = ["-o", "npmp.udp_ports:8999-9001,15002", "-o", "npmp.tcp_ports:8999-9001,15001"]
+        for pc in ("tcp", "sctp", "dccp"):
+            for seed in range(1, args.seeds + 1):
+                src = os.path.join(work, pc + ".pcap")
+                dst = os.path.join(work, "%s-%d.pcap" % (pc, seed))
+                subprocess.run(["editcap", "--seed", str(seed), "-E", "0.05", src, dst],
+                               check=True, capture_output=True)
+                os.chmod(dst, 0o644)
+                for ts in (tc, tl):
+                    r = ts.run(["-n", "-r", dst, "-V"] + ts.ours() + prefs, check=False)
+                    bad = [l for l in (r.stdout + r.stderr).splitlines()
+                           if "Dissector bug" in l or "Lua Error" in l]
+                    c.check(r.returncode == 0 and not bad, "%s %s: rc %d %r" % (ts.impl, os.path.basename(dst),
+                                                                               r.returncode, bad[:3]))
+                a = tc.fields(dst, names, prefs)
+                b = tl.fields(dst, names, prefs)
+                diff = [n for n in a if a[n] != b.get(n)]
+                c.eq(diff, [], "%s: frames where C and Lua differ" % os.path.basename(dst))
         return 0 if c.finish() else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -663,7 +707,7 @@ def cmd_realcapture(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["crafted", "parity", "builtin", "profile", "realcapture", "install"])
+    ap.add_argument("mode", choices=["crafted", "parity", "robust", "builtin", "profile", "realcapture", "install"])
     ap.add_argument("--impl", choices=["c", "lua"], default="c")
     ap.add_argument("--plugin")
     ap.add_argument("--lua")
@@ -673,16 +717,17 @@ def main():
     ap.add_argument("--flows", help="realcapture: subset of tcp,udp,mptcp (default all)")
     ap.add_argument("--keep", help="copy the capture to this path")
     ap.add_argument("--build-dir")
+    ap.add_argument("--seeds", type=int, default=6, help="robust: corrupted copies per pcap")
     ap.add_argument("--plugin-dir")
     ap.add_argument("--datadir")
     args = ap.parse_args()
     if not shutil.which("tshark") and args.mode != "install":
         skip("tshark is not installed")
-    needs_plugin = args.mode in ("parity", "builtin", "profile", "install") or (args.mode == "crafted" and args.impl == "c")
+    needs_plugin = args.mode in ("parity", "robust", "builtin", "profile", "install") or (args.mode == "crafted" and args.impl == "c")
     if needs_plugin and (not args.plugin or not os.path.exists(args.plugin)):
         skip("C plugin not built (%s)" % args.plugin)
     try:
-        return {"crafted": cmd_crafted, "parity": cmd_parity, "builtin": cmd_builtin,
+        return {"crafted": cmd_crafted, "parity": cmd_parity, "robust": cmd_robust, "builtin": cmd_builtin,
                 "profile": cmd_profile, "realcapture": cmd_realcapture, "install": cmd_install}[args.mode](args)
     except Failure as e:
         print("ERROR: %s" % e)
