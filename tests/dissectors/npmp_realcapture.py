@@ -324,6 +324,18 @@ def main(args, Tshark, Checker, make_world_dir, skip):
             c = Checker("realcapture-" + ts.impl)
             results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl, args)
             ok = c.finish() and ok
+        if args.plugin and os.path.exists(args.plugin):
+            # The built-in dissector finds IDENTIFY/DATA by heuristics (first
+            # message of a segment only); where it decodes, it must agree.
+            import npmp_test as T
+            tb = Tshark("builtin", work)
+            tb.verify_loaded()
+            tc = impls[0]
+            prefs = ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1), "-o", "npmp.udp_ports:%d" % base]
+            c = Checker("realcapture-builtin")
+            T.compare_builtin(c, tc.messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter"),
+                              "real", True, len(args.flow_list))
+            ok = c.finish() and ok
         if len(results) == 2:
             c = Checker("realcapture-parity")
             c.eq(results["lua"], results["c"], "C and Lua decode the real capture identically")
