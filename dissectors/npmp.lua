@@ -13,9 +13,15 @@
 --
 -- SPDX-License-Identifier: GPL-3.0-or-later
 
-if Dissector.get("npmp") ~= nil then
-  return  -- the C plugin already provides "npmp"
+do
+  local found, d = pcall(Dissector.get, "npmp")
+  if found and d ~= nil then
+    return  -- the C plugin already provides "npmp"
+  end
 end
+
+-- bit32 is Lua 5.2 (Wireshark 4.0); Lua 5.3+ has the & operator instead.
+local band = (bit32 and bit32.band) or load("return function(a, b) return a & b end")()
 
 local NPMP_ACKNOWLEDGE, NPMP_ADD_FLOW, NPMP_REMOVE_FLOW, NPMP_IDENTIFY_FLOW = 1, 2, 3, 4
 local NPMP_DATA, NPMP_START, NPMP_STOP, NPMP_RESULTS = 5, 6, 7, 8
@@ -203,13 +209,13 @@ local function header_plausible(tvb, offset)
   local len = tvb(offset + 2, 2):uint()
   if t == NPMP_ACKNOWLEDGE then return fl == 0 and len == ACK_LEN
   elseif t == NPMP_ADD_FLOW then
-    return bit32.band(fl, 0xf8) == 0 and len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0
+    return band(fl, 0xf8) == 0 and len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0
   elseif t == NPMP_REMOVE_FLOW then return fl == 0 and len == REMOVE_LEN
-  elseif t == NPMP_IDENTIFY_FLOW then return bit32.band(fl, 0xfc) == 0 and len == IDENTIFY_LEN
-  elseif t == NPMP_DATA then return bit32.band(fl, 0xfc) == 0 and len >= DATA_LEN
-  elseif t == NPMP_START then return bit32.band(fl, 0xf0) == 0 and len == STARTSTOP_LEN
+  elseif t == NPMP_IDENTIFY_FLOW then return band(fl, 0xfc) == 0 and len == IDENTIFY_LEN
+  elseif t == NPMP_DATA then return band(fl, 0xfc) == 0 and len >= DATA_LEN
+  elseif t == NPMP_START then return band(fl, 0xf0) == 0 and len == STARTSTOP_LEN
   elseif t == NPMP_STOP then return fl == 0 and len == STARTSTOP_LEN
-  elseif t == NPMP_RESULTS then return bit32.band(fl, 0xfe) == 0 and len <= RESULTS_MAX
+  elseif t == NPMP_RESULTS then return band(fl, 0xfe) == 0 and len <= RESULTS_MAX
   end
   return false
 end
@@ -519,7 +525,7 @@ local function dissect_one(tvb, pinfo, tree)
   if mtype == NPMP_ACKNOWLEDGE and lim >= 24 then
     info = info .. " status=" .. (status_vals[tvb(20, 4):uint()] or "?")
   end
-  if mtype == NPMP_RESULTS and bit32.band(flags, 1) ~= 0 then info = info .. " EOF" end
+  if mtype == NPMP_RESULTS and band(flags, 1) ~= 0 then info = info .. " EOF" end
   pinfo.cols.info:append((ordinal > 1 and ", " or "") .. info)
 
   -- Statistics record

@@ -469,6 +469,11 @@ def cmd_parity(args):
             b = sorted(l for l in tl.run([], first=["-G", g]).stdout.splitlines() if "npmp" in l)
             c.check(a != [], "-G %s lists npmp" % g)
             c.eq(b, a, "-G %s identical" % g)
+        # Both installed: the Lua twin steps aside without an error.
+        r = tc.run(["-X", "lua_script:" + os.path.join(work, "npmp.lua"), "-n", "-r",
+                    os.path.join(work, "tcp.pcap")] + tc.ours(), check=False)
+        c.check(r.returncode == 0 and "Lua" not in r.stderr and "NPMP" in r.stdout,
+                "C plugin + npmp.lua together: rc %d, %r" % (r.returncode, r.stderr[-500:]))
         names = all_npmp_fields(tc) + ["_ws.col.Info", "_ws.col.Protocol", "_ws.expert.message",
                                         "_ws.expert.severity", "_ws.expert.group", "_ws.malformed"]
         for pc in ("tcp", "sctp", "dccp"):
