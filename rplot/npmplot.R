@@ -1038,11 +1038,12 @@ npm_print_quietly <- function(p) {
 }
 
 # Write plots: a list of ggplots, or of list(plot, title, outline). PDF: one file,
-# a page per plot, with bookmarks from the outlines. PNG/SVG: one file per plot,
-# named <file without extension>-NN-<title>.<format> (the file itself if only one plot).
-# Files appear only when complete. Returns the written file names.
+# a page per plot, with bookmarks from the outlines. PNG/SVG (and PDF with
+# onefile = FALSE): one file per plot, named <file without extension>-NN-<title>.<format>
+# (the file itself if only one plot). Files appear only when all are complete.
+# Returns the written file names.
 npm_save_plots <- function(plots, file, format = npm_format_from_name(file), width = 10,
-                           height = 6.5, dpi = 150, bookmarks = TRUE) {
+                           height = 6.5, dpi = 150, bookmarks = TRUE, onefile = TRUE) {
   if (inherits(plots, "ggplot")) plots <- list(plots)
   plots <- lapply(seq_along(plots), function(i) {
     p <- plots[[i]]
@@ -1054,7 +1055,7 @@ npm_save_plots <- function(plots, file, format = npm_format_from_name(file), wid
   dir <- dirname(file)
   if (!dir.exists(dir)) npm_stop("output directory %s does not exist", dir)
   if (file.access(dir, 2L) != 0L) npm_stop("output directory %s is not writable", dir)
-  if (format == "pdf") {
+  if (format == "pdf" && onefile) {
     tmp <- tempfile(pattern = ".npmplot-", tmpdir = dir, fileext = ".pdf")
     on.exit(unlink(tmp), add = TRUE)
     npm_open_device(tmp, "pdf", width, height, dpi)
@@ -1073,15 +1074,17 @@ npm_save_plots <- function(plots, file, format = npm_format_from_name(file), wid
            else sprintf("%s-%02d-%s.%s", stem, seq_along(plots),
                         npm_slug(vapply(plots, function(p) paste(p$outline %||% p$title, collapse = " "), "")),
                         format)
+  # Draw all into temporary files first: either every file appears or none.
+  tmps <- character(0)
+  on.exit(unlink(tmps), add = TRUE)
   for (i in seq_along(plots)) {
-    tmp <- tempfile(pattern = ".npmplot-", tmpdir = dir, fileext = paste0(".", format))
-    npm_open_device(tmp, format, width, height, dpi)
+    tmps[i] <- tempfile(pattern = ".npmplot-", tmpdir = dir, fileext = paste0(".", format))
+    npm_open_device(tmps[i], format, width, height, dpi)
     dev <- grDevices::dev.cur()
-    ok <- FALSE
-    tryCatch({ npm_print_quietly(plots[[i]]$plot); ok <- TRUE },
-             finally = { grDevices::dev.off(dev); if (!ok) unlink(tmp) })
-    if (!file.rename(tmp, names[i])) { unlink(tmp); npm_stop("cannot write %s", names[i]) }
+    tryCatch(npm_print_quietly(plots[[i]]$plot), finally = grDevices::dev.off(dev))
   }
+  for (i in seq_along(plots))
+    if (!file.rename(tmps[i], names[i])) npm_stop("cannot write %s", names[i])
   names
 }
 

@@ -170,3 +170,26 @@ test_that("file names in a config are found next to it, with or without .bz2", {
   expect_true(is.na(npm_resolve_file("missing.vec", cdir)))
   expect_true(is.na(npm_resolve_file("", cdir)))
 })
+
+test_that("a plot that fails to draw leaves no file behind", {
+  dir <- tempfile("out-")
+  dir.create(dir)
+  good <- ggplot(data.frame(x = 1:3, y = 1:3), aes(x, y)) + geom_line()
+  bad <- ggplot(data.frame(x = 1:3), aes(x, nope)) + geom_line()
+  for (f in c("a.pdf", "b.png", "c.svg"))
+    expect_error(npm_save_plots(list(good, bad), file.path(dir, f)))
+  expect_equal(list.files(dir, all.files = TRUE, no.. = TRUE), character(0))
+  expect_error(npm_save_plots(good, file.path(dir, "missing", "x.pdf")), "does not exist",
+               class = "npm_error")
+})
+
+test_that("one PDF per plot on request", {
+  dir <- tempfile("own-")
+  dir.create(dir)
+  p <- ggplot(data.frame(x = 1:3, y = 1:3), aes(x, y)) + geom_line()
+  f <- npm_save_plots(list(list(plot = p, title = "A", outline = c("Overview", "A")),
+                           list(plot = p, title = "B", outline = c("Flow 7", "B"))),
+                      file.path(dir, "run.pdf"), onefile = FALSE)
+  expect_equal(basename(f), c("run-01-overview-a.pdf", "run-02-flow-7-b.pdf"))
+  expect_true(all(file.exists(f)))
+})
