@@ -182,6 +182,15 @@ def analyse(c, ts, pcap, base, active_out, label, args):
         decoded[key] = decoded.get(key, 0) + sum(int(x) for x in f["npmp.length"])
     c.check(len(payload) >= 1 + n_flows, "%s: %d NPMP connections (control + one per flow)" % (label, len(payload)))
     c.eq(decoded, payload, "%s: decoded message bytes == transport payload bytes per connection" % label)
+    # The same without port preferences: the heuristics (ADD_FLOW on control,
+    # IDENTIFY/DATA on data connections) find every connection by themselves.
+    H = ts.fields(pcap, ["tcp.stream", "udp.stream", "tcp.analysis.retransmission", "npmp.length"])
+    heur = {}
+    for n, f in H.items():
+        key = ("tcp%s" % f["tcp.stream"][0]) if f["tcp.stream"] else ("udp%s" % f["udp.stream"][0]) if f["udp.stream"] else None
+        if key and not (f["tcp.stream"] and f["tcp.analysis.retransmission"]):
+            heur[key] = heur.get(key, 0) + sum(int(x) for x in f["npmp.length"])
+    c.eq(heur, payload, "%s: heuristics alone decode every connection completely" % label)
 
     # --- message level
     msgs = []
