@@ -50,4 +50,16 @@ compgen -G "*.tmp-*" >/dev/null && fail "temporary files left: $(ls)"
 expect_fail "no output file" "no output file given" "$CB"
 expect_fail "-c 0" 'invalid compression level "0"' "$CB" x -c 0
 "$CB" --help | grep -q -- "--line-numbers" && pass "--help" || fail "--help"
+
+# Full disk: the uncompressed output of large.bz2 does not fit into 64 kB.
+mkdir full
+if mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
+  MOUNTS+=("$TMP/c/full")
+  expect_fail "full disk" "cannot write full/out.data: No space left on device" \
+    bash -c "printf -- '--values=v\n--input=large.bz2\n' | '$CB' -q full/out.data Var"
+  [ -z "$(ls full)" ] && pass "nothing left on the full disk" || fail "left on full disk: $(ls full)"
+else
+  echo "SKIP: cannot mount a tmpfs (not root?)" >&2
+  exit 77
+fi
 finish

@@ -27,6 +27,15 @@ for t in active.flow-ReceivedBitRate active.total-ReceivedBytes active.CPU-Idle 
 done
 [ "$(ls out | wc -l)" -eq 4 ] || fail "unexpected files in out/: $(ls out)"
 
+# One worker thread gives the same tables as many.
+sed 's/--resultsdirectory=out/--resultsdirectory=one/' commands | "$BIN/createsummary" -b -q -j 1 >/dev/null
+sed 's/--resultsdirectory=out/--resultsdirectory=many/' commands | "$BIN/createsummary" -b -q -j 7 >/dev/null
+if diff -r one many >/dev/null && [ "$(ls one | wc -l)" -eq 4 ]; then
+  pass "-j 1 and -j 7 give identical tables"
+else
+  fail "-j 1 and -j 7 differ"
+fi
+
 # Strict CSV layout, plain output (-c 0).
 "$BIN/createsummary" -b -q --csv -c 0 <commands >/dev/null || fail "--csv exit code $?"
 check_table out/active.flow-ReceivedBitRate.csv expected/active.flow-ReceivedBitRate.csv
