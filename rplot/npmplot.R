@@ -30,6 +30,8 @@ suppressPackageStartupMessages({
   library(ggplot2)
 })
 
+`%||%` <- function(a, b) if (is.null(a)) b else a
+
 # ---- Errors ------------------------------------------------------------------
 
 # Signal an error the user can fix: one line, no traceback in the programs.
@@ -735,16 +737,15 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     }
     out
   }
-  s[, .grp := "all"]
-  aes_map <- aes(x = .x, y = Mean)
+  aes_map <- aes(x = .x, y = Mean, group = .grp)
   grp_cols <- unique(c(colour, linetype, facet_rows, facet_cols))
+  s[, .grp := "all"]
   if (length(grp_cols)) {
     key <- function(d) do.call(paste, c(lapply(grp_cols, function(g) as.character(d[[g]])), sep = "\r"))
     u <- unique(s[, grp_cols, with = FALSE])
     setorderv(u, grp_cols)           # natural order: numbers as numbers
     s[, .grp := factor(key(s), levels = key(u))]
   }
-  aes_map$group <- quote(.grp)
 
   if (!is.null(colour)) {
     lv <- lev(colour)
@@ -776,10 +777,9 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                            position = dodge)
   }
 
-  ctitle <- npm_label(if (!is.null(colour_title)) colour_title else colour)
-  ltitle <- npm_label(if (!is.null(linetype_title)) linetype_title
-                      else if (!is.null(linetype)) linetype else ctitle)
-  if (is.null(linetype) && !is.null(lt_col)) ltitle <- ctitle
+  ctitle <- npm_label(colour_title %||% colour)
+  # A grey-scale line type that doubles the colour shares its legend.
+  ltitle <- if (!is.null(linetype)) npm_label(linetype_title %||% linetype) else ctitle
   if (!is.null(colour)) {
     lv <- levels(s$.col)
     labs_c <- npm_labels(lab_for(colour, lv))
@@ -1087,8 +1087,6 @@ npm_save_plots <- function(plots, file, format = npm_format_from_name(file), wid
     if (!file.rename(tmps[i], names[i])) npm_stop("cannot write %s", names[i])
   names
 }
-
-`%||%` <- function(a, b) if (is.null(a)) b else a
 
 npm_outline_entries <- function(plots) {
   rows <- list()
