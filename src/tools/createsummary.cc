@@ -332,6 +332,7 @@ void CreateSummary::mergeReady(bool wait) {
     }
     JobResult result = f.get();
     futures_.pop_front();
+    progress_.update(done_.load(), inputs_.size(), "files");
     const std::uint32_t index = static_cast<std::uint32_t>(merged_++);
     const Input& input = inputs_[index];
     if (result.cancelled) continue;
@@ -496,6 +497,7 @@ int CreateSummary::writeTables() {
       progress_.update(i, results.size(), "tables");
     }
     TableStats st = results[i].get();
+    progress_.update(i + 1, results.size(), "tables");
     if (!st.error.empty()) {
       if (firstError.empty() && st.error != "cancelled") firstError = st.error;
       continue;

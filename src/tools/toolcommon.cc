@@ -358,9 +358,12 @@ Progress::Progress(std::string program, bool enabled)
 void Progress::update(std::uint64_t done, std::uint64_t total, const char* unit, bool force) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (unit_ != unit) {  // a new phase: its own rate
+    unit_ = unit;
+    start_ = now;
+  }
   const auto interval = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(10000);
   if (!force && now - last_ < interval) return;
-  if (!force && !tty_ && now - start_ < interval) return;
   last_ = now;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;

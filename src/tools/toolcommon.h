@@ -155,6 +155,7 @@ private:
   bool enabled_;
   bool tty_;
   bool shown_ = false;
+  std::string unit_;
   std::chrono::steady_clock::time_point start_, last_;
 };
 
