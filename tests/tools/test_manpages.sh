@@ -3,6 +3,10 @@
 source "$(dirname "$0")/lib.sh"
 BIN=$1
 MAN=$2
+if ! command -v groff >/dev/null; then
+  echo "SKIP: groff is not installed (Debian package groff-base)" >&2
+  exit 77
+fi
 for tool in createsummary combinesummaries extractvectors getabstime runtimeestimator; do
   page="$MAN/$tool.1"
   [ -e "$page" ] || { fail "no man page $page"; continue; }
