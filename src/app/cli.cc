@@ -11,6 +11,7 @@
 #include <set>
 
 #include "flowspec/flowspec.h"
+#include "sctp/socket.h"
 #include "transport/sockets.h"
 
 namespace npm::app {
@@ -47,6 +48,8 @@ constexpr OptionDef kOptions[] = {
     {"logfile", 0, Arg::Required},            {"logappend", 0, Arg::Required},
     {"quiet", 'q', Arg::None},                {"verbose", '!', Arg::None},
     {"help", 'h', Arg::None},                 {"version", 'v', Arg::None},
+    {"sctp-stack", 0, Arg::Required},         {"sctp-udp-port", 0, Arg::Required},
+    {"sctp-remote-udp-port", 0, Arg::Required},
 };
 
 struct Parsed {
@@ -123,9 +126,11 @@ std::string usage() {
          "  flow options: id= description= maxmsgsize= defragtimeout= ordered= unordered= reliable=\n"
          "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
+         "  CMT-SCTP: cmt=off|cmt|cmtrpv1|cmtrpv2|like-mptcp sctpcc=rfc2581|hstcp|htcp|rtcc\n"
+         "    bufsplit=none|sender|receiver|both nrsack=on|off rtomin=MS dac=on|off\n"
          "\n"
          "Options:\n"
-         "  -x, --control-over-sctp      control over SCTP (the default, falls back to TCP if unavailable)\n"
+         "  -x, --control-over-sctp      control over SCTP (the default; without -x it falls back to TCP)\n"
          "  -y, --control-over-tcp       control over TCP          -w, --control-over-mptcp  control over MPTCP\n"
          "  -X, -Y, -W                   passive: disable the SCTP / TCP / MPTCP control listener\n"
          "  -L, --local=A[,B...]         local data address(es)    -l, --controllocal=A[,B...]  local control address(es)\n"
@@ -139,6 +144,9 @@ std::string usage() {
          "  -V, --vector=PATTERN         write vector files (NAME.vec[.bz2], also per flow)\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
+         "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
+         "  --sctp-udp-port=PORT         local UDP port of userland SCTP (passive default 9899, active: any)\n"
+         "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
          "  --loglevel=0..5  --logcolor=on|off  --logfile=FILE  --logappend=FILE  -q, --quiet  -!, --verbose\n"
          "  -h, --help                   -v, --version\n";
 }
@@ -221,6 +229,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   bool noSctp = false, noTcp = false, noMptcp = false;
   std::uint64_t count = 1;
   std::uint32_t defaultSndBuf = 0, defaultRcvBuf = 0;
+  sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
+  std::uint16_t sctpUdpPort = 0, sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
   std::vector<std::pair<Protocol, std::string>> specs;
 
   for (const auto& p : options) {
@@ -290,6 +300,15 @@ Command parseCommandLine(const std::vector<std::string>& args) {
         } else if (name == "logcolor") {
           if (v != "on" && v != "off") return bad("expected on or off");
           logSettings.colour = v == "on";
+        } else if (name == "sctp-stack") {
+          if (v == "auto") sctpStack = sctp::StackChoice::Auto;
+          else if (v == "kernel") sctpStack = sctp::StackChoice::Kernel;
+          else if (v == "userland") sctpStack = sctp::StackChoice::Userland;
+          else return bad("expected auto, kernel or userland");
+        } else if (name == "sctp-udp-port" || name == "sctp-remote-udp-port") {
+          const auto port = parseUnsigned(v, 65535);
+          if (!port || *port == 0) return bad("expected a UDP port from 1 to 65535");
+          (name == "sctp-udp-port" ? sctpUdpPort : sctpRemoteUdpPort) = static_cast<std::uint16_t>(*port);
         } else if (name == "logfile" || name == "logappend") {
           logSettings.file = v;
           logSettings.append = name == "logappend";
@@ -308,8 +327,14 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     }
     if (!specs.empty()) return CliError{"flows are given to the active side (HOST:PORT), not to a passive PORT"};
     if (noSctp && noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
-    if (noTcp) return CliError{"-Y leaves no control listener: SCTP control is not available in this build"};
     PassiveCommand c;
+    c.options.controlOverSctp = !noSctp;
+    c.options.sctpStack = sctpStack;
+    c.options.sctpUdpPort = sctpUdpPort != 0 ? sctpUdpPort : sctp::kDefaultUdpEncapsulationPort;
+    if (sctpStack == sctp::StackChoice::Kernel && !noSctp) {
+      std::string why;
+      if (!sctp::kernelAvailable(&why)) return CliError{"--sctp-stack=kernel: " + why};
+    }
     c.options.port = static_cast<std::uint16_t>(port);
     c.options.controlOverTcp = !noTcp;
     c.options.controlOverMptcp = controlMptcp && !noMptcp;
@@ -349,28 +374,44 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   }  // else: a bare IPv6 literal or host name, default port 9000
   if (specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (noSctp || noTcp || noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
-  if (controlSctp) {
-    return CliError{"control over SCTP (-x) is not supported by this build yet; use -y (TCP) or -w (MPTCP)"};
-  }
-  active.control = controlMptcp ? control::ControlProtocol::Mptcp
-                   : controlTcp ? control::ControlProtocol::Tcp
-                                : control::ControlProtocol::Default;
+  active.sctpStack = sctpStack;
+  active.sctpUdpPort = sctpUdpPort;
+  active.sctpRemoteUdpPort = sctpRemoteUdpPort;
+  active.control = controlSctp    ? control::ControlProtocol::Sctp
+                   : controlMptcp ? control::ControlProtocol::Mptcp
+                   : controlTcp   ? control::ControlProtocol::Tcp
+                                  : control::ControlProtocol::Default;
 
   std::vector<flowspec::FlowSpec> flows;
+  std::uint32_t associations = 0;
   for (const auto& [protocol, text] : specs) {
     std::vector<std::string> texts;
     std::size_t start = 0;
     for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) texts.push_back(text.substr(start, nl - start));
     texts.push_back(text.substr(start));
+    std::vector<flowspec::FlowSpec> group;
     for (const auto& t : texts) {
       auto r = flowspec::parse(t, protocol);
       if (!r.spec) return CliError{r.error};
       if (r.spec->rcvBufferSize == 0) r.spec->rcvBufferSize = defaultRcvBuf;
       if (r.spec->sndBufferSize == 0) r.spec->sndBufferSize = defaultSndBuf;
-      for (std::uint64_t k = 0; k < count; ++k) {
-        flows.push_back(*r.spec);
-        if (k > 0) flows.back().flowId.reset();  // copies get the next free IDs
+      r.spec->streamId = static_cast<std::uint16_t>(group.size());
+      if (!group.empty() && protocol == Protocol::SCTP &&
+          (r.spec->cmt != group[0].cmt || flowspec::sctpTuningFlags(*r.spec) != flowspec::sctpTuningFlags(group[0]) ||
+           flowspec::sctpRtoMinAndDac(*r.spec) != flowspec::sctpRtoMinAndDac(group[0]))) {
+        return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
+                        "bufsplit=, nrsack=, rtomin= and dac= settings (give them on every stream or on none)"};
       }
+      group.push_back(*r.spec);
+    }
+    // -N: every flow (SCTP: every association with all its streams) N times.
+    for (std::uint64_t k = 0; k < count; ++k) {
+      for (auto spec : group) {
+        spec.association = associations;
+        if (k > 0) spec.flowId.reset();  // copies get the next free IDs
+        flows.push_back(spec);
+      }
+      ++associations;
     }
   }
   if (auto error = flowspec::assignFlowIds(flows); !error.empty()) return CliError{error};
@@ -379,8 +420,13 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   std::set<Protocol> checked;
   for (const auto& f : flows) {
     if (f.protocol == Protocol::SCTP) {
-      return CliError{std::string("SCTP flows are not supported by this build yet") +
-                      (transport::protocolAvailable(Protocol::SCTP) ? "" : " (and this kernel has no SCTP)")};
+      try {
+        const sctp::Tuning tuning{f.cmt, f.sctpCc, f.bufferSplitting, f.nrSack, f.dac, f.rtoMinMs};
+        sctp::resolve(sctpStack, tuning.needsUserland());
+      } catch (const transport::TransportError& e) {
+        return CliError{"flow #" + std::to_string(*f.flowId) + ": " + e.what()};
+      }
+      continue;
     }
     if (checked.insert(f.protocol).second) {
       std::string why;

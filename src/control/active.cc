@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <random>
 
 #include "common/fileio.h"
@@ -26,6 +27,8 @@
 #include "control/display.h"
 #include "measure/measurement.h"
 #include "transport/channel.h"
+#include "transport/sctp_channel.h"
+#include "sctp/sockaddr.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -90,6 +93,12 @@ public:
 
 private:
   asio::awaitable<void> connectControl();
+  asio::awaitable<void> connectSctpControl(Clock::duration timeout);
+  asio::awaitable<void> waitConnected(transport::SctpAssociation& association, Clock::duration timeout);
+  asio::awaitable<std::shared_ptr<transport::SctpAssociation>> association(const flowspec::FlowSpec& spec);
+  sctp::StackSettings sctpSettings() const {
+    return sctp::StackSettings{o_.sctpUdpPort, o_.sctpRemoteUdpPort};
+  }
   // The next message must be the acknowledgement of `what`; nullopt on timeout.
   asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
                                                             const char* what, Clock::duration timeout);
@@ -112,6 +121,7 @@ private:
   std::uint64_t measurementId_ = randomMeasurementId();
   std::shared_ptr<ControlChannel> control_;
   std::vector<FlowRun> flows_;
+  std::map<std::uint32_t, std::shared_ptr<transport::SctpAssociation>> associations_;
   std::unique_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;
@@ -136,9 +146,15 @@ void Active::onSignal(int number) {
 
 asio::awaitable<void> Active::connectControl() {
   ControlProtocol transport = o_.control;
-  if (transport == ControlProtocol::Default) {
-    // SCTP is the reference's default; this build has no SCTP backend yet, so fall back.
-    log::info("NPMP-CONTROL over SCTP is not available here; using TCP for the control connection");
+  if (transport == ControlProtocol::Default || transport == ControlProtocol::Sctp) {
+    // SCTP is the reference's default. Without -x, a passive without SCTP is not an error.
+    try {
+      co_await connectSctpControl(transport == ControlProtocol::Sctp ? kConnectTimeout : std::chrono::seconds(2));
+      co_return;
+    } catch (const std::exception& e) {
+      if (transport == ControlProtocol::Sctp) throw ActiveError(std::string("control over SCTP (-x): ") + e.what());
+      log::info(std::string("No SCTP path to the passive (") + e.what() + "); using TCP for the control connection");
+    }
     transport = ControlProtocol::Tcp;
   }
   const Protocol protocol = transport == ControlProtocol::Mptcp ? Protocol::MPTCP : Protocol::TCP;
@@ -160,6 +176,76 @@ asio::awaitable<void> Active::connectControl() {
       transport::endpointName(to.address(), to.port()), to.address());
   control_->watchFailure(&runEvent_);
   control_->start();
+}
+
+asio::awaitable<void> Active::waitConnected(transport::SctpAssociation& association, Clock::duration timeout) {
+  Event done(io_.get_executor());
+  std::string error;
+  association.onConnected([&](const std::string& e) {
+    error = e;
+    done.notify();
+  });
+  co_await done.wait(Clock::now() + timeout);
+  if (!done.notified()) {
+    association.onConnected(nullptr);
+    association.close();
+    throw ActiveError("cannot connect to " + association.peerName() + ": timed out");
+  }
+  if (!error.empty()) throw ActiveError("cannot connect to " + association.peerName() + ": " + error);
+}
+
+asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
+  const sctp::Stack stack = sctp::resolve(o_.sctpStack, false);
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  auto socket = sctp::open(stack, io_, family, sctpSettings());
+  sctp::SocketOptions options;
+  options.streams = 1;
+  if (family == AF_INET6) options.v6only = o_.v6only;
+  socket->configure(options);
+  if (!o_.controlAddresses.empty()) socket->bind(o_.controlAddresses, 0);
+  const std::uint16_t port = static_cast<std::uint16_t>(o_.port + 1);
+  const std::string name = transport::endpointName(o_.remote, port);
+  log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
+  socket->connect({o_.remote}, port);
+  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+  co_await waitConnected(*association, timeout);
+  control_ = std::make_shared<ControlChannel>(io_.get_executor(),
+                                              sctpControl(association, npmp::Channel::ControlToActive), name, o_.remote);
+  control_->watchFailure(&runEvent_);
+  control_->start();
+}
+
+asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association(const flowspec::FlowSpec& spec) {
+  if (auto it = associations_.find(spec.association); it != associations_.end()) co_return it->second;
+  const sctp::Tuning tuning{spec.cmt, spec.sctpCc, spec.bufferSplitting, spec.nrSack, spec.dac, spec.rtoMinMs};
+  const sctp::Stack stack = sctp::resolve(o_.sctpStack, tuning.needsUserland());
+  if (o_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
+    log::info("Flow #" + std::to_string(*spec.flowId) + ": CMT-SCTP needs the userland SCTP stack; using it");
+  }
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  auto socket = sctp::open(stack, io_, family, sctpSettings());
+  sctp::SocketOptions options;
+  options.streams = static_cast<std::uint16_t>(std::count_if(o_.flows.begin(), o_.flows.end(), [&](const auto& f) {
+    return f.protocol == Protocol::SCTP && f.association == spec.association;
+  }));
+  options.rcvBufferSize = spec.rcvBufferSize;
+  options.sndBufferSize = spec.sndBufferSize;
+  options.noDelay = spec.noDelay;
+  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  socket->configure(options);
+  socket->tune(tuning);
+  // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
+  if (!o_.localAddresses.empty()) socket->bind(o_.localAddresses, 0);
+  const std::string name = transport::endpointName(o_.remote, o_.port);
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
+            " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
+            name + " from " + (o_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(o_.localAddresses)));
+  socket->connect({o_.remote}, o_.port);
+  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+  co_await waitConnected(*association, kConnectTimeout);
+  association->start(nullptr, nullptr);
+  associations_[spec.association] = association;
+  co_return association;
 }
 
 asio::awaitable<std::optional<npmp::Acknowledge>> Active::nextAck(std::uint32_t flowId, std::uint16_t streamId,
@@ -193,6 +279,10 @@ asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::u
 
 asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec) {
   const Protocol protocol = spec.protocol;
+  if (protocol == Protocol::SCTP) {
+    auto a = co_await association(spec);
+    co_return a->stream(spec.streamId, transport::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials));
+  }
   const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
   const std::uint16_t port = protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(o_.port - 1) : o_.port;
   const int fd = transport::openSocket(protocol, family);
@@ -283,6 +373,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   measure::FlowParameters p;
   p.measurementId = measurementId_;
   p.flowId = flowId;
+  p.streamId = spec.streamId;
   p.protocol = spec.protocol;
   p.description = spec.description;
   p.outbound = spec.outbound;
@@ -304,9 +395,12 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   npmp::AddFlow add;
   add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
                                         (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
-                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0));
+                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0) |
+                                        flowspec::sctpTuningFlags(spec));
   add.flowId = flowId;
   add.measurementId = measurementId_;
+  add.streamId = spec.streamId;
+  add.sctpRtoMinAndDac = flowspec::sctpRtoMinAndDac(spec);
   add.protocol = spec.protocol;
   add.description = spec.description;
   add.orderedMode = flowspec::fractionToWire(spec.ordered);
@@ -324,7 +418,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   npmp::Bytes message;
   npmp::encode(add, message);
   control_->send(std::move(message));
-  const auto added = co_await awaitAck(flowId, 0, "ADD_FLOW");
+  const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
   if (added.status != npmp::kStatusOk) {
     throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
   }
@@ -332,13 +426,14 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   npmp::IdentifyFlow identify;
   identify.flowId = flowId;
   identify.measurementId = measurementId_;
+  identify.streamId = spec.streamId;
   if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
   if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
   if (channel->reliable()) {
     co_await sendOnData(*channel, identifyMessage);
-    const auto a = co_await awaitAck(flowId, 0, "IDENTIFY_FLOW");
+    const auto a = co_await awaitAck(flowId, spec.streamId, "IDENTIFY_FLOW");
     if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
     co_return;
   }
@@ -597,6 +692,7 @@ asio::awaitable<int> Active::run() {
     exitCode = 1;
   }
   for (auto& f : flows_) f.flow->close();
+  for (auto& [id, a] : associations_) a->close();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
   co_return exitCode;

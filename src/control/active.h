@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flowspec/flowspec.h"
+#include "sctp/socket.h"
 
 namespace npm::control {
 
@@ -29,6 +30,9 @@ struct ActiveOptions {
   std::string configFile, scalarPattern, vectorPattern;
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
+  sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
+  std::uint16_t sctpUdpPort = 0;  // local UDP encapsulation port of userland SCTP; 0 = any
+  std::uint16_t sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
   std::vector<flowspec::FlowSpec> flows;  // validated, IDs assigned
 };
 

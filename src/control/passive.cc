@@ -20,8 +20,10 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "control/control_channel.h"
+#include "flowspec/flowspec.h"
 #include "measure/measurement.h"
 #include "transport/channel.h"
+#include "transport/sctp_channel.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -73,6 +75,8 @@ struct FlowEntry {
   std::shared_ptr<measure::Flow> flow;
   std::weak_ptr<Session> session;
   transport::SocketOptions socketOptions;
+  sctp::Tuning sctpTuning;                // SCTP: CMT and its tuning, from ADD_FLOW
+  transport::StreamPolicy streamPolicy;   // SCTP: per-message delivery of the passive's sending
   bool identified = false;
   std::optional<udp::endpoint> udpPeer;
 };
@@ -109,6 +113,9 @@ private:
   void acceptControl(std::shared_ptr<tcp::acceptor> acceptor);
   void acceptData(std::shared_ptr<tcp::acceptor> acceptor, Protocol protocol);
   void acceptDccp();
+  void openSctp();
+  void acceptSctp(std::shared_ptr<sctp::Socket> listener, bool control);
+  void adoptSctpData(std::shared_ptr<transport::SctpAssociation> association);
   void adoptPending(std::shared_ptr<transport::DataChannel> channel, Protocol protocol);
   void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel,
                 Protocol protocol, const asio::ip::address& from, std::optional<udp::endpoint> udpPeer);
@@ -121,6 +128,9 @@ private:
   udp::socket udp_;
   std::vector<std::uint8_t> udpBuffer_;
   std::unique_ptr<asio::posix::stream_descriptor> dccp_;
+  std::vector<std::shared_ptr<sctp::Socket>> sctpListeners_;
+  std::map<transport::SctpAssociation*, std::pair<std::shared_ptr<transport::SctpAssociation>,
+                                                   std::shared_ptr<asio::steady_timer>>> pendingSctp_;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<udp::endpoint, FlowKey> udpFlows_;
   std::map<transport::DataChannel*, std::pair<std::shared_ptr<transport::DataChannel>,
@@ -385,6 +395,12 @@ std::uint32_t PassiveServer::Impl::addFlow(const std::shared_ptr<Session>& sessi
     case Protocol::MPTCP:
     case Protocol::UDP:
       break;
+    case Protocol::SCTP:
+      if (sctpListeners_.empty()) {
+        log::warning("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
+        return npmp::kStatusError;
+      }
+      break;
     case Protocol::DCCP:
       if (!dccp_) {
         log::warning("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
@@ -425,6 +441,18 @@ std::uint32_t PassiveServer::Impl::addFlow(const std::shared_ptr<Session>& sessi
   entry->socketOptions.noDelay = (m.flags & npmp::kAddFlowNoDelay) != 0;
   entry->socketOptions.congestionControl = m.congestionControl;
   entry->socketOptions.ccid = m.ccid;
+  entry->sctpTuning.cmt = m.cmt;
+  entry->sctpTuning.nrSack = (m.flags & npmp::kAddFlowNrSack) != 0;
+  entry->sctpTuning.bufferSplitting = (m.flags >> npmp::kAddFlowBufferSplitShift) & 3;
+  entry->sctpTuning.ccModule = (m.flags >> npmp::kAddFlowSctpCcShift) & 3;
+  entry->sctpTuning.rtoMinMs = m.sctpRtoMinAndDac & npmp::kSctpRtoMinMask;
+  entry->sctpTuning.dac = (m.sctpRtoMinAndDac & npmp::kSctpDacBit) != 0;
+  entry->streamPolicy = transport::streamPolicy(flowspec::wireToFraction(m.orderedMode),
+                                                flowspec::wireToFraction(m.reliableMode), m.retransmissionTrials);
+  if (m.protocol != Protocol::SCTP && m.cmt != 0 && !(m.cmt == 4 && m.protocol == Protocol::MPTCP)) {
+    log::warning("ADD_FLOW rejected" + from + ": CMT applies to SCTP flows only");
+    return npmp::kStatusError;
+  }
   flows_[key] = entry;
   log::debug("Added " + keyName(key) + " (" + npmp::protocolName(m.protocol) + ")" + from);
   return npmp::kStatusOk;
@@ -468,14 +496,17 @@ void PassiveServer::Impl::identify(const npmp::IdentifyFlow& id, std::shared_ptr
   }
   auto session = entry->session.lock();
   if (!session) return reject("its control connection is gone");
-  if (unmapped(from) != session->peerAddress()) {
-    // No traffic reflection: data goes only to the host that controls the flow.
+  if (udpPeer && unmapped(from) != session->peerAddress()) {
+    // No traffic reflection: UDP data goes only to the host that controls the flow (the
+    // connection-oriented transports prove their address in the handshake).
     return reject("the control connection came from " + session->peerAddress().to_string());
   }
   if (udpPeer) {
     udpFlows_[*udpPeer] = key;
     entry->udpPeer = udpPeer;
     channel = transport::makeUdpPeerChannel(udp_, *udpPeer);
+  } else if (protocol == Protocol::SCTP) {
+    // `channel` is the association's stream; its tuning is set up by the caller.
   } else {
     try {
       const int family = channel->fd() >= 0 ? [&] {
@@ -507,6 +538,7 @@ void PassiveServer::Impl::identify(const npmp::IdentifyFlow& id, std::shared_ptr
     channel->expect(npmp::Channel::Data);
     flow->startReceiving();
   }
+
   log::debug("Identified " + keyName(key) + where);
   session->control().send(ack(id.flowId, id.measurementId, id.streamId, npmp::kStatusOk));
 }
@@ -754,6 +786,142 @@ void PassiveServer::Impl::acceptDccp() {
   });
 }
 
+void PassiveServer::Impl::openSctp() {
+  sctp::Stack stack;
+  try {
+    stack = sctp::resolve(options_.sctpStack, false);
+  } catch (const transport::TransportError& e) {
+    log::warning(std::string("No SCTP listeners: ") + e.what());
+    return;
+  }
+  const int family = listenerFamily(options_.localAddresses);
+  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort};
+  try {
+    for (const bool control : {true, false}) {
+      std::shared_ptr<sctp::Socket> listener = sctp::open(stack, io_, family, settings);
+      sctp::SocketOptions o;
+      o.streams = 65535;
+      o.noDelay = true;
+      if (family == AF_INET6) o.v6only = options_.v6only;
+      if (!control) {
+        o.rcvBufferSize = options_.rcvBufferSize;
+        o.sndBufferSize = options_.sndBufferSize;
+      }
+      listener->configure(o);
+      const auto& addresses = control ? options_.controlAddresses : options_.localAddresses;
+      listener->bind(addresses, static_cast<std::uint16_t>(control ? options_.port + 1 : options_.port));
+      listener->listen();
+      sctpListeners_.push_back(listener);
+      acceptSctp(listener, control);
+    }
+  } catch (const transport::TransportError& e) {
+    log::warning(std::string("No SCTP listeners: ") + e.what());
+    for (auto& l : sctpListeners_) l->close();
+    sctpListeners_.clear();
+    return;
+  }
+  if (stack == sctp::Stack::Userland) {
+    log::info("SCTP: userland stack (usrsctp) over UDP port " + std::to_string(sctp::userlandEncapsulationPort()));
+  } else {
+    log::info("SCTP: kernel stack");
+  }
+}
+
+void PassiveServer::Impl::acceptSctp(std::shared_ptr<sctp::Socket> listener, bool control) {
+  listener->asyncWait(false, [weak = weak_from_this(), listener, control] {
+    auto self = weak.lock();
+    if (!self || self->stopped_) return;
+    while (auto socket = listener->accept()) {
+      const auto peers = socket->peerAddresses();
+      const asio::ip::address peer = peers.empty() ? asio::ip::address() : unmapped(peers.front());
+      const std::string name = (peer.is_v6() ? "[" + peer.to_string() + "]" : peer.to_string()) + " (SCTP)";
+      auto association = std::make_shared<transport::SctpAssociation>(self->io_, std::move(socket), name);
+      if (!control) {
+        self->adoptSctpData(association);
+      } else if (self->sessions_.size() >= kMaxSessions) {
+        log::warning("Refusing control association: " + std::to_string(kMaxSessions) + " sessions are open");
+        association->close();
+      } else {
+        auto channel = std::make_shared<ControlChannel>(
+            self->io_.get_executor(), sctpControl(association, npmp::Channel::ControlToPassive), name, peer);
+        auto session = std::make_shared<Session>(self, std::move(channel));
+        self->sessions_.insert(session);
+        session->start();
+      }
+    }
+    self->acceptSctp(listener, control);
+  });
+}
+
+// An SCTP data association: each stream announces its flow with IDENTIFY (PPID 36).
+void PassiveServer::Impl::adoptSctpData(std::shared_ptr<transport::SctpAssociation> association) {
+  if (pendingSctp_.size() >= kMaxPendingConnections) {
+    log::warning("Closing SCTP association from " + association->peerName() + ": too many unidentified ones");
+    association->close();
+    return;
+  }
+  auto timer = std::make_shared<asio::steady_timer>(io_, kIdentifyTimeout);
+  transport::SctpAssociation* raw = association.get();
+  pendingSctp_[raw] = {association, timer};
+  std::weak_ptr<Impl> weak = shared_from_this();
+  std::weak_ptr<transport::SctpAssociation> weakAssociation = association;
+  timer->async_wait([weak, raw](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    auto it = self->pendingSctp_.find(raw);
+    if (it == self->pendingSctp_.end()) return;
+    log::warning("Closing SCTP association from " + raw->peerName() + ": no IDENTIFY within " +
+                 std::to_string(kIdentifyTimeout.count()) + " s");
+    it->second.first->close();
+    self->pendingSctp_.erase(it);
+  });
+  association->start(
+      [weak, weakAssociation, raw](std::uint16_t stream, std::uint32_t, std::span<const std::uint8_t> message,
+                                   std::uint64_t) {
+        auto self = weak.lock();
+        auto association = weakAssociation.lock();
+        if (!self || !association) return;
+        const auto decoded = npmp::decode(message);
+        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
+        if (id == nullptr || id->streamId != stream) {
+          log::warning("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
+                       std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error));
+          association->close();
+          if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end()) {
+            it->second.second->cancel();
+            self->pendingSctp_.erase(it);
+          }
+          return;
+        }
+        const FlowKey key{id->measurementId, id->flowId, id->streamId};
+        auto entry = self->findFlow(key);
+        if (entry && entry->flow->parameters().protocol == Protocol::SCTP && !entry->identified) {
+          try {
+            association->socket().tune(entry->sctpTuning);
+          } catch (const transport::TransportError& e) {
+            log::warning("Flow " + std::to_string(id->flowId) + ": " + e.what());
+          }
+        }
+        const auto peers = association->socket().peerAddresses();
+        self->identify(*id, association->stream(stream, entry ? entry->streamPolicy : transport::StreamPolicy{}),
+                       Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front(), std::nullopt);
+        // Identified at least once: no longer pending; closed with its last flow.
+        if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end() && association->hasClaims()) {
+          it->second.second->cancel();
+          self->pendingSctp_.erase(it);
+        }
+      },
+      [weak, raw](const std::string& reason) {
+        auto self = weak.lock();
+        if (!self) return;
+        if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end()) {
+          log::debug("SCTP association from " + raw->peerName() + ": " + reason);
+          it->second.second->cancel();
+          self->pendingSctp_.erase(it);
+        }
+      });
+}
+
 void PassiveServer::Impl::start() {
   const std::uint16_t base = options_.port;
   std::vector<std::string> control;
@@ -767,6 +935,14 @@ void PassiveServer::Impl::start() {
   openUdp();
   openDccp();
   if (dccp_) data += "/DCCP";
+  if (options_.controlOverSctp) openSctp();
+  if (!sctpListeners_.empty()) {
+    control.insert(control.begin(), "SCTP");
+    data = "SCTP/" + data;
+  }
+  if (control.empty()) {
+    throw transport::TransportError("no control listener could be opened (SCTP is not available and -Y was given)");
+  }
   std::string mptcp;
   try {
     openStreamListener(Protocol::MPTCP, static_cast<std::uint16_t>(base - 1), options_.localAddresses, false, false);
@@ -774,7 +950,9 @@ void PassiveServer::Impl::start() {
   } catch (const transport::TransportError& e) {
     log::info(std::string("No MPTCP data listener: ") + e.what());
   }
-  log::info("Passive mode: waiting for incoming connections: control channel = " + control.front() + " on port " +
+  std::string controlNames;
+  for (const auto& c : control) controlNames += (controlNames.empty() ? "" : "/") + c;
+  log::info("Passive mode: waiting for incoming connections: control channel = " + controlNames + " on port " +
             std::to_string(base + 1) + ", data channel = " + data + " on port " + std::to_string(base) + mptcp);
 }
 
@@ -787,6 +965,12 @@ void PassiveServer::Impl::stop() {
   boost::system::error_code ec;
   udp_.close(ec);
   if (dccp_) dccp_->close(ec);
+  for (auto& l : sctpListeners_) l->close();
+  for (auto& [raw, p] : pendingSctp_) {
+    p.second->cancel();
+    p.first->close();
+  }
+  pendingSctp_.clear();
   for (auto& [raw, p] : pending_) {
     p.second->cancel();
     p.first->close();

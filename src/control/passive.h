@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "measure/statistics.h"
+#include "sctp/socket.h"
 
 namespace npm::control {
 
@@ -19,12 +20,15 @@ namespace asio = boost::asio;
 
 struct PassiveOptions {
   std::uint16_t port = 9000;
+  bool controlOverSctp = true;
   bool controlOverTcp = true;
   bool controlOverMptcp = false;
   std::vector<asio::ip::address> localAddresses;    // -L (data)
   std::vector<asio::ip::address> controlAddresses;  // -l (control)
   bool v6only = false;
   std::uint32_t rcvBufferSize = 0, sndBufferSize = 0;  // -i / -o on the data listeners
+  sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
+  std::uint16_t sctpUdpPort = sctp::kDefaultUdpEncapsulationPort;
 };
 
 struct PassiveStatus {

@@ -1,6 +1,7 @@
 #include "flowspec/flowspec.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -233,6 +234,21 @@ const char* cmtName(std::uint8_t cmt) {
   }
 }
 
+const char* bufferSplittingName(std::uint8_t value) {
+  static const char* const names[] = {"none", "sender", "receiver", "both"};
+  return value < 4 ? names[value] : "unknown";
+}
+
+std::uint8_t sctpTuningFlags(const FlowSpec& spec) {
+  return static_cast<std::uint8_t>((spec.nrSack ? npmp::kAddFlowNrSack : 0) |
+                                   (spec.bufferSplitting & 3) << npmp::kAddFlowBufferSplitShift |
+                                   (spec.sctpCc & 3) << npmp::kAddFlowSctpCcShift);
+}
+
+std::uint16_t sctpRtoMinAndDac(const FlowSpec& spec) {
+  return static_cast<std::uint16_t>((spec.rtoMinMs & npmp::kSctpRtoMinMask) | (spec.dac ? npmp::kSctpDacBit : 0));
+}
+
 std::uint32_t fractionToWire(double fraction) {
   return static_cast<std::uint32_t>(std::llround(fraction * 4294967295.0));
 }
@@ -340,6 +356,24 @@ ParseResult parse(std::string_view text, Protocol protocol) {
       const auto v = parseCmt(value);
       if (!v) return bad("expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255");
       spec.cmt = *v;
+    } else if (key == "sctpcc") {
+      static const char* const names[] = {"rfc2581", "hstcp", "htcp", "rtcc"};
+      auto it = std::find(std::begin(names), std::end(names), value);
+      if (it == std::end(names)) return bad("expected rfc2581, hstcp, htcp or rtcc");
+      spec.sctpCc = static_cast<std::uint8_t>(it - std::begin(names));
+    } else if (key == "bufsplit") {
+      static const char* const names[] = {"none", "sender", "receiver", "both"};
+      auto it = std::find(std::begin(names), std::end(names), value);
+      if (it == std::end(names)) return bad("expected none, sender, receiver or both");
+      spec.bufferSplitting = static_cast<std::uint8_t>(it - std::begin(names));
+    } else if (key == "nrsack" || key == "dac") {
+      const auto b = parseBool(value);
+      if (!b) return bad("expected on or off");
+      (key == "nrsack" ? spec.nrSack : spec.dac) = *b;
+    } else if (key == "rtomin") {
+      const auto v = parseUnsigned(value, npmp::kSctpRtoMinMask);
+      if (!v || *v == 0) return bad("expected milliseconds from 1 to 32767");
+      spec.rtoMinMs = static_cast<std::uint16_t>(*v);
     } else if (key == "ccid") {
       const auto v = parseUnsigned(value, 255);
       if (!v) return bad("expected a DCCP CCID from 0 to 255");
@@ -378,6 +412,15 @@ ParseResult parse(std::string_view text, Protocol protocol) {
       return fail(std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
                   (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : ""));
     }
+  }
+  const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac;
+  if (sctpTuning && spec.protocol != Protocol::SCTP) {
+    return fail("sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows");
+  }
+  if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
+    // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
+    return fail("PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
+                "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association");
   }
   if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
     return fail("both directions have frame size 0, so the flow would send nothing");

@@ -37,6 +37,12 @@ struct FlowSpec {
   std::uint32_t rcvBufferSize = 0;  // 0 = leave the kernel's (autotuning) default
   std::uint32_t sndBufferSize = 0;
   std::uint8_t cmt = 0;
+  // CMT-SCTP tuning (SCTP flows): sctpcc=, bufsplit=, nrsack=, rtomin=, dac=
+  std::uint8_t sctpCc = 0;           // 0 rfc2581, 1 hstcp, 2 htcp, 3 rtcc
+  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver
+  bool nrSack = false;
+  std::uint16_t rtoMinMs = 0;        // 0 = default
+  bool dac = false;
   std::uint8_t ccid = 0;
   bool errorOnAbort = true;
   bool noDelay = false;
@@ -46,6 +52,13 @@ struct FlowSpec {
   std::vector<npmp::OnOffEvent> onOff;
   bool repeatOnOff = false;
   std::string text;  // the spec as given, for messages
+  // SCTP: which -sctp option (association) the flow belongs to, and its stream there.
+  std::uint32_t association = 0;
+  std::uint16_t streamId = 0;
+  // Whether messages of this flow may be abandoned (PR-SCTP).
+  bool partiallyReliable() const {
+    return reliable < 1.0 || retransmissionTrials != npmp::kRetransmitUnlimited;
+  }
 };
 
 struct ParseResult {
@@ -66,6 +79,10 @@ std::string assignFlowIds(std::vector<FlowSpec>& flows);
 // The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255.
 std::optional<std::uint8_t> parseCmt(std::string_view text);
 const char* cmtName(std::uint8_t cmt);
+const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both
+// ADD_FLOW encoding of the SCTP tuning (flags bits and the NDiffPorts field).
+std::uint8_t sctpTuningFlags(const FlowSpec& spec);
+std::uint16_t sctpRtoMinAndDac(const FlowSpec& spec);
 constexpr std::uint8_t kCmtLikeMptcp = 4;
 
 // Wire encoding of a fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.

@@ -150,7 +150,7 @@ void encode(const AddFlow& m, Bytes& out) {
   put16(out, m.maxMsgSize);
   put8(out, m.cmt);
   put8(out, m.ccid);
-  put16(out, 0);                                                  // NDiffPorts (obsolete)
+  put16(out, m.sctpRtoMinAndDac);                                 // NDiffPorts (obsolete): SCTP tuning
   putString(out, "", 16);                                         // PathMgr (obsolete)
   putString(out, m.congestionControl.empty() ? "default" : m.congestionControl,
             kCongestionControlSize);
@@ -321,6 +321,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       m.maxMsgSize = get16(p + 138);
       m.cmt = p[140];
       m.ccid = p[141];
+      m.sctpRtoMinAndDac = get16(p + 142);
       m.congestionControl = getString(p + 160, kCongestionControlSize);
       if (m.congestionControl == "default") m.congestionControl.clear();
       m.onOffEvents.resize(events);

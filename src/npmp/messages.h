@@ -65,6 +65,14 @@ constexpr std::uint32_t kStatusOk = 0, kStatusError = 1;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;
+// CMT-SCTP tuning of this implementation, in ADD_FLOW bits the reference leaves 0 (so a
+// reference passive ignores them): flags bit 3 NR-SACK, bits 4-5 buffer splitting (bit 4
+// sender, bit 5 receiver), bits 6-7 SCTP congestion control module (0 RFC 2581, 1 HSTCP,
+// 2 H-TCP, 3 RTCC); the obsolete NDiffPorts field (offset 142) carries RTO.min in ms
+// (bits 0-14) and DAC (bit 15).
+constexpr std::uint8_t kAddFlowNrSack = 0x08;
+constexpr unsigned kAddFlowBufferSplitShift = 4, kAddFlowSctpCcShift = 6;
+constexpr std::uint16_t kSctpDacBit = 0x8000, kSctpRtoMinMask = 0x7FFF;
 constexpr std::uint8_t kIdentifyCompressVectors = 0x01, kIdentifyNoVectors = 0x02;
 constexpr std::uint8_t kDataFrameBegin = 0x01, kDataFrameEnd = 0x02;
 constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02,
@@ -114,6 +122,7 @@ struct AddFlow {
   std::uint16_t maxMsgSize = 16000;
   std::uint8_t cmt = 0;
   std::uint8_t ccid = 0;
+  std::uint16_t sctpRtoMinAndDac = 0;  // NDiffPorts on the wire; see kSctpDacBit
   std::string congestionControl;  // at most 16 bytes on the wire; empty = "default"
   std::vector<OnOffEvent> onOffEvents;
   bool operator==(const AddFlow&) const = default;

@@ -59,7 +59,7 @@ public:
   }
 
   void tune(const Tuning& t) override {
-    if (t.cmt != 0 || t.ccModule != 0 || t.bufferSplitting != 0 || t.nrSack || t.dac) {
+    if (t.needsUserland()) {
       throw TransportError("CMT-SCTP and its tuning (cmt=, sctpcc=, bufsplit=, nrsack=, dac=) are not available in "
                            "the Linux kernel SCTP stack; use the userland stack (--sctp-stack=userland)");
     }

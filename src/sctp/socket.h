@@ -38,6 +38,8 @@ struct Tuning {
   std::uint32_t rtoMinMs = 0;        // 0 = the stack's default
   bool operator==(const Tuning&) const = default;
   bool isDefault() const { return *this == Tuning{}; }
+  // Everything but RTO.min needs the userland stack (Linux kernel SCTP has no CMT).
+  bool needsUserland() const { return cmt != 0 || ccModule != 0 || bufferSplitting != 0 || nrSack || dac; }
 };
 const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "rtcc"
 

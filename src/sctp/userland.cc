@@ -164,8 +164,11 @@ public:
     setOption(so_, IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
     if (o.rcvBufferSize > 0) setOption(so_, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
     if (o.sndBufferSize > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
-    if (family_ == AF_INET6 && o.v6only) {
-      setOption(so_, IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
+    if (family_ == AF_INET6 && o.v6only && *o.v6only) {
+      // usrsctp's IPv6 sockets take IPv4 too; it has no IPV6_V6ONLY to turn that off.
+      if (usrsctp_setsockopt(so_, IPPROTO_IPV6, IPV6_V6ONLY, &on_, sizeof(on_)) != 0) {
+        log::debug("userland SCTP: IPV6_V6ONLY is not supported, the socket accepts IPv4 too");
+      }
     }
   }
 
@@ -337,6 +340,7 @@ private:
   struct socket* so_;
   int family_;
   std::uint16_t remotePort_;
+  static constexpr int on_ = 1;
   std::shared_ptr<Waiters> waiters_;
 };
 

@@ -68,7 +68,7 @@ class HostilePeers(unittest.TestCase):
             self.assertTrue(passive.alive())
 
             with tempfile.TemporaryDirectory() as d:
-                run_active(f"127.0.0.1:{PORT}", "-runtime=1", "-scalar=run.sca", cwd=d,
+                run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d,
                            *["-tcp", "const100:const1000:const100:const1000", "-udp", "const50:const200"])
                 scalars = read_scalars(os.path.join(d, "run-passive.sca"))
                 self.assertGreater(scalars[("netPerfMeter.passive.flow[1]", "Received Packets")], 40)
@@ -111,7 +111,7 @@ class HostilePeers(unittest.TestCase):
 class ActiveEndings(unittest.TestCase):
     def test_sigint_stops_and_collects_everything(self):
         with Passive(PORT + 20), tempfile.TemporaryDirectory() as d:
-            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 20}", "-nodisplay", "-scalar=run.sca",
+            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 20}", "-nodisplay", "-y", "-scalar=run.sca",
                                   "-vector=run.vec", "-tcp", "const100:const1000:const100:const1000"],
                                  cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(2)
@@ -128,7 +128,7 @@ class ActiveEndings(unittest.TestCase):
     def test_losing_the_passive_keeps_the_actives_results(self):
         with tempfile.TemporaryDirectory() as d:
             passive = Passive(PORT + 30).__enter__()
-            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 30}", "-nodisplay", "-runtime=10",
+            p = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 30}", "-nodisplay", "-y", "-runtime=10",
                                   "-scalar=run.sca", "-vector=run.vec", "-tcp", "const50:const500"],
                                  cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1.5)
@@ -151,7 +151,7 @@ class ActiveEndings(unittest.TestCase):
         with Passive(PORT + 40), tempfile.TemporaryDirectory() as d:
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", d], check=True)
             try:
-                result = run_active(f"127.0.0.1:{PORT + 40}", "-runtime=2", "-config=run.config", "-scalar=run.sca",
+                result = run_active(f"127.0.0.1:{PORT + 40}", "-y", "-runtime=2", "-config=run.config", "-scalar=run.sca",
                                     "-vector=run.vec", "-tcp", "const0:const1400", cwd=d, check=False)
                 self.assertEqual(result.returncode, 1)
                 self.assertRegex(result.stderr, r"cannot write .*No space left on device")
