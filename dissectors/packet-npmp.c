@@ -163,7 +163,7 @@ static int hf_flow_identify_in = -1, hf_direction = -1;
 static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
 
 static gint ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1;
-static gint ett_onoff_flags = -1, ett_flow = -1;
+static gint ett_onoff_flags = -1;
 
 static expert_field ei_unknown_type = EI_INIT;
 static expert_field ei_length_mismatch = EI_INIT;
@@ -1037,7 +1037,7 @@ proto_register_npmp(void)
     { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
   };
 
-  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_flow };
+  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags };
 
   static ei_register_info ei[] = {
     { &ei_unknown_type, { "npmp.expert.unknown_type", PI_MALFORMED, PI_ERROR, "Unknown message type", EXPFILL } },
