@@ -5,8 +5,11 @@
 // Inputs are decompressed and parsed on a thread pool while the commands are still being
 // read; the parsed rows (the output, nothing more) are merged in input order, and the
 // tables are sorted, formatted and compressed in parallel, each written atomically.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +30,20 @@ namespace {
 
 const char* const kProgram = "createsummary";
 constexpr std::size_t kWriteChunk = 1 << 20;
+
+// Set by SIGINT/SIGTERM/SIGHUP: workers stop, unfinished tables are discarded (their
+// temporary files removed), exit code 130.
+volatile std::sig_atomic_t gInterrupted = 0;
+extern "C" void onSignal(int) { gInterrupted = 1; }
+bool interrupted() { return gInterrupted != 0; }
+
+void installSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking read of stdin returns
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
 
 enum OptionId {
   kInteractive, kBatch, kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit,
@@ -250,8 +267,10 @@ TableStats writeTable(const std::string& name, Table& table, const std::vector<I
   const std::string path = settings.level > 0 ? base + ".bz2" : base;
   OutputFile out(path, settings.level > 0, settings.level);
   for (std::size_t at = 0; at < text.size(); at += kWriteChunk) {
+    if (interrupted()) throw FileError("interrupted");
     out.write(std::string_view(text).substr(at, kWriteChunk));
   }
+  if (interrupted()) throw FileError("interrupted");
   out.commit();
   ::unlink((settings.level > 0 ? base : base + ".bz2").c_str());  // the other variant
   struct stat st {};
@@ -308,7 +327,7 @@ void CreateSummary::submit(Input input, ScalarFileOptions options) {
   inputs_.push_back(std::move(input));
   futures_.push_back(pool_.submit([this, path, options = std::move(options)] {
     JobResult result;
-    if (failed_.load(std::memory_order_relaxed)) {
+    if (failed_.load(std::memory_order_relaxed) || interrupted()) {
       result.cancelled = true;
       return result;
     }
@@ -480,7 +499,7 @@ int CreateSummary::writeTables() {
   for (const auto& name : names) {
     Table* table = &tables_.find(name)->second;
     results.push_back(pool_.submit([&, name, table]() -> TableStats {
-      if (failed_.load()) return TableStats{0, 0, 0, "cancelled"};
+      if (failed_.load() || interrupted()) return TableStats{0, 0, 0, "cancelled"};
       try {
         return writeTable(name, *table, inputs_, varRank, varNames_, varNameFields,
                           resultsDirectory_, s_);
@@ -512,6 +531,10 @@ int CreateSummary::writeTables() {
     }
   }
   progress_.finish(results.size(), results.size(), "tables");
+  if (interrupted()) {
+    std::fprintf(stderr, "%s: interrupted; unfinished tables were discarded\n", kProgram);
+    return 130;
+  }
   if (!firstError.empty()) {
     std::fprintf(stderr, "%s: error: %s\n", kProgram, firstError.c_str());
     return 1;
@@ -542,18 +565,22 @@ int CreateSummary::run() {
       std::printf("Ready> ");
       std::fflush(stdout);
     }
-    if (!std::getline(std::cin, line)) break;
+    if (interrupted() || !std::getline(std::cin, line)) break;
     ++commandLine_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (!command(line)) break;
     mergeReady(false);
     progress_.update(done_.load(), inputs_.size(), "files");
-    if (failed_) break;
+    if (failed_ || interrupted()) break;
   }
   if (s_.interactive) std::printf("\n");
   mergeReady(true);
   progress_.finish(done_.load(), inputs_.size(), "files");
+  if (interrupted()) {
+    std::fprintf(stderr, "%s: interrupted; no tables written\n", kProgram);
+    return 130;
+  }
   if (error_) return 1;
   if (skippedInputs_ > 0) {
     std::fprintf(stderr, "%s: warning: skipped %llu of %zu input files\n", kProgram,
@@ -612,6 +639,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 1;
   }
+  installSignalHandlers();
   CreateSummary tool(settings);
   if (haveVarNames) tool.setVarNames(varNames);
   return tool.run();

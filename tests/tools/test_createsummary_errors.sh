@@ -109,6 +109,24 @@ printf -- '--ignore-scalar-file-errors\n--resultsdirectory=o4\n--values=1\n--inp
   "$CS" Run -b -q 2>/dev/null && [ -e o4/active.total-ReceivedBytes.data.bz2 ] &&
   pass "--ignore-scalar-file-errors command" || fail "--ignore-scalar-file-errors command"
 
+# SIGINT while tables are being written: exit 130, no temporary files, only complete tables.
+mkdir o5
+seq 1 20000 | sed 's/.*/scalar "n.t&x" "v" &/' >many.sca
+printf -- '--resultsdirectory=o5\n--values=a\n--input=many.sca\n' >many.commands
+"$CS" -b -q -j 1 Run <many.commands >/dev/null 2>int.txt &
+pid=$!
+for _ in $(seq 1 100); do compgen -G "o5/*" >/dev/null && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && grep -q "interrupted" int.txt; then
+  pass "SIGINT: exit code 130 after $(ls o5 | wc -l) of 20000 tables"
+else
+  fail "SIGINT: exit code $rc ($(cat int.txt))"
+fi
+compgen -G "o5/*.tmp-*" >/dev/null && fail "SIGINT left temporary files: $(ls o5 | grep tmp)"
+for f in o5/*.bz2; do bzip2 -t "$f" 2>/dev/null || fail "SIGINT left an incomplete $f"; done
+
 # ------ Command line -----------------------------------------------------------------------
 expect_fail "-c 10" "invalid compression level \"10\"" "$CS" -c 10
 expect_fail "-c x" "invalid compression level \"x\"" "$CS" -c x
