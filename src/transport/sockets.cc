@@ -37,13 +37,6 @@ SocketType socketType(npmp::Protocol protocol) {
   return {SOCK_STREAM, 0};
 }
 
-void setInt(int fd, int level, int option, int value, const char* name) {
-  if (::setsockopt(fd, level, option, &value, sizeof(value)) != 0) {
-    throw TransportError(std::string("cannot set ") + name + " to " + std::to_string(value) + ": " +
-                         errnoText());
-  }
-}
-
 std::string readFirstLine(const char* path) {
   std::ifstream in(path);
   std::string line;
@@ -82,34 +75,48 @@ int openSocket(npmp::Protocol protocol, int family) {
   return fd;
 }
 
-void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& o) {
-  if (o.reuseAddress) setInt(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
-  if (family == AF_INET6 && o.v6only) {
-    setInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
-  }
-  if (o.rcvBufferSize > 0) setInt(fd, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
-  if (o.sndBufferSize > 0) setInt(fd, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+std::vector<SocketOptionValue> socketOptionsFor(npmp::Protocol protocol, int family, const SocketOptions& o) {
+  std::vector<SocketOptionValue> options;
+  auto add = [&](int level, int name, const void* value, std::size_t size, std::string what) {
+    const auto* p = static_cast<const std::uint8_t*>(value);
+    options.push_back({level, name, std::vector<std::uint8_t>(p, p + size), std::move(what)});
+  };
+  auto addInt = [&](int level, int name, int value, const char* what) {
+    add(level, name, &value, sizeof(value), std::string(what) + " " + std::to_string(value));
+  };
+  if (o.reuseAddress) addInt(SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
+  if (family == AF_INET6 && o.v6only) addInt(IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
+  if (o.rcvBufferSize > 0) addInt(SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
+  if (o.sndBufferSize > 0) addInt(SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
   const bool tcpLike = protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP;
-  if (tcpLike && o.noDelay) setInt(fd, IPPROTO_TCP, TCP_NODELAY, *o.noDelay ? 1 : 0, "TCP_NODELAY");
+  if (tcpLike && o.noDelay) addInt(IPPROTO_TCP, TCP_NODELAY, *o.noDelay ? 1 : 0, "TCP_NODELAY");
   if (tcpLike && !o.congestionControl.empty()) {
-    const std::string& cc = o.congestionControl;
-    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size())) != 0) {
-      const std::string detail = checkCongestionControl(cc);
-      throw TransportError(detail.empty() ? "cannot use congestion control \"" + cc + "\": " + errnoText()
-                                          : detail);
-    }
+    add(IPPROTO_TCP, TCP_CONGESTION, o.congestionControl.data(), o.congestionControl.size(),
+        "TCP_CONGESTION " + o.congestionControl);
   }
   if (protocol == npmp::Protocol::DCCP) {
-    const std::uint32_t service = htonl(npmp::kDccpServiceCode);
-    if (::setsockopt(fd, kSolDccp, kDccpSockoptService, &service, sizeof(service)) != 0) {
-      throw TransportError("cannot set the DCCP service code: " + errnoText());
-    }
+    const std::uint32_t service = htonl(npmp::kDccpServiceCode);  // "npmp", big-endian
+    add(kSolDccp, kDccpSockoptService, &service, sizeof(service), "the DCCP service code");
     if (o.ccid != 0) {
       const std::uint8_t ccid = o.ccid;
-      if (::setsockopt(fd, kSolDccp, kDccpSockoptCcid, &ccid, sizeof(ccid)) != 0) {
-        throw TransportError("cannot use DCCP CCID " + std::to_string(ccid) + ": " + errnoText());
-      }
+      add(kSolDccp, kDccpSockoptCcid, &ccid, sizeof(ccid), "DCCP CCID " + std::to_string(ccid));
     }
+  }
+  return options;
+}
+
+void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& o) {
+  for (const auto& option : socketOptionsFor(protocol, family, o)) {
+    if (::setsockopt(fd, option.level, option.name, option.value.data(),
+                     static_cast<socklen_t>(option.value.size())) == 0) {
+      continue;
+    }
+    if (option.name == TCP_CONGESTION && option.level == IPPROTO_TCP) {
+      const std::string detail = checkCongestionControl(o.congestionControl);
+      throw TransportError(detail.empty() ? "cannot use congestion control \"" + o.congestionControl + "\": " + errnoText()
+                                          : detail);
+    }
+    throw TransportError("cannot set " + option.what + ": " + errnoText());
   }
 }
 

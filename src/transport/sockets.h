@@ -38,6 +38,16 @@ bool protocolAvailable(npmp::Protocol protocol, std::string* why = nullptr);
 // Creates a non-blocking, close-on-exec socket. Throws TransportError.
 int openSocket(npmp::Protocol protocol, int family);
 
+// One setsockopt() call: level, name, value bytes and a name for messages.
+struct SocketOptionValue {
+  int level;
+  int name;
+  std::vector<std::uint8_t> value;
+  std::string what;
+};
+// The setsockopt() calls configureSocket() makes, in order (pure; unit-tested).
+std::vector<SocketOptionValue> socketOptionsFor(npmp::Protocol protocol, int family, const SocketOptions& options);
+
 // Applies the options; throws TransportError naming the option on failure.
 void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& options);
 

@@ -1,0 +1,157 @@
+// SCTP and DCCP option mapping: FLOWSPEC tuning options, their ADD_FLOW encoding, the
+// per-message PR-SCTP policy, stack selection, and the socket options per protocol.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "flowspec/flowspec.h"
+#include "npmp/messages.h"
+#include "sctp/socket.h"
+#include "transport/sctp_channel.h"
+#include "transport/sockets.h"
+
+using namespace npm;
+using npmp::Protocol;
+
+namespace {
+flowspec::FlowSpec sctpSpec(const char* text) {
+  auto r = flowspec::parse(text, Protocol::SCTP);
+  INFO(r.error);
+  REQUIRE(r.spec);
+  return *r.spec;
+}
+}  // namespace
+
+TEST_CASE("CMT-SCTP tuning options") {
+  auto f = sctpSpec("const0:const1400:cmt=cmtrpv2:sctpcc=htcp:bufsplit=both:nrsack=on:rtomin=200:dac=on");
+  CHECK(f.cmt == 3);
+  CHECK(f.sctpCc == 2);
+  CHECK(f.bufferSplitting == 3);
+  CHECK(f.nrSack);
+  CHECK(f.rtoMinMs == 200);
+  CHECK(f.dac);
+  CHECK(flowspec::sctpTuningFlags(f) == (0x08 | 3 << 4 | 2 << 6));
+  CHECK(flowspec::sctpRtoMinAndDac(f) == (0x8000 | 200));
+  CHECK(sctpSpec("const0:const1400:bufsplit=sender").bufferSplitting == 1);
+  CHECK(sctpSpec("const0:const1400:bufsplit=receiver").bufferSplitting == 2);
+  CHECK(sctpSpec("const0:const1400:sctpcc=rtcc").sctpCc == 3);
+  CHECK(flowspec::sctpTuningFlags(sctpSpec("const0:const1400")) == 0);
+}
+
+TEST_CASE("CMT-SCTP tuning errors") {
+  CHECK_THAT(flowspec::parse("const0:const1400:sctpcc=reno", Protocol::SCTP).error, Catch::Contains("rfc2581"));
+  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit=half", Protocol::SCTP).error, Catch::Contains("receiver"));
+  CHECK_THAT(flowspec::parse("const0:const1400:rtomin=0", Protocol::SCTP).error, Catch::Contains("32767"));
+  CHECK_THAT(flowspec::parse("const0:const1400:nrsack=on", Protocol::TCP).error, Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:dac=on", Protocol::UDP).error, Catch::Contains("only to SCTP"));
+}
+
+TEST_CASE("the usrsctp abort (PR-SCTP + NR-SACK + fragmented messages) is refused") {
+  const auto bad = flowspec::parse("const0:const5000:unreliable=0.5:nrsack=on", Protocol::SCTP);
+  CHECK_THAT(bad.error, Catch::Contains("maxmsgsize=1200"));
+  CHECK_FALSE(flowspec::parse("const0:const5000:rtx_trials=0:nrsack=on", Protocol::SCTP).spec);
+  CHECK(flowspec::parse("const0:const5000:unreliable=0.5:nrsack=on:maxmsgsize=1200", Protocol::SCTP).spec);
+  CHECK(flowspec::parse("const0:const5000:unreliable=0.5", Protocol::SCTP).spec);
+  CHECK(flowspec::parse("const0:const5000:nrsack=on", Protocol::SCTP).spec);
+}
+
+TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
+  npmp::AddFlow m;
+  m.protocol = Protocol::SCTP;
+  m.streamId = 2;
+  m.cmt = 4;
+  m.flags = npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift | 3 << npmp::kAddFlowSctpCcShift;
+  m.sctpRtoMinAndDac = npmp::kSctpDacBit | 250;
+  npmp::Bytes b;
+  npmp::encode(m, b);
+  CHECK(b[1] == 0xE8);
+  CHECK(b[140] == 4);
+  CHECK(b[142] == 0x80);
+  CHECK(b[143] == 250);
+  CHECK(b[16] == 0);
+  CHECK(b[17] == 2);
+  CHECK(b[18] == 132);  // SCTP, little-endian
+  CHECK(b[19] == 0);
+  auto r = npmp::decode(b);
+  REQUIRE(r);
+  CHECK(std::get<npmp::AddFlow>(*r.message) == m);
+}
+
+TEST_CASE("per-message PR-SCTP policy from the flow options") {
+  auto always = transport::streamPolicy(1.0, 1.0, npmp::kRetransmitUnlimited);
+  CHECK(always.reliable == 1.0);
+  auto unreliable = transport::streamPolicy(0.5, 0.25, npmp::kRetransmitUnlimited);
+  CHECK(unreliable.ordered == 0.5);
+  CHECK(unreliable.reliable == 0.25);
+  CHECK(unreliable.prPolicy == sctp::PrPolicy::Rtx);
+  CHECK(unreliable.prValue == 0);
+  auto ttl = transport::streamPolicy(1.0, 1.0, npmp::kRetransmitTimeFlag | 150);
+  CHECK(ttl.prPolicy == sctp::PrPolicy::Ttl);
+  CHECK(ttl.prValue == 150);
+  CHECK(ttl.reliable == 0.0);  // rtx_timeout= alone applies to every message
+  auto rtx = transport::streamPolicy(1.0, 0.5, 3);
+  CHECK(rtx.prPolicy == sctp::PrPolicy::Rtx);
+  CHECK(rtx.prValue == 3);
+  CHECK(rtx.reliable == 0.5);
+}
+
+TEST_CASE("SCTP stack selection") {
+  sctp::Tuning plain;
+  CHECK_FALSE(plain.needsUserland());
+  sctp::Tuning rto;
+  rto.rtoMinMs = 200;
+  CHECK_FALSE(rto.needsUserland());  // the kernel stack has RTO.min
+  sctp::Tuning cmt;
+  cmt.cmt = 1;
+  CHECK(cmt.needsUserland());
+  CHECK(sctp::resolve(sctp::StackChoice::Userland, true) == sctp::Stack::Userland);
+  CHECK(sctp::resolve(sctp::StackChoice::Auto, true) == sctp::Stack::Userland);
+  if (sctp::kernelAvailable()) {
+    CHECK(sctp::resolve(sctp::StackChoice::Auto, false) == sctp::Stack::Kernel);
+    CHECK_THROWS_WITH(sctp::resolve(sctp::StackChoice::Kernel, true), Catch::Contains("userland"));
+  } else {
+    CHECK(sctp::resolve(sctp::StackChoice::Auto, false) == sctp::Stack::Userland);
+    CHECK_THROWS_WITH(sctp::resolve(sctp::StackChoice::Kernel, false), Catch::Contains("no SCTP"));
+  }
+}
+
+TEST_CASE("socket options per protocol") {
+  transport::SocketOptions o;
+  o.reuseAddress = true;
+  o.rcvBufferSize = 100000;
+  o.noDelay = true;
+  o.congestionControl = "reno";
+  o.v6only = true;
+  auto tcp = transport::socketOptionsFor(Protocol::TCP, AF_INET6, o);
+  REQUIRE(tcp.size() == 5);
+  CHECK(tcp[0].name == SO_REUSEADDR);
+  CHECK(tcp[1].name == IPV6_V6ONLY);
+  CHECK(tcp[2].name == SO_RCVBUF);
+  CHECK(tcp[3].name == TCP_NODELAY);
+  CHECK(tcp[4].name == TCP_CONGESTION);
+  CHECK(std::string(tcp[4].value.begin(), tcp[4].value.end()) == "reno");
+  CHECK(transport::socketOptionsFor(Protocol::TCP, AF_INET, o).size() == 4);  // no IPV6_V6ONLY on IPv4
+  auto udp = transport::socketOptionsFor(Protocol::UDP, AF_INET, o);
+  CHECK(udp.size() == 2);  // TCP options do not apply
+}
+
+TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
+  transport::SocketOptions o;
+  o.ccid = 3;
+  auto dccp = transport::socketOptionsFor(Protocol::DCCP, AF_INET, o);
+  REQUIRE(dccp.size() == 2);
+  CHECK(dccp[0].level == transport::kSolDccp);
+  CHECK(dccp[0].name == transport::kDccpSockoptService);
+  CHECK(dccp[0].value == std::vector<std::uint8_t>{'n', 'p', 'm', 'p'});
+  CHECK(dccp[1].name == transport::kDccpSockoptCcid);
+  CHECK(dccp[1].value == std::vector<std::uint8_t>{3});
+  o.ccid = 0;
+  CHECK(transport::socketOptionsFor(Protocol::DCCP, AF_INET, o).size() == 1);  // default CCID: not set
+  std::string why;
+  if (!transport::protocolAvailable(Protocol::DCCP, &why)) {
+    CHECK_THAT(why, Catch::Contains("DCCP is not supported by this kernel"));
+    CHECK_THROWS_WITH(transport::openSocket(Protocol::DCCP, AF_INET), Catch::Contains("not supported by this kernel"));
+  }
+}
