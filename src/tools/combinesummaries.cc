@@ -56,6 +56,8 @@ struct Input {
   std::string values;
 };
 
+struct Interrupted {};
+
 // Whitespace-normalised header, for comparing the headers of the inputs.
 std::string normalise(std::string_view line) {
   std::string out;
@@ -114,6 +116,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  installInterruptHandler();
   // ------ Commands (small: read them all, check them before touching any file) ------
   std::vector<Input> inputs;
   std::optional<std::string> values;
@@ -125,7 +128,7 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(lineNo), message.c_str());
     return 1;
   };
-  while (std::getline(std::cin, line)) {
+  while (!interrupted() && std::getline(std::cin, line)) {
     ++lineNo;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -158,6 +161,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (interrupted()) {
+    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
+    return 130;
+  }
   if (!quiet) {
     std::printf("CombineSummaries %s\n* Line Numbers:      %s\n* Compression Level: %d\n\n",
                 NPM_VERSION, lineNumbers ? "yes" : "no", level);
@@ -179,6 +186,7 @@ int main(int argc, char** argv) {
     bool haveHeader = false;
     std::string text;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (interrupted()) throw Interrupted();
       while (next < inputs.size() && ahead.size() < window) {
         ahead.push_back(pool.submit([path = inputs[next].path] { return readWholeFile(path); }));
         ++next;
@@ -229,6 +237,7 @@ int main(int argc, char** argv) {
         ++rows;
         ++outLines;
         if (text.size() > (1U << 20)) {
+          if (interrupted()) throw Interrupted();
           out.write(text);
           text.clear();
         }
@@ -237,6 +246,7 @@ int main(int argc, char** argv) {
       out.write(text);
       progress.update(i + 1, inputs.size(), "files");
     }
+    if (interrupted()) throw Interrupted();
     out.commit();
     progress.finish(inputs.size(), inputs.size(), "files");
     if (!quiet) {
@@ -249,6 +259,9 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
     }
+  } catch (const Interrupted&) {
+    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
+    return 130;
   } catch (const std::exception& e) {
     progress.finish(0, 0, "files");
     std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());

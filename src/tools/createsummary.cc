@@ -5,11 +5,8 @@
 // Inputs are decompressed and parsed on a thread pool while the commands are still being
 // read; the parsed rows (the output, nothing more) are merged in input order, and the
 // tables are sorted, formatted and compressed in parallel, each written atomically.
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -31,19 +28,7 @@ namespace {
 const char* const kProgram = "createsummary";
 constexpr std::size_t kWriteChunk = 1 << 20;
 
-// Set by SIGINT/SIGTERM/SIGHUP: workers stop, unfinished tables are discarded (their
-// temporary files removed), exit code 130.
-volatile std::sig_atomic_t gInterrupted = 0;
-extern "C" void onSignal(int) { gInterrupted = 1; }
-bool interrupted() { return gInterrupted != 0; }
 
-void installSignalHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocking read of stdin returns
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-}
 
 enum OptionId {
   kInteractive, kBatch, kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit,
@@ -639,7 +624,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 1;
   }
-  installSignalHandlers();
+  installInterruptHandler();
   CreateSummary tool(settings);
   if (haveVarNames) tool.setVarNames(varNames);
   return tool.run();

@@ -55,6 +55,8 @@ struct Vector {
   std::string columns;  // e.g. "ETV"
 };
 
+struct Interrupted {};
+
 struct Prefix {
   std::string text;
   bool split;
@@ -137,6 +139,7 @@ int main(int argc, char** argv) {
   const bool compress = outputName.size() >= 4 &&
                         (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
                          outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
+  installInterruptHandler();
   ThreadPool pool(jobs > 0 ? jobs : defaultThreads());
   std::uint64_t rows = 0;
   try {
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
         appendFixed6(text, value);
         text += '\n';
         if (text.size() > (1U << 20)) {
+          if (interrupted()) throw Interrupted();
           out.write(text);
           text.clear();
         }
@@ -261,6 +265,7 @@ int main(int argc, char** argv) {
         fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
       }
     }
+    if (interrupted()) throw Interrupted();
     out.write(text);
     out.commit();
     std::size_t found = 0;
@@ -283,6 +288,9 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
     }
+  } catch (const Interrupted&) {
+    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
+    return 130;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
     return 1;

@@ -1,7 +1,10 @@
 #include "tools/toolcommon.h"
 
 #include <bzlib.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <charconv>
 #include <cmath>
@@ -382,6 +385,21 @@ void Progress::finish(std::uint64_t done, std::uint64_t total, const char* unit)
   }
   shown_ = false;
 }
+
+namespace {
+volatile std::sig_atomic_t gInterrupted = 0;
+extern "C" void onInterrupt(int) { gInterrupted = 1; }
+}  // namespace
+
+void installInterruptHandler() {
+  struct sigaction sa {};
+  sa.sa_handler = onInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+bool interrupted() { return gInterrupted != 0; }
 
 std::string joinPath(const std::string& directory, const std::string& file) {
   if (file.empty() || file[0] == '/' || directory.empty() || directory == ".") return file;

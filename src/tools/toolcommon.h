@@ -161,4 +161,10 @@ private:
 
 std::string joinPath(const std::string& directory, const std::string& file);
 
+// SIGINT/SIGTERM/SIGHUP set a flag instead of killing the program, so that it can stop at
+// the next check and discard unfinished outputs (their temporary files). Blocking reads
+// of stdin return (no SA_RESTART). Programs exit with 130 then.
+void installInterruptHandler();
+bool interrupted();
+
 }  // namespace npm::tools

@@ -29,6 +29,18 @@ printf -- '--values=v\n--input=large.bz2\n--values=w\n--input=large.bz2\n' | "$C
   [ "$(bzip2 -dc large-out.bz2 | sed -n 300002p)" == "$(printf 'w\t1 text-1')" ] &&
   pass "large input, multi-stream output" || fail "large output wrong"
 
+# SIGINT: exit 130, no output, no temporary file.
+printf -- '--values=v\n--input=large.bz2\n%.0s' 1 2 3 4 5 6 >six.commands
+"$CB" -q -j 1 interrupted.bz2 Var <six.commands 2>int.txt &
+pid=$!
+for _ in $(seq 1 100); do compgen -G "interrupted.bz2.tmp-*" >/dev/null && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && grep -q interrupted int.txt && pass "SIGINT: exit code 130" ||
+  fail "SIGINT: exit code $rc ($(cat int.txt))"
+compgen -G "interrupted.bz2*" >/dev/null && fail "SIGINT left $(ls interrupted.bz2*)"
+
 # ------ bad input ----------------------------------------------------------------------------
 printf 'Other\tHeader\n1\t2\n' >other.vec
 : >empty.vec
