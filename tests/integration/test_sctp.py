@@ -1,0 +1,233 @@
+"""SCTP with the userland stack (usrsctp over UDP, as this kernel has no SCTP): SCTP control,
+an association of three streams next to a TCP flow on loopback; CMT-SCTP over two dissimilar
+paths in network namespaces; failover; tshark on SCTP over UDP; the kernel stack where the
+kernel has SCTP."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, read_scalars, read_vector,
+                     run_active)
+
+PORT = 21500
+# Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
+UDP = 21590
+PASSIVE_SCTP = [f"--sctp-udp-port={UDP}"]
+ACTIVE_SCTP = [f"--sctp-remote-udp-port={UDP}"]
+
+
+def kernel_has_sctp():
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).close()
+        return True
+    except OSError:
+        return False
+
+
+def flow(scalars, role, flow_id, name):
+    return scalars[(f"netPerfMeter.{role}.flow[{flow_id}]", name)]
+
+
+class LoopbackSctp(unittest.TestCase):
+    def test_association_of_three_streams_and_sctp_control(self):
+        with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP) as passive, tempfile.TemporaryDirectory() as d:
+            result = run_active(
+                f"127.0.0.1:{PORT}", "-x", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=3", "-config=run.config",
+                "-scalar=run.sca", "-vector=run.vec.bz2",
+                "-sctp", "const0:const1400:description=saturated",
+                "const25:const1000:const10:const500:description=rate",
+                "const100:const200:unordered=1:unreliable=1:rtx_trials=0:description=unordered-pr",
+                "-tcp", "const10:const1000:id=9", cwd=d)
+            self.assertIn("control over SCTP", result.stderr)
+            self.assertNotIn("using TCP for the control connection", result.stderr)
+            active = read_scalars(os.path.join(d, "run-active.sca"))
+            passive_sca = read_scalars(os.path.join(d, "run-passive.sca"))
+            # three streams of one association are three flows (IDs 0-2, streams 0-2), plus the TCP flow 9
+            for flow_id, stream in ((0, 0), (1, 1), (2, 2), (9, 0)):
+                for role in ("active", "passive"):
+                    read_vector(os.path.join(d, f"run-{role}-{flow_id:08x}-{stream:04x}.vec.bz2"), FLOW_COLUMNS)
+            rows = read_vector(os.path.join(d, "run-passive.vec.bz2"), MEASUREMENT_COLUMNS)
+            self.assertEqual({r["FlowID"] for r in rows}, {"0", "1", "2", "9", "-1"})
+            # saturated stream: received what was sent, but for what was in flight at STOP
+            sent = flow(active, "active", 0, "Transmitted Bytes")
+            got = flow(passive_sca, "passive", 0, "Received Bytes")
+            self.assertGreater(sent, 10e6)
+            self.assertGreaterEqual(got, sent - 2 * 1024 * 1024)
+            # rate-driven stream in both directions
+            self.assertAlmostEqual(flow(active, "active", 1, "Transmitted Frames"), 75, delta=2)
+            self.assertAlmostEqual(flow(passive_sca, "passive", 1, "Received Frames"),
+                                   flow(active, "active", 1, "Transmitted Frames"), delta=1)
+            self.assertAlmostEqual(flow(passive_sca, "passive", 1, "Transmitted Frames"), 30, delta=2)
+            self.assertAlmostEqual(flow(active, "active", 1, "Received Frames"), 30, delta=2)
+            # unordered, unreliable small messages: sent and (on loopback) received
+            self.assertAlmostEqual(flow(active, "active", 2, "Transmitted Frames"), 300, delta=5)
+            self.assertGreater(flow(passive_sca, "passive", 2, "Received Frames"), 250)
+            self.assertAlmostEqual(flow(passive_sca, "passive", 9, "Received Frames"), 30, delta=2)
+            self.assertTrue(passive.alive())
+
+    def test_default_control_prefers_sctp_and_falls_back_to_tcp(self):
+        with Passive(PORT + 10, "-X") as passive, tempfile.TemporaryDirectory() as d:  # no SCTP listener
+            result = run_active(f"127.0.0.1:{PORT + 10}", "-runtime=1", "-tcp", "const10:const100", cwd=d)
+            lines = [l for l in result.stderr.splitlines() if "using TCP for the control connection" in l]
+            self.assertEqual(len(lines), 1, result.stderr)
+        with Passive(PORT + 20, "-X") as passive, tempfile.TemporaryDirectory() as d:
+            result = run_active(f"127.0.0.1:{PORT + 20}", "-x", "-runtime=1", "-tcp", "const10:const100",
+                                cwd=d, check=False)
+            self.assertEqual(result.returncode, 1)  # -x given explicitly: no fallback
+            self.assertIn("control over SCTP (-x)", result.stderr)
+
+    def test_the_kernel_stack_is_requested_but_missing(self):
+        if kernel_has_sctp():
+            self.skipTest("this kernel has SCTP")
+        result = subprocess.run([os.environ["NETPERFMETER"], f"127.0.0.1:{PORT}", "--sctp-stack=kernel", "-sctp",
+                                 "const0:const1000"], capture_output=True, text=True)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the kernel SCTP stack was requested, but this kernel has no SCTP", result.stderr)
+        result = subprocess.run([os.environ["NETPERFMETER"], f"127.0.0.1:{PORT}", "-sctp",
+                                 "const0:const1000:cmt=cmt:nrsack=on:unreliable=0.1"], capture_output=True, text=True)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("maxmsgsize=1200", result.stderr)
+
+
+@unittest.skipUnless(kernel_has_sctp(), "this kernel has no SCTP (socket(IPPROTO_SCTP) fails): "
+                                        "the kernel backend is covered by the unit tests only")
+class KernelSctp(unittest.TestCase):
+    def test_kernel_stack_loopback(self):
+        with Passive(PORT + 30, "--sctp-stack=kernel", *PASSIVE_SCTP), tempfile.TemporaryDirectory() as d:
+            run_active(f"127.0.0.1:{PORT + 30}", "-x", "--sctp-stack=kernel", "-runtime=2", "-scalar=run.sca",
+                       "-sctp", "const0:const1400", "const10:const500", cwd=d)
+            scalars = read_scalars(os.path.join(d, "run-passive.sca"))
+            self.assertGreater(flow(scalars, "passive", 0, "Received Bytes"), 1e6)
+
+
+def tc_bytes(ns, dev):
+    out = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", dev], capture_output=True, text=True,
+                         check=True).stdout
+    return int(re.search(r"Sent (\d+) bytes", out).group(1))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class MultipathSctp(unittest.TestCase):
+    """Two namespaces, two veth pairs; the data direction (active -> passive) shaped with tbf."""
+
+    def setUp(self):
+        self.ns = Namespaces("a", "p").__enter__()
+        a, p = self.ns["a"], self.ns["p"]
+        for i in (1, 2):
+            subprocess.run(["ip", "link", "add", f"nsa{i}", "netns", a, "type", "veth", "peer", "name", f"nsp{i}",
+                            "netns", p], check=True)
+            self.ns.ip(a, "addr", "add", f"10.92.{i}.1/24", "dev", f"nsa{i}")
+            self.ns.ip(p, "addr", "add", f"10.92.{i}.2/24", "dev", f"nsp{i}")
+            self.ns.ip(a, "link", "set", f"nsa{i}", "up")
+            self.ns.ip(p, "link", "set", f"nsp{i}", "up")
+        self.dir = tempfile.mkdtemp(prefix="npm-cmt-")
+
+    def tearDown(self):
+        self.ns.__exit__(None, None, None)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def shape(self, dev, rate, burst, limit):
+        subprocess.run(["tc", "-n", self.ns["a"], "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
+                        "burst", burst, "limit", limit], check=True)
+
+    def run_flow(self, spec, runtime=8, during=None):
+        a, p = self.ns["a"], self.ns["p"]
+        before = {dev: tc_bytes(a, dev) for dev in ("nsa1", "nsa2")}
+        with Passive(PORT + 40, "--sctp-stack=userland", *PASSIVE_SCTP, netns=p):
+            thread = threading.Thread(target=during) if during else None
+            if thread:
+                thread.start()
+            result = run_active(f"10.92.1.2:{PORT + 40}", "-x", *ACTIVE_SCTP, "-L", "10.92.1.1,10.92.2.1",
+                                f"-runtime={runtime}",
+                                "-scalar=run.sca", "-sctp", spec, netns=a, cwd=self.dir, timeout=120)
+            if thread:
+                thread.join()
+        sent = {dev: tc_bytes(a, dev) - before[dev] for dev in ("nsa1", "nsa2")}
+        scalars = read_scalars(os.path.join(self.dir, "run-passive.sca"))
+        goodput = flow(scalars, "passive", 0, "Received Bit Rate") / 1e6
+        return goodput, sent, result
+
+    TUNED = "rtomin=200:bufsplit=both:nrsack=on"
+
+    def test_cmt_over_symmetric_paths(self):
+        self.shape("nsa1", "10mbit", "10kb", "15000")
+        self.shape("nsa2", "10mbit", "10kb", "15000")
+        off, off_sent, _ = self.run_flow(f"const0:const1400:cmt=off:{self.TUNED}")
+        on, on_sent, _ = self.run_flow(f"const0:const1400:cmt=like-mptcp:{self.TUNED}")
+        print(f"symmetric 10+10 Mbit/s: CMT off {off:.2f} Mbit/s {off_sent}, like-mptcp {on:.2f} Mbit/s {on_sent}")
+        self.assertLess(min(off_sent.values()), 64 * 1024, "with CMT off only one path carries data")
+        self.assertGreater(min(on_sent.values()), 2e6, "with CMT on both paths carry data")
+        self.assertGreater(on, 1.3 * off, "CMT over two 10 Mbit/s paths must beat one path clearly")
+
+    def test_cmt_over_dissimilar_paths(self):
+        self.shape("nsa1", "10mbit", "10kb", "15000")
+        self.shape("nsa2", "800kbit", "4kb", "150000")  # ADSL-like: slow, long queue
+        off, off_sent, _ = self.run_flow(f"const0:const1400:cmt=off:{self.TUNED}")
+        on, on_sent, _ = self.run_flow(f"const0:const1400:cmt=cmtrpv1:{self.TUNED}")
+        print(f"dissimilar 10 Mbit/s + 800 kbit/s: CMT off {off:.2f} Mbit/s {off_sent}, "
+              f"CMT/RPv1 {on:.2f} Mbit/s {on_sent}")
+        self.assertLess(off_sent["nsa2"], 64 * 1024, "with CMT off the slow path carries only heartbeats")
+        self.assertGreater(on_sent["nsa2"], 200 * 1024, "with CMT on the slow path carries data")
+        self.assertGreater(on, off, "CMT/RPv1 with tuning exceeds the best single path")
+
+    def test_failover(self):
+        self.shape("nsa1", "10mbit", "10kb", "15000")
+        self.shape("nsa2", "10mbit", "10kb", "15000")
+
+        def outage():
+            time.sleep(3)
+            self.ns.ip(self.ns["a"], "link", "set", "nsa2", "down")
+            time.sleep(3)
+            self.ns.ip(self.ns["a"], "link", "set", "nsa2", "up")
+
+        goodput, sent, result = self.run_flow(f"const0:const1400:cmt=cmtrpv2:{self.TUNED}", runtime=9, during=outage)
+        print(f"failover (path 2 down from 3 s to 6 s): {goodput:.2f} Mbit/s {sent}")
+        self.assertIn("Stopped measurement", result.stderr)
+        self.assertGreater(goodput, 5.0)
+
+
+@unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
+@unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")
+class SctpOverUdpCapture(unittest.TestCase):
+    def test_tshark_decodes_sctp_over_udp(self):
+        with tempfile.TemporaryDirectory() as d:
+            pcap = os.path.join(d, "sctp.pcapng")
+            capture = subprocess.Popen(["tshark", "-i", "lo", "-f", f"udp port {UDP}", "-w", pcap, "-q"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            line = ""
+            deadline = time.monotonic() + 20
+            while "Capturing on" not in line and time.monotonic() < deadline:
+                line = capture.stderr.readline()
+            try:
+                with Passive(PORT + 50, "--sctp-stack=userland", *PASSIVE_SCTP):
+                    run_active(f"127.0.0.1:{PORT + 50}", "-x", *ACTIVE_SCTP, "-runtime=1", "-scalar=run.sca",
+                               "-sctp", "const20:const300", "const10:const200:const10:const200", cwd=d)
+            finally:
+                time.sleep(0.5)
+                capture.send_signal(signal.SIGINT)
+                capture.wait(timeout=20)
+            decode = ["-d", f"udp.port=={UDP},sctp"]  # 9899 is SCTP by default; ours is not
+            fields = subprocess.run(["tshark", "-n", "-r", pcap, *decode, "-Y", "netperfmeter", "-T", "fields",
+                                     "-E", "occurrence=a", "-E", "aggregator=,",
+                                     "-e", "netperfmeter.message_type"],
+                                    capture_output=True, text=True, check=True).stdout
+            types = [t for line in fields.split() for t in line.split(",")]
+            for kind, name in (("2", "ADD_FLOW"), ("1", "ACK"), ("4", "IDENTIFY"), ("6", "START"), ("7", "STOP"),
+                               ("5", "DATA"), ("8", "RESULTS"), ("3", "REMOVE_FLOW")):
+                self.assertIn(kind, types, f"no {name} decoded")
+            malformed = subprocess.run(["tshark", "-n", "-r", pcap, *decode, "-Y", "_ws.malformed", "-T", "fields",
+                                        "-e", "frame.number"], capture_output=True, text=True, check=True).stdout
+            self.assertEqual(malformed.strip(), "")
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()
