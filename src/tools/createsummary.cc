@@ -137,7 +137,14 @@ struct Settings {
 struct TableStats {
   std::uint64_t lines = 0, bytesIn = 0, bytesOut = 0;
   std::string error;
+  std::string path, otherPath, content;  // between formatting and storing
 };
+
+TableStats failedTable(std::string error) {
+  TableStats t;
+  t.error = std::move(error);
+  return t;
+}
 
 // Ranks distinct strings in number-aware order: equal strings share a rank.
 template <typename GetKey>
@@ -154,7 +161,8 @@ std::vector<std::uint32_t> rankStrings(std::size_t n, GetKey key) {
   return ranks;
 }
 
-TableStats writeTable(const std::string& name, Table& table, const std::vector<Input>& inputs,
+// The CPU half of writing a table: sort, number, format, compress (into memory).
+TableStats prepareTable(const std::string& name, Table& table, const std::vector<Input>& inputs,
                       const std::vector<std::uint32_t>& varRank, const std::string& varNames,
                       const std::vector<std::string>& varNameFields, const std::string& directory,
                       const Settings& settings) {
@@ -249,17 +257,29 @@ TableStats writeTable(const std::string& name, Table& table, const std::vector<I
 
   const std::string ext = settings.csv ? ".csv" : ".data";
   const std::string base = joinPath(directory, name + ext);
-  const std::string path = settings.level > 0 ? base + ".bz2" : base;
-  OutputFile out(path, settings.level > 0, settings.level);
-  for (std::size_t at = 0; at < text.size(); at += kWriteChunk) {
+  stats.path = settings.level > 0 ? base + ".bz2" : base;
+  stats.otherPath = settings.level > 0 ? base : base + ".bz2";
+  if (interrupted()) throw FileError("interrupted");
+  if (settings.level > 0) {
+    stats.content = bz2Compress(text, settings.level);
+  } else {
+    stats.content = std::move(text);
+  }
+  return stats;
+}
+
+// The I/O half: writes the prepared content under a temporary name, syncs, renames.
+TableStats storeTable(TableStats stats) {
+  OutputFile out(stats.path, false, 0);
+  for (std::size_t at = 0; at < stats.content.size(); at += kWriteChunk) {
     if (interrupted()) throw FileError("interrupted");
-    out.write(std::string_view(text).substr(at, kWriteChunk));
+    out.write(std::string_view(stats.content).substr(at, kWriteChunk));
   }
   if (interrupted()) throw FileError("interrupted");
   out.commit();
-  ::unlink((settings.level > 0 ? base : base + ".bz2").c_str());  // the other variant
-  struct stat st {};
-  stats.bytesOut = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  ::unlink(stats.otherPath.c_str());  // the other variant (.data vs .data.bz2)
+  stats.bytesOut = stats.content.size();
+  stats.content = std::string();
   return stats;
 }
 
@@ -480,27 +500,49 @@ int CreateSummary::writeTables() {
   for (const auto& [name, table] : tables_) names.push_back(name);
   std::sort(names.begin(), names.end());
 
-  std::vector<std::future<TableStats>> results;
+  // Tables are formatted and compressed on the CPU pool; writing one ends in fsync() and
+  // rename(), which wait for the disk, so that half runs on more threads than CPUs.
+  ThreadPool writers(std::min(4 * pool_.size(), 32U));
+  std::vector<std::future<std::future<TableStats>>> results;
   for (const auto& name : names) {
     Table* table = &tables_.find(name)->second;
-    results.push_back(pool_.submit([&, name, table]() -> TableStats {
-      if (failed_.load() || interrupted()) return TableStats{0, 0, 0, "cancelled"};
+    results.push_back(pool_.submit([&, name, table]() -> std::future<TableStats> {
+      std::promise<TableStats> done;
+      if (failed_.load() || interrupted()) {
+        done.set_value(failedTable("cancelled"));
+        return done.get_future();
+      }
       try {
-        return writeTable(name, *table, inputs_, varRank, varNames_, varNameFields,
-                          resultsDirectory_, s_);
+        TableStats prepared = prepareTable(name, *table, inputs_, varRank, varNames_,
+                                           varNameFields, resultsDirectory_, s_);
+        return writers.submit([this, p = std::move(prepared)]() mutable -> TableStats {
+          if (failed_.load() || interrupted()) return failedTable("cancelled");
+          try {
+            return storeTable(std::move(p));
+          } catch (const std::exception& e) {
+            failed_ = true;
+            return failedTable(e.what());
+          }
+        });
       } catch (const std::exception& e) {
         failed_ = true;
-        return TableStats{0, 0, 0, e.what()};
+        done.set_value(failedTable(e.what()));
+        return done.get_future();
       }
     }));
   }
   std::uint64_t lines = 0, in = 0, out = 0, files = 0;
   std::string firstError;
+  // (writers is destroyed after the loop below has collected every result)
   for (std::size_t i = 0; i < results.size(); ++i) {
     while (results[i].wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
       progress_.update(i, results.size(), "tables");
     }
-    TableStats st = results[i].get();
+    std::future<TableStats> stored = results[i].get();
+    while (stored.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+      progress_.update(i, results.size(), "tables");
+    }
+    TableStats st = stored.get();
     progress_.update(i + 1, results.size(), "tables");
     if (!st.error.empty()) {
       if (firstError.empty() && st.error != "cancelled") firstError = st.error;
