@@ -361,21 +361,13 @@ static int cmd_stop(void)
 	return (left || s.errors) ? 1 : 0;
 }
 
-static struct bpf_map *skel_map(struct npm_cc_bpf *skel, int i)
-{
-	switch (i) {
-	case 0: return skel->maps.npm_lia;
-	case 1: return skel->maps.npm_olia;
-	case 2: return skel->maps.npm_rpv1;
-	default: return skel->maps.npm_rpv2;
-	}
-}
-
 static int cmd_start(void)
 {
 	char avail[1024] = "";
-	struct npm_cc_bpf *skel;
-	int i, rc, err, todo = 0, done = 0;
+	struct npm_cc_bpf *skel = NULL;
+	struct bpf_object *obj;
+	const char *path = getenv("NPM_CC_LOADER_OBJECT");  /* test hook */
+	int i, rc, err, todo = 0;
 	int need[NPM_CC_COUNT];
 
 	rc = check_env(1);
@@ -389,13 +381,24 @@ static int cmd_start(void)
 			printf("%s already registered\n", cc_names[i]);
 	}
 	if (todo) {
-		skel = npm_cc_bpf__open();
-		if (!skel) {
-			fprintf(stderr, "netperfmeter-cc-loader: cannot open the BPF object: %s\n",
-				strerror(errno));
-			return 1;
+		if (path) {
+			obj = bpf_object__open_file(path, NULL);
+			err = libbpf_get_error(obj);
+			if (err) {
+				fprintf(stderr, "netperfmeter-cc-loader: cannot open %s: %s\n",
+					path, strerror(-err));
+				return 1;
+			}
+		} else {
+			skel = npm_cc_bpf__open();
+			if (!skel) {
+				fprintf(stderr, "netperfmeter-cc-loader: cannot open the BPF "
+					"object: %s\n", strerror(errno));
+				return 1;
+			}
+			obj = skel->obj;
 		}
-		err = npm_cc_bpf__load(skel);
+		err = bpf_object__load(obj);
 		if (err) {
 			int e = -err;
 			if (log_buf && strstr(log_buf, "not found in kernel BTF")) {
@@ -420,15 +423,22 @@ static int cmd_start(void)
 				print_verifier_tail(10);
 				rc = 1;
 			}
-			npm_cc_bpf__destroy(skel);
-			return rc;
+			goto out;
 		}
 		for (i = 0; i < NPM_CC_COUNT; i++) {
+			struct bpf_map *map;
 			struct bpf_link *link;
 
 			if (!need[i])
 				continue;
-			link = bpf_map__attach_struct_ops(skel_map(skel, i));
+			map = bpf_object__find_map_by_name(obj, cc_names[i]);
+			if (!map) {
+				fprintf(stderr, "netperfmeter-cc-loader: %s missing in the BPF "
+					"object\n", cc_names[i]);
+				rc = 1;
+				continue;
+			}
+			link = bpf_map__attach_struct_ops(map);
 			if (!link) {
 				fprintf(stderr, "netperfmeter-cc-loader: registering %s failed: %s\n",
 					cc_names[i], strerror(errno));
@@ -439,13 +449,15 @@ static int cmd_start(void)
 			bpf_link__disconnect(link);
 			bpf_link__destroy(link);
 			printf("registered %s\n", cc_names[i]);
-			done++;
 		}
-		npm_cc_bpf__destroy(skel);
 	}
 	if (allow_all() != 0 && !rc)
 		rc = 1;
-	(void)done;
+out:
+	if (skel)
+		npm_cc_bpf__destroy(skel);
+	else if (todo)
+		bpf_object__close(obj);
 	return rc;
 }
 

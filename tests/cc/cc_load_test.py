@@ -13,9 +13,11 @@ errors (no CAP_BPF, no BTF, kernel too old).
 usage: cc_load_test.py BINDIR LOADER
 """
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cc_netns as T  # noqa: E402
@@ -60,6 +62,16 @@ def main():
                             loader_path, "start"], capture_output=True, text=True)
         check(r.returncode == 4 and "no CAP_BPF" in r.stderr,
               "no CAP_BPF -> clear error: " + r.stderr.strip(), failures)
+
+        bad = os.path.join(bindir, "bad_cc.bpf.o")
+        if os.path.exists(bad) and not loader.were_registered:
+            env = dict(os.environ, NPM_CC_LOADER_OBJECT=bad)
+            r = subprocess.run([loader_path, "start"], capture_output=True, text=True, env=env)
+            first = r.stderr.strip().splitlines()[:1]
+            check(r.returncode == 5 and "verifier rejected program 'bad_ssthresh'" in r.stderr
+                  and "verifier log (last lines)" in r.stderr,
+                  "verifier rejection -> clear error with the log's last lines: %s" % first, failures)
+            T.log("      " + "\n      ".join(r.stderr.strip().splitlines()[-4:]))
 
         out = loader.start()
         T.log(out.strip())
@@ -115,6 +127,16 @@ def main():
         check(r.returncode == 3, "status after stop: exit 3", failures)
         rc, out = loader.run("stop")
         check(rc == 0, "second stop is harmless", failures)
+        # nothing of ours may stay behind in the kernel (all sockets closed)
+        if shutil.which("bpftool"):
+            left = None
+            for _ in range(20):
+                maps = subprocess.run(["bpftool", "map", "list"], capture_output=True, text=True).stdout
+                left = [l for l in maps.splitlines() if "struct_ops" in l and " npm_" in l]
+                if not left:
+                    break
+                time.sleep(0.5)
+            check(not left, "no struct_ops maps of ours left in the kernel %s" % (left or ""), failures)
     except T.Watchdog as e:
         failures.append(str(e))
     except Exception as e:  # noqa: BLE001

@@ -97,6 +97,7 @@ class Topo:
         self.nss = [self.C, self.R, self.D, self.E, self.S]
         self.created = []
         self.procs = []
+        self.delaylines = []
 
     # -- helpers -----------------------------------------------------------
     def sh(self, ns, *cmd, check=True):
@@ -164,6 +165,7 @@ class Topo:
         # propagation delay
         for ns, a, b in ((D, "da0", "da1"), (E, "db0", "db1")):
             p = self.popen(ns, self.tool("npm_delayline"), a, b, self.delay_ms)
+            self.delaylines.append(p)
             if p.stdout.readline().strip() != "ready":
                 raise RuntimeError("delay line failed: " + p.stderr.read())
         # MPTCP
@@ -185,15 +187,25 @@ class Topo:
         m = re.search(r"rtt_ms=([\d.]+)", out)
         return float(m.group(1)) if m else None
 
-    def down(self):
-        for p in self.procs:
+    def _stop(self, procs):
+        for p in procs:
             if p.poll() is None:
                 try:
                     p.send_signal(signal.SIGTERM)
                     p.wait(timeout=3)
                 except Exception:
                     p.kill()
+                    p.wait()
+
+    def down(self):
+        # traffic first, then give RST/FIN a moment to cross the still
+        # running delay lines, so no socket (holding a CC) outlives the test
+        self._stop([p for p in self.procs if p not in self.delaylines])
+        if self.created:
+            time.sleep(0.3)
+        self._stop(self.delaylines)
         self.procs = []
+        self.delaylines = []
         for ns in reversed(self.created):
             subprocess.call(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
         self.created = []
@@ -238,7 +250,7 @@ class Topo:
                             "mbps": int(m.group(1)) * 8 / float(m.group(2)) / 1e6,
                             "cc": m.group(4), "sender_cc": sm.group(1) if sm else None,
                             "sender_err": serr})
-        self.procs = [p for p in self.procs if p.poll() is None]
+        self.procs = [p for p in self.procs if p.poll() is None or p in self.delaylines]
         if probe is not None:
             results.append(probe)
         return results

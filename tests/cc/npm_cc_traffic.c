@@ -63,6 +63,16 @@ static int mksock(int mptcp, const char *cc)
 	return fd;
 }
 
+/* Abortive close (RST): the socket, and the congestion control it holds,
+ * is freed at once instead of lingering in FIN_WAIT/TIME_WAIT inside a
+ * namespace that is about to be deleted. */
+static void close_now(int fd)
+{
+	struct linger lg = { 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
 static void getcc(int fd, char *buf, size_t len)
 {
 	socklen_t l = (socklen_t)len - 1;
@@ -154,7 +164,7 @@ int main(int argc, char **argv)
 		}
 		printf("bytes=%llu window=%.3f total=%llu cc=%s\n", window, end - warmup, total, ccbuf);
 		fflush(stdout);
-		close(fd);
+		close_now(fd);
 		close(ls);
 		return 0;
 	}
@@ -184,7 +194,7 @@ int main(int argc, char **argv)
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				break;
 		}
-		close(fd);
+		close_now(fd);
 		return 0;
 	}
 	if (strcmp(mode, "rtt") == 0) {
