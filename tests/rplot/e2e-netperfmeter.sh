@@ -11,6 +11,7 @@ need pdfinfo poppler-utils
 need pdftohtml poppler-utils
 [[ -x $npm ]] || fail "$npm is not an executable"
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
+port=$(free_port "$port")
 
 "$npm" "$port" -nodisplay >passive.log 2>&1 &
 passive=$!
@@ -24,7 +25,7 @@ timeout 120 "$npm" "127.0.0.1:$port" -control-over-tcp -runtime=3 -nodisplay \
   -config=run.config -vector=run.vec.bz2 -scalar=run.sca.bz2 \
   -tcp const0:const1400:const0:const1400:description=Bulk \
   -udp const50:const500:const25:const1000:id=7:description=Voice >active.log 2>&1 \
-  || fail "active netperfmeter failed: $(tail -5 active.log)"
+  || fail "active netperfmeter (port $port) failed: $(tail -5 active.log) / passive: $(tail -5 passive.log)"
 for f in run.config run-active.vec.bz2 run-passive.vec.bz2 \
          run-active-00000000-0000.vec.bz2 run-passive-00000000-0000.vec.bz2 \
          run-active-00000007-0000.vec.bz2 run-passive-00000007-0000.vec.bz2; do
@@ -37,7 +38,8 @@ pages=$(pdf_pages run.pdf)
 # 4 rate/volume/loss pages + delay + jitter (+ CPU when the scalars carry it),
 # and per flow: bit rate + delay/jitter.
 cpu=0
-bzcat run-active.sca.bz2 run-passive.sca.bz2 | grep -q 'CPU\[' && cpu=1
+bzcat run-active.sca.bz2 run-passive.sca.bz2 >scalars.txt   # (no early-exit grep in a pipe)
+grep -q 'CPU\[' scalars.txt && cpu=1
 expected=$((6 + cpu + 2 * 2))
 [[ $pages -eq $expected ]] || fail "run.pdf has $pages pages, expected $expected: $(grep -o '<item[^<]*</item>' outline.xml | tr '\n' ' ')"
 for t in '>Bulk (TCP, ID 0)<' '>Voice (UDP, ID 7)<' '>Bit rate<' '>One-way delay<'; do

@@ -52,6 +52,6 @@ for f in "$work"/svg/*.svg; do check_svg "$f"; done
 for f in "$work"/own/*.pdf; do check_pdf_pages "$f" 1; done
 
 # Help and version.
-"$prog" --help | grep -q "^Usage: plot-netperfmeter-results CONFIG" || fail "--help"
-"$prog" --version | grep -q "^NetPerfMeter [0-9]" || fail "--version"
+grep -q "^Usage: plot-netperfmeter-results CONFIG" <<<"$("$prog" --help)" || fail "--help"
+grep -q "^NetPerfMeter [0-9]" <<<"$("$prog" --version)" || fail "--version"
 echo "PASS"

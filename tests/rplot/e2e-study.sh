@@ -14,8 +14,9 @@ for p in netperfmeter createsummary getabstime runtimeestimator; do
   command -v "$p" >/dev/null || fail "$p not built"
 done
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
+port=$(free_port "$port")
 NAME=study PORT=$port RUNTIME=1 REPETITIONS=2 FRAMESIZES="500 1400" UDP_RATE=1000 \
-  timeout 300 bash "$example" >study.log 2>&1 || fail "the study failed: $(tail -5 study.log)"
+  timeout 300 bash "$example" >study.log 2>&1 || fail "the study (port $port) failed: $(tail -5 study.log) $(tail -3 study/passive.log 2>/dev/null)"
 table=study/passive.flow-ReceivedBitRate.data.bz2
 [[ -s $table ]] || fail "no $table"
 prog=$rplot/plot-netperfmeter-summary

@@ -32,7 +32,7 @@ check_svg "$work/fig.svg"
   --y-scale=1e-6 --dump "$work/dump.csv" -o "$work/filtered.pdf" -q
 check_pdf_pages "$work/filtered.pdf" 1
 [[ $(wc -l <"$work/dump.csv") -eq $((2 * 6 * 2 + 1)) ]] || fail "dump rows"
-head -1 "$work/dump.csv" | tr -d '"' | grep -qx "rhoDFN,Gamma,active.flow,N,Mean,SD,Lower,Upper" || fail "dump header"
+grep -qx "rhoDFN,Gamma,active.flow,N,Mean,SD,Lower,Upper" <<<"$(head -1 "$work/dump.csv" | tr -d '"')" || fail "dump header"
 # The dumped interval is t.test()'s (90 %) of the filtered rows.
 Rscript -e '
   d <- read.table(pipe(paste("bzcat", shQuote(commandArgs(TRUE)[1]))), header = TRUE, check.names = FALSE)
@@ -56,5 +56,5 @@ check_pdf_pages "$work/words.pdf" 1
   --dpi 100 -q
 check_png "$work/cat.png" 700x500
 
-"$prog" --help | grep -q "^Usage: plot-netperfmeter-summary TABLE" || fail "--help"
+grep -q "^Usage: plot-netperfmeter-summary TABLE" <<<"$("$prog" --help)" || fail "--help"
 echo "PASS"

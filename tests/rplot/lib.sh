@@ -36,8 +36,8 @@ check_png() {
 }
 
 check_svg() {
-  head -c 400 "$1" | grep -q "<svg" || fail "$1 is not an SVG file"
-  tail -c 100 "$1" | grep -q "</svg>" || fail "$1 is not a complete SVG file"
+  grep -q "<svg" <<<"$(head -c 400 "$1")" || fail "$1 is not an SVG file"
+  grep -q "</svg>" <<<"$(tail -c 100 "$1")" || fail "$1 is not a complete SVG file"
 }
 
 # expect_error PATTERN CMD... : CMD must fail with exactly one line on stderr that
@@ -52,4 +52,18 @@ $err"
   grep -q -- "$pattern" <<<"$err" || fail "expected /$pattern/ from: $*; got: $err"
   if grep -q "Execution halted\|Traceback\|Error in " <<<"$err"; then fail "R traceback from: $*"; fi
   echo "ok (exit $rc): $err"
+}
+
+# free_port BASE: the first port P in BASE, BASE+3, ... (20 tries) where nothing listens
+# on P-1 (MPTCP data), P (data) or P+1 (control), so that concurrent tests do not meet.
+free_port() {
+  local p q busy
+  for ((p = $1; p < $1 + 60; p += 3)); do
+    busy=0
+    for q in $((p - 1)) "$p" $((p + 1)); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null; then busy=1; break; fi
+    done
+    if ((busy == 0)); then echo "$p"; return 0; fi
+  done
+  fail "no free port from $1 on"
 }
