@@ -880,6 +880,7 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
   fv <- run$flowvectors
   flows <- levels(mv$Flow)
   pal <- setNames(npm_palette(length(flows), grey), flows)
+  flow_cols <- max(1L, ceiling(length(flows) / 5))   # legend: at most 5 flows per column
   theme_npm <- npm_theme(base_size, legend_position)
   xl <- "Time t [s]"
   colour_flow <- scale_colour_manual(values = pal, name = "Flow", drop = TRUE)
@@ -902,7 +903,7 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
       geom_path(linewidth = 0.6) +
       facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow + linetype_action +
       labs(x = xl, y = ylab) + theme_npm +
-      guides(colour = guide_legend(ncol = 1, order = 1), linetype = guide_legend(order = 2))
+      guides(colour = guide_legend(ncol = flow_cols, order = 1), linetype = guide_legend(order = 2))
   }
   section <- "Overview"
   if (nrow(act)) {
@@ -920,7 +921,7 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
           geom_line(linewidth = 0.7) + facet_wrap(vars(NodeLabel), ncol = 1) +
           colour_flow + linetype_action + expand_limits(y = 0) +
           labs(x = xl, y = sprintf("Cumulative data [%s]", u$unit)) + theme_npm +
-          guides(colour = guide_legend(ncol = 1, order = 1), linetype = guide_legend(order = 2)),
+          guides(colour = guide_legend(ncol = flow_cols, order = 1), linetype = guide_legend(order = 2)),
         "Cumulative data", section)
     act[, FrameRate := RelFrames / Interval]
     add(lines_by_flow(act, "FrameRate", "Frame rate [frames/s]") + expand_limits(y = 0),
@@ -937,7 +938,7 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
           geom_path(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) +
           colour_flow + expand_limits(y = c(0, 1)) +
           labs(x = xl, y = "Packet loss [%]") + theme_npm +
-          guides(colour = guide_legend(ncol = 1)),
+          guides(colour = guide_legend(ncol = flow_cols)),
         "Packet loss", section)
   }
   if (!is.null(fv) && nrow(fv)) {
@@ -949,7 +950,7 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
             geom_line(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow +
             expand_limits(y = 0) +
             labs(x = xl, y = sprintf("%s [ms] (mean per %s)", m[2], npm_time_label(w))) +
-            theme_npm + guides(colour = guide_legend(ncol = 1)),
+            theme_npm + guides(colour = guide_legend(ncol = flow_cols)),
           m[2], section)
   }
   if (!is.null(run$cpu) && nrow(run$cpu)) {
