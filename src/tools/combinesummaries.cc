@@ -4,8 +4,12 @@
 //
 // Inputs are decompressed on a thread pool a few files ahead of the writer; the output is
 // compressed in parallel as concatenated bzip2 streams and renamed into place at the end.
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <iostream>
+#include <memory>
+#include <mutex>
 
 #include "tools/toolcommon.h"
 
@@ -57,6 +61,52 @@ struct Input {
 };
 
 struct Interrupted {};
+
+constexpr std::size_t kBlock = 1 << 20;
+
+// Blocks of one input, from its reader thread to the writer; at most two at a time.
+class BlockQueue {
+public:
+  bool push(std::string block) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return blocks_.size() < 2 || cancelled_; });
+    if (cancelled_) return false;
+    blocks_.push_back(std::move(block));
+    cv_.notify_all();
+    return true;
+  }
+  void finish(std::string error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    error_ = std::move(error);
+    cv_.notify_all();
+  }
+  void cancel() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  // Next block; false at the end; throws FileError if the reader failed.
+  bool pop(std::string& block) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
+    if (!blocks_.empty()) {
+      block = std::move(blocks_.front());
+      blocks_.pop_front();
+      cv_.notify_all();
+      return true;
+    }
+    if (!error_.empty()) throw FileError(error_);
+    return false;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::string> blocks_;
+  bool done_ = false, cancelled_ = false;
+  std::string error_;
+};
 
 // Whitespace-normalised header, for comparing the headers of the inputs.
 std::string normalise(std::string_view line) {
@@ -170,37 +220,61 @@ int main(int argc, char** argv) {
                 NPM_VERSION, lineNumbers ? "yes" : "no", level);
   }
 
-  // ------ Read ahead on the pool, write in order -------------------------------------
+  // ------ Read ahead on reader threads, write in order -------------------------------
+  // Each input is decompressed by a reader thread into a small bounded queue of blocks,
+  // a few inputs ahead of the writer: memory stays bounded however large the inputs are.
+  // The readers have their own threads, so a reader waiting for room never holds up the
+  // compressors.
   const bool compress = outputName.size() >= 4 &&
                         (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
                          outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
-  ThreadPool pool(jobs > 0 ? jobs : defaultThreads());
+  const unsigned threads = jobs > 0 ? jobs : defaultThreads();
+  // Destroyed in reverse order: readers are cancelled, then joined, then their queues go.
+  std::vector<std::unique_ptr<BlockQueue>> queues;
+  ThreadPool pool(threads);
+  ThreadPool readers(threads);
+  struct CancelAll {  // lets blocked readers go before the reader pool is joined
+    std::vector<std::unique_ptr<BlockQueue>>& queues;
+    ~CancelAll() {
+      for (auto& q : queues) {
+        if (q) q->cancel();
+      }
+    }
+  } cancelAll{queues};
+  for (std::size_t i = 0; i < inputs.size(); ++i) queues.push_back(std::make_unique<BlockQueue>());
+  auto startReader = [&](std::size_t i) {
+    readers.submit([q = queues[i].get(), path = inputs[i].path] {
+      try {
+        InputFile in(path);
+        for (;;) {
+          std::string block(kBlock, '\0');
+          const std::size_t n = in.read(block.data(), block.size());
+          if (n == 0) break;
+          block.resize(n);
+          if (!q->push(std::move(block))) return;  // cancelled
+        }
+        q->finish("");
+      } catch (const std::exception& e) {
+        q->finish(e.what());
+      }
+    });
+  };
   Progress progress(kProgram, !quiet);
   std::uint64_t outLines = 0, rows = 0;
   try {
     ParallelOutput out(outputName, compress, level, &pool);
-    std::deque<std::future<std::string>> ahead;
+    const std::size_t window = threads + 1;
     std::size_t next = 0;
-    const std::size_t window = 2 * pool.size();
     std::string firstHeader, firstHeaderFile;
     bool haveHeader = false;
-    std::string text;
+    std::string text, block, carry;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (interrupted()) throw Interrupted();
-      while (next < inputs.size() && ahead.size() < window) {
-        ahead.push_back(pool.submit([path = inputs[next].path] { return readWholeFile(path); }));
-        ++next;
-      }
-      const std::string content = ahead.front().get();  // FileError names the file
-      ahead.pop_front();
+      while (next < inputs.size() && next < i + window) startReader(next++);
       const Input& input = inputs[i];
-      std::string_view rest(content);
       std::uint64_t inLine = 0;
-      text.clear();
-      while (!rest.empty()) {
-        const auto nl = rest.find('\n');
-        std::string_view l = rest.substr(0, nl);
-        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      carry.clear();
+      auto handleLine = [&](std::string_view l) {
         if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
         ++inLine;
         if (inLine == 1) {
@@ -221,7 +295,7 @@ int main(int argc, char** argv) {
             throw FileError(input.path + ":1: header \"" + std::string(l) +
                             "\" differs from the header of " + firstHeaderFile);
           }
-          continue;
+          return;
         }
         if (lineNumbers) {
           char number[32];
@@ -236,14 +310,34 @@ int main(int argc, char** argv) {
         text += '\n';
         ++rows;
         ++outLines;
+      };
+      while (queues[i]->pop(block)) {  // throws FileError naming the file
+        std::string_view rest(block);
+        for (;;) {
+          const auto nl = rest.find('\n');
+          if (nl == std::string_view::npos) {
+            carry.append(rest);
+            break;
+          }
+          if (!carry.empty()) {
+            carry.append(rest.substr(0, nl));
+            handleLine(carry);
+            carry.clear();
+          } else {
+            handleLine(rest.substr(0, nl));
+          }
+          rest.remove_prefix(nl + 1);
+        }
         if (text.size() > (1U << 20)) {
           if (interrupted()) throw Interrupted();
           out.write(text);
           text.clear();
         }
       }
+      if (!carry.empty()) handleLine(carry);  // last line without '\n'
       if (inLine == 0) throw FileError(input.path + ": empty file (no header line)");
       out.write(text);
+      text.clear();
       progress.update(i + 1, inputs.size(), "files");
     }
     if (interrupted()) throw Interrupted();
