@@ -60,8 +60,8 @@ def main():
 
     T.require_root_btf_mptcp()
     T.remove_stale_namespaces()
+    loader = T.Loader(a.loader)   # shared lock: waits only for a running load test
     T.arm_watchdog(a.watchdog)
-    loader = T.Loader(a.loader)
     results, threads, failures = {}, [], []
     ccs = a.cc.split(",")
     try:

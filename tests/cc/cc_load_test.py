@@ -46,9 +46,11 @@ def main():
     bindir, loader_path = sys.argv[1], sys.argv[2]
     T.require_root_btf_mptcp()
     T.remove_stale_namespaces()
-    T.arm_watchdog(120)
     failures = []
-    loader = T.Loader(loader_path)
+    loader = T.Loader(loader_path, exclusive=True)   # waits for other runs
+    T.arm_watchdog(120)
+    if not loader.were_registered:
+        loader.stop()    # leftovers of an earlier test run that died
     topo = T.Topo(bindir, mode="shared", rate_a="100mbit", limit_a=250000, delay_ms=2, tag="load")
     try:
         # clear one-line errors
@@ -117,7 +119,7 @@ def main():
             check(d[2] == 0, "%s: sibling walk never hit its bound" % cc, failures)
         topo.down()
 
-        rc, out = loader.run("stop")
+        rc, out = loader.stop()
         check(rc == 0, "stop: exit 0", failures)
         avail = T.read_sysctl("net.ipv4.tcp_available_congestion_control")
         allowed = T.read_sysctl("net.ipv4.tcp_allowed_congestion_control")
@@ -144,9 +146,10 @@ def main():
     finally:
         topo.down()
         if loader.were_registered:
-            loader.start()
+            loader.run("start")     # registered by someone else: put back
         else:
-            loader.run("stop")
+            loader.stop()
+        loader.lockf.close()
     if failures:
         T.log("\nFAILED:\n  " + "\n  ".join(failures))
         return 1

@@ -17,6 +17,7 @@ mode "shared":   MPTCP's second subflow is c2 -> 10.9.1.2 (client "subflow"
 mode "disjoint": the server announces 10.9.2.2 (link B): subflow 1 uses
                  link A, subflow 2 link B.
 """
+import fcntl
 import os
 import re
 import signal
@@ -277,13 +278,38 @@ def subflows(ss_out, port):
 
 
 class Loader:
-    """netperfmeter-cc-loader, restoring the state found at the start."""
-    NAMES = ["npm_lia", "npm_olia", "npm_rpv1", "npm_rpv2"]
+    """netperfmeter-cc-loader, shared safely between concurrent test runs.
 
-    def __init__(self, path):
+    Registration is global, and several build trees may run these tests at
+    the same time. Every test holds a lock file for its whole run: shared
+    for tests that only use the CCs, exclusive for the load test (which
+    unregisters them). A marker file records that the CCs were registered by
+    a test; the last user (who gets the lock exclusively) unregisters them.
+    CCs registered by something else (e.g. the systemd unit) are left alone.
+    """
+    NAMES = ["npm_lia", "npm_olia", "npm_rpv1", "npm_rpv2"]
+    LOCK_DIR = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+    LOCK = os.path.join(LOCK_DIR, "netperfmeter-cc-tests.lock")
+    MARK = os.path.join(LOCK_DIR, "netperfmeter-cc-tests.registered")
+
+    def __init__(self, path, exclusive=False, wait=300):
         self.path = path
-        self.were_registered = all(n in read_sysctl("net.ipv4.tcp_available_congestion_control")
-                                   for n in self.NAMES)
+        self.exclusive = exclusive
+        self.lockf = open(self.LOCK, "a+")
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        deadline = time.time() + wait
+        while True:
+            try:
+                fcntl.flock(self.lockf, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() > deadline:
+                    raise RuntimeError("another run of the cc tests held %s for %d s" % (self.LOCK, wait))
+                time.sleep(1)
+        registered = all(n in read_sysctl("net.ipv4.tcp_available_congestion_control")
+                         for n in self.NAMES)
+        # registered by something other than these tests?
+        self.were_registered = registered and not os.path.exists(self.MARK)
 
     def run(self, cmd):
         r = subprocess.run([self.path, cmd], capture_output=True, text=True, timeout=120)
@@ -293,6 +319,8 @@ class Loader:
         rc, out = self.run("start")
         if rc != 0:
             raise RuntimeError("netperfmeter-cc-loader start failed (%d): %s" % (rc, out))
+        if "registered npm_" in out.replace("already registered", ""):
+            open(self.MARK, "w").close()
         return out
 
     def stats(self):
@@ -302,6 +330,21 @@ class Loader:
             st[m.group(1)] = tuple(int(m.group(k)) for k in (2, 3, 4))
         return st
 
+    def stop(self):
+        rc, out = self.run("stop")
+        if os.path.exists(self.MARK):
+            os.unlink(self.MARK)
+        return rc, out
+
     def restore(self):
-        if not self.were_registered:
-            self.run("stop")
+        """Unregister what the tests registered, if nobody else uses it."""
+        try:
+            if not self.exclusive:
+                try:
+                    fcntl.flock(self.lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return   # another test still uses them; the last one cleans up
+            if os.path.exists(self.MARK):
+                self.stop()
+        finally:
+            self.lockf.close()
