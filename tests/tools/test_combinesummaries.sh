@@ -29,6 +29,22 @@ printf -- '--values=v\n--input=large.bz2\n--values=w\n--input=large.bz2\n' | "$C
   [ "$(bzip2 -dc large-out.bz2 | sed -n 300002p)" == "$(printf 'w\t1 text-1')" ] &&
   pass "large input, multi-stream output" || fail "large output wrong"
 
+# Memory stays bounded by blocks, not by the input: 2 x ~110 MB of input, RSS well below.
+{ echo "A B"; seq 1 2000000 | sed 's/.*/& some-text-to-make-the-line-longer-&/'; } >huge.txt
+printf -- '--values=v\n--input=huge.txt\n--values=w\n--input=huge.txt\n' >huge.commands
+rss=$(python3 -c '
+import os, resource, subprocess, sys
+with open("huge.commands") as f:
+    subprocess.run([sys.argv[1], "-q", "-c", "1", "huge-out.bz2", "Var"], stdin=f, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$CB")
+if [ -n "$rss" ] && [ "$rss" -lt 80 ]; then
+  pass "combining 2 x $(($(stat -c %s huge.txt) / 1000000)) MB took $rss MB of memory"
+else
+  fail "combining 2 x huge.txt: peak RSS ${rss:-?} MB"
+fi
+[ "$(bzip2 -dc huge-out.bz2 | wc -l)" -eq 4000001 ] || fail "huge output has the wrong number of lines"
+rm -f huge.txt huge-out.bz2
+
 # SIGINT: exit 130, no output, no temporary file.
 printf -- '--values=v\n--input=large.bz2\n%.0s' 1 2 3 4 5 6 >six.commands
 "$CB" -q -j 1 interrupted.bz2 Var <six.commands 2>int.txt &
