@@ -13,7 +13,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMessagesPerWrite = 32;     // 64 iovecs: Asio's gather limit per write
+constexpr std::size_t kMessagesPerWrite = 512;    // 1024 iovecs (IOV_MAX) per writev()
+constexpr std::size_t kBytesPerWrite = 256 * 1024;  // about what one read takes in
 constexpr std::size_t kMaxBacklogMessages = 4096;  // rate-driven frames waiting to be written
 constexpr auto kStopWait = std::chrono::seconds(2);
 
@@ -215,10 +216,18 @@ void Flow::pump() {
   if (queue_.empty()) {
     if (!sending_ || !on_ || !p_.outbound.saturated()) return;
     const std::uint64_t now = transport::nowMicros();
-    while (queue_.size() < kMessagesPerWrite) queueFrame(now);  // saturated: one write's worth
+    std::size_t bytes = 0;
+    while (queue_.size() < kMessagesPerWrite && bytes < kBytesPerWrite) {  // saturated: one write's worth
+      const std::size_t before = queue_.size();
+      queueFrame(now);
+      for (std::size_t i = before; i < queue_.size(); ++i) bytes += queue_[i].length;
+      if (queue_.size() == before) break;  // a frame of no bytes: try again next time
+    }
+    if (queue_.empty()) return;
   }
   const std::uint8_t* payload = payloadPattern(activeSide_);
-  const std::size_t n = std::min(queue_.size(), kMessagesPerWrite);
+  std::size_t n = 0, bytes = 0;
+  while (n < queue_.size() && n < kMessagesPerWrite && (n == 0 || bytes < kBytesPerWrite)) bytes += queue_[n++].length;
   iov_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     const Pending& m = queue_[i];

@@ -34,7 +34,7 @@ class WireFormat(unittest.TestCase):
             line = capture.stderr.readline()
         try:
             with Passive(PORT):
-                cls.result = run_active(f"127.0.0.1:{PORT}", "-runtime=2", "-vector=run.vec", "-scalar=run.sca.bz2",
+                cls.result = run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=2", "-vector=run.vec", "-scalar=run.sca.bz2",
                                      "-tcp", "const50:const3000:const20:const800:maxmsgsize=1400:description=tcp",
                                      "-udp", "const40:const300:const20:const200",
                                      "-mptcp", "const20:const500:onoff=0.2,+1:id=5",
