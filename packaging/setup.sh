@@ -21,7 +21,7 @@ packages=(
   libsctp-dev lksctp-tools libusrsctp-dev
   iproute2 iperf3 tshark python3 util-linux procps
   libwireshark-dev libglib2.0-dev
-  r-base-core r-cran-ggplot2 r-cran-data.table r-cran-testthat poppler-utils
+  r-base-core r-cran-ggplot2 r-cran-data.table r-cran-testthat poppler-utils groff
   clang llvm libbpf-dev bpftool
 )
 
