@@ -20,13 +20,13 @@ namespace {
 
 const char* const kProgram = "combinesummaries";
 
-enum OptionId { kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kQuiet, kJobs, kHelp, kVersion };
+enum OptionId { kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
-    {"compress", 'c', true, kCompress},         {"separator", 's', true, kSeparator},
-    {"line-numbers", 'l', false, kLineNumbers}, {"no-line-numbers", 'n', false, kNoLineNumbers},
-    {"quiet", 'q', false, kQuiet},              {"jobs", 'j', true, kJobs},
-    {"help", 'h', false, kHelp},                {"version", 'v', false, kVersion},
+    {"compress", 'c', true, kOptCompress},         {"separator", 's', true, kOptSeparator},
+    {"line-numbers", 'l', false, kOptLineNumbers}, {"no-line-numbers", 'n', false, kOptNoLineNumbers},
+    {"quiet", 'q', false, kOptQuiet},              {"jobs", 'j', true, kOptJobs},
+    {"help", 'h', false, kHelp},                   {"version", 'v', false, kVersion},
 };
 
 void usage(std::FILE* to) {
@@ -127,31 +127,20 @@ std::string normalise(std::string_view line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int level = 9;
-  std::string separator = "\t";
-  bool lineNumbers = false, quiet = false;
-  unsigned jobs = 0;
+  OutputOptions opt;
   std::string outputName, varNames;
   try {
     std::vector<ParsedOption> options;
     std::vector<std::string> positional;
     parseCommandLine(argc, argv, kOptions, options, positional);
     for (const auto& o : options) {
-      switch (o.id) {
-        case kCompress:
-          level = static_cast<int>(parseInteger(o.value, 1, 9, "compression level"));
-          break;
-        case kSeparator:
-          if (o.value.empty()) throw UsageError("the separator must not be empty");
-          separator = o.value;
-          break;
-        case kLineNumbers: lineNumbers = true; break;
-        case kNoLineNumbers: lineNumbers = false; break;
-        case kQuiet: quiet = true; break;
-        case kJobs: jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs")); break;
-        case kHelp: usage(stdout); return 0;
-        case kVersion: std::printf("CombineSummaries %s\n", NPM_VERSION); return 0;
+      if (applyOutputOption(o, opt, 1)) continue;
+      if (o.id == kHelp) {
+        usage(stdout);
+        return 0;
       }
+      std::printf("CombineSummaries %s\n", NPM_VERSION);
+      return 0;
     }
     if (positional.empty()) throw UsageError("no output file given");
     if (positional.size() > 2) throw UsageError("unexpected argument \"" + positional[2] + "\"");
@@ -215,9 +204,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
     return 130;
   }
-  if (!quiet) {
+  if (!opt.quiet) {
     std::printf("CombineSummaries %s\n* Line Numbers:      %s\n* Compression Level: %d\n\n",
-                NPM_VERSION, lineNumbers ? "yes" : "no", level);
+                NPM_VERSION, opt.lineNumbers ? "yes" : "no", opt.level);
   }
 
   // ------ Read ahead on reader threads, write in order -------------------------------
@@ -225,10 +214,8 @@ int main(int argc, char** argv) {
   // a few inputs ahead of the writer: memory stays bounded however large the inputs are.
   // The readers have their own threads, so a reader waiting for room never holds up the
   // compressors.
-  const bool compress = outputName.size() >= 4 &&
-                        (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
-                         outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
-  const unsigned threads = jobs > 0 ? jobs : defaultThreads();
+  const bool compress = wantsBz2(outputName);
+  const unsigned threads = opt.threads();
   // Destroyed in reverse order: readers are cancelled, then joined, then their queues go.
   std::vector<std::unique_ptr<BlockQueue>> queues;
   ThreadPool pool(threads);
@@ -259,10 +246,10 @@ int main(int argc, char** argv) {
       }
     });
   };
-  Progress progress(kProgram, !quiet);
+  Progress progress(kProgram, !opt.quiet);
   std::uint64_t outLines = 0, rows = 0;
   try {
-    ParallelOutput out(outputName, compress, level, &pool);
+    ParallelOutput out(outputName, compress, opt.level, &pool);
     const std::size_t window = threads + 1;
     std::size_t next = 0;
     std::string firstHeader, firstHeaderFile;
@@ -283,10 +270,10 @@ int main(int argc, char** argv) {
             firstHeader = normalise(l);
             firstHeaderFile = input.path;
             text += varNames;
-            text += separator;
-            if (lineNumbers) {
+            text += opt.separator;
+            if (opt.lineNumbers) {
               text += "SubLineNo";
-              text += separator;
+              text += opt.separator;
             }
             text += l;
             text += '\n';
@@ -297,15 +284,15 @@ int main(int argc, char** argv) {
           }
           return;
         }
-        if (lineNumbers) {
+        if (opt.lineNumbers) {
           char number[32];
           std::snprintf(number, sizeof(number), "%06llu",
                         static_cast<unsigned long long>(rows + 1));
           text += number;
-          text += separator;
+          text += opt.separator;
         }
         text += input.values;
-        text += separator;
+        text += opt.separator;
         text += l;
         text += '\n';
         ++rows;
@@ -343,16 +330,7 @@ int main(int argc, char** argv) {
     if (interrupted()) throw Interrupted();
     out.commit();
     progress.finish(inputs.size(), inputs.size(), "files");
-    if (!quiet) {
-      std::printf("Wrote %llu lines", static_cast<unsigned long long>(outLines));
-      if (out.bytesIn() > 0) {
-        std::printf(" (%llu -> %llu - %.2f%%)", static_cast<unsigned long long>(out.bytesIn()),
-                    static_cast<unsigned long long>(out.bytesOut()),
-                    100.0 * static_cast<double>(out.bytesOut()) /
-                        static_cast<double>(out.bytesIn()));
-      }
-      std::printf("\n");
-    }
+    if (!opt.quiet) printWrote(outLines, out.bytesIn(), out.bytesOut());
   } catch (const Interrupted&) {
     std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
     return 130;

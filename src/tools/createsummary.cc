@@ -30,25 +30,22 @@ constexpr std::size_t kWriteChunk = 1 << 20;
 
 
 
-enum OptionId {
-  kInteractive, kBatch, kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit,
-  kIgnoreErrors, kQuiet, kCsv, kJobs, kHelp, kVersion
-};
+enum OptionId { kInteractive, kBatch, kSplit, kNoSplit, kIgnoreErrors, kCsv, kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
     {"interactive", 'i', false, kInteractive},
     {"batch", 'b', false, kBatch},
-    {"compress", 'c', true, kCompress},
-    {"separator", 's', true, kSeparator},
-    {"line-numbers", 'l', false, kLineNumbers},
-    {"no-line-numbers", 'n', false, kNoLineNumbers},
+    {"compress", 'c', true, kOptCompress},
+    {"separator", 's', true, kOptSeparator},
+    {"line-numbers", 'l', false, kOptLineNumbers},
+    {"no-line-numbers", 'n', false, kOptNoLineNumbers},
     {"split", 'p', false, kSplit},
     {"splitall", 0, false, kSplit},
     {"no-split", 'a', false, kNoSplit},
     {"ignore-scalar-file-errors", 'r', false, kIgnoreErrors},
-    {"quiet", 'q', false, kQuiet},
+    {"quiet", 'q', false, kOptQuiet},
     {"csv", 0, false, kCsv},
-    {"jobs", 'j', true, kJobs},
+    {"jobs", 'j', true, kOptJobs},
     {"help", 'h', false, kHelp},
     {"version", 'v', false, kVersion},
 };
@@ -121,17 +118,11 @@ struct Table {
   std::vector<Row> rows;
 };
 
-struct Settings {
-  int level = 9;
+struct Settings : OutputOptions {
   bool interactive = true;
-  bool lineNumbers = false;
   bool split = false;
   bool ignoreErrors = false;
-  bool quiet = false;
   bool csv = false;
-  std::string separator = "\t";
-  bool separatorGiven = false;
-  unsigned jobs = 0;
 };
 
 struct TableStats {
@@ -286,7 +277,7 @@ TableStats storeTable(TableStats stats) {
 class CreateSummary {
 public:
   explicit CreateSummary(Settings settings)
-      : s_(std::move(settings)), pool_(s_.jobs > 0 ? s_.jobs : defaultThreads()),
+      : s_(std::move(settings)), pool_(s_.threads()),
         progress_(kProgram, !s_.quiet) {}
 
   void setVarNames(std::string names) { varNames_ = std::move(names); }
@@ -627,27 +618,14 @@ int main(int argc, char** argv) {
     std::vector<std::string> positional;
     parseCommandLine(argc, argv, kOptions, options, positional);
     for (const auto& o : options) {
+      if (applyOutputOption(o, settings, 0)) continue;
       switch (o.id) {
         case kInteractive: settings.interactive = true; break;
         case kBatch: settings.interactive = false; break;
-        case kCompress:
-          settings.level = static_cast<int>(parseInteger(o.value, 0, 9, "compression level"));
-          break;
-        case kSeparator:
-          if (o.value.empty()) throw UsageError("the separator must not be empty");
-          settings.separator = o.value;
-          settings.separatorGiven = true;
-          break;
-        case kLineNumbers: settings.lineNumbers = true; break;
-        case kNoLineNumbers: settings.lineNumbers = false; break;
         case kSplit: settings.split = true; break;
         case kNoSplit: settings.split = false; break;
         case kIgnoreErrors: settings.ignoreErrors = true; break;
-        case kQuiet: settings.quiet = true; break;
         case kCsv: settings.csv = true; break;
-        case kJobs:
-          settings.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs"));
-          break;
         case kHelp: usage(stdout); return 0;
         case kVersion: std::printf("CreateSummary %s\n", NPM_VERSION); return 0;
       }

@@ -16,15 +16,14 @@ namespace {
 
 const char* const kProgram = "extractvectors";
 
-enum OptionId { kCompress, kSeparator, kLineNumbers, kNoLineNumbers, kSplit, kNoSplit, kQuiet,
-                kJobs, kHelp, kVersion };
+enum OptionId { kSplit, kNoSplit, kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
-    {"compress", 'c', true, kCompress},         {"separator", 's', true, kSeparator},
-    {"line-numbers", 'l', false, kLineNumbers}, {"no-line-numbers", 'n', false, kNoLineNumbers},
-    {"split", 'p', false, kSplit},              {"splitall", 0, false, kSplit},
-    {"no-split", 'a', false, kNoSplit},         {"quiet", 'q', false, kQuiet},
-    {"jobs", 'j', true, kJobs},                 {"help", 'h', false, kHelp},
+    {"compress", 'c', true, kOptCompress},         {"separator", 's', true, kOptSeparator},
+    {"line-numbers", 'l', false, kOptLineNumbers}, {"no-line-numbers", 'n', false, kOptNoLineNumbers},
+    {"split", 'p', false, kSplit},                 {"splitall", 0, false, kSplit},
+    {"no-split", 'a', false, kNoSplit},            {"quiet", 'q', false, kOptQuiet},
+    {"jobs", 'j', true, kOptJobs},                 {"help", 'h', false, kHelp},
     {"version", 'v', false, kVersion},
 };
 
@@ -63,14 +62,6 @@ struct Prefix {
   bool found = false;
 };
 
-bool parseDouble(std::string_view s, double& v) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  if (*b == '+') ++b;
-  const auto [p, ec] = std::from_chars(b, s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
 bool parseUnsigned(std::string_view s, std::uint64_t& v) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   return !s.empty() && ec == std::errc() && p == s.data() + s.size();
@@ -89,10 +80,8 @@ bool nextToken(std::string_view& rest, std::string_view& token) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int level = 9;
-  std::string separator = "\t";
-  bool lineNumbers = false, splitAll = false, quiet = false;
-  unsigned jobs = 0;
+  OutputOptions opt;
+  bool splitAll = false;
   std::string inputName, outputName;
   std::vector<Prefix> prefixes;
   try {
@@ -100,20 +89,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> positional;
     parseCommandLine(argc, argv, kOptions, options, positional);
     for (const auto& o : options) {
+      if (applyOutputOption(o, opt, 1)) continue;
       switch (o.id) {
-        case kCompress:
-          level = static_cast<int>(parseInteger(o.value, 1, 9, "compression level"));
-          break;
-        case kSeparator:
-          if (o.value.empty()) throw UsageError("the separator must not be empty");
-          separator = o.value;
-          break;
-        case kLineNumbers: lineNumbers = true; break;
-        case kNoLineNumbers: lineNumbers = false; break;
         case kSplit: splitAll = true; break;
         case kNoSplit: splitAll = false; break;
-        case kQuiet: quiet = true; break;
-        case kJobs: jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs")); break;
         case kHelp: usage(stdout); return 0;
         case kVersion: std::printf("ExtractVectors %s\n", NPM_VERSION); return 0;
       }
@@ -135,16 +114,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  if (!quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
-  const bool compress = outputName.size() >= 4 &&
-                        (outputName.compare(outputName.size() - 4, 4, ".bz2") == 0 ||
-                         outputName.compare(outputName.size() - 4, 4, ".BZ2") == 0);
+  if (!opt.quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
+  const bool compress = wantsBz2(outputName);
   installInterruptHandler();
-  ThreadPool pool(jobs > 0 ? jobs : defaultThreads());
+  ThreadPool pool(opt.threads());
   std::uint64_t rows = 0;
   try {
     InputFile in(inputName);
-    ParallelOutput out(outputName, compress, level, &pool);
+    ParallelOutput out(outputName, compress, opt.level, &pool);
     std::unordered_map<std::uint64_t, Vector> vectors;  // selected ones only
     std::unordered_map<std::uint64_t, bool> declared;
     std::string line, text;
@@ -163,8 +140,9 @@ int main(int argc, char** argv) {
         fail("vector file version " + std::to_string(version) + " is not supported (expected 2)");
       }
     }
-    text = "Time" + separator + "Event" + separator + "Object" + separator + "Vector" +
-           separator + "Split" + separator + "Value\n";
+    const std::string& sep = opt.separator;
+    text = "Time" + sep + "Event" + sep + "Object" + sep + "Vector" + sep + "Split" + sep +
+           "Value\n";
     while (in.getline(line)) {
       std::string_view rest(line), first;
       if (!nextToken(rest, first) || first[0] == '#') continue;
@@ -189,8 +167,8 @@ int main(int argc, char** argv) {
           bool ok = true;
           switch (column) {
             case 'E': ok = parseUnsigned(token, event); break;
-            case 'T': ok = parseDouble(token, time); break;
-            case 'V': ok = parseDouble(token, value); haveValue = true; break;
+            case 'T': ok = parseNumber(token, time, true); break;
+            case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
             default: break;  // other columns are skipped
           }
           if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
@@ -199,16 +177,15 @@ int main(int argc, char** argv) {
         if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
         if (!haveValue) fail("vector has no value column");
         ++rows;
-        if (lineNumbers) {
+        if (opt.lineNumbers) {
           text += std::to_string(rows);
-          text += separator;
+          text += sep;
         }
         appendFixed6(text, time);
-        text += separator;
+        text += sep;
         text += std::to_string(event);
-        text += separator;
-        text += '"' + v.object + '"' + separator + '"' + v.name + '"' + separator + '"' +
-                v.split + '"' + separator;
+        text += sep;
+        text += '"' + v.object + '"' + sep + '"' + v.name + '"' + sep + '"' + v.split + '"' + sep;
         appendFixed6(text, value);
         text += '\n';
         if (text.size() > (1U << 20)) {
@@ -248,7 +225,7 @@ int main(int argc, char** argv) {
             v.name.resize(space);
           }
         }
-        if (!quiet) {
+        if (!opt.quiet) {
           if (split) {
             std::printf("Adding vector \"%s\", split \"%s\" of object %s ...\n", v.name.c_str(),
                         v.split.c_str(), v.object.c_str());
@@ -278,16 +255,7 @@ int main(int argc, char** argv) {
       }
       std::fprintf(stderr, "\n");
     }
-    if (!quiet) {
-      std::printf("Wrote %llu lines", static_cast<unsigned long long>(rows + 1));
-      if (out.bytesIn() > 0) {
-        std::printf(" (%llu -> %llu - %.2f%%)", static_cast<unsigned long long>(out.bytesIn()),
-                    static_cast<unsigned long long>(out.bytesOut()),
-                    100.0 * static_cast<double>(out.bytesOut()) /
-                        static_cast<double>(out.bytesIn()));
-      }
-      std::printf("\n");
-    }
+    if (!opt.quiet) printWrote(rows + 1, out.bytesIn(), out.bytesOut());
   } catch (const Interrupted&) {
     std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
     return 130;

@@ -1,9 +1,8 @@
 #include "tools/scalarfile.h"
 
-#include <charconv>
-#include <cmath>
 
 #include "common/fileio.h"
+#include "tools/toolcommon.h"
 
 namespace npm::tools {
 
@@ -24,22 +23,6 @@ std::string_view stripZeros(std::string_view digits) {
   std::size_t i = 0;
   while (i + 1 < digits.size() && digits[i] == '0') ++i;
   return digits.substr(i);
-}
-
-bool parseValue(std::string_view text, double& value) {
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  if (text.empty()) return false;
-  const char* b = text.data();
-  const char* e = b + text.size();
-  if (*b == '+') ++b;
-  const auto [ptr, ec] = std::from_chars(b, e, value);
-  if (ec == std::errc::result_out_of_range) {
-    // Denormals and huge values: let strtod decide (it saturates like sscanf did).
-    value = std::strtod(std::string(text).c_str(), nullptr);
-    return true;
-  }
-  return ec == std::errc() && ptr == e;
 }
 
 bool startsWithWord(std::string_view line, std::string_view keyword) {
@@ -191,7 +174,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
     if (!nextScalarWord(rest, object)) fail(lineNumber, "object name expected after \"scalar\"");
     if (!nextScalarWord(rest, name)) fail(lineNumber, "statistic name expected after the object");
     double value;
-    if (!parseValue(rest, value)) {
+    if (!parseNumber(rest, value, true)) {
       fail(lineNumber, "numeric value expected, got \"" + trimmed(rest) + "\"");
     }
     add(object, name, value, lineNumber, out);
@@ -213,7 +196,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
     std::string_view rest = line.substr(5);
     if (!nextScalarWord(rest, name)) fail(lineNumber, "field name expected");
     double value;
-    if (!parseValue(rest, value)) {
+    if (!parseNumber(rest, value, true)) {
       fail(lineNumber, "numeric value expected, got \"" + trimmed(rest) + "\"");
     }
     if (name == "stddev") {

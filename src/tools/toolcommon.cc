@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace npm::tools {
@@ -110,7 +111,60 @@ long parseInteger(const std::string& text, long min, long max, const std::string
   return value;
 }
 
+bool applyOutputOption(const ParsedOption& o, OutputOptions& options, int minLevel) {
+  switch (o.id) {
+    case kOptCompress:
+      options.level = static_cast<int>(parseInteger(o.value, minLevel, 9, "compression level"));
+      return true;
+    case kOptSeparator:
+      if (o.value.empty()) throw UsageError("the separator must not be empty");
+      options.separator = o.value;
+      options.separatorGiven = true;
+      return true;
+    case kOptLineNumbers: options.lineNumbers = true; return true;
+    case kOptNoLineNumbers: options.lineNumbers = false; return true;
+    case kOptQuiet: options.quiet = true; return true;
+    case kOptJobs:
+      options.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs"));
+      return true;
+    default: return false;
+  }
+}
+
+unsigned OutputOptions::threads() const { return jobs > 0 ? jobs : defaultThreads(); }
+
+bool wantsBz2(std::string_view name) {
+  return name.size() >= 4 &&
+         (name.substr(name.size() - 4) == ".bz2" || name.substr(name.size() - 4) == ".BZ2");
+}
+
+void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesOut) {
+  std::printf("Wrote %llu lines", static_cast<unsigned long long>(lines));
+  if (bytesIn > 0) {
+    std::printf(" (%llu -> %llu - %.2f%%)", static_cast<unsigned long long>(bytesIn),
+                static_cast<unsigned long long>(bytesOut),
+                100.0 * static_cast<double>(bytesOut) / static_cast<double>(bytesIn));
+  }
+  std::printf("\n");
+}
+
 // ------------------------------------------------------------ values, quoting
+
+bool parseNumber(std::string_view s, double& value, bool allowNan) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  const auto [ptr, ec] = std::from_chars(b, e, value);
+  if (ec == std::errc::result_out_of_range && ptr == e) {
+    // Denormals and huge values: strtod saturates like sscanf("%lf") did.
+    value = std::strtod(std::string(s).c_str(), nullptr);
+    return true;
+  }
+  return ec == std::errc() && ptr == e && (allowNan || !std::isnan(value));
+}
 
 std::optional<std::vector<std::string>> splitFields(std::string_view text) {
   std::vector<std::string> fields;
@@ -160,15 +214,6 @@ std::string stripOuterQuotes(std::string_view text) {
 }
 
 namespace {
-
-bool parseNumber(std::string_view s, double& value) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  const char* e = b + s.size();
-  if (*b == '+') ++b;
-  const auto [ptr, ec] = std::from_chars(b, e, value);
-  return ec == std::errc() && ptr == e && !std::isnan(value);
-}
 
 // Next whitespace-separated word (quotes group, kept in the text).
 std::string_view nextWord(std::string_view& s) {

@@ -53,6 +53,29 @@ void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& spec
 // Parses an integer in [min, max]; throws UsageError naming `what` otherwise.
 long parseInteger(const std::string& text, long min, long max, const std::string& what);
 
+// Options of every program that writes a table (ids shared, so one handler serves all).
+enum OutputOptionId {
+  kOptCompress = 1000, kOptSeparator, kOptLineNumbers, kOptNoLineNumbers, kOptQuiet, kOptJobs
+};
+struct OutputOptions {
+  int level = 9;
+  std::string separator = "\t";
+  bool separatorGiven = false;
+  bool lineNumbers = false;
+  bool quiet = false;
+  unsigned jobs = 0;  // 0 = number of CPUs
+  unsigned threads() const;
+};
+// Applies `o` if it is one of the OutputOptionId options (compression levels from
+// `minLevel` to 9); returns false otherwise. Throws UsageError for bad values.
+bool applyOutputOption(const ParsedOption& o, OutputOptions& options, int minLevel);
+
+// True if an output name asks for bzip2: ".bz2" or ".BZ2", as the reference.
+bool wantsBz2(std::string_view name);
+
+// "Wrote N lines (in -> out - x%)" as the reference prints it.
+void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesOut);
+
 // ------------------------------------------------------------ values, quoting
 
 // Splits a values/names string into whitespace-separated fields; "..." groups a field
@@ -63,6 +86,10 @@ std::optional<std::vector<std::string>> splitFields(std::string_view text);
 // The reference's rule for --varnames=/--values=: if the whole argument is one quoted
 // string ("a b c"), the outer quotes are removed.
 std::string stripOuterQuotes(std::string_view text);
+
+// A whole string as a number (decimal or exponent form, "inf"; "nan" only if allowNan, as
+// OMNeT++ writes it for empty statistics); a leading '+' and surrounding blanks are allowed.
+bool parseNumber(std::string_view text, double& value, bool allowNan = false);
 
 // Total order that compares whitespace-separated fields numerically when both are
 // numbers, and as strings otherwise ("2" < "10", "a" < "b"); equal-valued but differently

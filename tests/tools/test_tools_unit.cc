@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "common/fileio.h"
@@ -201,4 +202,34 @@ TEST_CASE("numericAwareLess is a strict total order on a mixed sample") {
       }
     }
   }
+}
+
+TEST_CASE("numbers: nan only where OMNeT++ writes it") {
+  double v = 0;
+  CHECK(parseNumber(" +1.5e3 ", v));
+  CHECK(v == 1500.0);
+  CHECK_FALSE(parseNumber("12abc", v));
+  CHECK_FALSE(parseNumber("nan", v));  // never a number when ordering fields
+  CHECK(parseNumber("nan", v, true));
+  ScalarFileParser p("r.sca", {});
+  std::vector<Scalar> out;
+  p.parseLine("statistic net.a \"empty\"", 1, out);
+  p.parseLine("field stddev nan", 2, out);  // OMNeT++ for a statistic without samples
+  REQUIRE(out.size() == 1);
+  CHECK(std::isnan(out[0].value));
+  std::string s;
+  appendFixed6(s, out[0].value);
+  CHECK(s.find("nan") != std::string::npos);
+}
+
+TEST_CASE("shared output options") {
+  OutputOptions o;
+  CHECK(applyOutputOption(ParsedOption{kOptCompress, "0", "-c"}, o, 0));
+  CHECK(o.level == 0);
+  CHECK_THROWS_AS(applyOutputOption(ParsedOption{kOptCompress, "0", "-c"}, o, 1), UsageError);
+  CHECK(applyOutputOption(ParsedOption{kOptSeparator, ";", "-s"}, o, 1));
+  CHECK((o.separator == ";" && o.separatorGiven));
+  CHECK_FALSE(applyOutputOption(ParsedOption{1, "", "-x"}, o, 1));
+  CHECK(wantsBz2("a.data.BZ2"));
+  CHECK_FALSE(wantsBz2("a.bz2.data"));
 }
