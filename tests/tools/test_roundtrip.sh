@@ -29,7 +29,7 @@ done
 UDP_RATE=2000
 if NAME=study PORT=$PORT RUNTIME=2 UDP_RATE=$UDP_RATE PROTOCOLS="tcp udp" FRAMESIZES="1000 1400" \
    REPETITIONS=3 RETRIES=2 RUN_TIMEOUT=20 NETPERFMETER=$NPM CREATESUMMARY=$BIN/createsummary GETABSTIME=$BIN/getabstime \
-   RUNTIMEESTIMATOR=$BIN/runtimeestimator "$EXAMPLES/run-experiment1" >example.log 2>&1; then
+   RUNTIMEESTIMATOR=$BIN/runtimeestimator timeout 240 "$EXAMPLES/run-experiment1" >example.log 2>&1; then
   pass "example ran"
 else
   fail "example failed:"
