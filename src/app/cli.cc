@@ -448,6 +448,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   c.options = std::move(active);
   c.options.remoteName = where;
   c.options.remote = *address;
+  c.options.remotes = transport::resolveAll(host, address->is_v6() ? AF_INET6 : AF_INET);
+  if (c.options.remotes.empty()) c.options.remotes = {*address};
   c.options.port = port;
   c.options.runtime = runtime;
   c.options.display = display;

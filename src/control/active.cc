@@ -206,7 +206,7 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
   const std::uint16_t port = static_cast<std::uint16_t>(o_.port + 1);
   const std::string name = transport::endpointName(o_.remote, port);
   log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
-  socket->connect({o_.remote}, port);
+  socket->connect(o_.remotes, port);
   auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
   co_await waitConnected(*association, timeout);
   control_ = std::make_shared<ControlChannel>(io_.get_executor(),
@@ -240,7 +240,7 @@ asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
             " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
             name + " from " + (o_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(o_.localAddresses)));
-  socket->connect({o_.remote}, o_.port);
+  socket->connect(o_.remotes, o_.port);  // connectx: every address the peer's name has
   auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
   association->start(nullptr, nullptr);

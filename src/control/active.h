@@ -21,6 +21,7 @@ enum class ControlProtocol { Default, Sctp, Tcp, Mptcp };
 struct ActiveOptions {
   std::string remoteName;  // as given, for messages
   asio::ip::address remote;
+  std::vector<asio::ip::address> remotes;  // every address of the host (SCTP connects to all)
   std::uint16_t port = 9000;  // BASE
   ControlProtocol control = ControlProtocol::Default;
   std::vector<asio::ip::address> localAddresses;    // -L

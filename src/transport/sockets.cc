@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -194,6 +195,35 @@ std::optional<asio::ip::address> resolveHost(const std::string& host, int family
   }
   ::freeaddrinfo(result);
   return address;
+}
+
+std::vector<asio::ip::address> resolveAll(const std::string& host, int family) {
+  std::vector<asio::ip::address> all;
+  boost::system::error_code ec;
+  auto literal = asio::ip::make_address(host, ec);
+  if (!ec) return {literal};
+  addrinfo hints{};
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0) return all;
+  for (const addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
+    asio::ip::address a;
+    if (ai->ai_family == AF_INET6) {
+      const auto* sa = reinterpret_cast<const sockaddr_in6*>(ai->ai_addr);
+      asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), &sa->sin6_addr, bytes.size());
+      a = asio::ip::address_v6(bytes, sa->sin6_scope_id);
+    } else {
+      const auto* sa = reinterpret_cast<const sockaddr_in*>(ai->ai_addr);
+      asio::ip::address_v4::bytes_type bytes;
+      std::memcpy(bytes.data(), &sa->sin_addr, bytes.size());
+      a = asio::ip::address_v4(bytes);
+    }
+    if (std::find(all.begin(), all.end(), a) == all.end()) all.push_back(a);
+  }
+  ::freeaddrinfo(result);
+  return all;
 }
 
 std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error) {

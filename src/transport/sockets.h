@@ -61,6 +61,10 @@ void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port);
 // `family` 0 = any; returns an error text on failure.
 std::optional<asio::ip::address> resolveHost(const std::string& host, int family, std::string* error);
 
+// All addresses of a host name of the given family (for SCTP's connectx); the literal itself
+// for an address.
+std::vector<asio::ip::address> resolveAll(const std::string& host, int family);
+
 // Parses "a,b,c" address lists of -L/-l; error text on a bad address.
 std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error);
 
