@@ -10,6 +10,7 @@
 
 #include "app/cli.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "control/control_channel.h"
 #include "control/display.h"
 #include "transport/sockets.h"
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (const auto* error = std::get_if<app::CliError>(&command)) {
-    std::fprintf(stderr, "netperfmeter: %s\n", error->message.c_str());
+    std::fprintf(stderr, "netperfmeter: %s\n", printable(error->message).c_str());
     return 1;
   }
   if (const auto* passive = std::get_if<app::PassiveCommand>(&command)) {

@@ -19,6 +19,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "control/control_channel.h"
 #include "flowspec/flowspec.h"
 #include "measure/measurement.h"
@@ -425,7 +426,7 @@ std::uint32_t PassiveServer::Impl::addFlow(const std::shared_ptr<Session>& sessi
   p.flowId = m.flowId;
   p.streamId = m.streamId;
   p.protocol = m.protocol;
-  p.description = m.description;
+  p.description = printable(m.description);  // from the network: no control characters in our files
   p.outbound.rate = m.frameRate;
   p.outbound.size = m.frameSize;
   p.onOff = m.onOffEvents;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/text.h"
 #include "flowspec/random.h"
 
 namespace npm::flowspec {
@@ -261,7 +262,7 @@ ParseResult parse(std::string_view text, Protocol protocol) {
   spec.protocol = protocol;
   spec.text = std::string(text);
   auto fail = [&](std::string why) {
-    result.error = "invalid FLOWSPEC \"" + std::string(text) + "\": " + why;
+    result.error = printable("invalid FLOWSPEC \"" + std::string(text) + "\": " + why);  // one line, whatever came in
     return result;
   };
   if (text.empty()) return fail("it is empty");

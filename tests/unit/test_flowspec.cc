@@ -171,3 +171,10 @@ TEST_CASE("fraction encoding on the wire") {
   CHECK(fractionToWire(0.0) == 0u);
   CHECK(wireToFraction(fractionToWire(0.25)) == Approx(0.25));
 }
+
+TEST_CASE("error messages stay on one line whatever the input holds") {
+  const auto r = parse("const1\n:const\x01x", Protocol::TCP);
+  REQUIRE_FALSE(r.spec);
+  CHECK(r.error.find('\n') == std::string::npos);
+  CHECK_THAT(r.error, Catch::Contains("\\x0a"));
+}

@@ -1,0 +1,27 @@
+// Text that goes into one-line messages and line-based result files.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace npm {
+
+// Control characters (and DEL) as \xNN, so that user or peer input quoted in a message or
+// written into a TAB-separated file cannot break it into lines or columns.
+inline std::string printable(std::string_view text) {
+  static const char* const hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace npm
