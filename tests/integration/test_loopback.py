@@ -1,6 +1,7 @@
 """A real measurement on loopback: saturated TCP, rate-driven UDP and MPTCP, all files checked."""
 
 import os
+import re
 import tempfile
 import unittest
 
@@ -79,6 +80,21 @@ class LoopbackRun(unittest.TestCase):
             total = sum(v for (obj, _), v in scalars.items() if obj == f"netPerfMeter.{role}.totalCPU")
             self.assertAlmostEqual(total, 100.0, delta=0.1)
             self.assertIn((f"netPerfMeter.{role}.CPU[{os.cpu_count()}]", "Idle"), scalars)
+
+    def test_flow_setup_takes_milliseconds(self):
+        # the reference needs about 1 s per stream-oriented flow (its flow manager is not woken)
+        stamps = {}
+        for line in self.result.stderr.splitlines():
+            m = re.match(r"\d\d-\w+-\d{4} (\d\d):(\d\d):(\d\d\.\d+): (.*)", line)
+            if not m:
+                continue
+            t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+            if "Flow #0: connecting" in m.group(4):
+                stamps.setdefault("first", t)
+            if m.group(4).startswith("Starting measurement"):
+                stamps["started"] = t
+        self.assertIn("first", stamps, self.result.stderr)
+        self.assertLess(stamps["started"] - stamps["first"], 0.5, "setting up three flows took too long")
 
     def test_scalar_interval_and_exit(self):
         first = self.active[("netPerfMeter.active.total", "First Statistics Event")]
