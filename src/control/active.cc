@@ -489,18 +489,15 @@ asio::awaitable<void> Active::stopFlows() {
   *alive = false;
 }
 
-// Lets the passive receive what the kernel still holds for it before STOP (TCP/MPTCP).
+// Lets the passive receive what the transports still hold for it before STOP (TCP, MPTCP,
+// SCTP), for at most a second.
 asio::awaitable<void> Active::waitForDrain() {
   asio::steady_timer timer(io_);
   const auto deadline = Clock::now() + std::chrono::seconds(1);
   for (;;) {
     bool pending = false;
     for (auto& f : flows_) {
-      auto* channel = f.flow->channel();
-      if (channel != nullptr && !channel->isDatagram() && channel->fd() >= 0 &&
-          transport::unsentBytes(channel->fd()) > 0) {
-        pending = true;
-      }
+      if (auto* channel = f.flow->channel(); channel != nullptr && channel->unsent() > 0) pending = true;
     }
     if (!pending || Clock::now() >= deadline) co_return;
     timer.expires_after(std::chrono::milliseconds(5));

@@ -190,6 +190,13 @@ public:
                            });
   }
 
+  long unsentChunks() override {
+    sctp_status status{};
+    socklen_t len = sizeof(status);
+    if (::getsockopt(fd(), IPPROTO_SCTP, SCTP_STATUS, &status, &len) != 0) return -1;
+    return long{status.sstat_unackdata} + status.sstat_penddata;
+  }
+
   std::vector<asio::ip::address> peerAddresses() override {
     sockaddr* addrs = nullptr;
     const int n = ::sctp_getpaddrs(fd(), 0, &addrs);

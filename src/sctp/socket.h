@@ -98,6 +98,9 @@ public:
   // Calls `handler` once the socket is readable (or writable), or has an error.
   virtual void asyncWait(bool writable, std::function<void()> handler) = 0;
 
+  // DATA chunks not yet acknowledged or not yet sent (SCTP_STATUS), -1 if unknown.
+  virtual long unsentChunks() = 0;
+
   virtual std::vector<asio::ip::address> peerAddresses() = 0;
   virtual std::vector<asio::ip::address> localAddresses() = 0;
   virtual std::uint16_t localPort() = 0;

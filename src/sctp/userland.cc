@@ -298,6 +298,13 @@ public:
     asio::post(io_, [w = waiters_] { w->dispatch(); });  // the event may be there already
   }
 
+  long unsentChunks() override {
+    sctp_status status{};
+    socklen_t len = sizeof(status);
+    if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_STATUS, &status, &len) != 0) return -1;
+    return long{status.sstat_unackdata} + status.sstat_penddata;
+  }
+
   std::vector<asio::ip::address> peerAddresses() override {
     sockaddr* addrs = nullptr;
     const int n = usrsctp_getpaddrs(so_, 0, &addrs);

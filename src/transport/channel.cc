@@ -1,4 +1,5 @@
 #include "transport/channel.h"
+#include "transport/sockets.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -81,6 +82,7 @@ public:
   int fd() const override { return const_cast<asio::ip::tcp::socket&>(socket_).native_handle(); }
   bool isDatagram() const override { return false; }
   std::string peerName() const override { return peer_; }
+  long unsent() override { return unsentBytes(socket_.native_handle()); }
 
 private:
   void writeMore() {

@@ -50,6 +50,8 @@ public:
   // Whether a message, once sent, arrives (TCP, MPTCP, SCTP) or may be lost (UDP, DCCP).
   virtual bool reliable() const { return !isDatagram(); }
   virtual std::string peerName() const = 0;
+  // What the transport still holds for the peer (bytes or messages; 0 = nothing), -1 if unknown.
+  virtual long unsent() { return 0; }
 };
 
 std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);

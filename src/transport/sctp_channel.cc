@@ -40,6 +40,7 @@ public:
   int fd() const override { return -1; }
   bool isDatagram() const override { return true; }  // message-oriented: no byte-stream drain
   bool reliable() const override { return true; }
+  long unsent() override { return association_->socket().unsentChunks(); }
   std::string peerName() const override { return association_->peerName() + " stream " + std::to_string(stream_); }
 
 private:

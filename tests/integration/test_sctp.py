@@ -60,7 +60,7 @@ class LoopbackSctp(unittest.TestCase):
             sent = flow(active, "active", 0, "Transmitted Bytes")
             got = flow(passive_sca, "passive", 0, "Received Bytes")
             self.assertGreater(sent, 10e6)
-            self.assertGreaterEqual(got, sent - 2 * 1024 * 1024)
+            self.assertGreaterEqual(got, sent - 64 * 1024)  # the active lets the association drain before STOP
             # rate-driven stream in both directions
             self.assertAlmostEqual(flow(active, "active", 1, "Transmitted Frames"), 75, delta=2)
             self.assertAlmostEqual(flow(passive_sca, "passive", 1, "Received Frames"),
