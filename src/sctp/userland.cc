@@ -27,14 +27,16 @@ using transport::TransportError;
 constexpr int kSctpCmtOnOff = 0x1200;
 constexpr int kSctpPluggableCc = 0x1202;
 
-std::mutex gMutex;
+// usrsctp's threads keep running until the process ends and may call the upcall while
+// static objects are destroyed: what the upcall touches is never destroyed.
+std::mutex& gMutex = *new std::mutex;
 bool gStarted = false;
 std::uint16_t gPort = 0;
 Tuning gProcessWide;
 bool gProcessWideSet = false;
 
 struct Waiters;
-std::unordered_map<std::uintptr_t, std::weak_ptr<Waiters>> gRegistry;  // guarded by gMutex
+auto& gRegistry = *new std::unordered_map<std::uintptr_t, std::weak_ptr<Waiters>>;  // guarded by gMutex
 std::uintptr_t gNextId = 1;
 
 // Readiness of one usrsctp socket, shared between the upcall (usrsctp thread) and Asio.
