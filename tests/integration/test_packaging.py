@@ -1,0 +1,66 @@
+"""Packaging of netperfmeter: cmake --install puts the program, man page, systemd unit, its
+settings and the bash completion in place; the unit's command line works; the completion
+completes options and FLOWSPEC parts."""
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import wait_for_port
+
+BUILD = os.environ.get("NPM_BUILD_DIR")
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Packaging(unittest.TestCase):
+    @unittest.skipUnless(BUILD, "NPM_BUILD_DIR is not set")
+    def test_install_and_run_the_service_command_line(self):
+        cache = open(os.path.join(BUILD, "CMakeCache.txt")).read()
+        prefix = re.search(r"^CMAKE_INSTALL_PREFIX:PATH=(.*)$", cache, re.M).group(1)
+        with tempfile.TemporaryDirectory() as root:
+            # as configured: the unit names the installed paths
+            subprocess.run(["cmake", "--install", BUILD, "--component", "Unspecified"],
+                           env=dict(os.environ, DESTDIR=root), check=True, capture_output=True)
+            unit = root + prefix + "/lib/systemd/system/netperfmeter.service"
+            text = open(unit).read()
+            binary_path = re.search(r"^ExecStart=(\S+)", text, re.M).group(1)
+            conf_path = re.search(r"^EnvironmentFile=(\S+)", text, re.M).group(1)
+            self.assertTrue(binary_path.startswith(prefix + "/"), binary_path)
+            binary, conf = root + binary_path, root + conf_path
+            for path in (unit, conf, binary, root + prefix + "/share/man/man1/netperfmeter.1",
+                         root + prefix + "/share/bash-completion/completions/netperfmeter"):
+                self.assertTrue(os.path.exists(path), path)
+            self.assertIn("KillSignal=SIGINT", text)
+            # The unit's command line, with the settings file's values and another port.
+            settings = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', open(conf).read(), re.M))
+            settings["NETPERFMETER_PORT"] = "21801"
+            line = re.search(r"^ExecStart=\S+ (.*)$", text, re.M).group(1)
+            line = re.sub(r"\$\{?(\w+)\}?", lambda m: settings.get(m.group(1), ""), line)
+            p = subprocess.Popen([binary, *shlex.split(line)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
+            try:
+                wait_for_port(21802)
+            finally:
+                p.send_signal(signal.SIGINT)
+                _, err = p.communicate(timeout=10)
+            self.assertEqual(p.returncode, 0, err)
+
+    def complete(self, *words):
+        script = (f"source {SOURCE}/packaging/completions/netperfmeter; COMP_WORDS=({' '.join(map(shlex.quote, words))});"
+                  f" COMP_CWORD={len(words) - 1}; _netperfmeter; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+
+    def test_bash_completion(self):
+        self.assertIn("--runtime=", self.complete("netperfmeter", "--run"))
+        self.assertIn("const0:const1400:nodelay=", self.complete("netperfmeter", "-tcp", "const0:const1400:no"))
+        self.assertIn("--sctp-stack=userland", self.complete("netperfmeter", "--sctp-stack=us"))
+
+
+if __name__ == "__main__":
+    from harness import main
+    main()
