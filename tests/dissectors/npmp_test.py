@@ -7,6 +7,7 @@
     npmp_test.py builtin  --plugin npmp.so
     npmp_test.py profile  --plugin npmp.so --profile-dir dissectors/profile
     npmp_test.py realcapture --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)
+    npmp_test.py realcapture-sctp --netperfmeter BIN (--plugin npmp.so --lua npmp.lua) [--sctp-udp-port P]
     npmp_test.py install  --build-dir B --plugin npmp.so --plugin-dir D --datadir S
 
 Everything asserts on `tshark -T fields` / `-T json` output.  The C plugin is
@@ -710,9 +711,15 @@ def cmd_realcapture(args):
     return npmp_realcapture.main(args, Tshark, Checker, make_world_dir, skip)
 
 
+def cmd_realcapture_sctp(args):
+    import npmp_realcapture_sctp
+    return npmp_realcapture_sctp.main(args, Tshark, Checker, make_world_dir, skip)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["crafted", "parity", "robust", "builtin", "profile", "realcapture", "install"])
+    ap.add_argument("mode", choices=["crafted", "parity", "robust", "builtin", "profile", "realcapture",
+                                     "realcapture-sctp", "install"])
     ap.add_argument("--impl", choices=["c", "lua"], default="c")
     ap.add_argument("--plugin")
     ap.add_argument("--lua")
@@ -720,6 +727,8 @@ def main():
     ap.add_argument("--netperfmeter")
     ap.add_argument("--port", type=int, default=18100)
     ap.add_argument("--flows", help="realcapture: subset of tcp,udp,mptcp (default all)")
+    ap.add_argument("--sctp-udp-port", type=int, default=18599,
+                    help="realcapture-sctp: the passive's UDP port of userland SCTP (RFC 6951)")
     ap.add_argument("--keep", help="copy the capture to this path")
     ap.add_argument("--build-dir")
     ap.add_argument("--seeds", type=int, default=6, help="robust: corrupted copies per pcap")
@@ -733,7 +742,8 @@ def main():
         skip("C plugin not built (%s)" % args.plugin)
     try:
         return {"crafted": cmd_crafted, "parity": cmd_parity, "robust": cmd_robust, "builtin": cmd_builtin,
-                "profile": cmd_profile, "realcapture": cmd_realcapture, "install": cmd_install}[args.mode](args)
+                "profile": cmd_profile, "realcapture": cmd_realcapture,
+                "realcapture-sctp": cmd_realcapture_sctp, "install": cmd_install}[args.mode](args)
     except Failure as e:
         print("ERROR: %s" % e)
         return 1

@@ -1,0 +1,416 @@
+"""Real-capture test over SCTP: capture a loopback netperfmeter run whose
+control and data run over userland SCTP encapsulated in UDP (RFC 6951), and
+decode it.
+
+Called by npmp_test.py realcapture-sctp.  Runs (as root, capture on lo):
+
+    netperfmeter BASE -nodisplay --sctp-stack=userland --sctp-udp-port=UDPPORT   (passive)
+    netperfmeter 127.0.0.1:BASE -x --sctp-stack=userland \\
+        --sctp-remote-udp-port=UDPPORT -runtime=2 -nodisplay \\
+        -sctp const10:const1000:const10:const1000 const10:const500:unordered=1 \\
+        -tcp const10:const800 \\
+        -scalar=DIR/run.sca -vector=DIR/run.vec -loglevel=1                     (active)
+
+Control (NPMP-CONTROL, PPID 36, stream 0) is an SCTP association to BASE+1;
+the two -sctp specs are one association to BASE with streams 0 and 1 (flows
+0 and 1: IDENTIFY with PPID 36 on the flow's stream, DATA with PPID 37), flow
+2 is TCP to BASE.  The capture is decoded with -d udp.port==UDPPORT,sctp
+(tshark 4.0 knows only 9899 as SCTP over UDP) by the C plugin and the Lua
+twin, with the same checks: zero malformed, no expert errors, one decoded
+NPMP message per complete SCTP DATA chunk with PPID 36/37 (and per payload
+byte), flow IDs 0..2 with protocols SCTP, SCTP, TCP and stream IDs 0, 1, 0,
+one IDENTIFY per flow on its stream/connection, START/STOP acknowledged,
+RESULTS ending with EOF, one measurement ID everywhere (the $<hex> the active
+logs), DATA counts per flow equal to the active's "Transmission" lines.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+from npmp_realcapture import listening, parse_flow_stats, stop_process
+
+# (option, spec, protocol number, SCTP stream, outbound size, inbound size or None)
+FLOWS = [
+    ("-sctp", "const10:const1000:const10:const1000", 132, 0, 1000, 1000),
+    ("-sctp", "const10:const500:unordered=1", 132, 1, 500, None),
+    ("-tcp", "const10:const800", 6, 0, 800, None),
+]
+RUNTIME = 2
+PPID_CONTROL, PPID_DATA = 36, 37
+PI_ERROR = "8388608"
+
+
+def udp_free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def ports_free(base, udp_port):
+    for port, kind in ((base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM),
+                       (base + 1, socket.SOCK_STREAM), (base, socket.SOCK_DGRAM),
+                       (udp_port, socket.SOCK_DGRAM)):
+        s = socket.socket(socket.AF_INET, kind)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def udp_bound(port):
+    for name in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    if int(line.split()[1].rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def build_active_cmd(args, base, outdir):
+    cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-x", "--sctp-stack=userland",
+           "--sctp-remote-udp-port=%d" % args.sctp_udp_port, "-runtime=%d" % RUNTIME, "-nodisplay",
+           "-scalar=" + os.path.join(outdir, "run.sca"), "-vector=" + os.path.join(outdir, "run.vec"),
+           "-loglevel=1"]
+    # -sctp swallows every following non-option argument as another stream,
+    # so the streams of the one association follow it directly.
+    i = 0
+    while i < len(FLOWS):
+        opt = FLOWS[i][0]
+        cmd.append(opt)
+        while i < len(FLOWS) and FLOWS[i][0] == opt:
+            cmd.append(FLOWS[i][1])
+            i += 1
+            if opt != "-sctp":
+                break
+    return cmd
+
+
+def capture_run(args, work, skip):
+    """Returns (pcap path, base port, active output text)."""
+    free = [p for p in range(args.sctp_udp_port, args.sctp_udp_port + 20) if udp_free(p)]
+    if not free:
+        skip("no free UDP port in %d-%d for userland SCTP" % (args.sctp_udp_port, args.sctp_udp_port + 19))
+    args.sctp_udp_port = free[0]
+    base = args.port
+    for _ in range(40):
+        if 18001 <= base <= 18998 and ports_free(base, args.sctp_udp_port):
+            break
+        base += 3
+        if base > 18998:
+            base = 18001
+    else:
+        skip("no free port triple in 18000-18999 with UDP port %d free" % args.sctp_udp_port)
+    pcap = os.path.join(work, "run.pcapng")
+    outdir = os.path.join(work, "results")
+    os.makedirs(outdir)
+    cap_err = open(os.path.join(work, "capture.err"), "w+")
+    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f",
+                            "udp port %d or tcp portrange %d-%d" % (args.sctp_udp_port, base - 1, base + 1),
+                            "-w", pcap], stdout=subprocess.DEVNULL, stderr=cap_err)
+    passive = None
+    plog_name = os.path.join(work, "passive.log")
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            cap_err.seek(0)
+            if "Capturing on" in cap_err.read():
+                break
+            if cap.poll() is not None:
+                cap_err.seek(0)
+                skip("cannot capture on lo: " + cap_err.read().strip())
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("tshark capture did not start")
+        time.sleep(0.5)
+        plog = open(plog_name, "w")
+        passive = subprocess.Popen([args.netperfmeter, str(base), "-nodisplay", "-loglevel=1",
+                                    "--sctp-stack=userland", "--sctp-udp-port=%d" % args.sctp_udp_port],
+                                   stdout=plog, stderr=subprocess.STDOUT, cwd=work)
+        deadline = time.time() + 15
+        while time.time() < deadline and not (listening(base) and udp_bound(args.sctp_udp_port)):
+            if passive.poll() is not None:
+                raise RuntimeError("passive netperfmeter exited with %d:\n%s"
+                                   % (passive.returncode, open(plog_name).read()))
+            time.sleep(0.1)
+        time.sleep(0.3)  # the userland SCTP listeners come up with the TCP ones
+        active_cmd = build_active_cmd(args, base, outdir)
+        print("active:", " ".join(active_cmd))
+        act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
+        out = act.stdout + act.stderr
+        if act.returncode != 0:
+            raise RuntimeError("active netperfmeter exited with %d:\n%s\n--- passive log ---\n%s"
+                               % (act.returncode, out[-4000:], open(plog_name).read()[-4000:]))
+        time.sleep(1.0)
+    finally:
+        stop_process(passive)
+        time.sleep(0.5)
+        stop_process(cap, signal.SIGINT, 20)
+        cap_err.close()
+        if os.path.exists(pcap):
+            os.chmod(pcap, 0o644)
+            if args.keep:
+                shutil.copy(pcap, args.keep)
+    return pcap, base, out
+
+
+FRAME_FIELDS = ["tcp.stream", "tcp.srcport", "tcp.dstport", "tcp.len", "tcp.analysis.retransmission",
+                "sctp.srcport", "sctp.dstport", "sctp.chunk_type", "sctp.chunk_length",
+                "sctp.data_sid", "sctp.data_payload_proto_id", "sctp.data_e_bit", "sctp.retransmission",
+                "npmp.type", "npmp.length", "npmp.streamid",
+                "_ws.malformed", "_ws.expert.severity", "_ws.expert.message"]
+
+
+def analyse(c, ts, pcap, base, active_out, label, args):
+    n_flows = len(FLOWS)
+    prefs = ["-d", "udp.port==%d,sctp" % args.sctp_udp_port,
+             "-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
+    F = ts.fields(pcap, FRAME_FIELDS, prefs)
+    M = ts.messages(pcap, "npmp", prefs)
+    c.check(len(F) > 50, "%s: capture has %d frames" % (label, len(F)))
+
+    # --- zero malformed, no expert errors
+    c.eq([n for n, f in F.items() if f["_ws.malformed"]], [], "%s: frames with _ws.malformed" % label)
+    errs = [(n, f["_ws.expert.message"]) for n, f in F.items() if PI_ERROR in f["_ws.expert.severity"]]
+    c.eq(errs, [], "%s: expert errors" % label)
+    retrans = [n for n, f in F.items() if f["sctp.retransmission"]]
+    c.eq(retrans, [], "%s: no retransmitted SCTP DATA chunks on lo" % label)
+
+    # --- SCTP: one decoded message per complete DATA chunk with PPID 36/37,
+    # in chunk order; TCP: every payload byte inside a decoded message.
+    sctp_frames = [n for n, f in F.items() if f["sctp.srcport"]]
+    c.check(len(sctp_frames) > 20, "%s: %d SCTP-over-UDP frames decoded as SCTP" % (label, len(sctp_frames)))
+    chunks = []        # (frame, sid, ppid, payload length) of complete DATA chunks
+    n_chunks, n_sctp_msgs = {PPID_CONTROL: 0, PPID_DATA: 0}, 0
+    per_frame_ok = []
+    tcp_payload, tcp_decoded = {}, {}
+    for n, f in F.items():
+        if f["sctp.srcport"]:
+            lengths = [int(x) for t, x in zip(f["sctp.chunk_type"], f["sctp.chunk_length"]) if t == "0"]
+            mine = []
+            for sid, ppid, e, ln in zip(f["sctp.data_sid"], f["sctp.data_payload_proto_id"],
+                                        f["sctp.data_e_bit"], lengths):
+                if int(ppid, 0) in n_chunks and e in ("1", "True"):
+                    n_chunks[int(ppid, 0)] += 1
+                    mine.append((n, int(sid, 0), int(ppid, 0), ln - 16))
+            chunks += mine
+            n_sctp_msgs += len(f["npmp.type"])
+            per_frame_ok.append((n, len(mine) == len(f["npmp.type"]) and
+                                 [x[3] for x in mine] == [int(x) for x in f["npmp.length"]]))
+        elif f["tcp.stream"]:
+            key = int(f["tcp.stream"][0])
+            if not f["tcp.analysis.retransmission"]:
+                tcp_payload[key] = tcp_payload.get(key, 0) + int(f["tcp.len"][0] or 0)
+                tcp_decoded[key] = tcp_decoded.get(key, 0) + sum(int(x) for x in f["npmp.length"])
+    print("  %s: %d SCTP DATA chunks with PPID 36, %d with PPID 37; %d NPMP messages over SCTP"
+          % (label, n_chunks[PPID_CONTROL], n_chunks[PPID_DATA], n_sctp_msgs))
+    c.check(n_chunks[PPID_CONTROL] >= 10 and n_chunks[PPID_DATA] >= 5 * RUNTIME,
+            "%s: SCTP DATA chunks with PPID 36 (%d) and 37 (%d) present"
+            % (label, n_chunks[PPID_CONTROL], n_chunks[PPID_DATA]))
+    c.eq(n_sctp_msgs, len(chunks), "%s: NPMP messages over SCTP == SCTP DATA chunks with PPID 36/37" % label)
+    c.eq([n for n, ok in per_frame_ok if not ok], [],
+         "%s: frames whose NPMP messages do not match their DATA chunks one to one (lengths)" % label)
+    c.check(len(tcp_payload) >= 1, "%s: %d TCP data connection(s)" % (label, len(tcp_payload)))
+    c.eq(tcp_decoded, tcp_payload, "%s: TCP: decoded message bytes == payload bytes per connection" % label)
+
+    # --- message level.  SCTP messages carry the stream and PPID of their chunk.
+    msgs, ci = [], 0
+    sctp_chunks_by_frame = {}
+    for ch in chunks:
+        sctp_chunks_by_frame.setdefault(ch[0], []).append(ch)
+    for n in sorted(M):
+        f = F.get(n, {})
+        tr = "sctp" if f.get("sctp.srcport") else "tcp"
+        sport = int((f.get(tr + ".srcport") or ["0"])[0])
+        dport = int((f.get(tr + ".dstport") or ["0"])[0])
+        fch = sctp_chunks_by_frame.get(n, [])
+        for k, m in enumerate(M[n]):
+            d = dict(frame=n, transport=tr, sport=sport, dport=dport,
+                     **{key[5:]: v for key, v in m.items() if key.startswith("npmp.")})
+            if tr == "sctp" and k < len(fch):
+                d["sid"], d["ppid"] = fch[k][1], fch[k][2]
+            msgs.append(d)
+
+    def first(m, k):
+        v = m.get(k)
+        return int(v[0], 0) if v else None
+
+    by_type = {}
+    for m in msgs:
+        by_type.setdefault(first(m, "type"), []).append(m)
+
+    # PPIDs: DATA on 37, everything else on 36; control on stream 0 of BASE+1.
+    sm = [m for m in msgs if m["transport"] == "sctp"]
+    c.eq(sorted({(first(m, "type") == 5, m.get("ppid")) for m in sm}), [(False, PPID_CONTROL), (True, PPID_DATA)],
+         "%s: (is DATA, PPID) pairs over SCTP" % label)
+    ctl = [m for m in sm if base + 1 in (m["sport"], m["dport"])]
+    c.eq(sorted({first(m, "type") for m in ctl}), sorted([1, 2, 6, 7, 8] + ([3] if by_type.get(3) else [])),
+         "%s: control message types on the SCTP association to BASE+1" % label)
+    c.eq(sorted({m.get("sid") for m in ctl}), [0], "%s: control on stream 0" % label)
+    c.eq(sorted({m["dport"] for m in msgs if first(m, "type") in (2, 3, 6, 7)}), [base + 1],
+         "%s: control requests to BASE+1" % label)
+
+    addflows = by_type.get(2, [])
+    c.eq(sorted(first(m, "flowid") for m in addflows), list(range(n_flows)), "%s: ADD_FLOW flow IDs" % label)
+    af = sorted(addflows, key=lambda m: first(m, "flowid"))
+    c.eq([first(m, "protocol") for m in af], [f[2] for f in FLOWS], "%s: ADD_FLOW protocols SCTP, SCTP, TCP" % label)
+    c.eq([first(m, "streamid") for m in af], [f[3] for f in FLOWS], "%s: ADD_FLOW stream IDs 0, 1, 0" % label)
+
+    meas = {m["measurementid"][0] for m in msgs if "measurementid" in m}
+    c.eq(len(meas), 1, "%s: one measurement ID in the capture (%s)" % (label, meas))
+    mid = int(next(iter(meas)), 16) if meas else None
+    logged = {int(x, 16) for x in re.findall(r"\$([0-9A-Fa-f]{1,16})\b", active_out)}
+    c.check(mid is not None and mid in logged, "%s: measurement ID %x among the logged $<hex> IDs %s"
+            % (label, mid or 0, sorted("%x" % x for x in logged)))
+
+    logged_stats = parse_flow_stats(active_out)
+    c.eq(sorted(k for k, v in logged_stats.items() if "tx" in v), list(range(n_flows)),
+         "%s: the active logs a Transmission line per flow" % label)
+    ids = by_type.get(4, [])
+    for i, (opt, spec, proto, sid, out_size, in_size) in enumerate(FLOWS):
+        tr = "sctp" if proto == 132 else "tcp"
+        mine = [m for m in ids if first(m, "flowid") == i]
+        c.eq(len(mine), 1, "%s: flow %d (%s %s): IDENTIFY count" % (label, i, opt, spec))
+        if mine:
+            m = mine[0]
+            c.eq((m["transport"], m["dport"], first(m, "streamid")), (tr, base, sid),
+                 "%s: flow %d IDENTIFY transport, port, stream ID" % (label, i))
+            c.eq(first(m, "magic"), 0x4bcdf3aa303c6774, "%s: flow %d IDENTIFY magic" % (label, i))
+            if tr == "sctp":
+                c.eq((m.get("sid"), m.get("ppid")), (sid, PPID_CONTROL),
+                     "%s: flow %d IDENTIFY on SCTP stream %d with PPID 36" % (label, i, sid))
+        data = [m for m in by_type.get(5, []) if first(m, "flowid") == i]
+        a2p = [m for m in data if first(m, "direction") == 0]
+        p2a = [m for m in data if first(m, "direction") == 1]
+        c.check(len(a2p) >= 5 * RUNTIME, "%s: flow %d: %d DATA active->passive" % (label, i, len(a2p)))
+        c.eq(sorted({first(m, "length") for m in a2p}), [out_size], "%s: flow %d outbound DATA size" % (label, i))
+        if in_size:
+            c.check(len(p2a) >= 2 * RUNTIME, "%s: flow %d: %d DATA passive->active" % (label, i, len(p2a)))
+            c.eq(sorted({first(m, "length") for m in p2a}), [in_size], "%s: flow %d inbound DATA size" % (label, i))
+        else:
+            c.eq(len(p2a), 0, "%s: flow %d: no inbound DATA" % (label, i))
+        for d in (a2p, p2a):
+            seqs = [first(m, "seqnumber") for m in d]
+            c.eq(seqs, list(range(len(seqs))), "%s: flow %d SeqNumbers 0..n-1 in order" % (label, i))
+        c.eq(sorted({(m["transport"], first(m, "streamid"), m.get("sid", sid)) for m in data}),
+             [(tr, sid, sid)] if data else [], "%s: flow %d DATA transport, StreamID, SCTP stream" % (label, i))
+        c.check(all(base in (m["sport"], m["dport"]) for m in data), "%s: flow %d DATA on BASE" % (label, i))
+        c.check(all(m.get("flow.description") for m in data), "%s: flow %d DATA linked to ADD_FLOW" % (label, i))
+        c.check(all(m.get("flow.identify_in") for m in data), "%s: flow %d DATA linked to IDENTIFY" % (label, i))
+        c.check(all(first(m, "flow.protocol") == proto for m in data),
+                "%s: flow %d DATA shows protocol %d" % (label, i, proto))
+        st = logged_stats.get(i, {})
+        if "tx" in st:
+            lens = [first(m, "length") for m in a2p]
+            c.eq((len(lens), sum(lens)), (st["tx"][1], st["tx"][0]),
+                 "%s: flow %d DATA active->passive (messages, bytes) == logged transmission" % (label, i))
+        if "rx" in st:
+            lens = [first(m, "length") for m in p2a]
+            c.check(len(lens) >= st["rx"][1] and sum(lens) >= st["rx"][0],
+                    "%s: flow %d DATA passive->active %d msgs/%d B >= logged reception %d/%d"
+                    % (label, i, len(lens), sum(lens), st["rx"][1], st["rx"][0]))
+    c.eq(sorted({first(m, "flowid") for m in by_type.get(5, [])}), list(range(n_flows)), "%s: DATA flow IDs" % label)
+    lost = [m["frame"] for m in msgs if m.get("seq.lost") or m.get("seq.reordered")]
+    c.eq(lost, [], "%s: no lost/reordered DATA" % label)
+
+    c.eq(len(by_type.get(6, [])), 1, "%s: one START" % label)
+    c.eq(len(by_type.get(7, [])), 1, "%s: one STOP" % label)
+    acks = by_type.get(1, [])
+    c.check(all(first(m, "status") == 0 for m in acks), "%s: all ACKs OK" % label)
+    c.check(len(acks) >= 2 * n_flows + 2, "%s: %d ACKs (ADD_FLOW, IDENTIFY, START, STOP)" % (label, len(acks)))
+    for t, name in ((6, "START"), (7, "STOP")):
+        req = by_type.get(t, [])
+        if req:
+            later = [m for m in acks if m["frame"] >= req[0]["frame"] and m["transport"] == "sctp"
+                     and m["sport"] == base + 1]
+            c.check(len(later) >= 1, "%s: %s acknowledged over the control association" % (label, name))
+    res = by_type.get(8, [])
+    c.check(len(res) >= 1, "%s: %d RESULTS" % (label, len(res)))
+    if res:
+        c.eq(first(res[-1], "results.flags.eof"), 1, "%s: last RESULTS has EOF" % label)
+        # One EOF per downloaded results file (scalars, vectors, per-flow vectors).
+        eofs = [m for m in res if first(m, "results.flags.eof")]
+        files = len(re.findall(r"Downloading .*results", active_out))
+        c.check(len(eofs) >= 2, "%s: %d RESULTS with EOF (one per results file)" % (label, len(eofs)))
+        if files:
+            c.eq(len(eofs), files, "%s: RESULTS with EOF == results files the active logs downloading" % label)
+        short = [m["frame"] for m in res if first(m, "results.flags.eof") == 0 and first(m, "length") != 1404]
+        c.eq(short, [], "%s: RESULTS chunks before EOF are full (1404 B)" % label)
+        c.eq([m["frame"] for m in res if first(m, "length") > 1404], [], "%s: RESULTS <= 1404 B" % label)
+    return msgs
+
+
+def main(args, Tshark, Checker, make_world_dir, skip):
+    if os.geteuid() != 0:
+        skip("capturing on lo needs root")
+    if not args.netperfmeter or not os.access(args.netperfmeter, os.X_OK):
+        skip("netperfmeter binary not found: %s" % args.netperfmeter)
+    args.netperfmeter = os.path.abspath(args.netperfmeter)  # it runs in the work dir
+    help_text = subprocess.run([args.netperfmeter, "--help"], capture_output=True, text=True).stdout
+    if "--sctp-stack" not in help_text:
+        skip("this netperfmeter has no userland SCTP (--sctp-stack)")
+    work = make_world_dir()
+    ok = True
+    try:
+        t0 = time.time()
+        try:
+            pcap, base, out = capture_run(args, work, skip)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print("ERROR: the netperfmeter run failed, nothing to decode:\n%s" % e)
+            return 1
+        print("run and capture: %.1f s" % (time.time() - t0))
+        impls = []
+        if args.plugin and os.path.exists(args.plugin):
+            impls.append(Tshark("c", work, plugin=args.plugin))
+        else:
+            print("note: C plugin not built, checking the Lua twin only")
+        if args.lua:
+            impls.append(Tshark("lua", work, lua=args.lua))
+        results = {}
+        for ts in impls:
+            ts.verify_loaded()
+            c = Checker("realcapture-sctp-" + ts.impl)
+            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl, args)
+            ok = c.finish() and ok
+        if args.plugin and os.path.exists(args.plugin):
+            # The built-in dissector decodes SCTP PPIDs 36/37 completely (and
+            # TCP by heuristics, first message of a segment only): where it
+            # decodes, ours must agree.
+            import npmp_test as T
+            tb = Tshark("builtin", work)
+            tb.verify_loaded()
+            d = ["-d", "udp.port==%d,sctp" % args.sctp_udp_port]
+            prefs = d + ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
+            c = Checker("realcapture-sctp-builtin")
+            T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter", d),
+                              "real-sctp", True, 20)
+            ok = c.finish() and ok
+        if len(results) == 2:
+            c = Checker("realcapture-sctp-parity")
+            c.eq(results["lua"], results["c"], "C and Lua decode the real SCTP capture identically")
+            ok = c.finish() and ok
+        if not ok:
+            print("--- active output (tail) ---\n" + out[-3000:])
+            if not args.keep:
+                keep = os.path.join("/tmp", "npmp-realcapture-sctp-failed.pcapng")
+                shutil.copy(pcap, keep)
+                print("capture kept as " + keep)
+        print("total: %.1f s" % (time.time() - t0))
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
