@@ -328,6 +328,21 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     lost = [m["frame"] for m in msgs if m.get("seq.lost") or m.get("seq.reordered")]
     c.eq(lost, [], "%s: no lost/reordered DATA" % label)
 
+    # The statistics tap splits the flows by measurement, flow, stream and
+    # direction; its counts are the logged ones.
+    import npmp_test as T
+    stats = T.parse_stat(ts.run(["-n", "-q", "-r", pcap] + ts.ours() + prefs + ["-z", "npmp,stat"]).stdout)
+    mkey = "0x%016x" % (mid or 0)
+    want_rows = sorted([(mkey, i, f[3], "A->P") for i, f in enumerate(FLOWS)] +
+                       [(mkey, i, f[3], "P->A") for i, f in enumerate(FLOWS) if f[5]])
+    c.eq(sorted(stats["flows"]), want_rows, "%s: -z npmp,stat flow rows (measurement, flow, stream, dir)" % label)
+    for i in range(n_flows):
+        st = logged_stats.get(i, {})
+        row = stats["flows"].get((mkey, i, FLOWS[i][3], "A->P"))
+        if "tx" in st and row:
+            c.eq(row[:2], (st["tx"][1], st["tx"][0]), "%s: -z npmp,stat flow %d A->P == logged transmission" % (label, i))
+    c.eq(stats["types"].get("Data", (0, 0))[0], len(by_type.get(5, [])), "%s: -z npmp,stat DATA count" % label)
+
     c.eq(len(by_type.get(6, [])), 1, "%s: one START" % label)
     c.eq(len(by_type.get(7, [])), 1, "%s: one STOP" % label)
     acks = by_type.get(1, [])
