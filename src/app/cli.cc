@@ -346,8 +346,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     c.runtime = runtime;
     c.display = display;
     c.log = logSettings;
-    (void)controlSctp;
-    (void)controlTcp;
+    // -x and -y ask a passive for what it does anyway: SCTP and TCP control listeners.
     return c;
   }
 
