@@ -649,8 +649,8 @@ asio::awaitable<int> Active::run() {
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
     for (auto& f : flows_) f.flow->finishReceiving();
     own = measurement_->stop(transport::nowMicros());
+    ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried
     writeOwnResults(own);
-    ownWritten = true;
     if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
     if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
     if (!o_.scalarPattern.empty()) co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar");
