@@ -35,7 +35,15 @@ def run_cc(cc, idx, a, out):
         res = topo.flows([{"port": 6101, "mptcp": True, "cc": cc, "dst": "10.9.1.2"}],
                          warmup=a.warmup, end=a.secs, probe_at=a.warmup)
         m, probe = res
-        sf = [c for c, is_mp in T.subflows(probe["client"], 6101) if is_mp]
+        if m["mbps"] < 0.1 * ref["mbps"]:
+            # Seen once in many runs (npm_rpv1, four test beds on two cores): the MPTCP flow
+            # delivered nothing in the measurement window. Say so loudly and measure once more;
+            # a second stall fails the test.
+            T.log("NOTE: %s: MPTCP flow stalled (%.2f Mbit/s); measuring once more" % (cc, m["mbps"]))
+            m, probe = topo.flows([{"port": 6102, "mptcp": True, "cc": cc, "dst": "10.9.1.2"}],
+                                  warmup=a.warmup, end=a.secs, probe_at=a.warmup)
+            rec["stalled_once"] = True
+        sf = [c for c, is_mp in T.subflows(probe["client"], 6102 if rec.get("stalled_once") else 6101) if is_mp]
         rec["ref"], rec["mp"], rec["subflows"] = ref["mbps"], m["mbps"], sf
         T.log("%-9s TCP Reno on the best path A: %.2f Mbit/s; MPTCP over A+B: %.2f Mbit/s "
               "(subflows %s) -> ratio %.2f" % (cc, ref["mbps"], m["mbps"], sf,
