@@ -67,6 +67,63 @@ npmp::Bytes ack(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t
   return b;
 }
 
+// Connections (or SCTP associations) accepted but not identified yet: each one that has not
+// sent its IDENTIFY within kIdentifyTimeout is closed, and at most kMaxPendingConnections wait.
+template <class T>
+class PendingTable {
+public:
+  PendingTable(asio::io_context& io, std::string what) : io_(io), what_(std::move(what)) {}
+
+  // False (and the object closed) when too many are waiting already.
+  bool add(const std::shared_ptr<T>& object) {
+    if (entries_.size() >= kMaxPendingConnections) {
+      log::warning("Closing " + what_ + " from " + object->peerName() + ": too many unidentified ones");
+      object->close();
+      return false;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(io_, kIdentifyTimeout);
+    T* raw = object.get();
+    entries_[raw] = Entry{object, timer};
+    timer->async_wait([this, raw](const boost::system::error_code& ec) {
+      if (ec) return;  // identified, or the server stops
+      auto it = entries_.find(raw);
+      if (it == entries_.end()) return;
+      log::warning("Closing " + what_ + " from " + raw->peerName() + ": no IDENTIFY within " +
+                   std::to_string(kIdentifyTimeout.count()) + " s");
+      it->second.object->close();
+      entries_.erase(it);
+    });
+    return true;
+  }
+
+  // Takes it out of the table (it stays open); nullptr if it was not waiting.
+  std::shared_ptr<T> take(T* raw) {
+    auto it = entries_.find(raw);
+    if (it == entries_.end()) return nullptr;
+    auto object = std::move(it->second.object);
+    it->second.timer->cancel();
+    entries_.erase(it);
+    return object;
+  }
+
+  void closeAll() {
+    for (auto& [raw, e] : entries_) {
+      e.timer->cancel();
+      e.object->close();
+    }
+    entries_.clear();
+  }
+
+private:
+  struct Entry {
+    std::shared_ptr<T> object;
+    std::shared_ptr<asio::steady_timer> timer;
+  };
+  asio::io_context& io_;
+  std::string what_;
+  std::map<T*, Entry> entries_;
+};
+
 }  // namespace
 
 class Session;
@@ -130,12 +187,10 @@ private:
   std::vector<std::uint8_t> udpBuffer_;
   std::unique_ptr<asio::posix::stream_descriptor> dccp_;
   std::vector<std::shared_ptr<sctp::Socket>> sctpListeners_;
-  std::map<transport::SctpAssociation*, std::pair<std::shared_ptr<transport::SctpAssociation>,
-                                                   std::shared_ptr<asio::steady_timer>>> pendingSctp_;
+  PendingTable<transport::SctpAssociation> pendingSctp_{io_, "SCTP association"};
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<udp::endpoint, FlowKey> udpFlows_;
-  std::map<transport::DataChannel*, std::pair<std::shared_ptr<transport::DataChannel>,
-                                              std::shared_ptr<asio::steady_timer>>> pending_;
+  PendingTable<transport::DataChannel> pending_{io_, "data connection"};
   std::set<std::shared_ptr<Session>> sessions_;
   std::uint64_t udpGarbage_ = 0;
   bool stopped_ = false;
@@ -630,35 +685,16 @@ void PassiveServer::Impl::acceptData(std::shared_ptr<tcp::acceptor> acceptor, Pr
 }
 
 void PassiveServer::Impl::adoptPending(std::shared_ptr<transport::DataChannel> channel, Protocol protocol) {
-  if (pending_.size() >= kMaxPendingConnections) {
-    log::warning("Closing data connection from " + channel->peerName() + ": too many unidentified connections");
-    channel->close();
-    return;
-  }
-  auto timer = std::make_shared<asio::steady_timer>(io_, kIdentifyTimeout);
+  if (!pending_.add(channel)) return;
   transport::DataChannel* raw = channel.get();
-  pending_[raw] = {channel, timer};
   channel->expect(npmp::Channel::DataFirst);
   std::weak_ptr<Impl> weak = shared_from_this();
-  timer->async_wait([weak, raw](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self) return;
-    auto it = self->pending_.find(raw);
-    if (it == self->pending_.end()) return;
-    log::warning("Closing data connection from " + raw->peerName() + ": no IDENTIFY within " +
-                 std::to_string(kIdentifyTimeout.count()) + " s");
-    it->second.first->close();
-    self->pending_.erase(it);
-  });
   channel->receive(
       [weak, raw, protocol](std::span<const std::uint8_t> message, std::uint64_t) {
         auto self = weak.lock();
         if (!self) return;
-        auto it = self->pending_.find(raw);
-        if (it == self->pending_.end()) return;
-        auto channel = it->second.first;
-        it->second.second->cancel();
-        self->pending_.erase(it);
+        auto channel = self->pending_.take(raw);
+        if (!channel) return;
         const auto decoded = npmp::decode(message);
         const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
         if (id == nullptr) {
@@ -677,12 +713,10 @@ void PassiveServer::Impl::adoptPending(std::shared_ptr<transport::DataChannel> c
       [weak, raw](const std::string& reason) {
         auto self = weak.lock();
         if (!self) return;
-        auto it = self->pending_.find(raw);
-        if (it == self->pending_.end()) return;
-        log::warning("Closing data connection from " + raw->peerName() + ": " + reason);
-        it->second.second->cancel();
-        it->second.first->close();
-        self->pending_.erase(it);
+        if (auto channel = self->pending_.take(raw)) {
+          log::warning("Closing data connection from " + channel->peerName() + ": " + reason);
+          channel->close();
+        }
       });
 }
 
@@ -856,26 +890,10 @@ void PassiveServer::Impl::acceptSctp(std::shared_ptr<sctp::Socket> listener, boo
 
 // An SCTP data association: each stream announces its flow with IDENTIFY (PPID 36).
 void PassiveServer::Impl::adoptSctpData(std::shared_ptr<transport::SctpAssociation> association) {
-  if (pendingSctp_.size() >= kMaxPendingConnections) {
-    log::warning("Closing SCTP association from " + association->peerName() + ": too many unidentified ones");
-    association->close();
-    return;
-  }
-  auto timer = std::make_shared<asio::steady_timer>(io_, kIdentifyTimeout);
+  if (!pendingSctp_.add(association)) return;
   transport::SctpAssociation* raw = association.get();
-  pendingSctp_[raw] = {association, timer};
   std::weak_ptr<Impl> weak = shared_from_this();
   std::weak_ptr<transport::SctpAssociation> weakAssociation = association;
-  timer->async_wait([weak, raw](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self) return;
-    auto it = self->pendingSctp_.find(raw);
-    if (it == self->pendingSctp_.end()) return;
-    log::warning("Closing SCTP association from " + raw->peerName() + ": no IDENTIFY within " +
-                 std::to_string(kIdentifyTimeout.count()) + " s");
-    it->second.first->close();
-    self->pendingSctp_.erase(it);
-  });
   association->start(
       [weak, weakAssociation, raw](std::uint16_t stream, std::uint32_t, std::span<const std::uint8_t> message,
                                    std::uint64_t) {
@@ -888,10 +906,7 @@ void PassiveServer::Impl::adoptSctpData(std::shared_ptr<transport::SctpAssociati
           log::warning("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
                        std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error));
           association->close();
-          if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end()) {
-            it->second.second->cancel();
-            self->pendingSctp_.erase(it);
-          }
+          self->pendingSctp_.take(raw);
           return;
         }
         const FlowKey key{id->measurementId, id->flowId, id->streamId};
@@ -907,19 +922,12 @@ void PassiveServer::Impl::adoptSctpData(std::shared_ptr<transport::SctpAssociati
         self->identify(*id, association->stream(stream, entry ? entry->streamPolicy : transport::StreamPolicy{}),
                        Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front(), std::nullopt);
         // Identified at least once: no longer pending; closed with its last flow.
-        if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end() && association->hasClaims()) {
-          it->second.second->cancel();
-          self->pendingSctp_.erase(it);
-        }
+        if (association->hasClaims()) self->pendingSctp_.take(raw);
       },
       [weak, raw](const std::string& reason) {
         auto self = weak.lock();
         if (!self) return;
-        if (auto it = self->pendingSctp_.find(raw); it != self->pendingSctp_.end()) {
-          log::debug("SCTP association from " + raw->peerName() + ": " + reason);
-          it->second.second->cancel();
-          self->pendingSctp_.erase(it);
-        }
+        if (self->pendingSctp_.take(raw)) log::debug("SCTP association from " + raw->peerName() + ": " + reason);
       });
 }
 
@@ -967,16 +975,8 @@ void PassiveServer::Impl::stop() {
   udp_.close(ec);
   if (dccp_) dccp_->close(ec);
   for (auto& l : sctpListeners_) l->close();
-  for (auto& [raw, p] : pendingSctp_) {
-    p.second->cancel();
-    p.first->close();
-  }
-  pendingSctp_.clear();
-  for (auto& [raw, p] : pending_) {
-    p.second->cancel();
-    p.first->close();
-  }
-  pending_.clear();
+  pendingSctp_.closeAll();
+  pending_.closeAll();
   auto sessions = sessions_;
   for (auto& s : sessions) s->close();
   for (auto& [key, entry] : flows_) entry->flow->close();
