@@ -32,12 +32,7 @@ bool applyLog(const app::LogSettings& s) {
 int runPassive(const app::PassiveCommand& c) {
   boost::asio::io_context io;
   control::PassiveServer server(io, c.options);
-  try {
-    server.start();
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    return 1;
-  }
+  // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int signalled = 0;
   std::function<void(const boost::system::error_code&, int)> onSignal = [&](const boost::system::error_code& ec, int n) {
@@ -48,6 +43,12 @@ int runPassive(const app::PassiveCommand& c) {
     io.stop();
   };
   signals.async_wait(onSignal);
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    return 1;
+  }
   boost::asio::steady_timer lifetime(io);
   if (c.runtime) {
     lifetime.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*c.runtime)));
