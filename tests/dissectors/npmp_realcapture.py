@@ -304,6 +304,25 @@ def parse_flow_stats(text):
     return {k: v for k, v in stats.items() if v}
 
 
+def decode_with_each(args, work, Tshark, Checker, prefix, analyse_one):
+    """Runs analyse_one(checker, tshark) for the C plugin (if built) and the Lua twin.
+    Returns ({impl: result}, all checks passed)."""
+    impls = []
+    if args.plugin and os.path.exists(args.plugin):
+        impls.append(Tshark("c", work, plugin=args.plugin))
+    else:
+        print("note: C plugin not built, checking the Lua twin only")
+    if args.lua:
+        impls.append(Tshark("lua", work, lua=args.lua))
+    results, ok = {}, True
+    for ts in impls:
+        ts.verify_loaded()
+        c = Checker(prefix + ts.impl)
+        results[ts.impl] = analyse_one(c, ts)
+        ok = c.finish() and ok
+    return impls, results, ok
+
+
 def main(args, Tshark, Checker, make_world_dir, skip):
     if os.geteuid() != 0:
         skip("capturing on lo needs root")
@@ -320,19 +339,10 @@ def main(args, Tshark, Checker, make_world_dir, skip):
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print("ERROR: the netperfmeter run failed, nothing to decode:\n%s" % e)
             return 1
-        impls = []
-        if args.plugin and os.path.exists(args.plugin):
-            impls.append(Tshark("c", work, plugin=args.plugin))
-        else:
-            print("note: C plugin not built, checking the Lua twin only")
-        if args.lua:
-            impls.append(Tshark("lua", work, lua=args.lua))
-        results = {}
-        for ts in impls:
-            ts.verify_loaded()
-            c = Checker("realcapture-" + ts.impl)
-            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl, args)
-            ok = c.finish() and ok
+        impls, results, decoded = decode_with_each(
+            args, work, Tshark, Checker, "realcapture-",
+            lambda c, ts: analyse(c, ts, pcap, base, out, ts.impl, args))
+        ok = decoded and ok
         if args.plugin and os.path.exists(args.plugin):
             # The built-in dissector finds IDENTIFY/DATA by heuristics (first
             # message of a segment only); where it decodes, it must agree.

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import time
 
-from npmp_realcapture import listening, parse_flow_stats, stop_process
+from npmp_realcapture import decode_with_each, listening, parse_flow_stats, stop_process
 
 # (option, spec, protocol number, SCTP stream, outbound size, inbound size or None)
 FLOWS = [
@@ -389,19 +389,10 @@ def main(args, Tshark, Checker, make_world_dir, skip):
             print("ERROR: the netperfmeter run failed, nothing to decode:\n%s" % e)
             return 1
         print("run and capture: %.1f s" % (time.time() - t0))
-        impls = []
-        if args.plugin and os.path.exists(args.plugin):
-            impls.append(Tshark("c", work, plugin=args.plugin))
-        else:
-            print("note: C plugin not built, checking the Lua twin only")
-        if args.lua:
-            impls.append(Tshark("lua", work, lua=args.lua))
-        results = {}
-        for ts in impls:
-            ts.verify_loaded()
-            c = Checker("realcapture-sctp-" + ts.impl)
-            results[ts.impl] = analyse(c, ts, pcap, base, out, ts.impl, args)
-            ok = c.finish() and ok
+        impls, results, decoded = decode_with_each(
+            args, work, Tshark, Checker, "realcapture-sctp-",
+            lambda c, ts: analyse(c, ts, pcap, base, out, ts.impl, args))
+        ok = decoded and ok
         if args.plugin and os.path.exists(args.plugin):
             # The built-in dissector decodes SCTP PPIDs 36/37 completely (and
             # TCP by heuristics, first message of a segment only): where it
