@@ -27,6 +27,10 @@ local NPMP_ACKNOWLEDGE, NPMP_ADD_FLOW, NPMP_REMOVE_FLOW, NPMP_IDENTIFY_FLOW = 1,
 local NPMP_DATA, NPMP_START, NPMP_STOP, NPMP_RESULTS = 5, 6, 7, 8
 local HDR_LEN, ACK_LEN, ADDFLOW_LEN, ONOFF_LEN = 4, 24, 194, 36
 local REMOVE_LEN, IDENTIFY_LEN, DATA_LEN, STARTSTOP_LEN, RESULTS_MAX = 18, 26, 48, 16, 1404
+-- --auth-key-file: mutual HMAC-SHA-256 authentication (a block is a nonce or a MAC)
+local NPMP_AUTH_HELLO, NPMP_AUTH_CHALLENGE, NPMP_AUTH_RESPONSE = 9, 10, 11
+local AUTH_BLOCK = 32
+local AUTH_HELLO_LEN, AUTH_CHALLENGE_LEN, AUTH_RESPONSE_LEN = HDR_LEN + AUTH_BLOCK, HDR_LEN + 2 * AUTH_BLOCK, HDR_LEN + AUTH_BLOCK
 local MAGIC = UInt64(0x303c6774, 0x4bcdf3aa)
 local TS_MIN = UInt64(946684800) * UInt64(1000000)
 local TS_MAX = UInt64(4102444800) * UInt64(1000000)
@@ -36,6 +40,7 @@ local DIR_A2P, DIR_P2A = 0, 1
 local type_vals = {
   [1] = "Acknowledge", [2] = "Add Flow", [3] = "Remove Flow", [4] = "Identify Flow",
   [5] = "Data", [6] = "Start", [7] = "Stop", [8] = "Results",
+  [9] = "Auth Hello", [10] = "Auth Challenge", [11] = "Auth Response",
 }
 local protocol_vals = { [6] = "TCP", [17] = "UDP", [33] = "DCCP", [132] = "SCTP", [261] = "QUIC", [262] = "MPTCP" }
 local rng_vals = {
@@ -43,7 +48,11 @@ local rng_vals = {
   [4] = "Normal", [5] = "Truncated Normal",
 }
 local cmt_vals = { [0] = "Off", [1] = "CMT", [2] = "CMT/RPv1", [3] = "CMT/RPv2", [4] = "MPTCP-like" }
-local status_vals = { [0] = "OK", [1] = "Error" }
+local bufsplit_vals = { [0] = "None", [1] = "Sender", [2] = "Receiver", [3] = "Both" }
+local sctpcc_vals = { [0] = "RFC 2581", [1] = "HSTCP", [2] = "H-TCP", [3] = "RTCC" }
+local status_vals = {
+  [0] = "OK", [1] = "Error", [2] = "Not allowed", [3] = "Authentication required", [4] = "Unsupported",
+}
 local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
 
 local npmp = Proto("NPMP", "NetPerfMeter Protocol (NPMP)")
@@ -55,6 +64,10 @@ local hf = {
   af_debug = ProtoField.bool("npmp.addflow.flags.debug", "Debug", 8, nil, 0x01),
   af_nodelay = ProtoField.bool("npmp.addflow.flags.nodelay", "No Delay", 8, nil, 0x02),
   af_repeatonoff = ProtoField.bool("npmp.addflow.flags.repeatonoff", "Repeat On/Off", 8, nil, 0x04),
+  -- bits 3-7: this implementation's CMT-SCTP tuning (a reference passive ignores them)
+  af_nrsack = ProtoField.bool("npmp.addflow.flags.nrsack", "NR-SACK", 8, nil, 0x08),
+  af_bufsplit = ProtoField.uint8("npmp.addflow.flags.bufsplit", "Buffer Splitting", base.DEC, bufsplit_vals, 0x30),
+  af_sctpcc = ProtoField.uint8("npmp.addflow.flags.sctpcc", "SCTP Congestion Control", base.DEC, sctpcc_vals, 0xc0),
   id_compress_vectors = ProtoField.bool("npmp.identify.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
   id_no_vectors = ProtoField.bool("npmp.identify.flags.no_vectors", "No Vectors", 8, nil, 0x02),
   data_frame_begin = ProtoField.bool("npmp.data.flags.frame_begin", "Frame Begin", 8, nil, 0x01),
@@ -88,7 +101,11 @@ local hf = {
   maxmsgsize = ProtoField.uint16("npmp.maxmsgsize", "Max. Message Size", base.DEC),
   cmt = ProtoField.uint8("npmp.cmt", "CMT", base.DEC, cmt_vals),
   ccid = ProtoField.uint8("npmp.ccid", "CCID", base.DEC),
-  ndiffports = ProtoField.uint16("npmp.ndiffports", "NDiffPorts", base.DEC, nil, nil, "Obsolete"),
+  ndiffports = ProtoField.uint16("npmp.ndiffports", "NDiffPorts", base.DEC, nil, nil,
+    "Obsolete in the reference; here SCTP RTO.min and DAC"),
+  sctp_rtomin = ProtoField.uint16("npmp.sctp.rtomin", "SCTP RTO.min", base.DEC, nil, 0x7fff,
+    "Milliseconds, 0 = the stack's default"),
+  sctp_dac = ProtoField.bool("npmp.sctp.dac", "SCTP DAC", 16, nil, 0x8000, "Delayed-ACK-aware CMT"),
   pathmgr = ProtoField.string("npmp.pathmgr", "Path Manager", base.NONE, "Obsolete"),
   cc = ProtoField.string("npmp.cc", "Congestion Control", base.NONE),
   scheduler = ProtoField.string("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
@@ -107,6 +124,8 @@ local hf = {
   timestamp_abs = ProtoField.absolute_time("npmp.timestamp_abs", "Time Stamp (absolute)", base.UTC),
   payload = ProtoField.bytes("npmp.payload", "Payload"),
   results_data = ProtoField.bytes("npmp.results.data", "Results Data"),
+  auth_nonce = ProtoField.bytes("npmp.auth.nonce", "Nonce", base.NONE, "Random challenge of the message's sender"),
+  auth_mac = ProtoField.bytes("npmp.auth.mac", "MAC", base.NONE, "HMAC-SHA-256 over the peer's nonce with the shared key"),
   flow_description = ProtoField.string("npmp.flow.description", "Flow Description", base.NONE, "Description from the flow's ADD_FLOW"),
   flow_protocol = ProtoField.uint16("npmp.flow.protocol", "Flow Protocol", base.DEC, protocol_vals, nil, "Protocol from the flow's ADD_FLOW"),
   flow_addflow_in = ProtoField.framenum("npmp.flow.addflow_in", "ADD_FLOW in", base.NONE),
@@ -118,15 +137,17 @@ local hf = {
 }
 -- Registration order = C registration order (keeps "-G fields" identical).
 local hf_order = {
-  "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "id_compress_vectors",
+  "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "af_nrsack", "af_bufsplit",
+  "af_sctpcc", "id_compress_vectors",
   "id_no_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
   "st_no_vectors", "st_no_scalars", "res_eof", "flowid", "measurementid", "streamid", "padding",
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
-  "ndiffports", "pathmgr", "cc", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
+  "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
   "onoff_reltime", "onoff_padding", "onoff_value", "magic", "frameid", "seqnumber", "byteseqnumber",
-  "timestamp", "timestamp_abs", "payload", "results_data", "flow_description", "flow_protocol",
+  "timestamp", "timestamp_abs", "payload", "results_data", "auth_nonce", "auth_mac",
+  "flow_description", "flow_protocol",
   "flow_addflow_in", "flow_identify_in", "direction", "seq_expected", "seq_lost", "seq_reordered",
 }
 do
@@ -209,13 +230,16 @@ local function header_plausible(tvb, offset)
   local len = tvb(offset + 2, 2):uint()
   if t == NPMP_ACKNOWLEDGE then return fl == 0 and len == ACK_LEN
   elseif t == NPMP_ADD_FLOW then
-    return band(fl, 0xf8) == 0 and len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0
+    return len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0  -- every flag bit is defined
   elseif t == NPMP_REMOVE_FLOW then return fl == 0 and len == REMOVE_LEN
   elseif t == NPMP_IDENTIFY_FLOW then return band(fl, 0xfc) == 0 and len == IDENTIFY_LEN
   elseif t == NPMP_DATA then return band(fl, 0xfc) == 0 and len >= DATA_LEN
   elseif t == NPMP_START then return band(fl, 0xf0) == 0 and len == STARTSTOP_LEN
   elseif t == NPMP_STOP then return fl == 0 and len == STARTSTOP_LEN
   elseif t == NPMP_RESULTS then return band(fl, 0xfe) == 0 and len <= RESULTS_MAX
+  elseif t == NPMP_AUTH_HELLO then return fl == 0 and len == AUTH_HELLO_LEN
+  elseif t == NPMP_AUTH_CHALLENGE then return fl == 0 and len == AUTH_CHALLENGE_LEN
+  elseif t == NPMP_AUTH_RESPONSE then return fl == 0 and len == AUTH_RESPONSE_LEN
   end
   return false
 end
@@ -344,6 +368,7 @@ local function add_flags(tree, tvb, mtype)
   local it = tree:add(hf.flags, r)
   if mtype == NPMP_ADD_FLOW then
     it:add(hf.af_debug, r); it:add(hf.af_nodelay, r); it:add(hf.af_repeatonoff, r)
+    it:add(hf.af_nrsack, r); it:add(hf.af_bufsplit, r); it:add(hf.af_sctpcc, r)
   elseif mtype == NPMP_IDENTIFY_FLOW then
     it:add(hf.id_compress_vectors, r); it:add(hf.id_no_vectors, r)
   elseif mtype == NPMP_DATA then
@@ -400,6 +425,9 @@ local function dissect_one(tvb, pinfo, tree)
   elseif mtype == NPMP_REMOVE_FLOW then expected = REMOVE_LEN
   elseif mtype == NPMP_IDENTIFY_FLOW then expected = IDENTIFY_LEN
   elseif mtype == NPMP_START or mtype == NPMP_STOP then expected = STARTSTOP_LEN
+  elseif mtype == NPMP_AUTH_HELLO then expected = AUTH_HELLO_LEN
+  elseif mtype == NPMP_AUTH_CHALLENGE then expected = AUTH_CHALLENGE_LEN
+  elseif mtype == NPMP_AUTH_RESPONSE then expected = AUTH_RESPONSE_LEN
   elseif mtype == NPMP_ADD_FLOW then
     expected = ADDFLOW_LEN
     if lim >= ADDFLOW_LEN then expected = expected + ONOFF_LEN * tvb(192, 2):uint() end
@@ -480,7 +508,10 @@ local function dissect_one(tvb, pinfo, tree)
     if ok(138, 2) then ti:add(hf.maxmsgsize, tvb(138, 2)) end
     if ok(140, 1) then ti:add(hf.cmt, tvb(140, 1)) end
     if ok(141, 1) then ti:add(hf.ccid, tvb(141, 1)) end
-    if ok(142, 2) then ti:add(hf.ndiffports, tvb(142, 2)) end
+    if ok(142, 2) then
+      local nd = ti:add(hf.ndiffports, tvb(142, 2))
+      nd:add(hf.sctp_rtomin, tvb(142, 2)); nd:add(hf.sctp_dac, tvb(142, 2))
+    end
     if ok(144, 16) then ti:add(hf.pathmgr, tvb(144, 16)) end
     if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
     if ok(176, 16) then ti:add(hf.scheduler, tvb(176, 16)) end
@@ -514,6 +545,13 @@ local function dissect_one(tvb, pinfo, tree)
     if lim > DATA_LEN then ti:add(hf.payload, tvb(DATA_LEN, lim - DATA_LEN)) end
   elseif mtype == NPMP_RESULTS then
     if lim > HDR_LEN then ti:add(hf.results_data, tvb(HDR_LEN, lim - HDR_LEN)) end
+  elseif mtype == NPMP_AUTH_HELLO or mtype == NPMP_AUTH_CHALLENGE then
+    if ok(HDR_LEN, AUTH_BLOCK) then ti:add(hf.auth_nonce, tvb(HDR_LEN, AUTH_BLOCK)) end
+    if mtype == NPMP_AUTH_CHALLENGE and ok(HDR_LEN + AUTH_BLOCK, AUTH_BLOCK) then
+      ti:add(hf.auth_mac, tvb(HDR_LEN + AUTH_BLOCK, AUTH_BLOCK))
+    end
+  elseif mtype == NPMP_AUTH_RESPONSE then
+    if ok(HDR_LEN, AUTH_BLOCK) then ti:add(hf.auth_mac, tvb(HDR_LEN, AUTH_BLOCK)) end
   end
 
   if has_flow then add_flow_info(tvb, pinfo, ti, ti, mi, mtype) end

@@ -52,6 +52,9 @@ uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
 #define NPMP_START         6
 #define NPMP_STOP          7
 #define NPMP_RESULTS       8
+#define NPMP_AUTH_HELLO     9   /* --auth-key-file: mutual HMAC-SHA-256 authentication */
+#define NPMP_AUTH_CHALLENGE 10
+#define NPMP_AUTH_RESPONSE  11
 
 #define NPMP_HDR_LEN        4
 #define NPMP_ACK_LEN       24
@@ -62,6 +65,10 @@ uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
 #define NPMP_DATA_LEN      48
 #define NPMP_STARTSTOP_LEN 16
 #define NPMP_RESULTS_MAX 1404
+#define NPMP_AUTH_BLOCK     32  /* nonce or HMAC-SHA-256 */
+#define NPMP_AUTH_HELLO_LEN     (NPMP_HDR_LEN + NPMP_AUTH_BLOCK)
+#define NPMP_AUTH_CHALLENGE_LEN (NPMP_HDR_LEN + 2 * NPMP_AUTH_BLOCK)
+#define NPMP_AUTH_RESPONSE_LEN  (NPMP_HDR_LEN + NPMP_AUTH_BLOCK)
 
 #define NPMP_MAGIC G_GUINT64_CONSTANT(0x4bcdf3aa303c6774)
 
@@ -87,6 +94,9 @@ static const value_string npmp_type_vals[] = {
   { NPMP_START,         "Start" },
   { NPMP_STOP,          "Stop" },
   { NPMP_RESULTS,       "Results" },
+  { NPMP_AUTH_HELLO,     "Auth Hello" },
+  { NPMP_AUTH_CHALLENGE, "Auth Challenge" },
+  { NPMP_AUTH_RESPONSE,  "Auth Response" },
   { 0, NULL }
 };
 
@@ -119,9 +129,28 @@ static const value_string npmp_cmt_vals[] = {
   { 0, NULL }
 };
 
+static const value_string npmp_bufsplit_vals[] = {
+  { 0, "None" },
+  { 1, "Sender" },
+  { 2, "Receiver" },
+  { 3, "Both" },
+  { 0, NULL }
+};
+
+static const value_string npmp_sctpcc_vals[] = {
+  { 0, "RFC 2581" },
+  { 1, "HSTCP" },
+  { 2, "H-TCP" },
+  { 3, "RTCC" },
+  { 0, NULL }
+};
+
 static const value_string npmp_status_vals[] = {
   { 0, "OK" },
   { 1, "Error" },
+  { 2, "Not allowed" },
+  { 3, "Authentication required" },
+  { 4, "Unsupported" },
   { 0, NULL }
 };
 
@@ -140,6 +169,8 @@ static dissector_handle_t npmp_handle;
 
 static int hf_type = -1, hf_flags = -1, hf_length = -1;
 static int hf_addflow_flags_debug = -1, hf_addflow_flags_nodelay = -1, hf_addflow_flags_repeatonoff = -1;
+static int hf_addflow_flags_nrsack = -1, hf_addflow_flags_bufsplit = -1, hf_addflow_flags_sctpcc = -1;
+static int hf_sctp_rtomin = -1, hf_sctp_dac = -1;
 static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors = -1;
 static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
 static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
@@ -157,12 +188,12 @@ static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags
 static int hf_onoff_flags_reltime = -1, hf_onoff_padding = -1, hf_onoff_value = -1;
 static int hf_magic = -1;
 static int hf_frameid = -1, hf_seqnumber = -1, hf_byteseqnumber = -1, hf_timestamp = -1;
-static int hf_timestamp_abs = -1, hf_payload = -1, hf_results_data = -1;
+static int hf_timestamp_abs = -1, hf_payload = -1, hf_results_data = -1, hf_auth_nonce = -1, hf_auth_mac = -1;
 static int hf_flow_description = -1, hf_flow_protocol = -1, hf_flow_addflow_in = -1;
 static int hf_flow_identify_in = -1, hf_direction = -1;
 static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
 
-static gint ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1;
+static gint ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1, ett_ndiffports = -1;
 static gint ett_onoff_flags = -1;
 
 static expert_field ei_unknown_type = EI_INIT;
@@ -255,7 +286,7 @@ header_plausible(tvbuff_t *tvb, int offset)
   guint16 len = tvb_get_ntohs(tvb, offset + 2);
   switch (type) {
   case NPMP_ACKNOWLEDGE:   return flags == 0 && len == NPMP_ACK_LEN;
-  case NPMP_ADD_FLOW:      return (flags & ~0x07) == 0 && len >= NPMP_ADDFLOW_LEN &&
+  case NPMP_ADD_FLOW:      return len >= NPMP_ADDFLOW_LEN &&  /* every flag bit is defined */
                                   (len - NPMP_ADDFLOW_LEN) % NPMP_ONOFF_LEN == 0;
   case NPMP_REMOVE_FLOW:   return flags == 0 && len == NPMP_REMOVE_LEN;
   case NPMP_IDENTIFY_FLOW: return (flags & ~0x03) == 0 && len == NPMP_IDENTIFY_LEN;
@@ -263,6 +294,9 @@ header_plausible(tvbuff_t *tvb, int offset)
   case NPMP_START:         return (flags & ~0x0f) == 0 && len == NPMP_STARTSTOP_LEN;
   case NPMP_STOP:          return flags == 0 && len == NPMP_STARTSTOP_LEN;
   case NPMP_RESULTS:       return (flags & ~0x01) == 0 && len <= NPMP_RESULTS_MAX;
+  case NPMP_AUTH_HELLO:    return flags == 0 && len == NPMP_AUTH_HELLO_LEN;
+  case NPMP_AUTH_CHALLENGE: return flags == 0 && len == NPMP_AUTH_CHALLENGE_LEN;
+  case NPMP_AUTH_RESPONSE: return flags == 0 && len == NPMP_AUTH_RESPONSE_LEN;
   default:                 return FALSE;
   }
 }
@@ -422,8 +456,13 @@ add_flow_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *t
   }
 }
 
+/* Bits 0-2 as the reference; bits 3-7 this implementation's CMT-SCTP tuning (a reference
+ * passive ignores them): 3 NR-SACK, 4-5 buffer splitting, 6-7 SCTP congestion control. */
 static int * const addflow_flag_fields[] = { &hf_addflow_flags_debug, &hf_addflow_flags_nodelay,
-                                             &hf_addflow_flags_repeatonoff, NULL };
+                                             &hf_addflow_flags_repeatonoff, &hf_addflow_flags_nrsack,
+                                             &hf_addflow_flags_bufsplit, &hf_addflow_flags_sctpcc, NULL };
+/* The obsolete NDiffPorts field carries RTO.min (ms, bits 0-14) and DAC (bit 15). */
+static int * const ndiffports_fields[] = { &hf_sctp_rtomin, &hf_sctp_dac, NULL };
 static int * const identify_flag_fields[] = { &hf_identify_flags_compress_vectors,
                                               &hf_identify_flags_no_vectors, NULL };
 static int * const data_flag_fields[] = { &hf_data_flags_frame_begin, &hf_data_flags_frame_end, NULL };
@@ -514,6 +553,9 @@ dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     case NPMP_IDENTIFY_FLOW: expected = NPMP_IDENTIFY_LEN; break;
     case NPMP_START:
     case NPMP_STOP:          expected = NPMP_STARTSTOP_LEN; break;
+    case NPMP_AUTH_HELLO:    expected = NPMP_AUTH_HELLO_LEN; break;
+    case NPMP_AUTH_CHALLENGE: expected = NPMP_AUTH_CHALLENGE_LEN; break;
+    case NPMP_AUTH_RESPONSE: expected = NPMP_AUTH_RESPONSE_LEN; break;
     case NPMP_ADD_FLOW:
       expected = NPMP_ADDFLOW_LEN;
       if (lim >= NPMP_ADDFLOW_LEN)
@@ -624,7 +666,8 @@ dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     if (FIELD_OK(138, 2)) proto_tree_add_item(mt, hf_maxmsgsize, tvb, 138, 2, ENC_BIG_ENDIAN);
     if (FIELD_OK(140, 1)) proto_tree_add_item(mt, hf_cmt, tvb, 140, 1, ENC_BIG_ENDIAN);
     if (FIELD_OK(141, 1)) proto_tree_add_item(mt, hf_ccid, tvb, 141, 1, ENC_BIG_ENDIAN);
-    if (FIELD_OK(142, 2)) proto_tree_add_item(mt, hf_ndiffports, tvb, 142, 2, ENC_BIG_ENDIAN);
+    if (FIELD_OK(142, 2))
+      proto_tree_add_bitmask(mt, tvb, 142, hf_ndiffports, ett_ndiffports, ndiffports_fields, ENC_BIG_ENDIAN);
     if (FIELD_OK(144, 16)) proto_tree_add_item(mt, hf_pathmgr, tvb, 144, 16, ENC_ASCII);
     if (FIELD_OK(160, 16)) proto_tree_add_item(mt, hf_cc, tvb, 160, 16, ENC_ASCII);
     if (FIELD_OK(176, 16)) proto_tree_add_item(mt, hf_scheduler, tvb, 176, 16, ENC_ASCII);
@@ -672,6 +715,19 @@ dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
   case NPMP_RESULTS:
     if (lim > NPMP_HDR_LEN)
       proto_tree_add_item(mt, hf_results_data, tvb, NPMP_HDR_LEN, lim - NPMP_HDR_LEN, ENC_NA);
+    break;
+
+  case NPMP_AUTH_HELLO:
+  case NPMP_AUTH_CHALLENGE:
+    if (FIELD_OK(NPMP_HDR_LEN, NPMP_AUTH_BLOCK))
+      proto_tree_add_item(mt, hf_auth_nonce, tvb, NPMP_HDR_LEN, NPMP_AUTH_BLOCK, ENC_NA);
+    if (type == NPMP_AUTH_CHALLENGE && FIELD_OK(NPMP_HDR_LEN + NPMP_AUTH_BLOCK, NPMP_AUTH_BLOCK))
+      proto_tree_add_item(mt, hf_auth_mac, tvb, NPMP_HDR_LEN + NPMP_AUTH_BLOCK, NPMP_AUTH_BLOCK, ENC_NA);
+    break;
+
+  case NPMP_AUTH_RESPONSE:
+    if (FIELD_OK(NPMP_HDR_LEN, NPMP_AUTH_BLOCK))
+      proto_tree_add_item(mt, hf_auth_mac, tvb, NPMP_HDR_LEN, NPMP_AUTH_BLOCK, ENC_NA);
     break;
 
   default:
@@ -975,6 +1031,11 @@ proto_register_npmp(void)
     { &hf_addflow_flags_debug, { "Debug", "npmp.addflow.flags.debug", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_addflow_flags_nodelay, { "No Delay", "npmp.addflow.flags.nodelay", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_addflow_flags_repeatonoff, { "Repeat On/Off", "npmp.addflow.flags.repeatonoff", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
+    { &hf_addflow_flags_nrsack, { "NR-SACK", "npmp.addflow.flags.nrsack", FT_BOOLEAN, 8, NULL, 0x08, NULL, HFILL } },
+    { &hf_addflow_flags_bufsplit, { "Buffer Splitting", "npmp.addflow.flags.bufsplit", FT_UINT8, BASE_DEC,
+        VALS(npmp_bufsplit_vals), 0x30, NULL, HFILL } },
+    { &hf_addflow_flags_sctpcc, { "SCTP Congestion Control", "npmp.addflow.flags.sctpcc", FT_UINT8, BASE_DEC,
+        VALS(npmp_sctpcc_vals), 0xc0, NULL, HFILL } },
     { &hf_identify_flags_compress_vectors, { "Compress Vectors", "npmp.identify.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_identify_flags_no_vectors, { "No Vectors", "npmp.identify.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_data_flags_frame_begin, { "Frame Begin", "npmp.data.flags.frame_begin", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
@@ -1008,7 +1069,12 @@ proto_register_npmp(void)
     { &hf_maxmsgsize, { "Max. Message Size", "npmp.maxmsgsize", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_cmt, { "CMT", "npmp.cmt", FT_UINT8, BASE_DEC, VALS(npmp_cmt_vals), 0x0, NULL, HFILL } },
     { &hf_ccid, { "CCID", "npmp.ccid", FT_UINT8, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-    { &hf_ndiffports, { "NDiffPorts", "npmp.ndiffports", FT_UINT16, BASE_DEC, NULL, 0x0, "Obsolete", HFILL } },
+    { &hf_ndiffports, { "NDiffPorts", "npmp.ndiffports", FT_UINT16, BASE_DEC, NULL, 0x0,
+        "Obsolete in the reference; here SCTP RTO.min and DAC", HFILL } },
+    { &hf_sctp_rtomin, { "SCTP RTO.min", "npmp.sctp.rtomin", FT_UINT16, BASE_DEC, NULL, 0x7fff,
+        "Milliseconds, 0 = the stack's default", HFILL } },
+    { &hf_sctp_dac, { "SCTP DAC", "npmp.sctp.dac", FT_BOOLEAN, 16, NULL, 0x8000,
+        "Delayed-ACK-aware CMT", HFILL } },
     { &hf_pathmgr, { "Path Manager", "npmp.pathmgr", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
     { &hf_cc, { "Congestion Control", "npmp.cc", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
     { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
@@ -1027,6 +1093,10 @@ proto_register_npmp(void)
     { &hf_timestamp_abs, { "Time Stamp (absolute)", "npmp.timestamp_abs", FT_ABSOLUTE_TIME, ABSOLUTE_TIME_UTC, NULL, 0x0, NULL, HFILL } },
     { &hf_payload, { "Payload", "npmp.payload", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
     { &hf_results_data, { "Results Data", "npmp.results.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_auth_nonce, { "Nonce", "npmp.auth.nonce", FT_BYTES, BASE_NONE, NULL, 0x0,
+        "Random challenge of the message's sender", HFILL } },
+    { &hf_auth_mac, { "MAC", "npmp.auth.mac", FT_BYTES, BASE_NONE, NULL, 0x0,
+        "HMAC-SHA-256 over the peer's nonce with the shared key", HFILL } },
     { &hf_flow_description, { "Flow Description", "npmp.flow.description", FT_STRING, BASE_NONE, NULL, 0x0, "Description from the flow's ADD_FLOW", HFILL } },
     { &hf_flow_protocol, { "Flow Protocol", "npmp.flow.protocol", FT_UINT16, BASE_DEC, VALS(npmp_protocol_vals), 0x0, "Protocol from the flow's ADD_FLOW", HFILL } },
     { &hf_flow_addflow_in, { "ADD_FLOW in", "npmp.flow.addflow_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0, NULL, HFILL } },
@@ -1037,7 +1107,7 @@ proto_register_npmp(void)
     { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
   };
 
-  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags };
+  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports };
 
   static ei_register_info ei[] = {
     { &ei_unknown_type, { "npmp.expert.unknown_type", PI_MALFORMED, PI_ERROR, "Unknown message type", EXPFILL } },

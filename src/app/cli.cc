@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include "control/auth.h"
+#include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
 #include "sctp/socket.h"
 #include "transport/sockets.h"
@@ -50,6 +52,13 @@ constexpr OptionDef kOptions[] = {
     {"help", 'h', Arg::None},                 {"version", 'v', Arg::None},
     {"sctp-stack", 0, Arg::Required},         {"sctp-udp-port", 0, Arg::Required},
     {"sctp-remote-udp-port", 0, Arg::Required},
+    // The passive's access control and limits.
+    {"allow", 0, Arg::Required},              {"max-sessions", 0, Arg::Required},
+    {"max-sessions-per-host", 0, Arg::Required}, {"max-flows", 0, Arg::Required},
+    {"max-pending", 0, Arg::Required},        {"max-pending-per-host", 0, Arg::Required},
+    {"idle-timeout", 0, Arg::Required},       {"max-spool", 0, Arg::Required},
+    {"max-spool-total", 0, Arg::Required},    {"max-download", 0, Arg::Required},
+    {"auth-key-file", 0, Arg::Required},
 };
 
 struct Parsed {
@@ -147,6 +156,14 @@ std::string usage() {
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
          "  --sctp-udp-port=PORT         local UDP port of userland SCTP (passive default 9899, active: any)\n"
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
+         "Passive access control and limits (per passive; per host; per control connection):\n"
+         "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
+         "  --max-sessions=N (256)  --max-sessions-per-host=N (32)  --max-flows=N per session (4096)\n"
+         "  --max-pending=N (1024)  --max-pending-per-host=N (128)  data connections not identified yet\n"
+         "  --idle-timeout=SECONDS (120) close a control connection without a running measurement\n"
+         "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
+         "  --max-download=MIB (32768)   active: the largest result file it accepts from the passive\n"
+         "  --auth-key-file=FILE         both: a shared key (mode 600, >= 16 bytes) that both sides prove (HMAC)\n"
          "  --loglevel=0..5  --logcolor=on|off  --logfile=FILE  --logappend=FILE  -q, --quiet  -!, --verbose\n"
          "  -h, --help                   -v, --version\n";
 }
@@ -232,6 +249,10 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = 0, sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
   std::vector<std::pair<Protocol, std::string>> specs;
+  std::vector<transport::AddressPrefix> allow;
+  control::PassiveLimits limits;
+  std::optional<control::AuthKey> authKey;
+  bool passiveOnly = false;  // an option that only a passive takes was given
 
   for (const auto& p : options) {
     const std::string& v = p.value;
@@ -309,6 +330,33 @@ Command parseCommandLine(const std::vector<std::string>& args) {
           const auto port = parseUnsigned(v, 65535);
           if (!port || *port == 0) return bad("expected a UDP port from 1 to 65535");
           (name == "sctp-udp-port" ? sctpUdpPort : sctpRemoteUdpPort) = static_cast<std::uint16_t>(*port);
+        } else if (name == "allow") {
+          std::string why;
+          auto ranges = transport::parsePrefixList(v, &why);
+          if (!ranges) return bad(why);
+          allow.insert(allow.end(), ranges->begin(), ranges->end());
+          passiveOnly = true;
+        } else if (name == "auth-key-file") {
+          std::string why;
+          authKey = control::readAuthKey(v, &why);
+          if (!authKey) return CliError{why};
+        } else if (name == "max-download") {
+          const auto n = parseUnsigned(v, std::uint64_t{1} << 40);
+          if (!n || *n < 1) return bad("expected a size in MiB from 1 to 2^40");
+          active.maxDownloadBytes = *n << 20;
+        } else if (name.rfind("max-", 0) == 0 || name == "idle-timeout") {
+          const std::uint64_t most = name == "idle-timeout" ? 86400 : 1000000;
+          const auto n = parseUnsigned(v, most);
+          if (!n || *n < 1) return bad("expected a whole number from 1 to " + std::to_string(most));
+          if (name == "max-sessions") limits.sessions = *n;
+          else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n;
+          else if (name == "max-flows") limits.flowsPerSession = *n;
+          else if (name == "max-pending") limits.pendingConnections = *n;
+          else if (name == "max-pending-per-host") limits.pendingPerHost = *n;
+          else if (name == "max-spool") limits.spoolPerSession = *n << 20;
+          else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
+          else limits.idleTimeout = std::chrono::seconds(*n);
+          passiveOnly = true;
         } else if (name == "logfile" || name == "logappend") {
           logSettings.file = v;
           logSettings.append = name == "logappend";
@@ -343,6 +391,9 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     c.options.v6only = active.v6only;
     c.options.rcvBufferSize = defaultRcvBuf;
     c.options.sndBufferSize = defaultSndBuf;
+    c.options.allow = std::move(allow);
+    c.options.authKey = std::move(authKey);
+    c.options.limits = limits;
     c.runtime = runtime;
     c.display = display;
     c.log = logSettings;
@@ -373,6 +424,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   }  // else: a bare IPv6 literal or host name, default port 9000
   if (specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (noSctp || noTcp || noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
+  if (passiveOnly) return CliError{"--allow, --max-* and --idle-timeout are options of the passive side"};
   active.sctpStack = sctpStack;
   active.sctpUdpPort = sctpUdpPort;
   active.sctpRemoteUdpPort = sctpRemoteUdpPort;
@@ -396,8 +448,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
       if (r.spec->sndBufferSize == 0) r.spec->sndBufferSize = defaultSndBuf;
       r.spec->streamId = static_cast<std::uint16_t>(group.size());
       if (!group.empty() && protocol == Protocol::SCTP &&
-          (r.spec->cmt != group[0].cmt || flowspec::sctpTuningFlags(*r.spec) != flowspec::sctpTuningFlags(group[0]) ||
-           flowspec::sctpRtoMinAndDac(*r.spec) != flowspec::sctpRtoMinAndDac(group[0]))) {
+          control::sctpTuning(*r.spec) != control::sctpTuning(group[0])) {
         return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
                         "bufsplit=, nrsack=, rtomin= and dac= settings (give them on every stream or on none)"};
       }
@@ -420,8 +471,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   for (const auto& f : flows) {
     if (f.protocol == Protocol::SCTP) {
       try {
-        const sctp::Tuning tuning{f.cmt, f.sctpCc, f.bufferSplitting, f.nrSack, f.dac, f.rtoMinMs};
-        sctp::resolve(sctpStack, tuning.needsUserland());
+        sctp::resolve(sctpStack, control::sctpTuning(f).needsUserland());
       } catch (const transport::TransportError& e) {
         return CliError{"flow #" + std::to_string(*f.flowId) + ": " + e.what()};
       }
@@ -453,6 +503,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   c.options.runtime = runtime;
   c.options.display = display;
   c.options.flows = std::move(flows);
+  c.options.authKey = std::move(authKey);
   c.log = logSettings;
   return c;
 }

@@ -41,6 +41,25 @@ OutputFile::OutputFile(const std::string& path, int level)
     : OutputFile(path, hasBz2Suffix(path), level) {}
 
 OutputFile::OutputFile(const std::string& path, bool compress, int level) : path_(path) {
+  // An unnamed file in the target's directory (O_TMPFILE): a process killed before commit()
+  // leaves nothing behind. Where the file system cannot do that, a named temporary.
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const int unnamed = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);  // umask applies
+  if (unnamed >= 0) {
+    unnamed_ = true;
+    file_ = ::fdopen(unnamed, "wb");
+    if (file_ == nullptr) {
+      const int error = errno;
+      ::close(unnamed);
+      throw FileError("cannot create " + path + ": " + errnoText(error));
+    }
+    openFile(compress, level);
+    return;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    throw FileError("cannot create " + path + ": " + errnoText(errno));
+  }
   // Temporary beside the target, so that the final rename stays on one file system.
   tmpPath_ = path + ".tmp-XXXXXX";
   const int fd = ::mkstemp(tmpPath_.data());
@@ -99,6 +118,7 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     bz_ = other.bz_;
     path_ = std::move(other.path_);
     tmpPath_ = std::move(other.tmpPath_);
+    unnamed_ = other.unnamed_;
     written_ = other.written_;
     other.file_ = nullptr;
     other.bz_ = nullptr;
@@ -167,6 +187,7 @@ void OutputFile::commit() {
   if (file_ == nullptr) return;
   finishStream();
   if (::fsync(::fileno(file_)) != 0 && errno != EINVAL) fail(errnoText(errno));
+  if (unnamed_) giveName();
   if (std::fclose(file_) != 0) {
     file_ = nullptr;
     fail(errnoText(errno));
@@ -181,6 +202,26 @@ void OutputFile::commit() {
     }
     tmpPath_.clear();
   }
+}
+
+// Links the unnamed file under a fresh temporary name beside the target (linkat cannot
+// replace), then renames that over the target, as a named temporary would be.
+void OutputFile::giveName() {
+  const std::string self = "/proc/self/fd/" + std::to_string(::fileno(file_));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = path_ + ".tmp-XXXXXX";
+    const int fd = ::mkstemp(name.data());  // a free name ...
+    if (fd < 0) fail(errnoText(errno));
+    ::close(fd);
+    ::unlink(name.c_str());  // ... that the link takes (another process may race for it)
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      tmpPath_ = std::move(name);
+      unnamed_ = false;
+      return;
+    }
+    if (errno != EEXIST) fail(errnoText(errno));
+  }
+  fail("no free temporary name");
 }
 
 std::FILE* OutputFile::takeForReading() {
@@ -315,6 +356,10 @@ bool InputFile::getline(std::string& line) {
     }
     line.append(begin, outLen_ - outPos_);
     outPos_ = outLen_;
+    if (line.size() > kMaxLineLength) {
+      throw FileError(name_ + ":" + std::to_string(lineNumber_ + 1) + ": a line longer than " +
+                      std::to_string(kMaxLineLength >> 20) + " MiB (not a result file?)");
+    }
   }
   if (!line.empty() && line.back() == '\r') line.pop_back();
   ++lineNumber_;

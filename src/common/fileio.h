@@ -1,8 +1,9 @@
 // File input/output shared by every program of the tool-chain.
 //
 // OutputFile writes plain or bzip2-compressed text (chosen by the ".bz2" suffix or
-// explicitly) to a temporary name beside the target and renames it into place only
-// on commit(), so an aborted run never leaves a half-written file that looks whole.
+// explicitly) to an unnamed file in the target's directory (O_TMPFILE; a named temporary
+// where the file system lacks it) that gets its name only on commit(), so an aborted run
+// never leaves a half-written file that looks whole, and a killed one leaves nothing.
 // Every I/O failure (full disk, read-only directory, ...) throws FileError with a
 // one-line message naming the file.
 //
@@ -67,17 +68,23 @@ public:
 private:
   void openFile(bool compress, int level);
   void finishStream();
+  void giveName();
   [[noreturn]] void fail(const std::string& what);
 
   std::FILE* file_ = nullptr;
   void* bz_ = nullptr;  // BZFILE*
   std::string path_;
   std::string tmpPath_;
+  bool unnamed_ = false;  // O_TMPFILE: no name until commit()
   std::uint64_t written_ = 0;
 };
 
 class InputFile {
 public:
+  // getline() refuses longer lines (FileError): no result file has them, and reading one
+  // whole would take memory without bound.
+  static constexpr std::size_t kMaxLineLength = std::size_t{1} << 20;
+
   // Opens `path` ("-" = standard input). Throws FileError if it cannot be opened.
   explicit InputFile(const std::string& path);
   // Reads from an already open FILE (not closed by InputFile).

@@ -24,7 +24,10 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "control/control_channel.h"
+#include "control/auth.h"
 #include "control/display.h"
+#include "control/flow_mapping.h"
+#include "control/stop_flows.h"
 #include "measure/measurement.h"
 #include "transport/channel.h"
 #include "transport/sctp_channel.h"
@@ -42,7 +45,9 @@ using npmp::Protocol;
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
 constexpr auto kAckTimeout = std::chrono::seconds(10);
 constexpr auto kStopTimeout = std::chrono::seconds(30);
-constexpr auto kResultsTimeout = std::chrono::seconds(30);
+constexpr auto kResultsTimeout = std::chrono::seconds(30);  // for each RESULTS message
+constexpr auto kDownloadGrace = std::chrono::seconds(60);
+constexpr double kMinDownloadRate = 8192.0;  // bytes/s over a whole file, after the grace period
 
 class ActiveError : public std::runtime_error {
 public:
@@ -62,19 +67,13 @@ std::uint64_t randomMeasurementId() {
 
 // Connects a non-blocking socket within the timeout.
 asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout) {
-  asio::steady_timer timer(socket.get_executor(), timeout);
-  bool expired = false;
-  timer.async_wait([&](const boost::system::error_code& ec) {
-    if (!ec) {
-      expired = true;
-      boost::system::error_code ignored;
-      socket.cancel(ignored);
-    }
+  Deadline deadline(socket.get_executor(), timeout, [&socket] {
+    boost::system::error_code ignored;
+    socket.cancel(ignored);
   });
   boost::system::error_code ec;
   co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
-  timer.cancel();
-  if (expired) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
+  if (deadline.expired()) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
   if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
 }
 
@@ -93,6 +92,7 @@ public:
 
 private:
   asio::awaitable<void> connectControl();
+  asio::awaitable<void> authenticate();
   asio::awaitable<void> connectSctpControl(Clock::duration timeout);
   asio::awaitable<void> waitConnected(transport::SctpAssociation& association, Clock::duration timeout);
   asio::awaitable<std::shared_ptr<transport::SctpAssociation>> association(const flowspec::FlowSpec& spec);
@@ -108,7 +108,8 @@ private:
   asio::awaitable<void> setupFlow(FlowRun& run);
   asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
   asio::awaitable<void> stopFlows();
-  asio::awaitable<void> waitForDrain();
+  asio::awaitable<void> endAssociations();
+  std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
   asio::awaitable<void> download(const std::string& fileName, const char* what);
   void openOwnFiles();
   void writeConfig();
@@ -122,12 +123,15 @@ private:
   std::shared_ptr<ControlChannel> control_;
   std::vector<FlowRun> flows_;
   std::map<std::uint32_t, std::shared_ptr<transport::SctpAssociation>> associations_;
-  std::unique_ptr<measure::Measurement> measurement_;
+  std::shared_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;
   int signalCount_ = 0;
   bool interrupted_ = false;
   std::string flowFailure_;
+  // Once STOP is on its way, a passive may close data connections (the reference does when it
+  // stops the measurement): their end is no failure any more.
+  bool stopSent_ = false;
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
 };
@@ -178,20 +182,58 @@ asio::awaitable<void> Active::connectControl() {
   control_->start();
 }
 
+// Proves the shared key to the passive, and makes it prove the key too (see auth.h).
+asio::awaitable<void> Active::authenticate() {
+  const npmp::AuthHello hello{newNonce()};
+  npmp::Bytes out;
+  npmp::encode(hello, out);
+  control_->send(std::move(out));
+  const std::string passive = "the passive at " + control_->peerName();
+  auto next = [&]() -> asio::awaitable<npmp::Message> {
+    std::optional<npmp::Bytes> message;
+    try {
+      message = co_await control_->next(kAckTimeout);
+    } catch (const ControlError& e) {
+      throw ActiveError(passive + " closed the control connection when asked to authenticate (" + e.what() +
+                        "); it may not know authentication (the reference NetPerfMeter does not)");
+    }
+    if (!message) throw ActiveError(passive + " did not answer the authentication in time");
+    auto decoded = npmp::decode(*message);
+    if (!decoded) throw ActiveError(passive + " answered the authentication with garbage: " + decoded.error);
+    co_return *decoded.message;
+  };
+  auto refused = [&](const npmp::Acknowledge& a) -> ActiveError {
+    if (a.status == npmp::kStatusError) return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
+    if (a.status == npmp::kStatusNotAllowed) return ActiveError(passive + " refused the key (wrong key, or its --allow list)");
+    return ActiveError(passive + " refused the authentication (status " + std::to_string(a.status) + ")");
+  };
+  const npmp::Message first = co_await next();
+  if (const auto* a = std::get_if<npmp::Acknowledge>(&first)) throw refused(*a);
+  const auto* challenge = std::get_if<npmp::AuthChallenge>(&first);
+  if (challenge == nullptr) throw ActiveError(passive + " answered the authentication with something else");
+  if (!sameProof(challenge->mac, passiveProof(*o_.authKey, hello.nonce, challenge->nonce))) {
+    throw ActiveError(passive + " could not prove the shared key: the keys differ, or it is not the passive you meant");
+  }
+  npmp::Bytes response;
+  npmp::encode(npmp::AuthResponse{activeProof(*o_.authKey, challenge->nonce, hello.nonce)}, response);
+  control_->send(std::move(response));
+  const npmp::Message result = co_await next();
+  const auto* a = std::get_if<npmp::Acknowledge>(&result);
+  if (a == nullptr) throw ActiveError(passive + " answered the authentication with something else");
+  if (a->status != npmp::kStatusOk) throw refused(*a);
+  log::info("Authenticated with the passive (shared key)");
+}
+
 asio::awaitable<void> Active::waitConnected(transport::SctpAssociation& association, Clock::duration timeout) {
-  Event done(io_.get_executor());
-  std::string error;
-  association.onConnected([&](const std::string& e) {
-    error = e;
-    done.notify();
-  });
-  co_await done.wait(Clock::now() + timeout);
-  if (!done.notified()) {
+  Completion<std::string> connected(io_.get_executor());
+  association.onConnected(connected.reporter());
+  const auto error = co_await connected.wait(Clock::now() + timeout);
+  if (!error) {
     association.onConnected(nullptr);
     association.close();
     throw ActiveError("cannot connect to " + association.peerName() + ": timed out");
   }
-  if (!error.empty()) throw ActiveError("cannot connect to " + association.peerName() + ": " + error);
+  if (!error->empty()) throw ActiveError("cannot connect to " + association.peerName() + ": " + *error);
 }
 
 asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
@@ -217,7 +259,7 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
 
 asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association(const flowspec::FlowSpec& spec) {
   if (auto it = associations_.find(spec.association); it != associations_.end()) co_return it->second;
-  const sctp::Tuning tuning{spec.cmt, spec.sctpCc, spec.bufferSplitting, spec.nrSack, spec.dac, spec.rtoMinMs};
+  const sctp::Tuning tuning = sctpTuning(spec);
   const sctp::Stack stack = sctp::resolve(o_.sctpStack, tuning.needsUserland());
   if (o_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
     log::info("Flow #" + std::to_string(*spec.flowId) + ": CMT-SCTP needs the userland SCTP stack; using it");
@@ -328,13 +370,12 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
         throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " + why);
       }
       asio::posix::stream_descriptor waiter(io_, fd);
-      asio::steady_timer timer(io_, kConnectTimeout);
-      timer.async_wait([&](const boost::system::error_code& ec) {
-        if (!ec) waiter.cancel();
-      });
       boost::system::error_code ec;
-      co_await waiter.async_wait(asio::posix::stream_descriptor::wait_write, asio::redirect_error(asio::use_awaitable, ec));
-      timer.cancel();
+      {
+        Deadline deadline(io_.get_executor(), kConnectTimeout, [&waiter] { waiter.cancel(); });
+        co_await waiter.async_wait(asio::posix::stream_descriptor::wait_write,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+      }
       int error = 0;
       socklen_t len = sizeof(error);
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
@@ -353,75 +394,55 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
 }
 
 asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const npmp::Bytes& message) {
-  Event done(io_.get_executor());
-  boost::system::error_code result;
+  // The channel keeps the buffers until its send completes; `message` lives in the caller's frame,
+  // so a send that outlives the wait here is given up on the channel (closed) before returning.
+  Completion<boost::system::error_code> sent(io_.get_executor());
   std::vector<asio::const_buffer> buffers{asio::buffer(message), asio::const_buffer()};
-  channel.send(buffers, [&](const boost::system::error_code& ec, std::size_t, std::size_t) {
-    result = ec;
-    done.notify();
-  });
-  co_await done.wait(Clock::now() + kAckTimeout);
-  if (!done.notified()) throw ActiveError("cannot send IDENTIFY on the data connection: timed out");
-  if (result) throw ActiveError("cannot send IDENTIFY on the data connection: " + result.message());
+  auto report = sent.reporter();
+  channel.send(buffers, [report](const boost::system::error_code& ec, std::size_t, std::size_t) { report(ec); });
+  const auto result = co_await sent.wait(Clock::now() + kAckTimeout);
+  if (!result) {
+    channel.close();
+    throw ActiveError("cannot send IDENTIFY on the data connection: timed out");
+  }
+  if (*result) throw ActiveError("cannot send IDENTIFY on the data connection: " + result->message());
 }
 
 asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   const flowspec::FlowSpec& spec = run.spec;
   const std::uint32_t flowId = *spec.flowId;
+  // ADD_FLOW first: a passive that cannot serve the transport says so before anything connects.
+  npmp::Bytes message;
+  npmp::encode(toAddFlow(spec, measurementId_), message);
+  control_->send(std::move(message));
+  const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
+  if (added.status == npmp::kStatusNotAllowed) {
+    throw ActiveError("the passive at " + control_->peerName() + " does not allow this host (its --allow list)");
+  }
+  if (added.status == npmp::kStatusUnsupported) {
+    throw ActiveError("the passive at " + control_->peerName() + " cannot serve " + npmp::protocolName(spec.protocol) +
+                      " flows (flow #" + std::to_string(flowId) + "): its kernel lacks " +
+                      npmp::protocolName(spec.protocol) + ", or its listener could not be opened (see its log)");
+  }
+  if (added.status == npmp::kStatusAuthenticationRequired) {
+    throw ActiveError("the passive at " + control_->peerName() +
+                      " requires authentication: give the shared key with --auth-key-file");
+  }
+  if (added.status != npmp::kStatusOk) {
+    throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
+  }
+
   auto channel = co_await connectData(spec);
 
-  measure::FlowParameters p;
-  p.measurementId = measurementId_;
-  p.flowId = flowId;
-  p.streamId = spec.streamId;
-  p.protocol = spec.protocol;
-  p.description = spec.description;
-  p.outbound = spec.outbound;
-  p.onOff = spec.onOff;
-  p.repeatOnOff = spec.repeatOnOff;
-  p.maxMsgSize = spec.maxMsgSize;
-  p.defragTimeoutMs = spec.defragTimeoutMs;
-  p.errorOnAbort = spec.errorOnAbort;
-  p.debug = spec.debug;
-  run.flow = std::make_shared<measure::Flow>(io_, std::move(p), true);
+  run.flow = std::make_shared<measure::Flow>(io_, activeFlowParameters(spec, measurementId_), true);
   channel->expect(npmp::Channel::Data);
   run.flow->attach(channel);
   run.flow->onFailure([this, flowId](const std::string& reason) {
+    if (stopSent_) return;
     if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
     runEvent_.notify();
   });
   run.flow->startReceiving();
-
-  npmp::AddFlow add;
-  add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
-                                        (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
-                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0) |
-                                        flowspec::sctpTuningFlags(spec));
-  add.flowId = flowId;
-  add.measurementId = measurementId_;
-  add.streamId = spec.streamId;
-  add.sctpRtoMinAndDac = flowspec::sctpRtoMinAndDac(spec);
-  add.protocol = spec.protocol;
-  add.description = spec.description;
-  add.orderedMode = flowspec::fractionToWire(spec.ordered);
-  add.reliableMode = flowspec::fractionToWire(spec.reliable);
-  add.retransmissionTrials = spec.retransmissionTrials;
-  add.frameRate = spec.inbound.rate;
-  add.frameSize = spec.inbound.size;
-  add.rcvBufferSize = spec.rcvBufferSize;
-  add.sndBufferSize = spec.sndBufferSize;
-  add.maxMsgSize = spec.maxMsgSize;
-  add.cmt = spec.cmt;
-  add.ccid = spec.ccid;
-  add.congestionControl = spec.congestionControl;
-  add.onOffEvents = spec.onOff;
-  npmp::Bytes message;
-  npmp::encode(add, message);
-  control_->send(std::move(message));
-  const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
-  if (added.status != npmp::kStatusOk) {
-    throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
-  }
 
   npmp::IdentifyFlow identify;
   identify.flowId = flowId;
@@ -476,39 +497,31 @@ void Active::openOwnFiles() {
 }
 
 asio::awaitable<void> Active::stopFlows() {
-  Event allStopped(io_.get_executor());
-  auto remaining = std::make_shared<std::size_t>(flows_.size());
-  auto* event = &allStopped;
-  auto alive = std::make_shared<bool>(true);
-  for (auto& f : flows_) {
-    f.flow->stopSending([remaining, event, alive] {
-      if (--*remaining == 0 && *alive) event->notify();
-    });
-  }
-  if (!flows_.empty()) co_await allStopped.wait(Clock::now() + std::chrono::seconds(5));
-  *alive = false;
+  co_await stopSending(io_.get_executor(), flowPointers());
 }
 
-// Lets the passive receive what the transports still hold for it before STOP (TCP, MPTCP,
-// SCTP), for at most a second.
-asio::awaitable<void> Active::waitForDrain() {
-  asio::steady_timer timer(io_);
-  const auto deadline = Clock::now() + std::chrono::seconds(1);
-  for (;;) {
-    bool pending = false;
-    for (auto& f : flows_) {
-      if (auto* channel = f.flow->channel(); channel != nullptr && channel->unsent() > 0) pending = true;
-    }
-    if (!pending || Clock::now() >= deadline) co_return;
-    timer.expires_after(std::chrono::milliseconds(5));
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
+// Userland SCTP runs in this process's threads: an association still open when the process
+// exits is never shut down, and the passive keeps it (and its session) until heartbeats fail.
+// So the control association ends with SHUTDOWN first (at most 2 s); the passive then ends the
+// session and closes the data associations itself.
+asio::awaitable<void> Active::endAssociations() {
+  if (!control_->shutdown()) co_return;
+  co_await pollUntil(io_.get_executor(), [this] { return control_->failed(); }, std::chrono::seconds(2));
+}
+
+std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {
+  std::vector<std::shared_ptr<measure::Flow>> flows;
+  for (const auto& f : flows_) flows.push_back(f.flow);
+  return flows;
 }
 
 asio::awaitable<void> Active::download(const std::string& fileName, const char* what) {
   log::info(std::string("Downloading ") + what + " results [" + fileName + "]");
   OutputFile out(fileName, false, 9);  // the passive has compressed it already if asked to
+  // A passive is a peer like any other: a file may not exceed --max-download, and one
+  // trickled in more slowly than kMinDownloadRate (after a grace period) is given up.
+  const auto begin = Clock::now();
+  std::uint64_t bytes = 0;
   for (;;) {
     std::optional<npmp::Bytes> message;
     try {
@@ -524,7 +537,17 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
                         (decoded ? npmp::typeName((*message)[0]) : decoded.error));
     }
     out.write(r->data.data(), r->data.size());
+    bytes += r->data.size();
     if (r->eof()) break;
+    if (bytes > o_.maxDownloadBytes) {
+      throw ActiveError("the passive sends more than " + std::to_string(o_.maxDownloadBytes >> 20) + " MiB for " +
+                        fileName + " (--max-download)");
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+    if (seconds > kDownloadGrace.count() && static_cast<double>(bytes) / seconds < kMinDownloadRate) {
+      throw ActiveError("the passive sends " + fileName + " too slowly (" + std::to_string(bytes) + " bytes in " +
+                        std::to_string(static_cast<int>(seconds)) + " s)");
+    }
   }
   out.commit();
 }
@@ -592,13 +615,14 @@ asio::awaitable<int> Active::run() {
   log::info("Active mode: measurement ID $" + hex64(measurementId_));
   try {
     co_await connectControl();
+    if (o_.authKey) co_await authenticate();
     for (const auto& spec : o_.flows) {
       flows_.push_back(FlowRun{spec, nullptr});
       co_await setupFlow(flows_.back());
       if (interrupted_) throw ActiveError("interrupted while setting up the flows");
     }
     writeConfig();
-    measurement_ = std::make_unique<measure::Measurement>(io_, measurementId_);
+    measurement_ = std::make_shared<measure::Measurement>(io_, measurementId_);
     for (auto& f : flows_) measurement_->flows().push_back(f.flow);
     openOwnFiles();
 
@@ -640,11 +664,14 @@ asio::awaitable<int> Active::run() {
   const bool controlLost = control_->failed();
   measure::MeasurementResult own;
   bool ownWritten = false;
+  bool passiveVectorLost = false;
   try {
     if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
-    co_await waitForDrain();
+    // The passive gets what the transports still hold for it (TCP, MPTCP, SCTP), for at most a second.
+    co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnsent, std::chrono::seconds(1));
     npmp::Bytes message;
     npmp::encode(npmp::Stop{measurementId_}, message);
+    stopSent_ = true;
     control_->send(std::move(message));
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
     for (auto& f : flows_) f.flow->finishReceiving();
@@ -663,10 +690,16 @@ asio::awaitable<int> Active::run() {
         if (a.status == npmp::kStatusOk) {
           co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
                             "per-flow vector");
+        } else {
+          log::error("Flow #" + std::to_string(f.flow->flowId()) +
+                     ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
+                     "passive's log)");
+          passiveVectorLost = true;
         }
       }
     }
     co_await control_->drained(0);
+    if (passiveVectorLost) exitCode = 1;
   } catch (const std::exception& e) {
     log::error(e.what());
     exitCode = 1;
@@ -688,6 +721,7 @@ asio::awaitable<int> Active::run() {
     log::error(flowFailure_);
     exitCode = 1;
   }
+  co_await endAssociations();
   for (auto& f : flows_) f.flow->close();
   for (auto& [id, a] : associations_) a->close();
   control_->close();

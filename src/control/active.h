@@ -35,6 +35,8 @@ struct ActiveOptions {
   std::uint16_t sctpUdpPort = 0;  // local UDP encapsulation port of userland SCTP; 0 = any
   std::uint16_t sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
   std::vector<flowspec::FlowSpec> flows;  // validated, IDs assigned
+  std::uint64_t maxDownloadBytes = std::uint64_t{32} << 30;  // --max-download: per result file of the passive
+  std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: prove it to the passive
 };
 
 // Runs the whole measurement; returns the process exit code.

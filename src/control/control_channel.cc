@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "transport/channel.h"
 #include "transport/sctp_channel.h"
+#include "transport/sockets.h"
 
 namespace npm::control {
 
@@ -21,19 +22,6 @@ void runLoop(asio::io_context& io) {
       log::error(std::string("internal error: ") + e.what());
     }
   }
-}
-
-asio::awaitable<bool> Event::wait(Clock::time_point deadline) {
-  if (notified_) co_return true;
-  timer_.expires_at(deadline);
-  boost::system::error_code ec;
-  co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  co_return notified_;
-}
-
-void Event::notify() {
-  notified_ = true;
-  timer_.cancel();
 }
 
 namespace {
@@ -145,6 +133,10 @@ public:
   }
 
   void close() override { association_->close(); }
+  bool shutdown() override {
+    association_->shutdown();
+    return true;
+  }
   std::string protocol() const override {
     return std::string("SCTP (") + sctp::stackName(association_->socket().stack()) + ")";
   }
@@ -169,9 +161,7 @@ ControlChannel::ControlChannel(asio::any_io_executor executor, std::shared_ptr<C
                                std::string peerName, asio::ip::address peerAddress)
     : transport_(std::move(transport)),
       peerName_(std::move(peerName)),
-      peerAddress_(peerAddress.is_v6() && peerAddress.to_v6().is_v4_mapped()
-                       ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, peerAddress.to_v6()))
-                       : peerAddress),
+      peerAddress_(transport::unmapped(peerAddress)),
       messageEvent_(executor),
       drainEvent_(executor) {}
 
@@ -202,6 +192,11 @@ void ControlChannel::fail(const std::string& reason) {
 
 void ControlChannel::send(npmp::Bytes message) {
   if (failed_) return;
+  if (queuedBytes_ + message.size() > queueLimit_) {
+    fail("the peer does not read its control connection (" + std::to_string(queuedBytes_) + " bytes unsent)");
+    close();
+    return;
+  }
   queuedBytes_ += message.size();
   outgoing_.push_back(std::move(message));
   if (!writing_) writeNext();
@@ -213,9 +208,8 @@ void ControlChannel::writeNext() {
     return;
   }
   writing_ = true;
-  transport_->write(outgoing_.front(), [weak = weak_from_this()](const std::string& error) {
-    auto self = weak.lock();
-    if (!self) return;
+  // The handler keeps the channel, and with it the message being written, alive.
+  transport_->write(outgoing_.front(), [self = shared_from_this()](const std::string& error) {
     if (!error.empty()) {
       self->writing_ = false;
       self->fail(error);
@@ -254,8 +248,7 @@ asio::awaitable<std::optional<npmp::Bytes>> ControlChannel::next(Clock::duration
 }
 
 void ControlChannel::close() {
-  failed_ = true;
-  if (failure_.empty()) failure_ = "closed";
+  fail("closed");  // wakes whoever waits for a message, a drain or a failure
   transport_->close();
 }
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "control/async.h"
 #include "npmp/messages.h"
 
 namespace npm::transport {
@@ -26,9 +27,6 @@ class SctpAssociation;
 
 namespace npm::control {
 
-namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
-
 // Runs the io_context until it stops; an exception escaping a handler is logged as an
 // internal error instead of ending the process (the passive keeps serving the others).
 void runLoop(asio::io_context& io);
@@ -36,21 +34,6 @@ void runLoop(asio::io_context& io);
 class ControlError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
-};
-
-// A one-shot or repeatable wake-up for a waiting coroutine (single-threaded use).
-class Event {
-public:
-  explicit Event(const asio::any_io_executor& executor) : timer_(executor) {}
-  // Waits until notify() or the deadline; true if notified.
-  asio::awaitable<bool> wait(Clock::time_point deadline);
-  void notify();
-  void reset() { notified_ = false; }
-  bool notified() const { return notified_; }
-
-private:
-  asio::steady_timer timer_;
-  bool notified_ = false;
 };
 
 // How control messages travel: whole messages in, whole messages out.
@@ -62,6 +45,10 @@ public:
   // Writes one message; `done` gets "" or the error.
   virtual void write(const npmp::Bytes& message, std::function<void(const std::string& error)> done) = 0;
   virtual void close() = 0;
+  // Starts a graceful end where the transport needs one before the process exits (userland
+  // SCTP: its threads end with the process, so an association closed at exit would linger at
+  // the peer until its heartbeats fail); the end is reported through `onError`.
+  virtual bool shutdown() { return false; }
   virtual std::string protocol() const = 0;  // "TCP", "MPTCP", "SCTP (userland)"
 };
 
@@ -79,6 +66,9 @@ public:
   ~ControlChannel();
 
   void start();  // begins reading
+  // A peer that lets more than `bytes` of our messages pile up (it does not read) fails the
+  // connection. Unlimited by default.
+  void limitQueue(std::size_t bytes) { queueLimit_ = bytes; }
   void send(npmp::Bytes message);
   // Waits until less than `limit` bytes wait to be written; throws ControlError on failure.
   asio::awaitable<void> drained(std::size_t limit = 0);
@@ -90,6 +80,9 @@ public:
   const std::string& failure() const { return failure_; }
   // Notified when the connection fails (for waiters that are not in next()).
   void watchFailure(Event* event) { failureWatcher_ = event; }
+  // Starts the transport's graceful end if it needs one (see ControlTransport::shutdown);
+  // false if there is nothing to wait for.
+  bool shutdown() { return !failed_ && transport_->shutdown(); }
   void close();
 
   const std::string& peerName() const { return peerName_; }
@@ -106,6 +99,7 @@ private:
   std::deque<npmp::Bytes> received_;
   std::deque<npmp::Bytes> outgoing_;
   std::size_t queuedBytes_ = 0;
+  std::size_t queueLimit_ = static_cast<std::size_t>(-1);
   bool writing_ = false;
   bool failed_ = false;
   std::string failure_;

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,10 +14,27 @@
 
 #include "measure/statistics.h"
 #include "sctp/socket.h"
+#include "transport/sockets.h"
 
 namespace npm::control {
 
 namespace asio = boost::asio;
+
+// What one passive grants its peers, in all and per host (documented in netperfmeter(1)).
+struct PassiveLimits {
+  std::size_t sessions = 256;             // control connections at once
+  std::size_t sessionsPerHost = 32;
+  std::size_t flowsPerSession = 4096;
+  std::size_t measurementsPerSession = 16;
+  std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
+  std::size_t pendingConnections = 1024;  // data connections accepted, not identified yet
+  std::size_t pendingPerHost = 128;
+  std::chrono::seconds firstMessageTimeout{10};  // a control connection that says nothing
+  std::chrono::seconds idleTimeout{120};  // a session without a running measurement
+  std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
+  std::uint64_t spoolPerSession = std::uint64_t{2} << 30;  // per-flow vectors waiting for upload (bytes)
+  std::uint64_t spoolTotal = std::uint64_t{8} << 30;
+};
 
 struct PassiveOptions {
   std::uint16_t port = 9000;
@@ -29,6 +47,9 @@ struct PassiveOptions {
   std::uint32_t rcvBufferSize = 0, sndBufferSize = 0;  // -i / -o on the data listeners
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = sctp::kDefaultUdpEncapsulationPort;
+  std::vector<transport::AddressPrefix> allow;  // --allow: who may use the passive (empty: everyone)
+  std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: actives must prove it
+  PassiveLimits limits;
 };
 
 struct PassiveStatus {

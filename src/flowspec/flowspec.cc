@@ -240,22 +240,6 @@ const char* bufferSplittingName(std::uint8_t value) {
   return value < 4 ? names[value] : "unknown";
 }
 
-std::uint8_t sctpTuningFlags(const FlowSpec& spec) {
-  return static_cast<std::uint8_t>((spec.nrSack ? npmp::kAddFlowNrSack : 0) |
-                                   (spec.bufferSplitting & 3) << npmp::kAddFlowBufferSplitShift |
-                                   (spec.sctpCc & 3) << npmp::kAddFlowSctpCcShift);
-}
-
-std::uint16_t sctpRtoMinAndDac(const FlowSpec& spec) {
-  return static_cast<std::uint16_t>((spec.rtoMinMs & npmp::kSctpRtoMinMask) | (spec.dac ? npmp::kSctpDacBit : 0));
-}
-
-std::uint32_t fractionToWire(double fraction) {
-  return static_cast<std::uint32_t>(std::llround(fraction * 4294967295.0));
-}
-
-double wireToFraction(std::uint32_t value) { return static_cast<double>(value) / 4294967295.0; }
-
 ParseResult parse(std::string_view text, Protocol protocol) {
   ParseResult result;
   FlowSpec spec;

@@ -80,13 +80,6 @@ std::string assignFlowIds(std::vector<FlowSpec>& flows);
 std::optional<std::uint8_t> parseCmt(std::string_view text);
 const char* cmtName(std::uint8_t cmt);
 const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both
-// ADD_FLOW encoding of the SCTP tuning (flags bits and the NDiffPorts field).
-std::uint8_t sctpTuningFlags(const FlowSpec& spec);
-std::uint16_t sctpRtoMinAndDac(const FlowSpec& spec);
 constexpr std::uint8_t kCmtLikeMptcp = 4;
-
-// Wire encoding of a fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.
-std::uint32_t fractionToWire(double fraction);
-double wireToFraction(std::uint32_t value);
 
 }  // namespace npm::flowspec

@@ -15,7 +15,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMessagesPerWrite = 512;    // 1024 iovecs (IOV_MAX) per writev()
 constexpr std::size_t kBytesPerWrite = 256 * 1024;  // about what one read takes in
-constexpr std::size_t kMaxBacklogMessages = 4096;  // rate-driven frames waiting to be written
+constexpr std::size_t kMaxBacklogFrames = 4096;  // rate-driven frames waiting to be written
+// Above 2^53 a double no longer holds every byte count; far beyond any real frame.
+constexpr double kMaxFrameBytes = 9007199254740992.0;
 constexpr auto kStopWait = std::chrono::seconds(2);
 
 // Payload patterns of both directions, shared by all flows (messages are ≤ 65535 bytes).
@@ -175,56 +177,66 @@ void Flow::scheduleFrame() {
 
 void Flow::onFrameTimer() {
   if (!sending_ || !on_) return;
-  if (queue_.size() < kMaxBacklogMessages) {
+  if (frames_.size() < kMaxBacklogFrames) {
     queueFrame(transport::nowMicros());
     pump();
   }
   scheduleFrame();
 }
 
-void Flow::queueFrame(std::uint64_t now) {
+bool Flow::queueFrame(std::uint64_t now) {
   const double drawn = flowspec::sample(p_.outbound.size, random_);
-  if (!(drawn >= 1.0)) return;  // a frame of no bytes is not sent and not counted
-  std::uint64_t remaining = static_cast<std::uint64_t>(std::llround(drawn));
-  bool first = true;
-  while (remaining > 0) {
-    const std::uint64_t part = std::min<std::uint64_t>(remaining, p_.maxMsgSize);
-    remaining -= part;
+  if (!(drawn >= 1.0)) return false;  // a frame of no bytes is not sent and not counted
+  // Whatever a distribution (or a peer's ADD_FLOW) asks for, a frame is a byte count cut
+  // into messages as they are written: its size costs no memory.
+  const double bytes = std::min(drawn, kMaxFrameBytes);
+  frames_.push_back(PendingFrame{frameId_++, static_cast<std::uint64_t>(std::llround(bytes)), now, false});
+  return true;
+}
+
+// Cuts the next messages (one write's worth) off the frames waiting to be sent.
+void Flow::cutMessages() {
+  std::size_t bytes = 0;
+  for (const Pending& m : queue_) bytes += m.length;
+  while (!frames_.empty() && queue_.size() < kMessagesPerWrite && (queue_.empty() || bytes < kBytesPerWrite)) {
+    PendingFrame& f = frames_.front();
+    const std::uint64_t part = std::min<std::uint64_t>(f.remaining, p_.maxMsgSize);
+    f.remaining -= part;
     Pending& m = queue_.emplace_back();
     m.length = static_cast<std::uint16_t>(std::max<std::uint64_t>(part, npmp::kDataHeaderSize));
-    m.frameEnd = remaining == 0;
+    m.frameEnd = f.remaining == 0;
     npmp::DataHeader h;
-    h.flags = static_cast<std::uint8_t>((first ? npmp::kDataFrameBegin : 0) |
-                                        (m.frameEnd ? npmp::kDataFrameEnd : 0));
+    h.flags = static_cast<std::uint8_t>((f.begun ? 0 : npmp::kDataFrameBegin) | (m.frameEnd ? npmp::kDataFrameEnd : 0));
     h.length = m.length;
     h.flowId = p_.flowId;
     h.measurementId = p_.measurementId;
     h.streamId = p_.streamId;
-    h.frameId = frameId_;
+    h.frameId = f.frameId;
     h.seqNumber = seqNumber_++;
     h.byteSeqNumber = byteSeqNumber_;
-    h.timeStamp = now;
+    h.timeStamp = f.timeStamp;
     byteSeqNumber_ += m.length;
     npmp::encodeDataHeader(h, m.header);
-    first = false;
+    f.begun = true;
+    bytes += m.length;
+    if (m.frameEnd) frames_.pop_front();
   }
-  ++frameId_;
 }
 
 void Flow::pump() {
   if (writing_ || !channel_) return;
-  if (queue_.empty()) {
+  if (queue_.empty() && frames_.empty()) {
     if (!sending_ || !on_ || !p_.outbound.saturated()) return;
     const std::uint64_t now = transport::nowMicros();
-    std::size_t bytes = 0;
-    while (queue_.size() < kMessagesPerWrite && bytes < kBytesPerWrite) {  // saturated: one write's worth
-      const std::size_t before = queue_.size();
-      queueFrame(now);
-      for (std::size_t i = before; i < queue_.size(); ++i) bytes += queue_[i].length;
-      if (queue_.size() == before) break;  // a frame of no bytes: try again next time
+    // Saturated: frames for one write (a frame of no bytes: try again next time).
+    std::uint64_t queued = 0;
+    for (std::size_t i = 0; i < kMessagesPerWrite && queued < kBytesPerWrite; ++i) {
+      if (!queueFrame(now)) break;
+      queued += frames_.back().remaining;
     }
-    if (queue_.empty()) return;
   }
+  cutMessages();
+  if (queue_.empty()) return;
   const std::uint8_t* payload = payloadPattern(activeSide_);
   std::size_t n = 0, bytes = 0;
   while (n < queue_.size() && n < kMessagesPerWrite && (n == 0 || bytes < kBytesPerWrite)) bytes += queue_[n++].length;
@@ -253,6 +265,7 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
   inFlight_ = 0;
   if (ec) {
     queue_.clear();
+    frames_.clear();
     if (sending_) {
       sending_ = false;
       if (p_.errorOnAbort) {
@@ -282,6 +295,7 @@ void Flow::stopSending(std::function<void()> done) {
   // Messages not yet handed to the transport are not sent any more.
   if (writing_) {
     queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end());
+    frames_.clear();
     stopped_ = std::move(done);
     stopTimer_.expires_after(kStopWait);
     stopTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
@@ -294,6 +308,7 @@ void Flow::stopSending(std::function<void()> done) {
     });
   } else {
     queue_.clear();
+    frames_.clear();
     asio::post(io_, std::move(done));
   }
 }

@@ -82,6 +82,8 @@ public:
   const TransmitStatistics& transmitted() const { return tx_; }
   const ReceiveStatistics& received() const { return rx_; }
   bool sending() const { return sending_; }
+  // The flow could not go on (see onFailure), before the end of its measurement.
+  bool failed() const { return failed_; }
 
 private:
   struct Pending {
@@ -90,7 +92,8 @@ private:
     bool frameEnd;
   };
 
-  void queueFrame(std::uint64_t now);
+  bool queueFrame(std::uint64_t now);
+  void cutMessages();
   void pump();
   void onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped);
   void scheduleFrame();
@@ -108,7 +111,15 @@ private:
 
   // Sender.
   bool sending_ = false, on_ = false, writing_ = false, stopping_ = false;
-  std::deque<Pending> queue_;
+  // A frame waiting to be sent: messages are cut off it as they are written.
+  struct PendingFrame {
+    std::uint32_t frameId;
+    std::uint64_t remaining;  // bytes
+    std::uint64_t timeStamp;  // µs, when the frame was generated (all its messages carry it)
+    bool begun;               // its first message is cut
+  };
+  std::deque<PendingFrame> frames_;
+  std::deque<Pending> queue_;  // messages of the write in progress (at most one write's worth)
   std::vector<asio::const_buffer> iov_;
   std::size_t inFlight_ = 0;
   std::uint32_t frameId_ = 0;

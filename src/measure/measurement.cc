@@ -27,17 +27,18 @@ void Measurement::start(std::uint64_t now) {
 void Measurement::scheduleBlock() {
   nextBlock_ += std::chrono::seconds(1);
   timer_.expires_at(nextBlock_);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || !running_) return;
-    if (vector_) {
+  timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->running_) return;
+    if (self->vector_) {
       try {
-        vector_->writeBlock(transport::nowMicros(), start_, snapshots(flows_));
+        self->vector_->writeBlock(transport::nowMicros(), self->start_, snapshots(self->flows_));
       } catch (const std::exception& e) {
         log::error(e.what());
-        vector_.reset();
+        self->vector_.reset();
       }
     }
-    scheduleBlock();
+    self->scheduleBlock();
   });
 }
 

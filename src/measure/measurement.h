@@ -16,9 +16,14 @@
 
 namespace npm::measure {
 
-class Measurement {
+// Owned by a shared_ptr: its timer handler holds a weak reference, so a block already
+// queued when the owner destroys the measurement finds it gone instead of touching freed
+// memory (cancelling a timer does not recall a handler that is already queued).
+class Measurement : public std::enable_shared_from_this<Measurement> {
 public:
   Measurement(asio::io_context& io, std::uint64_t id) : id_(id), timer_(io) {}
+  Measurement(const Measurement&) = delete;
+  Measurement& operator=(const Measurement&) = delete;
 
   std::uint64_t id() const { return id_; }
   std::vector<std::shared_ptr<Flow>>& flows() { return flows_; }

@@ -191,6 +191,33 @@ void MeasurementVectorWriter::writeBlock(std::uint64_t now, std::uint64_t start,
 
 // ---------------------------------------------------------------- per-flow vector
 
+SpoolBudget::SpoolBudget(std::uint64_t limit, std::string name, std::shared_ptr<SpoolBudget> parent)
+    : limit_(limit), name_(std::move(name)), parent_(std::move(parent)) {}
+
+SpoolBudget::~SpoolBudget() {
+  if (parent_) parent_->release(used_);
+}
+
+bool SpoolBudget::take(std::uint64_t bytes) {
+  if (used_ + bytes > limit_) {
+    exhausted_ = this;
+    return false;
+  }
+  if (parent_ && !parent_->take(bytes)) {
+    exhausted_ = parent_->exhausted_;
+    return false;
+  }
+  used_ += bytes;
+  return true;
+}
+
+void SpoolBudget::release(std::uint64_t bytes) { used_ -= std::min(bytes, used_); }
+
+std::string SpoolBudget::describe() const {
+  const SpoolBudget* b = exhausted_ != nullptr ? exhausted_ : this;
+  return std::to_string(b->limit_ >> 20) + " MiB " + b->name_;
+}
+
 FlowVectorWriter::FlowVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
       "AbsTime\tRelTime\tSeqNumber\tAbsBytes\tAbsPackets\tAbsFrames\tRelBytes\tRelPackets\tRelFrames\t"
@@ -242,13 +269,13 @@ void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counte
   s += '\t';
   appendFixed(s, r.jitterMs, 3);
   s += '\n';
-  if (s.size() >= 200 * 1024) {
-    file_.write(s);
-    s.clear();
-  }
+  if (s.size() >= 200 * 1024) flush();
 }
 
 void FlowVectorWriter::flush() {
+  if (budget_ && !budget_->take(buffer_.size())) {
+    throw FileError("per-flow vector: the passive's result spool is full (" + budget_->describe() + ")");
+  }
   file_.write(buffer_);
   buffer_.clear();
 }
@@ -288,9 +315,9 @@ void writeConfig(OutputFile& out, const ConfigInfo& info) {
     out.printf("%s_DEBUG=\"%s\"\n", p.c_str(), f.debug ? "on" : "off");
     out.write(p + "_CC=" + shellQuote(f.congestionControl.empty() ? "default" : f.congestionControl) + "\n");
     out.write(p + "_VECTOR_ACTIVE_NODE=" +
-              shellQuote(resultFileName(info.vectorPattern, "active", f.flowId, 0)) + "\n");
+              shellQuote(resultFileName(info.vectorPattern, "active", f.flowId, f.streamId)) + "\n");
     out.write(p + "_VECTOR_PASSIVE_NODE=" +
-              shellQuote(resultFileName(info.vectorPattern, "passive", f.flowId, 0)) + "\n");
+              shellQuote(resultFileName(info.vectorPattern, "passive", f.flowId, f.streamId)) + "\n");
   }
   out.write("\n");
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,9 +75,34 @@ private:
 };
 
 // The per-flow vector: one row per received DATA message.
+// A limit on the bytes (uncompressed) that result files may take while they are spooled —
+// the passive's temporary files — shared by the writers that draw from it; a budget may draw
+// from a larger one as well (a session's from the passive's), and gives back what it took
+// when it goes.
+class SpoolBudget {
+public:
+  SpoolBudget(std::uint64_t limit, std::string name, std::shared_ptr<SpoolBudget> parent = nullptr);
+  ~SpoolBudget();
+  SpoolBudget(const SpoolBudget&) = delete;
+  SpoolBudget& operator=(const SpoolBudget&) = delete;
+  // Takes `bytes` from this budget and its parents; false (nothing taken) if one is used up.
+  bool take(std::uint64_t bytes);
+  std::uint64_t used() const { return used_; }
+  // The budget that ran out, e.g. "2048 MiB per session (--max-spool)".
+  std::string describe() const;
+
+private:
+  void release(std::uint64_t bytes);
+  std::uint64_t limit_, used_ = 0;
+  std::string name_;
+  std::shared_ptr<SpoolBudget> parent_;
+  const SpoolBudget* exhausted_ = nullptr;
+};
+
 class FlowVectorWriter {
 public:
   explicit FlowVectorWriter(OutputFile file);
+  void setBudget(std::shared_ptr<SpoolBudget> budget) { budget_ = std::move(budget); }
   void row(const Reception& r, std::uint64_t start, const Counters& cumulative);
   // Writes the buffered rows to the file; call before committing or reading it back.
   void flush();
@@ -86,6 +112,7 @@ private:
   OutputFile file_;
   std::uint64_t line_ = 0;
   std::string buffer_;
+  std::shared_ptr<SpoolBudget> budget_;
 };
 
 struct ConfigInfo {

@@ -5,6 +5,10 @@
 
 namespace npm::measure {
 
+namespace {
+constexpr std::size_t kMaxPartialFrames = 65536;  // about 4 MiB
+}  // namespace
+
 Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t bytes,
                                        std::uint64_t now) {
   Reception r;
@@ -38,6 +42,9 @@ Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t 
   if (begin && end) {
     received_.frames += 1;
     r.framesCompleted = 1;
+  } else if (partial_.size() >= kMaxPartialFrames && !partial_.count(h.frameId)) {
+    // A peer that begins frames and never ends them: beyond this many frames in reassembly at
+    // once, a new one is not tracked (it counts as lost); the table stays bounded.
   } else {
     PartialFrame& f = partial_[h.frameId];
     if (f.messages == 0) f.firstArrival = now;

@@ -65,6 +65,7 @@ public:
   std::uint64_t last() const { return last_; }
   double jitterMs() const { return jitter_; }
   double lastDelayMs() const { return lastDelay_; }
+  std::size_t framesInReassembly() const { return partial_.size(); }
 
 private:
   struct PartialFrame {

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 namespace npm::npmp {
@@ -105,6 +106,9 @@ const char* typeName(std::uint8_t type) {
     case Type::Start: return "START";
     case Type::Stop: return "STOP";
     case Type::Results: return "RESULTS";
+    case Type::AuthHello: return "AUTH_HELLO";
+    case Type::AuthChallenge: return "AUTH_CHALLENGE";
+    case Type::AuthResponse: return "AUTH_RESPONSE";
   }
   return "UNKNOWN";
 }
@@ -196,6 +200,22 @@ void encode(const Results& m, Bytes& out) {
   out.insert(out.end(), m.data.begin(), m.data.end());
 }
 
+void encode(const AuthHello& m, Bytes& out) {
+  putHeader(out, Type::AuthHello, 0, kAuthHelloSize);
+  out.insert(out.end(), m.nonce.begin(), m.nonce.end());
+}
+
+void encode(const AuthChallenge& m, Bytes& out) {
+  putHeader(out, Type::AuthChallenge, 0, kAuthChallengeSize);
+  out.insert(out.end(), m.nonce.begin(), m.nonce.end());
+  out.insert(out.end(), m.mac.begin(), m.mac.end());
+}
+
+void encode(const AuthResponse& m, Bytes& out) {
+  putHeader(out, Type::AuthResponse, 0, kAuthResponseSize);
+  out.insert(out.end(), m.mac.begin(), m.mac.end());
+}
+
 void encodeDataHeader(const DataHeader& h, std::uint8_t* p) {
   p[0] = static_cast<std::uint8_t>(Type::Data);
   p[1] = h.flags;
@@ -253,6 +273,12 @@ std::string checkHeader(const std::uint8_t* h, Channel channel) {
         case Type::Stop:
           if (length == kStartStopSize) return {};
           break;
+        case Type::AuthHello:
+          if (length == kAuthHelloSize) return {};
+          break;
+        case Type::AuthResponse:
+          if (length == kAuthResponseSize) return {};
+          break;
         default:
           break;
       }
@@ -263,6 +289,7 @@ std::string checkHeader(const std::uint8_t* h, Channel channel) {
           length <= kHeaderSize + kResultsMaxData) {
         return {};
       }
+      if (type == static_cast<std::uint8_t>(Type::AuthChallenge) && length == kAuthChallengeSize) return {};
       return bad("ACKNOWLEDGE or RESULTS");
     case Channel::DataFirst:
       if (type == static_cast<std::uint8_t>(Type::IdentifyFlow) && length == kIdentifyFlowSize) return {};
@@ -379,6 +406,27 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
                     std::to_string(kHeaderSize + kResultsMaxData));
       }
       r.message = Results{flags, msg.subspan(kHeaderSize)};
+      return r;
+    }
+    case Type::AuthHello:
+    case Type::AuthResponse: {
+      const char* name = typeName(type);
+      if (length != kAuthHelloSize) return fail(sizeError(name, length, kAuthHelloSize));
+      AuthBlock block;
+      std::copy(p + kHeaderSize, p + kHeaderSize + block.size(), block.begin());
+      if (static_cast<Type>(type) == Type::AuthHello) {
+        r.message = AuthHello{block};
+      } else {
+        r.message = AuthResponse{block};
+      }
+      return r;
+    }
+    case Type::AuthChallenge: {
+      if (length != kAuthChallengeSize) return fail(sizeError("AUTH_CHALLENGE", length, kAuthChallengeSize));
+      AuthChallenge m;
+      std::copy(p + kHeaderSize, p + kHeaderSize + kAuthNonceSize, m.nonce.begin());
+      std::copy(p + kHeaderSize + kAuthNonceSize, p + kAuthChallengeSize, m.mac.begin());
+      r.message = m;
       return r;
     }
   }

@@ -28,6 +28,10 @@ enum class Type : std::uint8_t {
   Start = 6,
   Stop = 7,
   Results = 8,
+  // This project's optional authentication of NPMP-CONTROL (never sent without a key):
+  AuthHello = 9,       // active → passive: its nonce
+  AuthChallenge = 10,  // passive → active: its nonce and its proof of the key
+  AuthResponse = 11,   // active → passive: the active's proof of the key
 };
 const char* typeName(std::uint8_t type);
 
@@ -60,8 +64,19 @@ constexpr std::size_t kMaxMessageSize = 65535;
 constexpr std::size_t kDescriptionSize = 32;
 constexpr std::size_t kCongestionControlSize = 16;
 constexpr std::size_t kMaxOnOffEvents = (kMaxMessageSize - kAddFlowBaseSize) / kOnOffEventSize;
+constexpr std::size_t kAuthNonceSize = 32, kAuthMacSize = 32;
+constexpr std::size_t kAuthHelloSize = kHeaderSize + kAuthNonceSize;                       // 36
+constexpr std::size_t kAuthChallengeSize = kHeaderSize + kAuthNonceSize + kAuthMacSize;    // 68
+constexpr std::size_t kAuthResponseSize = kHeaderSize + kAuthMacSize;                      // 36
 
 constexpr std::uint32_t kStatusOk = 0, kStatusError = 1;
+// This project's passive refuses a host that its --allow list does not name (or that fails
+// authentication) with this status; the reference's active treats it as any error.
+constexpr std::uint32_t kStatusNotAllowed = 2;
+// ... and an active that does not authenticate itself to a passive that requires it.
+constexpr std::uint32_t kStatusAuthenticationRequired = 3;
+// ... and an ADD_FLOW for a transport it cannot serve (e.g. DCCP on a kernel without it).
+constexpr std::uint32_t kStatusUnsupported = 4;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;
@@ -173,8 +188,23 @@ struct Results {
   bool eof() const { return (flags & kResultsEof) != 0; }
 };
 
+using AuthBlock = std::array<std::uint8_t, 32>;
+struct AuthHello {
+  AuthBlock nonce{};
+  bool operator==(const AuthHello&) const = default;
+};
+struct AuthChallenge {
+  AuthBlock nonce{};
+  AuthBlock mac{};
+  bool operator==(const AuthChallenge&) const = default;
+};
+struct AuthResponse {
+  AuthBlock mac{};
+  bool operator==(const AuthResponse&) const = default;
+};
+
 using Message = std::variant<Acknowledge, AddFlow, RemoveFlow, IdentifyFlow, DataHeader, Start, Stop,
-                             Results>;
+                             Results, AuthHello, AuthChallenge, AuthResponse>;
 
 // Encoders append one complete message to `out`.
 void encode(const Acknowledge& m, Bytes& out);
@@ -184,6 +214,9 @@ void encode(const IdentifyFlow& m, Bytes& out);
 void encode(const Start& m, Bytes& out);
 void encode(const Stop& m, Bytes& out);
 void encode(const Results& m, Bytes& out);
+void encode(const AuthHello& m, Bytes& out);
+void encode(const AuthChallenge& m, Bytes& out);
+void encode(const AuthResponse& m, Bytes& out);
 // DATA header only (48 bytes, Length = h.length); the payload is written separately.
 void encodeDataHeader(const DataHeader& h, std::uint8_t* out48);
 
@@ -204,8 +237,8 @@ std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* er
 // What a connection may carry, to reject a bad header as soon as its 4 bytes arrive
 // instead of waiting for a length that garbage claims.
 enum class Channel {
-  ControlToPassive,  // ADD_FLOW, REMOVE_FLOW, START, STOP
-  ControlToActive,   // ACKNOWLEDGE, RESULTS
+  ControlToPassive,  // ADD_FLOW, REMOVE_FLOW, START, STOP (and AUTH_HELLO, AUTH_RESPONSE)
+  ControlToActive,   // ACKNOWLEDGE, RESULTS (and AUTH_CHALLENGE)
   DataFirst,         // the first message of a data connection: IDENTIFY_FLOW
   Data,              // afterwards: DATA
 };

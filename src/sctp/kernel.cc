@@ -47,7 +47,7 @@ public:
   void configure(const SocketOptions& o) override {
     sctp_initmsg init{};
     init.sinit_num_ostreams = o.streams;
-    init.sinit_max_instreams = 65535;
+    init.sinit_max_instreams = o.streams;
     setOption(fd(), IPPROTO_SCTP, SCTP_INITMSG, init, "SCTP_INITMSG");
     const int nodelay = o.noDelay ? 1 : 0;
     setOption(fd(), IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
@@ -56,6 +56,25 @@ public:
     if (family_ == AF_INET6 && o.v6only) setOption(fd(), IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
     const int reuse = 1;
     setOption(fd(), SOL_SOCKET, SO_REUSEADDR, reuse, "SO_REUSEADDR");
+    if (o.heartbeatMs != 0) {
+      sctp_paddrparams hb{};
+      hb.spp_assoc_id = SCTP_FUTURE_ASSOC;
+      hb.spp_hbinterval = o.heartbeatMs;
+      hb.spp_pathmaxrxt = o.maxRetransmissions;
+      hb.spp_flags = SPP_HB_ENABLE;
+      setOption(fd(), IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, hb, "SCTP_PEER_ADDR_PARAMS (heartbeat)");
+      sctp_rtoinfo rto{};
+      rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
+      rto.srto_max = o.livenessRtoMaxMs();
+      rto.srto_initial = rto.srto_max;  // within min..max (0 fields stay as they are)
+      setOption(fd(), IPPROTO_SCTP, SCTP_RTOINFO, rto, "SCTP_RTOINFO (RTO.max)");
+    }
+    if (o.maxRetransmissions != 0) {
+      sctp_assocparams assoc{};
+      assoc.sasoc_assoc_id = SCTP_FUTURE_ASSOC;
+      assoc.sasoc_asocmaxrxt = o.maxRetransmissions;
+      setOption(fd(), IPPROTO_SCTP, SCTP_ASSOCINFO, assoc, "SCTP_ASSOCINFO (association max. retransmissions)");
+    }
   }
 
   void tune(const Tuning& t) override {
@@ -138,7 +157,8 @@ public:
       p->cmsg_type = SCTP_PRINFO;
       p->cmsg_len = CMSG_LEN(sizeof(sctp_prinfo));
       auto* pr = reinterpret_cast<sctp_prinfo*>(CMSG_DATA(p));
-      pr->pr_policy = static_cast<std::uint16_t>(info.prPolicy);
+      // Linux numbers the policies 0x10 (TTL) and 0x20 (RTX); PrPolicy has the RFC 6458 values.
+      pr->pr_policy = info.prPolicy == PrPolicy::Ttl ? SCTP_PR_SCTP_TTL : SCTP_PR_SCTP_RTX;
       pr->pr_value = info.prValue;
     }
     return ::sendmsg(fd(), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -218,6 +238,10 @@ public:
     socklen_t len = sizeof(ss);
     ::getsockname(fd(), reinterpret_cast<sockaddr*>(&ss), &len);
     return portOf(reinterpret_cast<sockaddr*>(&ss));
+  }
+
+  void shutdownWrite() override {
+    if (descriptor_.is_open()) ::shutdown(descriptor_.native_handle(), SHUT_WR);
   }
 
   void close() override {

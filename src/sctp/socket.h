@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,10 +46,22 @@ const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "
 
 struct SocketOptions {
   std::uint16_t streams = 1;          // outbound streams requested, inbound streams accepted
+  // How soon a silent peer counts as gone: a heartbeat every `heartbeatMs` and the
+  // association lost after `maxRetransmissions` unanswered ones (0 = the stack's defaults,
+  // 30 s and 10, i.e. minutes).
+  // With a heartbeat, the retransmission timeout is capped at half of it, so that the misses
+  // come at a steady pace instead of doubling their wait each time.
+  std::uint32_t heartbeatMs = 0;
+  std::uint16_t maxRetransmissions = 0;
   std::uint32_t rcvBufferSize = 0;    // 0 = default
   std::uint32_t sndBufferSize = 0;
   bool noDelay = true;
   std::optional<bool> v6only;
+
+  // RTO.max (and the initial RTO) that goes with the heartbeat: half of its interval, at least
+  // 1 s. The backends cannot share the option structs (lksctp's and usrsctp's headers both
+  // define them), so they share this rule.
+  std::uint32_t livenessRtoMaxMs() const { return std::max<std::uint32_t>(heartbeatMs / 2, 1000); }
 };
 
 // PR-SCTP policies as in the reference: none, TTL (ms), RTX (retransmissions).
@@ -104,6 +117,9 @@ public:
   virtual std::vector<asio::ip::address> peerAddresses() = 0;
   virtual std::vector<asio::ip::address> localAddresses() = 0;
   virtual std::uint16_t localPort() = 0;
+  // Starts the graceful end (SHUTDOWN once everything sent is acknowledged); the end is reported
+  // as a notification (SHUTDOWN_COMP) or by receive() returning 0.
+  virtual void shutdownWrite() = 0;
   virtual void close() = 0;
 };
 

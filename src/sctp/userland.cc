@@ -160,12 +160,31 @@ public:
   void configure(const SocketOptions& o) override {
     sctp_initmsg init{};
     init.sinit_num_ostreams = o.streams;
-    init.sinit_max_instreams = 65535;
+    init.sinit_max_instreams = o.streams;
     setOption(so_, IPPROTO_SCTP, SCTP_INITMSG, init, "SCTP_INITMSG");
     const int nodelay = o.noDelay ? 1 : 0;
     setOption(so_, IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
     if (o.rcvBufferSize > 0) setOption(so_, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
     if (o.sndBufferSize > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+    if (o.heartbeatMs != 0) {
+      sctp_paddrparams hb{};
+      hb.spp_assoc_id = SCTP_FUTURE_ASSOC;
+      hb.spp_hbinterval = o.heartbeatMs;
+      hb.spp_pathmaxrxt = o.maxRetransmissions;
+      hb.spp_flags = SPP_HB_ENABLE;
+      setOption(so_, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, hb, "SCTP_PEER_ADDR_PARAMS (heartbeat)");
+      sctp_rtoinfo rto{};
+      rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
+      rto.srto_max = o.livenessRtoMaxMs();
+      rto.srto_initial = rto.srto_max;  // within min..max (0 fields stay as they are)
+      setOption(so_, IPPROTO_SCTP, SCTP_RTOINFO, rto, "SCTP_RTOINFO (RTO.max)");
+    }
+    if (o.maxRetransmissions != 0) {
+      sctp_assocparams assoc{};
+      assoc.sasoc_assoc_id = SCTP_FUTURE_ASSOC;
+      assoc.sasoc_asocmaxrxt = o.maxRetransmissions;
+      setOption(so_, IPPROTO_SCTP, SCTP_ASSOCINFO, assoc, "SCTP_ASSOCINFO (association max. retransmissions)");
+    }
     if (family_ == AF_INET6 && o.v6only && *o.v6only) {
       // usrsctp's IPv6 sockets take IPv4 too; it has no IPV6_V6ONLY to turn that off.
       if (usrsctp_setsockopt(so_, IPPROTO_IPV6, IPV6_V6ONLY, &on_, sizeof(on_)) != 0) {
@@ -329,6 +348,10 @@ public:
     std::uint16_t port = n > 0 ? portOf(addrs) : 0;
     if (n > 0) usrsctp_freeladdrs(addrs);
     return port;
+  }
+
+  void shutdownWrite() override {
+    if (so_ != nullptr) usrsctp_shutdown(so_, SHUT_WR);
   }
 
   void close() override {

@@ -264,6 +264,9 @@ int main(int argc, char** argv) {
       auto handleLine = [&](std::string_view l) {
         if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
         ++inLine;
+        if (l.find('\0') != std::string_view::npos) {
+          throw FileError(input.path + ":" + std::to_string(inLine) + ": binary data (a NUL byte), not a table");
+        }
         if (inLine == 1) {
           if (!haveHeader) {
             haveHeader = true;
@@ -304,6 +307,10 @@ int main(int argc, char** argv) {
           const auto nl = rest.find('\n');
           if (nl == std::string_view::npos) {
             carry.append(rest);
+            if (carry.size() > InputFile::kMaxLineLength) {
+              throw FileError(input.path + ":" + std::to_string(inLine + 1) + ": a line longer than " +
+                              std::to_string(InputFile::kMaxLineLength >> 20) + " MiB, not a table");
+            }
             break;
           }
           if (!carry.empty()) {

@@ -22,15 +22,16 @@ std::uint64_t nowMicros() {
 }
 
 std::string endpointName(const asio::ip::address& address, std::uint16_t port) {
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).to_string() + ":" + std::to_string(port);
-  }
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) return unmapped(address).to_string() + ":" + std::to_string(port);
   if (address.is_v6()) return "[" + address.to_string() + "]:" + std::to_string(port);
   return address.to_string() + ":" + std::to_string(port);
 }
 
 namespace {
 
+// A stream channel's receive buffer starts small (a connection that only identifies itself,
+// or a slow flow, costs a few KiB) and doubles whenever a read fills it, up to 1 MiB.
+constexpr std::size_t kStreamBufferFirst = 4096;
 constexpr std::size_t kStreamBufferSize = 1024 * 1024;
 constexpr std::size_t kReadChunk = 256 * 1024;
 constexpr std::size_t kMaxMessage = 65535;
@@ -65,7 +66,7 @@ public:
     onError_ = std::move(onError);
     if (!reading_) {
       reading_ = true;
-      buffer_.resize(kStreamBufferSize);
+      buffer_.resize(kStreamBufferFirst);
       readMore();
     }
   }
@@ -83,6 +84,7 @@ public:
   bool isDatagram() const override { return false; }
   std::string peerName() const override { return peer_; }
   long unsent() override { return unsentBytes(socket_.native_handle()); }
+  long unread() override { return reading_ && !closed_ ? unreadBytes(socket_.native_handle()) : 0; }
 
 private:
   void writeMore() {
@@ -126,18 +128,28 @@ private:
   }
 
   void readMore() {
-    if (begin_ > 0 && buffer_.size() - end_ < kMaxMessage) {
+    // Room for the whole message being received, and more room for a busy connection.
+    const std::size_t needed = end_ - begin_ >= 4 ? messageLength(buffer_.data() + begin_) : 4;
+    std::size_t size = std::max(buffer_.size(), needed);
+    if (filled_) size = std::max(size, std::min(2 * buffer_.size(), kStreamBufferSize));
+    filled_ = false;
+    if (begin_ > 0 && (begin_ + needed > size || size - end_ < size / 2)) {
       std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
     }
+    if (size > buffer_.size()) buffer_.resize(size);
     // At most kReadChunk per read: a read moves about as much as a write, so that the two
     // directions of a bidirectional saturated flow share the one thread fairly.
-    socket_.async_read_some(asio::buffer(buffer_.data() + end_, std::min(buffer_.size() - end_, kReadChunk)),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+    const std::size_t room = std::min(buffer_.size() - end_, kReadChunk);
+    socket_.async_read_some(asio::buffer(buffer_.data() + end_, room),
+                            [self = shared_from_this(), room](const boost::system::error_code& ec, std::size_t n) {
+                              self->filled_ = n == room;
                               self->onRead(ec, n);
                             });
   }
+
+  static std::size_t messageLength(const std::uint8_t* p) { return static_cast<std::size_t>(p[2]) << 8 | p[3]; }
 
   void onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
@@ -182,7 +194,7 @@ private:
   SendHandler sendHandler_;
   std::vector<std::uint8_t> buffer_;
   std::size_t begin_ = 0, end_ = 0;
-  bool reading_ = false, closed_ = false;
+  bool reading_ = false, closed_ = false, filled_ = false;
   std::optional<npmp::Channel> expect_;
   MessageHandler onMessage_;
   ErrorHandler onError_;

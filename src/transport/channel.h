@@ -52,6 +52,8 @@ public:
   virtual std::string peerName() const = 0;
   // What the transport still holds for the peer (bytes or messages; 0 = nothing), -1 if unknown.
   virtual long unsent() { return 0; }
+  // What has arrived for this side but not been read yet (bytes; 0 = nothing), -1 if unknown.
+  virtual long unread() { return 0; }
 };
 
 std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);

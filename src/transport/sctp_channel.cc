@@ -252,6 +252,10 @@ void SctpAssociation::fail(const std::string& reason) {
   if (onError_) onError_(reason);
 }
 
+void SctpAssociation::shutdown() {
+  if (!closed_ && !failed_) socket_->shutdownWrite();
+}
+
 void SctpAssociation::close() {
   if (closed_) return;
   closed_ = true;

@@ -57,6 +57,8 @@ public:
 
   void close();
   bool closed() const { return closed_; }
+  // The graceful end: SHUTDOWN after what was sent is acknowledged; reported like a failure.
+  void shutdown();
 
 private:
   void readMore();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -247,10 +248,80 @@ std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string
   return addresses;
 }
 
+asio::ip::address unmapped(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+namespace {
+
+template <std::size_t N>
+bool samePrefix(const std::array<unsigned char, N>& x, const std::array<unsigned char, N>& y, unsigned bits) {
+  for (std::size_t i = 0; i < N && bits > 0; ++i) {
+    const unsigned take = std::min(bits, 8u);
+    const auto mask = static_cast<unsigned char>(0xFF << (8 - take));
+    if ((x[i] & mask) != (y[i] & mask)) return false;
+    bits -= take;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool AddressPrefix::contains(const asio::ip::address& address) const {
+  const asio::ip::address a = unmapped(address);
+  if (a.is_v4() != network.is_v4()) return false;
+  return a.is_v4() ? samePrefix(network.to_v4().to_bytes(), a.to_v4().to_bytes(), length)
+                   : samePrefix(network.to_v6().to_bytes(), a.to_v6().to_bytes(), length);
+}
+
+std::optional<std::vector<AddressPrefix>> parsePrefixList(const std::string& list, std::string* error) {
+  std::vector<AddressPrefix> ranges;
+  std::stringstream in(list);
+  std::string item;
+  auto fail = [&](const std::string& why) -> std::optional<std::vector<AddressPrefix>> {
+    if (error != nullptr) *error = why;
+    return std::nullopt;
+  };
+  while (std::getline(in, item, ',')) {
+    const auto slash = item.find('/');
+    std::string host = item.substr(0, slash);
+    if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    boost::system::error_code ec;
+    AddressPrefix p;
+    p.network = unmapped(asio::ip::make_address(host, ec));
+    if (ec) return fail("\"" + item + "\" is not an address range (e.g. 192.0.2.0/24 or 2001:db8::/32)");
+    const unsigned maxBits = p.network.is_v4() ? 32 : 128;
+    p.length = maxBits;
+    if (slash != std::string::npos) {
+      const std::string bits = item.substr(slash + 1);
+      if (bits.empty() || bits.size() > 3 || bits.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(bits) > maxBits) {
+        return fail("\"" + item + "\": the prefix length must be 0 to " + std::to_string(maxBits));
+      }
+      p.length = static_cast<unsigned>(std::stoul(bits));
+    }
+    ranges.push_back(p);
+  }
+  if (ranges.empty()) return fail("empty address range list");
+  return ranges;
+}
+
+bool allowed(const std::vector<AddressPrefix>& ranges, const asio::ip::address& address) {
+  if (ranges.empty()) return true;
+  return std::any_of(ranges.begin(), ranges.end(), [&](const AddressPrefix& p) { return p.contains(address); });
+}
+
 long unsentBytes(int fd) {
   int pending = 0;
   if (::ioctl(fd, SIOCOUTQ, &pending) != 0) return -1;
   return pending;
+}
+
+long unreadBytes(int fd) {
+  int queued = 0;
+  if (::ioctl(fd, SIOCINQ, &queued) != 0) return -1;
+  return queued;
 }
 
 }  // namespace npm::transport

@@ -68,8 +68,26 @@ std::vector<asio::ip::address> resolveAll(const std::string& host, int family);
 // Parses "a,b,c" address lists of -L/-l; error text on a bad address.
 std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error);
 
+// An IPv4-mapped IPv6 address (::ffff:a.b.c.d, as dual-stack sockets report IPv4 peers) as
+// the IPv4 address it is; any other address unchanged.
+asio::ip::address unmapped(const asio::ip::address& address);
+
+// An address range such as 10.1.0.0/16 or 2001:db8::/32 (a bare address is one host).
+struct AddressPrefix {
+  asio::ip::address network;
+  unsigned length = 0;  // prefix bits
+  // IPv4-mapped IPv6 addresses match IPv4 ranges.
+  bool contains(const asio::ip::address& address) const;
+};
+// Parses "CIDR[,CIDR...]"; error text on a bad range.
+std::optional<std::vector<AddressPrefix>> parsePrefixList(const std::string& list, std::string* error);
+// Whether `address` is in one of the ranges (an empty list allows every address).
+bool allowed(const std::vector<AddressPrefix>& ranges, const asio::ip::address& address);
+
 // Bytes not yet acknowledged by the peer on a stream socket (SIOCOUTQ), or -1.
 long unsentBytes(int fd);
+// Bytes in a socket's receive queue (SIOCINQ), -1 if the socket cannot tell.
+long unreadBytes(int fd);
 
 // Linux values that older headers may lack.
 constexpr int kIpprotoMptcp = 262;

@@ -8,8 +8,8 @@ Topology (all addresses exist only inside the namespaces created here):
   R  rb 10.9.2.1/24 --[E: delay line]-- sb 10.9.2.2/24  S            link B
 
 tbf on R's egress into link A / link B is the bottleneck. The delay line is
-npm_delayline (AF_PACKET forwarder, DELAY ms each way), since there is no
-netem here.
+netperfmeter-delayline (the lab's AF_PACKET forwarder, DELAY ms each way;
+its path comes in NPM_DELAYLINE), since there is no netem here.
 
 mode "shared":   MPTCP's second subflow is c2 -> 10.9.1.2 (client "subflow"
                  endpoint): both subflows and a competing TCP flow from c1
@@ -165,7 +165,8 @@ class Topo:
                 "burst", "15000", "limit", self.limit_b)
         # propagation delay
         for ns, a, b in ((D, "da0", "da1"), (E, "db0", "db1")):
-            p = self.popen(ns, self.tool("npm_delayline"), a, b, self.delay_ms)
+            p = self.popen(ns, os.environ.get("NPM_DELAYLINE", self.tool("netperfmeter-delayline")), a, b,
+                           self.delay_ms)
             self.delaylines.append(p)
             if p.stdout.readline().strip() != "ready":
                 raise RuntimeError("delay line failed: " + p.stderr.read())

@@ -42,7 +42,7 @@ def add_flow(flow, meas, stream=0, protocol=6, description=b"", flags=0,
              rate=(0.0, 0.0, 0.0, 0.0), size=(0.0, 0.0, 0.0, 0.0),
              rate_rng=0, size_rng=0, rcvbuf=233016, sndbuf=233016,
              maxmsgsize=16000, cmt=0, ccid=0, cc=b"default",
-             events=(), length=None, n_events=None):
+             events=(), length=None, n_events=None, ndiffports=0):
     """events: list of (rng, flags, (v1, v2, v3, v4))."""
     body = struct.pack("!IQH", flow, meas, stream)
     body += struct.pack("<H", protocol)            # the one little-endian field
@@ -51,7 +51,7 @@ def add_flow(flow, meas, stream=0, protocol=6, description=b"", flags=0,
     body += b"".join(dbl(v) for v in rate)
     body += b"".join(dbl(v) for v in size)
     body += struct.pack("!BBIIHBB", rate_rng, size_rng, rcvbuf, sndbuf, maxmsgsize, cmt, ccid)
-    body += struct.pack("!H", 0)                    # NDiffPorts
+    body += struct.pack("!H", ndiffports)           # NDiffPorts: here SCTP RTO.min (bits 0-14), DAC (15)
     body += b"\0" * 16                              # PathMgr
     body += cc.ljust(16, b"\0")[:16]                # CongestionControl
     body += b"\0" * 16                              # Scheduler
@@ -99,6 +99,18 @@ def results(chunk, eof=False):
 
 
 # ------------------------------------------------------------- packets ----
+def auth_hello(nonce):
+    return hdr(9, 0, 36) + nonce
+
+
+def auth_challenge(nonce, mac):
+    return hdr(10, 0, 68) + nonce + mac
+
+
+def auth_response(mac):
+    return hdr(11, 0, 36) + mac
+
+
 def csum16(data):
     if len(data) % 2:
         data += b"\0"
@@ -291,6 +303,19 @@ def build_tcp():
     f.append(TcpConn(ACTIVE, 40013, PASSIVE, 9000).send(0, b"GET / HTTP/1.1\r\nHost: example\r\n\r\n"))
     f.append(TcpConn(ACTIVE, 40014, PASSIVE, 9001).send(0, bytes.fromhex("160301005e0100005a0303") + bytes(80)))
     f.append(udp(ACTIVE, 40015, PASSIVE, 9000, bytes.fromhex("050101000001000000000000076578616d706c6503636f6d0000010001")))
+    # 34 AUTH_HELLO, 35 AUTH_CHALLENGE, 36 AUTH_RESPONSE (--auth-key-file), 37 ACK with status 3
+    #    (authentication required), on a control connection of its own
+    auth = TcpConn(ACTIVE, 40016, PASSIVE, 9001)
+    f.append(auth.send(0, auth_hello(bytes(range(32)))))
+    f.append(auth.send(1, auth_challenge(bytes(range(32, 64)), bytes(range(64, 96)))))
+    f.append(auth.send(0, auth_response(bytes(range(96, 128)))))
+    f.append(auth.send(1, ack(0, MEAS2, status=3)))
+    # 38 ADD_FLOW of a CMT-SCTP flow with this implementation's tuning bits on TCP control:
+    #    NR-SACK (bit 3), buffer splitting both (bits 4-5 = 3), SCTP CC H-TCP (bits 6-7 = 2),
+    #    RTO.min 300 ms and DAC in NDiffPorts
+    knobs = TcpConn(ACTIVE, 40017, PASSIVE, 9001)
+    f.append(knobs.send(0, add_flow(3, MEAS2, protocol=132, description=b"cmt knobs", flags=0x08 | 0x30 | 0x80,
+                                    cmt=3, ndiffports=300 | 0x8000)))
     return f
 
 
@@ -327,9 +352,9 @@ def build_sctp():
     f.append(ctl.send(0, [(0, 36, add_flow(5, MEAS, protocol=6, description=b"short")[:120])]))
     # 16 ADD_FLOW announcing 2 on/off events but Length 194 without them
     f.append(ctl.send(0, [(0, 36, add_flow(6, MEAS, protocol=6, description=b"liar", n_events=2))]))
-    # 17 IDENTIFY with a bad magic, 18 unknown message type 9
+    # 17 IDENTIFY with a bad magic, 18 unknown message type 200
     f.append(dat.send(0, [(0, 36, identify(0, MEAS, magic=0x1122334455667788))]))
-    f.append(ctl.send(0, [(0, 36, hdr(9, 0, 12) + b"\xaa" * 8)]))
+    f.append(ctl.send(0, [(0, 36, hdr(200, 0, 12) + b"\xaa" * 8)]))
     # 19 bundle: START (ppid 36) + DATA (ppid 37) in one packet
     f.append(dat.send(0, [(0, 36, start(MEAS)), (0, 37, data(0, MEAS, 2, payload_len=8))]))
     # 20 DATA on an unknown flow

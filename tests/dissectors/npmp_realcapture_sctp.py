@@ -7,7 +7,7 @@ Called by npmp_test.py realcapture-sctp.  Runs (as root, capture on lo):
     netperfmeter BASE -nodisplay --sctp-stack=userland --sctp-udp-port=UDPPORT   (passive)
     netperfmeter 127.0.0.1:BASE -x --sctp-stack=userland \\
         --sctp-remote-udp-port=UDPPORT -runtime=2 -nodisplay \\
-        -sctp const10:const1000:const10:const1000 const10:const500:unordered=1 \\
+        -sctp const10:const1000:const10:const1000:KNOBS const10:const500:unordered=1:KNOBS \\
         -tcp const10:const800 \\
         -scalar=DIR/run.sca -vector=DIR/run.vec -loglevel=1                     (active)
 
@@ -34,9 +34,13 @@ import time
 from npmp_realcapture import decode_with_each, listening, parse_flow_stats, stop_process
 
 # (option, spec, protocol number, SCTP stream, outbound size, inbound size or None)
+# The association's CMT-SCTP tuning travels in ADD_FLOW flag bits 3-7 and the NDiffPorts field.
+KNOBS = ":cmt=cmt:nrsack=on:bufsplit=both:sctpcc=htcp:rtomin=300:dac=on"
+KNOB_FIELDS = {"cmt": 1, "addflow.flags.nrsack": 1, "addflow.flags.bufsplit": 3, "addflow.flags.sctpcc": 2,
+               "sctp.rtomin": 300, "sctp.dac": 1}
 FLOWS = [
-    ("-sctp", "const10:const1000:const10:const1000", 132, 0, 1000, 1000),
-    ("-sctp", "const10:const500:unordered=1", 132, 1, 500, None),
+    ("-sctp", "const10:const1000:const10:const1000" + KNOBS, 132, 0, 1000, 1000),
+    ("-sctp", "const10:const500:unordered=1" + KNOBS, 132, 1, 500, None),
     ("-tcp", "const10:const800", 6, 0, 800, None),
 ]
 RUNTIME = 2
@@ -270,6 +274,14 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     af = sorted(addflows, key=lambda m: first(m, "flowid"))
     c.eq([first(m, "protocol") for m in af], [f[2] for f in FLOWS], "%s: ADD_FLOW protocols SCTP, SCTP, TCP" % label)
     c.eq([first(m, "streamid") for m in af], [f[3] for f in FLOWS], "%s: ADD_FLOW stream IDs 0, 1, 0" % label)
+
+    def value(m, k):
+        v = m.get(k)
+        return None if not v else 1 if v[0] in ("True", "true") else 0 if v[0] in ("False", "false") else int(v[0], 0)
+    for m, f in zip(af, FLOWS):
+        want = {k: (v if f[2] == 132 else 0) for k, v in KNOB_FIELDS.items()}
+        c.eq({k: value(m, k) for k in KNOB_FIELDS}, want,
+             "%s: flow %d ADD_FLOW CMT-SCTP tuning (flag bits 3-7, RTO.min, DAC)" % (label, first(m, "flowid")))
 
     meas = {m["measurementid"][0] for m in msgs if "measurementid" in m}
     c.eq(len(meas), 1, "%s: one measurement ID in the capture (%s)" % (label, meas))

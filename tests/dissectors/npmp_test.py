@@ -193,6 +193,8 @@ NPMP_FIELDS = [
     "npmp.maxmsgsize", "npmp.cmt", "npmp.ccid", "npmp.cc", "npmp.onoffevents", "npmp.onoff.rng",
     "npmp.onoff.flags.reltime", "npmp.onoff.value", "npmp.magic", "npmp.frameid", "npmp.seqnumber",
     "npmp.byteseqnumber", "npmp.timestamp", "npmp.payload", "npmp.results.data",
+    "npmp.auth.nonce", "npmp.auth.mac", "npmp.addflow.flags.nrsack", "npmp.addflow.flags.bufsplit",
+    "npmp.addflow.flags.sctpcc", "npmp.sctp.rtomin", "npmp.sctp.dac", "npmp.ndiffports",
     "npmp.addflow.flags.debug", "npmp.addflow.flags.nodelay", "npmp.addflow.flags.repeatonoff",
     "npmp.identify.flags.compress_vectors", "npmp.data.flags.frame_begin", "npmp.data.flags.frame_end",
     "npmp.start.flags.compress_vectors", "npmp.start.flags.compress_scalars",
@@ -215,7 +217,7 @@ def npmp_experts(fr):
 
 def check_tcp(c, ts, pcap):
     F = ts.fields(pcap, NPMP_FIELDS)
-    c.eq(len(F), 33, "tcp.pcap frame count")
+    c.eq(len(F), 38, "tcp.pcap frame count")
     malformed = [n for n, fr in F.items() if fr["_ws.malformed"]]
     c.eq(malformed, [], "tcp.pcap: frames with _ws.malformed")
 
@@ -317,6 +319,29 @@ def check_tcp(c, ts, pcap):
     c.eq(f["npmp.results.data"], ["".join("%02x" % b for b in range(100))], "F25 results data")
     c.eq((F[26]["npmp.type"], F[26]["npmp.flowid"]), (["3"], ["0"]), "F26 REMOVE_FLOW")
 
+    def hexrange(a, b):
+        return "".join("%02x" % i for i in range(a, b))
+    f = F[34]
+    c.eq((f["npmp.type"], f["npmp.length"], f["npmp.auth.nonce"], f["npmp.auth.mac"]),
+         (["9"], ["36"], [hexrange(0, 32)], []), "F34 AUTH_HELLO")
+    f = F[35]
+    c.eq((f["npmp.type"], f["npmp.length"], f["npmp.auth.nonce"], f["npmp.auth.mac"]),
+         (["10"], ["68"], [hexrange(32, 64)], [hexrange(64, 96)]), "F35 AUTH_CHALLENGE")
+    f = F[36]
+    c.eq((f["npmp.type"], f["npmp.length"], f["npmp.auth.nonce"], f["npmp.auth.mac"]),
+         (["11"], ["36"], [], [hexrange(96, 128)]), "F36 AUTH_RESPONSE")
+    for n in (34, 35, 36):
+        c.eq([e for e in npmp_experts(F[n]) if e != "npmp.expert.unknown_flow"], [], "F%d no expert info" % n)
+    c.eq((F[37]["npmp.type"], F[37]["npmp.status"]), (["1"], ["3"]), "F37 ACK authentication required")
+    info = ts.run(["-n", "-r", pcap] + ts.ours() + ["-Y", "frame.number == 37", "-T", "fields", "-e", "_ws.col.Info"]).stdout
+    c.check("status=Authentication required" in info, "F37 info column names the status: %r" % info)
+    f = F[38]  # ADD_FLOW with the CMT-SCTP tuning bits, claimed on the TCP control port
+    c.eq((f["npmp.type"], f["npmp.cmt"], f["npmp.addflow.flags.nrsack"], f["npmp.addflow.flags.bufsplit"],
+          f["npmp.addflow.flags.sctpcc"], f["npmp.addflow.flags.debug"], f["npmp.sctp.rtomin"], f["npmp.sctp.dac"],
+          f["npmp.ndiffports"]),
+         (["2"], ["3"], ["1"], ["3"], ["2"], ["0"], ["300"], ["1"], [str(300 | 0x8000)]), "F38 ADD_FLOW tuning bits")
+    c.eq(npmp_experts(F[38]), [], "F38 no expert info")
+
     # Decode-As and port preferences
     c.eq((F[29]["npmp.type"], F[30]["npmp.type"]), ([], []), "F29/F30 not claimed without Decode-As")
     D = ts.fields(pcap, ["npmp.type", "npmp.results.flags.eof"],
@@ -340,8 +365,11 @@ def check_tcp(c, ts, pcap):
     # Statistics tap
     out = ts.run(["-n", "-q", "-r", pcap] + ts.ours() + ["-z", "npmp,stat"]).stdout
     stats = parse_stat(out)
-    c.eq(stats["types"].get("Acknowledge"), (7, 168), "stat Acknowledge")
-    c.eq(stats["types"].get("Add Flow"), (2, 460), "stat Add Flow")
+    c.eq(stats["types"].get("Acknowledge"), (8, 192), "stat Acknowledge")
+    c.eq(stats["types"].get("Auth Hello"), (1, 36), "stat Auth Hello")
+    c.eq(stats["types"].get("Auth Challenge"), (1, 68), "stat Auth Challenge")
+    c.eq(stats["types"].get("Auth Response"), (1, 36), "stat Auth Response")
+    c.eq(stats["types"].get("Add Flow"), (3, 654), "stat Add Flow")
     c.eq(stats["types"].get("Identify Flow"), (3, 78), "stat Identify Flow")
     c.eq(stats["types"].get("Data"), (8, 100 + 1048 + 148 + 148 + 68 + 58 + 58 + 48), "stat Data")
     c.eq(stats["types"].get("Results"), (2, 108), "stat Results")
@@ -420,7 +448,7 @@ def check_sctp(c, ts, pcap):
     c.check(F[17]["npmp.expert.bad_magic"] != [], "S17 expert bad magic")
     c.eq(F[17]["npmp.flow.addflow_in"], ["1"], "S17 flow still linked")
     c.check(F[18]["npmp.expert.unknown_type"] != [], "S18 expert unknown type")
-    c.eq(F[18]["npmp.type"], ["9"], "S18 type")
+    c.eq(F[18]["npmp.type"], ["200"], "S18 type")
     c.eq(F[19]["npmp.type"], ["6", "5"], "S19 bundled START+DATA")
     c.eq(F[19]["sctp.data_payload_proto_id"], ["36", "37"], "S19 ppids")
     c.check(F[20]["npmp.expert.unknown_flow"] != [], "S20 unknown flow")

@@ -84,6 +84,24 @@ def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):
     return result
 
 
+def settled_descriptors(passive, port, cwd):
+    """The passive's descriptors once its SCTP stack has opened all of its own (after one run)."""
+    run_active(f"127.0.0.1:{port}", "-x", "-runtime=0.2", "-tcp", "const10:const100", cwd=cwd, timeout=30)
+    time.sleep(0.5)
+    return len(os.listdir(f"/proc/{passive.proc.pid}/fd"))
+
+
+def descriptors_while_killed(passive, args, cwd, after=1.5):
+    """Starts an active with `args` (SCTP control), lets it run `after` seconds, kills it
+    (SIGKILL: no goodbye) and returns the passive's descriptor count while it was running."""
+    active = subprocess.Popen([NETPERFMETER, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(after)
+    running = len(os.listdir(f"/proc/{passive.proc.pid}/fd"))
+    active.kill()
+    active.wait()
+    return running
+
+
 def read_text(path):
     with open(path, "rb") as f:
         data = f.read()

@@ -49,7 +49,11 @@ rm -f huge.txt huge-out.bz2
 printf -- '--values=v\n--input=large.bz2\n%.0s' 1 2 3 4 5 6 >six.commands
 "$CB" -q -j 1 interrupted.bz2 Var <six.commands 2>int.txt &
 pid=$!
-for _ in $(seq 1 100); do compgen -G "interrupted.bz2.tmp-*" >/dev/null && break; sleep 0.05; done
+# Writing has begun once the output is open (an unnamed O_TMPFILE file, or a named temporary).
+for _ in $(seq 1 100); do
+  { ls -l /proc/$pid/fd 2>/dev/null | grep -q '(deleted)' || compgen -G "interrupted.bz2.tmp-*" >/dev/null; } && break
+  sleep 0.05
+done
 kill -INT $pid
 wait $pid
 rc=$?
@@ -67,6 +71,10 @@ expect_fail "different header" 'other.vec:1: header "Other	Header" differs from 
 expect_fail "missing input" "cannot open missing.vec" try '--values=a 1\n--input=missing.vec\n'
 expect_fail "empty input" "empty.vec: empty file" try '--values=a 1\n--input=empty.vec\n'
 expect_fail "truncated input" "trunc.bz2: truncated bzip2 data" try '--values=a 1\n--input=trunc.bz2\n'
+{ echo "A B"; head -c 100000 /dev/urandom; } >binary.vec
+expect_fail "binary input" 'binary.vec:[0-9]+: binary data \(a NUL byte\), not a table' try '--values=a 1\n--input=binary.vec\n'
+{ echo "A B"; head -c $((3 << 20)) /dev/zero | tr '\0' x; } >longline.vec
+expect_fail "a 3 MiB line" 'longline.vec:2: a line longer than 1 MiB, not a table' try '--values=a 1\n--input=longline.vec\n'
 expect_fail "wrong number of values" '<stdin>:1: --values=a has 1 fields, but there are 2' \
   try '--values=a\n--input=a.vec\n'
 expect_fail "input without values" '<stdin>:1: --input=a.vec without a preceding --values=' \

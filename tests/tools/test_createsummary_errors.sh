@@ -166,4 +166,9 @@ run '--resultsdirectory=o1\n--values=a\n--input=big.sca.bz2\n' Run >/dev/null &&
   [ "$(bzip2 -dc o1/active.flow-ReceivedBitRate.data.bz2 | wc -l)" -eq 20001 ] &&
   pass "compressed tables fit into the small tmpfs" || fail "compressed run on the small tmpfs"
 
+# A line of 3 MiB (not a result file): one line naming file and line, no memory blow-up.
+{ echo "$good"; head -c $((3 << 20)) /dev/zero | tr '\0' x; echo; } >longline.sca
+expect_fail "a 3 MiB line" '^createsummary: error: longline.sca:3: a line longer than 1 MiB' \
+  run '--resultsdirectory=o1\n--values=a\n--input=longline.sca\n' Run
+
 finish

@@ -35,4 +35,6 @@ expect_fail "truncated .bz2" 'trunc.vec.bz2: truncated bzip2 data' "$EV" trunc.v
 expect_fail "missing input" 'cannot open missing.vec' "$EV" missing.vec o.data
 expect_fail "one argument" 'input and output file names expected' "$EV" results.vec
 [ -e o.data ] && fail "output left behind by a failed run" || pass "failed runs leave no output"
+{ echo "version 2"; head -c $((3 << 20)) /dev/zero | tr '\0' x; echo; } >longline.vec
+expect_fail "a 3 MiB line" 'longline.vec:2: a line longer than 1 MiB' "$EV" longline.vec o.data
 finish

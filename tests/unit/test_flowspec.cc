@@ -166,12 +166,6 @@ TEST_CASE("every error path names the bad part") {
              Catch::Contains("255"));
 }
 
-TEST_CASE("fraction encoding on the wire") {
-  CHECK(fractionToWire(1.0) == 0xFFFFFFFFu);
-  CHECK(fractionToWire(0.0) == 0u);
-  CHECK(wireToFraction(fractionToWire(0.25)) == Approx(0.25));
-}
-
 TEST_CASE("error messages stay on one line whatever the input holds") {
   const auto r = parse("const1\n:const\x01x", Protocol::TCP);
   REQUIRE_FALSE(r.spec);

@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
 #include "npmp/messages.h"
 #include "sctp/socket.h"
@@ -32,12 +33,12 @@ TEST_CASE("CMT-SCTP tuning options") {
   CHECK(f.nrSack);
   CHECK(f.rtoMinMs == 200);
   CHECK(f.dac);
-  CHECK(flowspec::sctpTuningFlags(f) == (0x08 | 3 << 4 | 2 << 6));
-  CHECK(flowspec::sctpRtoMinAndDac(f) == (0x8000 | 200));
+  CHECK(control::sctpTuningFlags(control::sctpTuning(f)) == (0x08 | 3 << 4 | 2 << 6));
+  CHECK(control::sctpRtoMinAndDac(control::sctpTuning(f)) == (0x8000 | 200));
   CHECK(sctpSpec("const0:const1400:bufsplit=sender").bufferSplitting == 1);
   CHECK(sctpSpec("const0:const1400:bufsplit=receiver").bufferSplitting == 2);
   CHECK(sctpSpec("const0:const1400:sctpcc=rtcc").sctpCc == 3);
-  CHECK(flowspec::sctpTuningFlags(sctpSpec("const0:const1400")) == 0);
+  CHECK(control::sctpTuningFlags(control::sctpTuning(sctpSpec("const0:const1400"))) == 0);
 }
 
 TEST_CASE("CMT-SCTP tuning errors") {

@@ -72,3 +72,15 @@ TEST_CASE("one-way delay and RFC 3550 jitter") {
   auto c = rx.onMessage(message(2, 2, 96, B | E, 3000), 48, 5800);  // delay 2.8 ms
   CHECK(c.jitterMs == Approx(0.1 + (0.8 - 0.1) / 16));
 }
+
+TEST_CASE("frames begun and never ended do not grow the reassembly table without bound") {
+  ReceiveStatistics rx(60000);  // a long defragtimeout: nothing expires during the test
+  const std::uint32_t begun = 200000;
+  for (std::uint32_t i = 0; i < begun; ++i) rx.onMessage(message(i, i, i * 100ull, B), 100, 1000 + i);
+  CHECK(rx.framesInReassembly() <= 65536);
+  // A frame already in reassembly still completes.
+  rx.onMessage(message(5, 6, 600, E), 100, 900000);
+  CHECK(rx.received().frames == 1);
+  rx.finalize();
+  CHECK(rx.lost().frames == begun - 1);
+}

@@ -1,0 +1,115 @@
+#include "control/flow_mapping.h"
+
+#include <cmath>
+
+namespace npm::control {
+
+std::uint32_t fractionToWire(double fraction) {
+  return static_cast<std::uint32_t>(std::llround(fraction * 4294967295.0));
+}
+
+double wireToFraction(std::uint32_t value) { return static_cast<double>(value) / 4294967295.0; }
+
+sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec) {
+  sctp::Tuning t;
+  t.cmt = spec.cmt;
+  t.ccModule = spec.sctpCc;
+  t.bufferSplitting = spec.bufferSplitting;
+  t.nrSack = spec.nrSack;
+  t.dac = spec.dac;
+  t.rtoMinMs = spec.rtoMinMs;
+  return t;
+}
+
+std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning) {
+  return static_cast<std::uint8_t>((tuning.nrSack ? npmp::kAddFlowNrSack : 0) |
+                                   (tuning.bufferSplitting & 3) << npmp::kAddFlowBufferSplitShift |
+                                   (tuning.ccModule & 3) << npmp::kAddFlowSctpCcShift);
+}
+
+std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning) {
+  return static_cast<std::uint16_t>((tuning.rtoMinMs & npmp::kSctpRtoMinMask) | (tuning.dac ? npmp::kSctpDacBit : 0));
+}
+
+sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac) {
+  sctp::Tuning t;
+  t.cmt = cmt;
+  t.nrSack = (flags & npmp::kAddFlowNrSack) != 0;
+  t.bufferSplitting = (flags >> npmp::kAddFlowBufferSplitShift) & 3;
+  t.ccModule = (flags >> npmp::kAddFlowSctpCcShift) & 3;
+  t.rtoMinMs = rtoMinAndDac & npmp::kSctpRtoMinMask;
+  t.dac = (rtoMinAndDac & npmp::kSctpDacBit) != 0;
+  return t;
+}
+
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId) {
+  const sctp::Tuning tuning = sctpTuning(spec);
+  npmp::AddFlow add;
+  add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
+                                        (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
+                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0) | sctpTuningFlags(tuning));
+  add.flowId = spec.flowId.value_or(0);
+  add.measurementId = measurementId;
+  add.streamId = spec.streamId;
+  add.sctpRtoMinAndDac = sctpRtoMinAndDac(tuning);
+  add.protocol = spec.protocol;
+  add.description = spec.description;
+  add.orderedMode = fractionToWire(spec.ordered);
+  add.reliableMode = fractionToWire(spec.reliable);
+  add.retransmissionTrials = spec.retransmissionTrials;
+  add.frameRate = spec.inbound.rate;
+  add.frameSize = spec.inbound.size;
+  add.rcvBufferSize = spec.rcvBufferSize;
+  add.sndBufferSize = spec.sndBufferSize;
+  add.maxMsgSize = spec.maxMsgSize;
+  add.cmt = spec.cmt;
+  add.ccid = spec.ccid;
+  add.congestionControl = spec.congestionControl;
+  add.onOffEvents = spec.onOff;
+  return add;
+}
+
+measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId) {
+  measure::FlowParameters p;
+  p.measurementId = measurementId;
+  p.flowId = spec.flowId.value_or(0);
+  p.streamId = spec.streamId;
+  p.protocol = spec.protocol;
+  p.description = spec.description;
+  p.outbound = spec.outbound;
+  p.onOff = spec.onOff;
+  p.repeatOnOff = spec.repeatOnOff;
+  p.maxMsgSize = spec.maxMsgSize;
+  p.defragTimeoutMs = spec.defragTimeoutMs;
+  p.errorOnAbort = spec.errorOnAbort;
+  p.debug = spec.debug;
+  return p;
+}
+
+FlowRequest fromAddFlow(const npmp::AddFlow& m) {
+  FlowRequest r;
+  measure::FlowParameters& p = r.parameters;
+  p.measurementId = m.measurementId;
+  p.flowId = m.flowId;
+  p.streamId = m.streamId;
+  p.protocol = m.protocol;
+  p.description = m.description;
+  p.outbound.rate = m.frameRate;
+  p.outbound.size = m.frameSize;
+  p.onOff = m.onOffEvents;
+  p.repeatOnOff = (m.flags & npmp::kAddFlowRepeatOnOff) != 0;
+  p.maxMsgSize = m.maxMsgSize;
+  p.debug = (m.flags & npmp::kAddFlowDebug) != 0;
+  p.errorOnAbort = false;  // the passive ignores send errors, as the reference
+  r.socketOptions.rcvBufferSize = m.rcvBufferSize;
+  r.socketOptions.sndBufferSize = m.sndBufferSize;
+  r.socketOptions.noDelay = (m.flags & npmp::kAddFlowNoDelay) != 0;
+  r.socketOptions.congestionControl = m.congestionControl;
+  r.socketOptions.ccid = m.ccid;
+  r.sctpTuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
+  r.streamPolicy =
+      transport::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);
+  return r;
+}
+
+}  // namespace npm::control

@@ -1,0 +1,47 @@
+// The one mapping between a flow's parameters and its ADD_FLOW message, both directions.
+//
+//   active:  FlowSpec → AddFlow (what the passive is asked to run) and FlowParameters (what
+//            the active runs itself);
+//   passive: AddFlow → FlowRequest (what it runs, with which socket options, SCTP tuning and
+//            per-message delivery policy).
+//
+// ADD_FLOW describes the flow from the passive's point of view: its FrameRate/FrameSize are
+// the active's inbound traffic. This project's extensions travel where the reference sends
+// zeros: the CMT-SCTP tuning in flag bits 3–7 and in the obsolete NDiffPorts field.
+// Pure (no sockets, no clocks); a round trip over every option is unit-tested.
+#pragma once
+
+#include <cstdint>
+
+#include "flowspec/flowspec.h"
+#include "measure/flow.h"
+#include "npmp/messages.h"
+#include "sctp/socket.h"
+#include "transport/sctp_channel.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId);
+measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId);
+
+// What a passive is asked to run by one ADD_FLOW.
+struct FlowRequest {
+  measure::FlowParameters parameters;     // the passive's sending (the active's inbound)
+  transport::SocketOptions socketOptions;  // buffers, TCP_NODELAY, congestion control, DCCP CCID
+  sctp::Tuning sctpTuning;                 // CMT and its tuning (SCTP)
+  transport::StreamPolicy streamPolicy;    // per-message delivery of the passive's sending (SCTP)
+};
+FlowRequest fromAddFlow(const npmp::AddFlow& m);
+
+// The SCTP tuning a flow spec asks for, and its place on the wire.
+sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec);
+std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning);      // ADD_FLOW flag bits 3–7
+std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning);    // ADD_FLOW NDiffPorts
+sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac);
+
+// A fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.
+std::uint32_t fractionToWire(double fraction);
+double wireToFraction(std::uint32_t value);
+
+}  // namespace npm::control

@@ -1,0 +1,315 @@
+#include "control/flow_registry.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/text.h"
+#include "control/passive_session.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+namespace {
+
+using asio::ip::udp;
+using npmp::Protocol;
+using transport::unmapped;
+
+// The peer of a connected socket; unspecified if it cannot be had.
+asio::ip::address peerAddressOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  asio::ip::tcp::endpoint peer;
+  if (len > peer.capacity()) return {};
+  std::memcpy(peer.data(), &ss, len);
+  peer.resize(len);
+  return peer.address();
+}
+
+int localFamilyOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (fd < 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return AF_INET;
+  return ss.ss_family;
+}
+
+}  // namespace
+
+std::string keyName(const FlowKey& k) {
+  char b[96];
+  std::snprintf(b, sizeof(b), "flow %u (measurement $%llx, stream %u)", k.flowId,
+                static_cast<unsigned long long>(k.measurementId), k.streamId);
+  return b;
+}
+
+FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow)
+    : io_(io),
+      allow_(std::move(allow)),
+      pendingConnections_(io, "data connection", limits.identifyTimeout, limits.pendingConnections,
+                          limits.pendingPerHost),
+      pendingAssociations_(io, "SCTP association", limits.identifyTimeout, limits.pendingConnections,
+                           limits.pendingPerHost) {}
+
+// True (and said in a rate-limited line) when `peer` is not in the --allow list.
+bool FlowRegistry::refuse(const asio::ip::address& peer, const std::string& what) {
+  if (transport::allowed(allow_, peer)) return false;
+  if (++refused_ <= 10 || (refused_ & (refused_ - 1)) == 0) {
+    log::warning("Refused " + what + " from " + unmapped(peer).to_string() + ": not in the --allow list (" +
+                 std::to_string(refused_) + " refused so far)");
+  }
+  return true;
+}
+
+std::uint32_t FlowRegistry::add(const std::shared_ptr<Session>& session, const npmp::AddFlow& m) {
+  const FlowKey key{m.measurementId, m.flowId, m.streamId};
+  const std::string from = " from " + session->control().peerName();
+  auto reject = [&](const std::string& why) {
+    log::warning("ADD_FLOW rejected" + from + ": " + why);
+    return npmp::kStatusError;
+  };
+  if (flows_.count(key)) {
+    log::warning("ADD_FLOW for existing " + keyName(key) + from);
+    return npmp::kStatusError;
+  }
+  switch (m.protocol) {
+    case Protocol::TCP:
+    case Protocol::MPTCP:
+    case Protocol::UDP:
+      break;
+    case Protocol::SCTP:
+      if (!sctp_) {
+        log::warning("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
+        return npmp::kStatusUnsupported;
+      }
+      break;
+    case Protocol::DCCP:
+      if (!dccp_) {
+        log::warning("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
+        return npmp::kStatusUnsupported;
+      }
+      break;
+    default:
+      reject(std::string(npmp::protocolName(m.protocol)) + " data flows are not supported by this passive");
+      return npmp::kStatusUnsupported;
+  }
+  if (m.maxMsgSize < npmp::kDataHeaderSize) {
+    return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
+  }
+  if (auto error = transport::checkCongestionControl(m.congestionControl); !error.empty()) return reject(error);
+  if (m.protocol != Protocol::SCTP && m.cmt != 0 &&
+      !(m.cmt == flowspec::kCmtLikeMptcp && m.protocol == Protocol::MPTCP)) {
+    return reject("CMT applies to SCTP flows only");
+  }
+  auto entry = std::make_shared<FlowEntry>();
+  entry->request = fromAddFlow(m);
+  // From the network: no control characters in our files.
+  entry->request.parameters.description = printable(entry->request.parameters.description);
+  entry->flow = std::make_shared<measure::Flow>(io_, entry->request.parameters, false);
+  entry->session = session;
+  flows_[key] = entry;
+  log::debug("Added " + keyName(key) + " (" + npmp::protocolName(m.protocol) + ")" + from);
+  return npmp::kStatusOk;
+}
+
+std::shared_ptr<FlowEntry> FlowRegistry::find(const FlowKey& key) const {
+  auto it = flows_.find(key);
+  return it == flows_.end() ? nullptr : it->second;
+}
+
+void FlowRegistry::remove(const FlowKey& key) {
+  auto it = flows_.find(key);
+  if (it == flows_.end()) return;
+  if (it->second->udpPeer) udpFlows_.erase(*it->second->udpPeer);
+  it->second->flow->close();
+  flows_.erase(it);
+}
+
+void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> channel, Protocol protocol) {
+  const asio::ip::address peer = unmapped(peerAddressOf(channel->fd()));
+  if (refuse(peer, "a data connection")) return channel->close();
+  if (!pendingConnections_.add(channel, peer)) return;
+  transport::DataChannel* raw = channel.get();
+  channel->expect(npmp::Channel::DataFirst);
+  std::weak_ptr<FlowRegistry> weak = shared_from_this();
+  channel->receive(
+      [weak, raw, protocol](std::span<const std::uint8_t> message, std::uint64_t) {
+        auto self = weak.lock();
+        if (!self) return;
+        auto channel = self->pendingConnections_.take(raw);
+        if (!channel) return;
+        const auto decoded = npmp::decode(message);
+        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
+        if (id == nullptr) {
+          log::warning("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
+                       (decoded ? std::string(npmp::typeName(message[0])) : decoded.error));
+          channel->close();
+          return;
+        }
+        self->identify(*id, channel, protocol, peerAddressOf(channel->fd()), std::nullopt);
+      },
+      [weak, raw](const std::string& reason) {
+        auto self = weak.lock();
+        if (!self) return;
+        if (auto channel = self->pendingConnections_.take(raw)) {
+          log::warning("Closing data connection from " + channel->peerName() + ": " + reason);
+          channel->close();
+        }
+      });
+}
+
+// An SCTP data association: each stream announces its flow with IDENTIFY (PPID 36).
+void FlowRegistry::adoptAssociation(std::shared_ptr<transport::SctpAssociation> association) {
+  const auto peers = association->socket().peerAddresses();
+  const asio::ip::address peer = peers.empty() ? asio::ip::address() : unmapped(peers.front());
+  if (refuse(peer, "an SCTP data association")) return association->close();
+  if (!pendingAssociations_.add(association, peer)) return;
+  transport::SctpAssociation* raw = association.get();
+  std::weak_ptr<FlowRegistry> weak = shared_from_this();
+  std::weak_ptr<transport::SctpAssociation> weakAssociation = association;
+  association->start(
+      [weak, weakAssociation, raw](std::uint16_t stream, std::uint32_t, std::span<const std::uint8_t> message,
+                                   std::uint64_t) {
+        auto self = weak.lock();
+        auto association = weakAssociation.lock();
+        if (!self || !association) return;
+        const auto decoded = npmp::decode(message);
+        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
+        if (id == nullptr || id->streamId != stream) {
+          log::warning("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
+                       std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error));
+          association->close();
+          self->pendingAssociations_.take(raw);
+          return;
+        }
+        const FlowKey key{id->measurementId, id->flowId, id->streamId};
+        auto entry = self->find(key);
+        if (entry && entry->flow->parameters().protocol == Protocol::SCTP && !entry->identified) {
+          try {
+            association->socket().tune(entry->request.sctpTuning);
+          } catch (const transport::TransportError& e) {
+            log::warning("Flow " + std::to_string(id->flowId) + ": " + e.what());
+          }
+        }
+        const auto peers = association->socket().peerAddresses();
+        self->identify(*id,
+                       association->stream(stream, entry ? entry->request.streamPolicy : transport::StreamPolicy{}),
+                       Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front(), std::nullopt);
+        // Identified at least once: no longer pending; closed with its last flow.
+        if (association->hasClaims()) self->pendingAssociations_.take(raw);
+      },
+      [weak, raw](const std::string& reason) {
+        auto self = weak.lock();
+        if (!self) return;
+        if (self->pendingAssociations_.take(raw)) log::debug("SCTP association from " + raw->peerName() + ": " + reason);
+      });
+}
+
+void FlowRegistry::deliverDatagram(std::span<const std::uint8_t> message, const udp::endpoint& from,
+                                   std::uint64_t now) {
+  if (auto it = udpFlows_.find(from); it != udpFlows_.end()) {
+    if (auto entry = find(it->second)) entry->flow->deliver(message, now);
+    return;
+  }
+  if (message.size() >= 4 && message[0] == static_cast<std::uint8_t>(npmp::Type::IdentifyFlow)) {
+    if (refuse(from.address(), "UDP data")) return;
+    const auto decoded = npmp::decode(message);
+    if (decoded) {
+      identify(std::get<npmp::IdentifyFlow>(*decoded.message), nullptr, Protocol::UDP, from.address(), from);
+      return;
+    }
+  }
+  // Rate-limited: a flood of garbage must not flood the log.
+  if (++udpGarbage_ <= 10 || (udpGarbage_ & (udpGarbage_ - 1)) == 0) {
+    log::warning("Ignored " + std::to_string(message.size()) + " bytes of UDP from " +
+                 transport::endpointName(from.address(), from.port()) + ": not from an identified flow (" +
+                 std::to_string(udpGarbage_) + " so far)");
+  }
+}
+
+void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel,
+                            Protocol protocol, const asio::ip::address& from, std::optional<udp::endpoint> udpPeer) {
+  const FlowKey key{id.measurementId, id.flowId, id.streamId};
+  auto entry = find(key);
+  const std::string where = " on " + std::string(npmp::protocolName(protocol)) + " from " +
+                            (channel ? channel->peerName() : transport::endpointName(udpPeer->address(), udpPeer->port()));
+  auto reject = [&](const std::string& why) {
+    if (++rejected_ <= 10 || (rejected_ & (rejected_ - 1)) == 0) {  // a flood must not flood the log
+      log::warning("Rejected IDENTIFY for " + keyName(key) + where + ": " + why + " (" + std::to_string(rejected_) +
+                   " rejected so far)");
+    }
+    if (channel) channel->close();
+  };
+  if (!entry) return reject("no such flow");
+  if (entry->identified) return reject("the flow is already identified");
+  if (entry->flow->parameters().protocol != protocol) {
+    return reject(std::string("the flow was added as ") + npmp::protocolName(entry->flow->parameters().protocol));
+  }
+  auto session = entry->session.lock();
+  if (!session) return reject("its control connection is gone");
+  if (udpPeer && unmapped(from) != session->peerAddress()) {
+    // No traffic reflection: UDP data goes only to the host that controls the flow (the
+    // connection-oriented transports prove their address in the handshake).
+    return reject("the control connection came from " + session->peerAddress().to_string());
+  }
+  if (udpPeer) {
+    udpFlows_[*udpPeer] = key;
+    entry->udpPeer = udpPeer;
+    channel = transport::makeUdpPeerChannel(*udp_, *udpPeer);
+  } else if (protocol != Protocol::SCTP) {  // SCTP: the association's stream, tuned by the caller
+    try {
+      auto options = entry->request.socketOptions;
+      options.ccid = 0;  // DCCP: the active's socket chose it before connecting; a connected one cannot
+      transport::configureSocket(channel->fd(), protocol, localFamilyOf(channel->fd()), options);
+    } catch (const transport::TransportError& e) {
+      log::warning("Flow " + std::to_string(id.flowId) + ": " + e.what());
+    }
+  }
+  entry->identified = true;
+  auto flow = entry->flow;
+  flow->attach(channel);
+  if (!(id.flags & npmp::kIdentifyNoVectors)) {
+    try {
+      measure::FlowVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
+      writer.setBudget(session->spool());
+      flow->setVector(std::move(writer));
+    } catch (const FileError& e) {
+      log::error(std::string("Per-flow vector: ") + e.what());
+    }
+  }
+  flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<Session>(session)](const std::string& reason) {
+    log::warning("Data connection of " + keyName(key) + " from " + peer + ": " + reason);
+    if (auto s = weak.lock()) s->flowFailed(key.measurementId);
+  });
+  if (!udpPeer) {
+    channel->expect(npmp::Channel::Data);
+    flow->startReceiving();
+  }
+  log::debug("Identified " + keyName(key) + where);
+  session->acknowledge(id.flowId, id.measurementId, id.streamId, npmp::kStatusOk);
+}
+
+void FlowRegistry::closeAll() {
+  pendingAssociations_.closeAll();
+  pendingConnections_.closeAll();
+  for (auto& [key, entry] : flows_) entry->flow->close();
+}
+
+measure::Counters FlowRegistry::transmitted() const {
+  measure::Counters c;
+  for (const auto& [key, entry] : flows_) c += entry->flow->transmitted().total;
+  return c;
+}
+
+measure::Counters FlowRegistry::received() const {
+  measure::Counters c;
+  for (const auto& [key, entry] : flows_) c += entry->flow->received().received();
+  return c;
+}
+
+}  // namespace npm::control

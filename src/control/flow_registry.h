@@ -1,0 +1,98 @@
+// The passive's flows: ADD_FLOW creates one, IDENTIFY on a data connection (or the first
+// datagram of a UDP peer, or a stream of an SCTP association) binds its transport to it,
+// UDP datagrams are demultiplexed by their source, REMOVE_FLOW and the end of a session
+// remove it. Data connections that have not identified themselves wait in pending tables.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "control/flow_mapping.h"
+#include "control/pending_table.h"
+#include "measure/flow.h"
+#include "measure/statistics.h"
+#include "npmp/messages.h"
+#include "transport/channel.h"
+#include "transport/sctp_channel.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+class Session;
+
+struct FlowKey {
+  std::uint64_t measurementId;
+  std::uint32_t flowId;
+  std::uint16_t streamId;
+  auto operator<=>(const FlowKey&) const = default;
+};
+std::string keyName(const FlowKey& key);
+
+// Everything the passive knows about one flow.
+struct FlowEntry {
+  std::shared_ptr<measure::Flow> flow;
+  std::weak_ptr<Session> session;  // whose control connection added it
+  FlowRequest request;             // socket options, SCTP tuning and policy from ADD_FLOW
+  bool identified = false;
+  std::optional<asio::ip::udp::endpoint> udpPeer;
+};
+
+struct FlowLimits {
+  std::size_t pendingConnections = 1024;  // accepted, not identified yet
+  std::size_t pendingPerHost = 128;
+  Clock::duration identifyTimeout = std::chrono::seconds(30);
+};
+
+class FlowRegistry : public std::enable_shared_from_this<FlowRegistry> {
+public:
+  // `allow`: the peers that may send data (empty: everyone).
+  FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow);
+
+  // What the passive serves, for checking ADD_FLOW, and its shared UDP socket.
+  void setDataTransports(bool sctp, bool dccp) { sctp_ = sctp, dccp_ = dccp; }
+  void setUdpSocket(asio::ip::udp::socket* socket) { udp_ = socket; }
+
+  // ADD_FLOW of `session`: the acknowledgement status.
+  std::uint32_t add(const std::shared_ptr<Session>& session, const npmp::AddFlow& m);
+  std::shared_ptr<FlowEntry> find(const FlowKey& key) const;
+  void remove(const FlowKey& key);
+
+  // A new TCP, MPTCP or DCCP data connection, or SCTP data association: it must identify its
+  // flow (its streams' flows) before anything else.
+  void adoptConnection(std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol);
+  void adoptAssociation(std::shared_ptr<transport::SctpAssociation> association);
+  // A datagram on the shared UDP socket.
+  void deliverDatagram(std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now);
+
+  void closeAll();
+  std::size_t size() const { return flows_.size(); }
+  measure::Counters transmitted() const;
+  measure::Counters received() const;
+
+private:
+  void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel,
+                npmp::Protocol protocol, const asio::ip::address& from,
+                std::optional<asio::ip::udp::endpoint> udpPeer);
+
+  bool refuse(const asio::ip::address& peer, const std::string& what);
+
+  asio::io_context& io_;
+  std::vector<transport::AddressPrefix> allow_;
+  std::uint64_t refused_ = 0, rejected_ = 0;
+  bool sctp_ = false, dccp_ = false;
+  asio::ip::udp::socket* udp_ = nullptr;
+  std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
+  std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;
+  PendingTable<transport::DataChannel> pendingConnections_;
+  PendingTable<transport::SctpAssociation> pendingAssociations_;
+  std::uint64_t udpGarbage_ = 0;
+};
+
+}  // namespace npm::control

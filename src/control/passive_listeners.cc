@@ -1,0 +1,352 @@
+#include "control/passive_listeners.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+namespace {
+
+using asio::ip::tcp;
+using asio::ip::udp;
+using npmp::Protocol;
+using transport::unmapped;
+
+asio::ip::address anyAddress(int family) {
+  return family == AF_INET6 ? asio::ip::address(asio::ip::address_v6::any())
+                            : asio::ip::address(asio::ip::address_v4::any());
+}
+
+// An accept that failed for want of resources (EMFILE, ENFILE, ENOBUFS) would fail again at
+// once: wait a little before the next one, and say so only now and then.
+class AcceptBackoff {
+public:
+  void failed(const char* what, const boost::system::error_code& ec) {
+    if (++failures_ <= 5 || (failures_ & (failures_ - 1)) == 0) {
+      log::warning(std::string("Accepting ") + what + " failed: " + ec.message() + " (" +
+                   std::to_string(failures_) + " times so far)");
+    }
+  }
+  static constexpr auto kPause = std::chrono::milliseconds(100);
+
+private:
+  std::uint64_t failures_ = 0;
+};
+
+AcceptBackoff& backoff() {
+  static AcceptBackoff b;
+  return b;
+}
+
+// Runs `next` now, or after a pause when the last accept failed.
+template <class F>
+void acceptAgain(asio::io_context& io, bool failed, F next) {
+  if (!failed) return next();
+  auto timer = std::make_shared<asio::steady_timer>(io, AcceptBackoff::kPause);
+  timer->async_wait([timer, next](const boost::system::error_code& ec) {
+    if (!ec) next();
+  });
+}
+
+}  // namespace
+
+Listeners::Listeners(asio::io_context& io, const PassiveOptions& options, ListenerHandlers handlers)
+    : io_(io), options_(options), handlers_(std::move(handlers)), udp_(io) {}
+
+void Listeners::open() {
+  const std::uint16_t base = options_.port;
+  std::vector<std::string> control;
+  if (options_.controlOverTcp || options_.controlOverMptcp) {
+    openStream(Protocol::TCP, static_cast<std::uint16_t>(base + 1), options_.controlAddresses, true,
+               options_.controlOverMptcp);
+    control.push_back(options_.controlOverMptcp ? "MPTCP/TCP" : "TCP");
+  }
+  openStream(Protocol::TCP, base, options_.localAddresses, false, false);
+  std::string data = "TCP/UDP";
+  openUdp();
+  openDccp();
+  if (dccp_) data += "/DCCP";
+  if (options_.controlOverSctp) openSctp();
+  if (!sctpListeners_.empty()) {
+    control.insert(control.begin(), "SCTP");
+    data = "SCTP/" + data;
+  }
+  if (control.empty()) {
+    throw transport::TransportError("no control listener could be opened (SCTP is not available and -Y was given)");
+  }
+  std::string mptcp;
+  try {
+    openStream(Protocol::MPTCP, static_cast<std::uint16_t>(base - 1), options_.localAddresses, false, false);
+    mptcp = ", and MPTCP on port " + std::to_string(base - 1);
+  } catch (const transport::TransportError& e) {
+    log::info(std::string("No MPTCP data listener: ") + e.what());
+  }
+  std::string controlNames;
+  for (const auto& c : control) controlNames += (controlNames.empty() ? "" : "/") + c;
+  log::info("Passive mode: waiting for incoming connections: control channel = " + controlNames + " on port " +
+            std::to_string(base + 1) + ", data channel = " + data + " on port " + std::to_string(base) + mptcp);
+}
+
+void Listeners::close() {
+  closed_ = true;
+  boost::system::error_code ec;
+  for (auto& a : acceptors_) a->close(ec);
+  udp_.close(ec);
+  if (dccp_) dccp_->close(ec);
+  for (auto& l : sctpListeners_) l->close();
+}
+
+int Listeners::family(const std::vector<asio::ip::address>& addresses) const {
+  if (!addresses.empty()) return addresses.front().is_v6() ? AF_INET6 : AF_INET;
+  const int probe = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return AF_INET;
+  ::close(probe);
+  return AF_INET6;
+}
+
+void Listeners::openStream(Protocol protocol, std::uint16_t port, const std::vector<asio::ip::address>& addresses,
+                           bool control, bool mptcpControl) {
+  const int family = this->family(addresses);
+  const Protocol socketProtocol = mptcpControl ? Protocol::MPTCP : protocol;
+  const int fd = transport::openSocket(socketProtocol, family);
+  try {
+    transport::SocketOptions o;
+    o.reuseAddress = true;
+    if (family == AF_INET6) o.v6only = options_.v6only;
+    if (!control) {
+      o.rcvBufferSize = options_.rcvBufferSize;
+      o.sndBufferSize = options_.sndBufferSize;
+    } else {
+      o.noDelay = socketProtocol == Protocol::TCP || socketProtocol == Protocol::MPTCP;
+    }
+    transport::configureSocket(fd, socketProtocol, family, o);
+    transport::bindSocket(fd, addresses.empty() ? anyAddress(family) : addresses.front(), port);
+    if (::listen(fd, 128) != 0) {
+      throw transport::TransportError("cannot listen on port " + std::to_string(port) + ": " + std::strerror(errno));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  auto acceptor = std::make_shared<tcp::acceptor>(io_);
+  acceptor->assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+  acceptors_.push_back(acceptor);
+  if (control) {
+    acceptControl(acceptor);
+  } else {
+    acceptData(acceptor, protocol);
+  }
+}
+
+void Listeners::acceptControl(std::shared_ptr<tcp::acceptor> acceptor) {
+  acceptor->async_accept([weak = weak_from_this(), acceptor](const boost::system::error_code& ec, tcp::socket socket) {
+    auto self = weak.lock();
+    if (!self || self->closed_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      const auto remote = socket.remote_endpoint(ignored);
+      self->handlers_.control(std::make_shared<ControlChannel>(
+          self->io_.get_executor(),
+          tcpControl(std::move(socket), npmp::Channel::ControlToPassive, self->options_.controlOverMptcp),
+          transport::endpointName(remote.address(), remote.port()), remote.address()));
+    } else {
+      backoff().failed("a control connection", ec);
+    }
+    acceptAgain(self->io_, ec.failed(), [weak, acceptor] {
+      if (auto self = weak.lock()) self->acceptControl(acceptor);
+    });
+  });
+}
+
+void Listeners::acceptData(std::shared_ptr<tcp::acceptor> acceptor, Protocol protocol) {
+  acceptor->async_accept([weak = weak_from_this(), acceptor, protocol](const boost::system::error_code& ec,
+                                                                        tcp::socket socket) {
+    auto self = weak.lock();
+    if (!self || self->closed_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      self->handlers_.connection(transport::makeStreamChannel(std::move(socket)), protocol);
+    } else {
+      backoff().failed("a data connection", ec);
+    }
+    acceptAgain(self->io_, ec.failed(), [weak, acceptor, protocol] {
+      if (auto self = weak.lock()) self->acceptData(acceptor, protocol);
+    });
+  });
+}
+
+void Listeners::openUdp() {
+  const int family = this->family(options_.localAddresses);
+  const int fd = transport::openSocket(Protocol::UDP, family);
+  try {
+    transport::SocketOptions o;
+    o.reuseAddress = true;
+    if (family == AF_INET6) o.v6only = options_.v6only;
+    o.rcvBufferSize = options_.rcvBufferSize;
+    o.sndBufferSize = options_.sndBufferSize;
+    transport::configureSocket(fd, Protocol::UDP, family, o);
+    transport::bindSocket(fd, options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
+                          options_.port);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  udp_.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
+  udp_.non_blocking(true);  // drainUdp() reads until would_block
+  udpBuffer_.resize(65536);
+  receiveUdp();
+}
+
+void Listeners::receiveUdp() {
+  udp_.async_wait(udp::socket::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->closed_) return;
+    self->drainUdp();
+    self->receiveUdp();
+  });
+}
+
+void Listeners::drainUdp() {
+  for (int i = 0; i < 64; ++i) {
+    udp::endpoint from;
+    boost::system::error_code ec;
+    const std::size_t n = udp_.receive_from(asio::buffer(udpBuffer_), from, 0, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+    if (ec) continue;  // ICMP errors of earlier sends
+    handlers_.datagram(std::span<const std::uint8_t>(udpBuffer_.data(), n), from, transport::nowMicros());
+  }
+}
+
+void Listeners::openDccp() {
+  openDccp(this->family(options_.localAddresses));
+}
+
+void Listeners::openDccp(int family) {
+  int fd = -1;
+  try {
+    fd = transport::openSocket(Protocol::DCCP, family);
+    transport::SocketOptions o;
+    o.reuseAddress = true;
+    if (family == AF_INET6) o.v6only = options_.v6only;
+    transport::configureSocket(fd, Protocol::DCCP, family, o);
+    transport::bindSocket(fd, options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
+                          options_.port);
+    if (::listen(fd, 128) != 0) throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
+  } catch (const transport::TransportError& e) {
+    if (fd >= 0) ::close(fd);
+    if (family == AF_INET6 && options_.localAddresses.empty()) {
+      // DCCP over IPv6 is a module of its own (dccp_ipv6); serve IPv4 when only that is there.
+      log::debug(std::string("No DCCP over IPv6: ") + e.what() + "; trying IPv4");
+      return openDccp(AF_INET);
+    }
+    log::info(std::string("No DCCP data listener: ") + e.what());
+    return;
+  }
+  dccp_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  acceptDccp();
+}
+
+void Listeners::acceptDccp() {
+  dccp_->async_wait(asio::posix::stream_descriptor::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->closed_) return;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    const int fd = ::accept4(self->dccp_->native_handle(), reinterpret_cast<sockaddr*>(&ss), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const bool failed = fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED;
+    if (fd >= 0) {
+      asio::ip::tcp::endpoint peer;
+      if (len <= peer.capacity()) {
+        std::memcpy(peer.data(), &ss, len);
+        peer.resize(len);
+      }
+      self->handlers_.connection(
+          transport::makeDccpChannel(self->io_, fd, transport::endpointName(peer.address(), peer.port())),
+          Protocol::DCCP);
+    } else if (failed) {
+      backoff().failed("a DCCP connection", boost::system::error_code(errno, boost::system::system_category()));
+    }
+    acceptAgain(self->io_, failed, [weak] {
+      if (auto self = weak.lock()) self->acceptDccp();
+    });
+  });
+}
+
+void Listeners::openSctp() {
+  sctp::Stack stack;
+  try {
+    stack = sctp::resolve(options_.sctpStack, false);
+  } catch (const transport::TransportError& e) {
+    log::warning(std::string("No SCTP listeners: ") + e.what());
+    return;
+  }
+  const int family = this->family(options_.localAddresses);
+  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort};
+  try {
+    for (const bool control : {true, false}) {
+      std::shared_ptr<sctp::Socket> listener = sctp::open(stack, io_, family, settings);
+      sctp::SocketOptions o;
+      // Control needs one stream; data associations carry up to 65535 flows. Every stream
+      // costs the stack memory for the association's lifetime (65535 cost ~4 MB).
+      o.streams = control ? 1 : 65535;
+      if (control) {
+        // An active that dies without a word (SIGKILL) is noticed in about half a minute,
+        // not after the stacks' default of several minutes.
+        o.heartbeatMs = 5000;
+        o.maxRetransmissions = 4;
+      }
+      o.noDelay = true;
+      if (family == AF_INET6) o.v6only = options_.v6only;
+      if (!control) {
+        o.rcvBufferSize = options_.rcvBufferSize;
+        o.sndBufferSize = options_.sndBufferSize;
+      }
+      listener->configure(o);
+      const auto& addresses = control ? options_.controlAddresses : options_.localAddresses;
+      listener->bind(addresses, static_cast<std::uint16_t>(control ? options_.port + 1 : options_.port));
+      listener->listen();
+      sctpListeners_.push_back(listener);
+      acceptSctp(listener, control);
+    }
+  } catch (const transport::TransportError& e) {
+    log::warning(std::string("No SCTP listeners: ") + e.what());
+    for (auto& l : sctpListeners_) l->close();
+    sctpListeners_.clear();
+    return;
+  }
+  if (stack == sctp::Stack::Userland) {
+    log::info("SCTP: userland stack (usrsctp) over UDP port " + std::to_string(sctp::userlandEncapsulationPort()));
+  } else {
+    log::info("SCTP: kernel stack");
+  }
+}
+
+void Listeners::acceptSctp(std::shared_ptr<sctp::Socket> listener, bool control) {
+  listener->asyncWait(false, [weak = weak_from_this(), listener, control] {
+    auto self = weak.lock();
+    if (!self || self->closed_) return;
+    while (auto socket = listener->accept()) {
+      const auto peers = socket->peerAddresses();
+      const asio::ip::address peer = peers.empty() ? asio::ip::address() : unmapped(peers.front());
+      const std::string name = (peer.is_v6() ? "[" + peer.to_string() + "]" : peer.to_string()) + " (SCTP)";
+      auto association = std::make_shared<transport::SctpAssociation>(self->io_, std::move(socket), name);
+      if (control) {
+        self->handlers_.control(std::make_shared<ControlChannel>(
+            self->io_.get_executor(), sctpControl(association, npmp::Channel::ControlToPassive), name, peer));
+      } else {
+        self->handlers_.association(association);
+      }
+    }
+    self->acceptSctp(listener, control);
+  });
+}
+
+}  // namespace npm::control

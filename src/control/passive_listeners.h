@@ -1,0 +1,71 @@
+// The passive's listening sockets: NPMP-CONTROL on BASE+1 (TCP or MPTCP, SCTP), NPMP-DATA
+// on BASE (TCP, UDP, DCCP where the kernel has it, SCTP) and BASE-1 (MPTCP). They accept
+// and hand on; what a connection is for is decided by the handlers.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "control/control_channel.h"
+#include "control/passive.h"
+#include "transport/channel.h"
+#include "transport/sctp_channel.h"
+
+namespace npm::control {
+
+struct ListenerHandlers {
+  // A new control connection (TCP, MPTCP or SCTP association).
+  std::function<void(std::shared_ptr<ControlChannel>)> control;
+  // A new data connection (TCP, MPTCP, DCCP) or SCTP data association.
+  std::function<void(std::shared_ptr<transport::DataChannel>, npmp::Protocol)> connection;
+  std::function<void(std::shared_ptr<transport::SctpAssociation>)> association;
+  // A datagram on the shared UDP socket.
+  std::function<void(std::span<const std::uint8_t>, const asio::ip::udp::endpoint&, std::uint64_t now)> datagram;
+};
+
+class Listeners : public std::enable_shared_from_this<Listeners> {
+public:
+  Listeners(asio::io_context& io, const PassiveOptions& options, ListenerHandlers handlers);
+
+  // Opens every listener; throws transport::TransportError when no control listener works.
+  void open();
+  void close();
+
+  bool servesSctp() const { return !sctpListeners_.empty(); }
+  bool servesDccp() const { return dccp_ != nullptr; }
+  asio::ip::udp::socket& udp() { return udp_; }
+
+private:
+  int family(const std::vector<asio::ip::address>& addresses) const;
+  void openStream(npmp::Protocol protocol, std::uint16_t port, const std::vector<asio::ip::address>& addresses,
+                  bool control, bool mptcpControl);
+  void openUdp();
+  void openDccp();
+  void openDccp(int family);
+  void openSctp();
+  void acceptControl(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
+  void acceptData(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, npmp::Protocol protocol);
+  void acceptDccp();
+  void acceptSctp(std::shared_ptr<sctp::Socket> listener, bool control);
+  void receiveUdp();
+  void drainUdp();
+
+  asio::io_context& io_;
+  const PassiveOptions& options_;
+  ListenerHandlers handlers_;
+  std::vector<std::shared_ptr<asio::ip::tcp::acceptor>> acceptors_;
+  asio::ip::udp::socket udp_;
+  std::vector<std::uint8_t> udpBuffer_;
+  std::unique_ptr<asio::posix::stream_descriptor> dccp_;
+  std::vector<std::shared_ptr<sctp::Socket>> sctpListeners_;
+  bool closed_ = false;
+};
+
+}  // namespace npm::control

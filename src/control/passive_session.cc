@@ -1,0 +1,362 @@
+#include "control/passive_session.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <cinttypes>
+
+#include "common/fileio.h"
+#include "common/log.h"
+#include "control/auth.h"
+#include "control/stop_flows.h"
+#include "transport/sockets.h"
+#include "transport/channel.h"
+
+namespace npm::control {
+
+namespace {
+
+constexpr std::size_t kUploadWindow = 256 * 1024;  // RESULTS bytes queued before waiting for the peer
+
+std::string hex64(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "%" PRIx64, v);
+  return b;
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<PassiveState> state, std::shared_ptr<ControlChannel> control)
+    : state_(std::move(state)),
+      control_(std::move(control)),
+      spool_(std::make_shared<measure::SpoolBudget>(state_->limits.spoolPerSession, "per session (--max-spool)",
+                                                    state_->spool)) {}
+
+void Session::start() {
+  state_->sessions.insert(this);
+  control_->limitQueue(state_->limits.controlQueueBytes);
+  control_->start();
+  asio::co_spawn(state_->io, [self = shared_from_this()]() { return self->run(); }, asio::detached);
+}
+
+void Session::close() {
+  closing_ = true;
+  control_->close();
+}
+
+void Session::acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
+                          std::uint32_t status) {
+  npmp::Bytes b;
+  npmp::encode(npmp::Acknowledge{flowId, measurementId, streamId, status}, b);
+  control_->send(std::move(b));
+}
+
+void Session::flowFailed(std::uint64_t measurementId) {
+  auto it = measurements_.find(measurementId);
+  if (it == measurements_.end() || !it->second.measurement->running()) return;
+  const auto& flows = it->second.measurement->flows();
+  if (flows.empty()) return;
+  for (const auto& f : flows) {
+    if (!f->failed() || f->parameters().protocol == npmp::Protocol::UDP) return;
+  }
+  log::warning("Closing control connection from " + control_->peerName() + ": every data connection of measurement $" +
+               hex64(measurementId) + " is gone");
+  close();
+}
+
+bool Session::measuring() const {
+  for (const auto& [id, m] : measurements_) {
+    if (m.measurement->running()) return true;
+  }
+  return false;
+}
+
+// A host that the --allow list does not name, or an active that does not authenticate: its
+// first message is answered with ACKNOWLEDGE `status`, so that the active can say why, and
+// the connection closed.
+asio::awaitable<void> Session::refuse(std::uint32_t status) {
+  const auto message = co_await control_->next(state_->limits.firstMessageTimeout);
+  if (!message) co_return;
+  co_await refuse(status, *message);
+}
+
+asio::awaitable<void> Session::refuse(std::uint32_t status, const npmp::Bytes& message) {
+  const auto decoded = npmp::decode(message);
+  if (!decoded) co_return;
+  std::uint32_t flowId = 0;
+  std::uint64_t measurementId = 0;
+  std::uint16_t streamId = 0;
+  std::visit(
+      [&](const auto& m) {
+        if constexpr (requires { m.measurementId; }) measurementId = m.measurementId;
+        if constexpr (requires { m.flowId; }) flowId = m.flowId;
+        if constexpr (requires { m.streamId; }) streamId = m.streamId;
+      },
+      *decoded.message);
+  acknowledge(flowId, measurementId, streamId, status);
+  co_await control_->drained(0);
+}
+
+// The active proves the shared key (and learns that the passive has it too); see auth.h.
+asio::awaitable<bool> Session::authenticate() {
+  const auto hello = co_await control_->next(state_->limits.firstMessageTimeout);
+  if (!hello) co_return false;
+  const auto decoded = npmp::decode(*hello);
+  const auto* h = decoded ? std::get_if<npmp::AuthHello>(&*decoded.message) : nullptr;
+  if (h == nullptr) {
+    log::warning("Refused control connection from " + control_->peerName() +
+                 ": it does not authenticate (this passive requires --auth-key-file)");
+    co_await refuse(npmp::kStatusAuthenticationRequired, *hello);
+    co_return false;
+  }
+  npmp::AuthChallenge challenge;
+  challenge.nonce = newNonce();
+  challenge.mac = passiveProof(*state_->authKey, h->nonce, challenge.nonce);
+  npmp::Bytes out;
+  npmp::encode(challenge, out);
+  control_->send(std::move(out));
+  const auto response = co_await control_->next(state_->limits.firstMessageTimeout);
+  const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult{};
+  const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer.message) : nullptr;
+  if (r == nullptr || !sameProof(r->mac, activeProof(*state_->authKey, challenge.nonce, h->nonce))) {
+    if (++authFailures_ <= 10 || (authFailures_ & (authFailures_ - 1)) == 0) {
+      log::warning("Refused control connection from " + control_->peerName() + ": authentication failed (" +
+                   std::to_string(authFailures_) + " failures so far)");
+    }
+    acknowledge(0, 0, 0, npmp::kStatusNotAllowed);
+    co_await control_->drained(0);
+    co_return false;
+  }
+  acknowledge(0, 0, 0, npmp::kStatusOk);
+  log::debug("Control connection from " + control_->peerName() + " authenticated");
+  co_return true;
+}
+
+asio::awaitable<void> Session::run() {
+  auto self = shared_from_this();
+  log::debug("Control connection from " + control_->peerName());
+  try {
+    if (!transport::allowed(state_->allow, control_->peerAddress())) {
+      log::warning("Refused control connection from " + control_->peerName() + ": not in the --allow list");
+      co_await refuse(npmp::kStatusNotAllowed);
+      cleanup();
+      co_return;
+    }
+    if (state_->authKey && !co_await authenticate()) {
+      cleanup();
+      co_return;
+    }
+    for (bool first = true;; first = false) {
+      // Quiet control connections are closed soon: seconds before the first message, and
+      // when no measurement runs; a running measurement may be silent as long as it lasts.
+      const auto timeout = first ? state_->limits.firstMessageTimeout : state_->limits.idleTimeout;
+      auto message = co_await control_->next(timeout);
+      if (!message) {
+        if (measuring()) continue;
+        log::warning("Closing control connection from " + control_->peerName() + ": no message for " +
+                     std::to_string(timeout.count()) + " s" + (first ? " after connecting" : ""));
+        break;
+      }
+      const auto decoded = npmp::decode(*message);
+      if (!decoded) {
+        log::warning("Closing control connection from " + control_->peerName() + ": " + decoded.error);
+        break;
+      }
+      const npmp::Message& m = *decoded.message;
+      if (const auto* add = std::get_if<npmp::AddFlow>(&m)) {
+        handleAddFlow(*add);
+      } else if (const auto* start = std::get_if<npmp::Start>(&m)) {
+        handleStart(*start);
+      } else if (const auto* stop = std::get_if<npmp::Stop>(&m)) {
+        co_await handleStop(*stop);
+      } else if (const auto* remove = std::get_if<npmp::RemoveFlow>(&m)) {
+        co_await handleRemoveFlow(*remove);
+      } else if (std::holds_alternative<npmp::AuthHello>(m) && !state_->authKey) {
+        log::warning("Control connection from " + control_->peerName() +
+                     " asks to authenticate, but this passive has no --auth-key-file");
+        acknowledge(0, 0, 0, npmp::kStatusError);
+      } else {
+        log::warning("Closing control connection from " + control_->peerName() + ": unexpected " +
+                     npmp::typeName((*message)[0]) + " message");
+        break;
+      }
+    }
+  } catch (const ControlError& e) {
+    if (!closing_) log::debug("Control connection from " + control_->peerName() + " ended: " + e.what());
+  } catch (const std::exception& e) {
+    log::error("Control connection from " + control_->peerName() + ": " + e.what());
+  }
+  cleanup();
+}
+
+void Session::handleAddFlow(const npmp::AddFlow& m) {
+  std::uint32_t status = npmp::kStatusError;
+  if (flows_.size() >= state_->limits.flowsPerSession) {
+    log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
+                 std::to_string(state_->limits.flowsPerSession) + " flows (--max-flows)");
+  } else if (onOffEvents_ + m.onOffEvents.size() > state_->limits.onOffEventsPerSession) {
+    log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
+                 std::to_string(state_->limits.onOffEventsPerSession) + " on/off events in one session");
+  } else {
+    status = state_->flows->add(shared_from_this(), m);
+  }
+  if (status == npmp::kStatusOk) {
+    flows_.insert(FlowKey{m.measurementId, m.flowId, m.streamId});
+    onOffEvents_ += m.onOffEvents.size();
+  }
+  acknowledge(m.flowId, m.measurementId, m.streamId, status);
+}
+
+void Session::handleStart(const npmp::Start& m) {
+  if (!measurements_.count(m.measurementId) && measurements_.size() >= state_->limits.measurementsPerSession) {
+    log::warning("START rejected from " + control_->peerName() + ": more than " +
+                 std::to_string(state_->limits.measurementsPerSession) + " measurements in one session");
+    acknowledge(0, m.measurementId, 0, npmp::kStatusError);
+    return;
+  }
+  auto& pm = measurements_[m.measurementId];
+  if (pm.measurement && pm.measurement->running()) {
+    log::warning("START for measurement already running, from " + control_->peerName());
+    acknowledge(0, m.measurementId, 0, npmp::kStatusError);
+    return;
+  }
+  pm.measurement = std::make_shared<measure::Measurement>(state_->io, m.measurementId);
+  pm.flags = m.flags;
+  std::uint32_t status = npmp::kStatusOk;
+  try {
+    if (!(m.flags & npmp::kStartNoVectors)) {
+      pm.measurement->setVector(measure::MeasurementVectorWriter(
+          OutputFile::anonymous((m.flags & npmp::kStartCompressVectors) != 0)));
+    }
+  } catch (const FileError& e) {
+    log::error(std::string("Measurement vector: ") + e.what());
+    status = npmp::kStatusError;
+  }
+  for (const FlowKey& key : flows_) {
+    if (key.measurementId != m.measurementId) continue;
+    auto entry = state_->flows->find(key);
+    if (entry && entry->identified) pm.measurement->flows().push_back(entry->flow);
+  }
+  pm.measurement->start(transport::nowMicros());
+  log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
+            std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName());
+  acknowledge(0, m.measurementId, 0, status);
+}
+
+asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
+  auto it = measurements_.find(m.measurementId);
+  if (it == measurements_.end() || !it->second.measurement->running()) {
+    acknowledge(0, m.measurementId, 0, npmp::kStatusError);
+    co_return;
+  }
+  // Owned here: the measurement outlives this frame's waits whatever happens to the session.
+  const std::shared_ptr<measure::Measurement> measurement = it->second.measurement;
+  const std::uint8_t flags = it->second.flags;
+  auto& flows = measurement->flows();
+  co_await stopSending(state_->io.get_executor(), flows);
+  // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
+  // build) may hold megabytes in its receive queues when STOP comes.
+  co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2));
+  for (auto& f : flows) f->finishReceiving();
+  const measure::MeasurementResult result = measurement->stop(transport::nowMicros());
+
+  std::FILE* vectorFile = nullptr;
+  std::FILE* scalarFile = nullptr;
+  std::uint32_t status = npmp::kStatusOk;
+  try {
+    if (auto* v = measurement->vector()) vectorFile = v->file().takeForReading();
+    if (!(flags & npmp::kStartNoScalars)) {
+      OutputFile scalars = OutputFile::anonymous((flags & npmp::kStartCompressScalars) != 0);
+      measure::writeScalars(scalars, "passive", result);
+      scalarFile = scalars.takeForReading();
+    }
+  } catch (const FileError& e) {
+    log::error(std::string("Results of the measurement: ") + e.what());
+    status = npmp::kStatusError;
+  }
+  acknowledge(0, m.measurementId, 0, status);
+  if (status == npmp::kStatusOk) {
+    if (vectorFile != nullptr) co_await upload(vectorFile);
+    if (scalarFile != nullptr) co_await upload(scalarFile);
+  }
+  if (vectorFile != nullptr) std::fclose(vectorFile);
+  if (scalarFile != nullptr) std::fclose(scalarFile);
+  measurements_.erase(m.measurementId);
+}
+
+asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
+  const FlowKey key{m.measurementId, m.flowId, m.streamId};
+  auto entry = flows_.count(key) ? state_->flows->find(key) : nullptr;
+  if (!entry) {
+    if (++unknownRemovals_ <= 10 || (unknownRemovals_ & (unknownRemovals_ - 1)) == 0) {
+      log::warning("REMOVE_FLOW for unknown " + keyName(key) + " from " + control_->peerName() + " (" +
+                   std::to_string(unknownRemovals_) + " so far)");
+    }
+    acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
+    co_return;
+  }
+  auto flow = entry->flow;
+  if (flow->sending()) {
+    const std::vector<std::shared_ptr<measure::Flow>> one{flow};
+    co_await stopSending(state_->io.get_executor(), one);
+  }
+  flow->finishReceiving();
+  std::FILE* vectorFile = nullptr;
+  if (auto* v = flow->vector()) {
+    try {
+      v->flush();
+      vectorFile = v->file().takeForReading();
+    } catch (const FileError& e) {
+      log::error(std::string("Per-flow vector: ") + e.what());
+    }
+  }
+  flows_.erase(key);
+  state_->flows->remove(key);
+  // As the reference: without a vector file, REMOVE_FLOW is not answered; a vector that had
+  // to be given up (full disk, spool limit) is answered with ERROR, so that the active knows.
+  if (flow->vector() == nullptr && !flow->vectorError().empty()) {
+    acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
+  } else if (flow->vector() != nullptr) {
+    acknowledge(m.flowId, m.measurementId, m.streamId, vectorFile != nullptr ? npmp::kStatusOk : npmp::kStatusError);
+    if (vectorFile != nullptr) {
+      co_await upload(vectorFile);
+      std::fclose(vectorFile);
+    }
+  }
+  // A removed flow's own connection (TCP, MPTCP) has nothing more to carry; as the reference
+  // does, it is closed now rather than at the end of the session. (UDP shares the passive's
+  // socket, an SCTP stream its association.)
+  if (auto* channel = flow->channel(); channel != nullptr && !channel->isDatagram()) flow->close();
+}
+
+asio::awaitable<void> Session::upload(std::FILE* file) {
+  std::vector<std::uint8_t> chunk(npmp::kResultsMaxData);
+  for (;;) {
+    const std::size_t n = std::fread(chunk.data(), 1, chunk.size(), file);
+    const bool eof = std::feof(file) || std::ferror(file);
+    npmp::Bytes message;
+    npmp::encode(npmp::Results{static_cast<std::uint8_t>(eof ? npmp::kResultsEof : 0),
+                               std::span<const std::uint8_t>(chunk.data(), n)},
+                 message);
+    control_->send(std::move(message));
+    co_await control_->drained(kUploadWindow);
+    if (eof) break;
+  }
+}
+
+void Session::cleanup() {
+  for (auto& [id, pm] : measurements_) {
+    if (pm.measurement->running()) {
+      for (auto& f : pm.measurement->flows()) f->close();
+      pm.measurement->stop(transport::nowMicros());
+    }
+  }
+  measurements_.clear();
+  for (const FlowKey& key : flows_) state_->flows->remove(key);
+  flows_.clear();
+  control_->close();
+  state_->sessions.erase(this);
+  state_->releaseMemory();
+}
+
+}  // namespace npm::control

@@ -1,0 +1,72 @@
+// One control connection of the passive: the flows it adds, the measurements it starts and
+// stops, and the result files it uploads. It registers itself with the shared state while
+// its coroutine runs and removes every flow and measurement of its own when it ends.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "control/control_channel.h"
+#include "control/passive_state.h"
+#include "measure/measurement.h"
+
+namespace npm::control {
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+  Session(std::shared_ptr<PassiveState> state, std::shared_ptr<ControlChannel> control);
+  // Leaves the shared state's list also if its coroutine never finished (io_context torn down).
+  ~Session() { state_->sessions.erase(this); }
+
+  void start();
+  void close();
+
+  ControlChannel& control() { return *control_; }
+  // What the result files of this session may take while they wait for upload.
+  const std::shared_ptr<measure::SpoolBudget>& spool() const { return spool_; }
+  const asio::ip::address& peerAddress() const { return control_->peerAddress(); }
+  std::size_t measurementCount() const { return measurements_.size(); }
+  // A flow of the measurement lost its data connection: when every flow of a running
+  // measurement has (and none is UDP, which cannot tell), the active is gone — even if its
+  // control association does not know it yet (SCTP notices a dead peer only after minutes).
+  void flowFailed(std::uint64_t measurementId);
+  // Sends an ACKNOWLEDGE on the control connection.
+  void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId, std::uint32_t status);
+
+private:
+  struct PassiveMeasurement {
+    std::shared_ptr<measure::Measurement> measurement;
+    std::uint8_t flags = 0;  // of START: which result files, compressed or not
+  };
+
+  asio::awaitable<void> run();
+  asio::awaitable<void> refuse(std::uint32_t status);
+  asio::awaitable<void> refuse(std::uint32_t status, const npmp::Bytes& firstMessage);
+  asio::awaitable<bool> authenticate();
+  void handleAddFlow(const npmp::AddFlow& m);
+  void handleStart(const npmp::Start& m);
+  asio::awaitable<void> handleStop(const npmp::Stop& m);
+  asio::awaitable<void> handleRemoveFlow(const npmp::RemoveFlow& m);
+  asio::awaitable<void> upload(std::FILE* file);
+  bool measuring() const;
+  void cleanup();
+
+  std::shared_ptr<PassiveState> state_;
+  std::shared_ptr<ControlChannel> control_;
+  std::set<FlowKey> flows_;
+  std::map<std::uint64_t, PassiveMeasurement> measurements_;
+  std::shared_ptr<measure::SpoolBudget> spool_;
+  std::size_t onOffEvents_ = 0;  // of all its flows
+  std::uint64_t unknownRemovals_ = 0;
+  static inline std::uint64_t authFailures_ = 0;  // of all sessions, for rate-limited logging
+  bool closing_ = false;
+};
+
+}  // namespace npm::control

@@ -1,0 +1,49 @@
+// What the parts of the passive share (as Beast's chat-multi shares its state): the
+// io_context, the limits, the flow registry, and the open sessions. Sessions hold this state;
+// it only points at them (a session lives as long as its control connection's coroutine).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "control/flow_registry.h"
+#include "control/passive.h"
+
+namespace npm::control {
+
+class Session;
+
+struct PassiveState {
+  PassiveState(asio::io_context& context, const PassiveOptions& options)
+      : io(context),
+        limits(options.limits),
+        allow(options.allow),
+        authKey(options.authKey),
+        flows(std::make_shared<FlowRegistry>(
+            context, FlowLimits{options.limits.pendingConnections, options.limits.pendingPerHost}, options.allow)) {}
+
+  // Sessions of one host at the moment.
+  std::size_t sessionsOf(const asio::ip::address& host) const;
+  // Gives memory freed by ended sessions back to the system (at most once a second).
+  void releaseMemory();
+
+  asio::io_context& io;
+  const PassiveLimits limits;
+  // What the result files of all sessions may take in the temporary directory.
+  const std::shared_ptr<measure::SpoolBudget> spool =
+      std::make_shared<measure::SpoolBudget>(limits.spoolTotal, "in all (--max-spool-total)");
+  const std::vector<transport::AddressPrefix> allow;
+  const std::optional<std::vector<std::uint8_t>> authKey;
+  std::shared_ptr<FlowRegistry> flows;
+  std::set<Session*> sessions;  // not owned
+  bool stopped = false;
+
+private:
+  std::chrono::steady_clock::time_point lastRelease_{};
+};
+
+}  // namespace npm::control

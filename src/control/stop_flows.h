@@ -1,0 +1,27 @@
+// The one way to stop a set of flows, on either side: every sender stops generating, and the
+// caller waits until no write is outstanding any more (or for at most `limit`, when a peer
+// does not read). Late completions after the limit touch nothing of the caller's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "control/async.h"
+#include "measure/flow.h"
+
+namespace npm::control {
+
+asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
+                                  const std::vector<std::shared_ptr<measure::Flow>>& flows,
+                                  Clock::duration limit = std::chrono::seconds(5));
+
+// Waits (polling every 5 ms, for at most `limit`) until no flow's transport holds anything
+// in the given direction any more: kUnsent before the active sends STOP (the passive gets
+// what is in flight), kUnread before the passive finishes receiving at STOP (it counts what
+// has arrived but not been read yet, however slowly it reads).
+enum class Held { kUnsent, kUnread };
+asio::awaitable<void> waitUntilEmpty(const asio::any_io_executor& executor,
+                                     const std::vector<std::shared_ptr<measure::Flow>>& flows, Held what,
+                                     Clock::duration limit);
+
+}  // namespace npm::control

@@ -1,0 +1,269 @@
+/*
+ * netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-s SEED] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]
+ *
+ * A userspace propagation-delay line for kernels without netem: every frame
+ * received on IF_A is sent out of IF_B DELAY_AB_MS later (and IF_B -> IF_A
+ * after DELAY_BA_MS, default the same), in order; with -l, each frame is
+ * dropped with the given probability in percent (independently, from a
+ * seeded generator, so a run can be repeated exactly). AF_PACKET sockets with
+ * PACKET_VNET_HDR keep GSO/checksum offload metadata, so TSO-sized frames pass
+ * unchanged (a lossy path should send one packet per frame: gso_max_segs 1 on
+ * its end points, as netperfmeter-lab sets). Runs until SIGTERM/SIGINT; prints
+ * "ready" once both interfaces are open and its counters on exit.
+ * See netperfmeter-delayline(1).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+
+#define QCAP 16384
+#define FRAME_MAX (65536 + 64)
+
+struct pkt {
+	long long due;
+	size_t len;
+	unsigned char *data;
+};
+
+struct queue {
+	struct pkt q[QCAP];
+	unsigned head, tail;     /* tail - head = count */
+	unsigned long long in, out, dropped, lost;
+	long long delay;         /* ns */
+	unsigned long long loss; /* drop when the next random number is below this (0: never) */
+};
+
+static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
+
+/* splitmix64: small, fast, and good enough for independent Bernoulli trials */
+static unsigned long long next_random(void)
+{
+	unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static volatile sig_atomic_t stop;
+static void on_sig(int s) { (void)s; stop = 1; }
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int open_if(const char *ifname)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	struct sockaddr_ll sll;
+	int one = 1, buf = 8 << 20;
+
+	if (fd < 0) {
+		perror("netperfmeter-delayline: socket(AF_PACKET)");
+		exit(1);
+	}
+	if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) != 0) {
+		perror("netperfmeter-delayline: PACKET_VNET_HDR");
+		exit(1);
+	}
+	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf));
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = (int)if_nametoindex(ifname);
+	if (!sll.sll_ifindex || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
+		fprintf(stderr, "netperfmeter-delayline: cannot open interface %s: %s\n", ifname,
+			sll.sll_ifindex ? strerror(errno) : "no such interface");
+		exit(1);
+	}
+	return fd;
+}
+
+/* receive everything pending on 'from' into q */
+static void pull(int from, struct queue *q)
+{
+	for (;;) {
+		unsigned char *b;
+		ssize_t n;
+		struct sockaddr_ll sll;
+		socklen_t sl = sizeof(sll);
+
+		if (q->tail - q->head >= QCAP) {
+			static unsigned char sink[FRAME_MAX];
+			if (recv(from, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+				return;
+			q->dropped++;
+			continue;
+		}
+		b = malloc(FRAME_MAX);
+		if (!b)
+			return;
+		n = recvfrom(from, b, FRAME_MAX, MSG_DONTWAIT, (struct sockaddr *)&sll, &sl);
+		if (n <= 0) {
+			free(b);
+			return;
+		}
+		if (sll.sll_pkttype == PACKET_OUTGOING) {
+			free(b);
+			continue;
+		}
+		if (q->loss && next_random() < q->loss) {
+			free(b);
+			q->in++;
+			q->lost++;
+			continue;
+		}
+		struct pkt *p = &q->q[q->tail % QCAP];
+		p->due = now_ns() + q->delay;
+		p->len = (size_t)n;
+		p->data = b;
+		q->tail++;
+		q->in++;
+	}
+}
+
+/* send everything due from q to 'to' */
+static void push(int to, struct queue *q, long long t)
+{
+	while (q->head != q->tail) {
+		struct pkt *p = &q->q[q->head % QCAP];
+		if (p->due > t)
+			return;
+		if (send(to, p->data, p->len, 0) < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS)
+				return;  /* retry on the next round */
+			q->dropped++;
+		} else {
+			q->out++;
+		}
+		free(p->data);
+		q->head++;
+	}
+}
+
+static int parse_number(const char *text, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno || end == text || *end || !(v >= 0) || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-s SEED] IF_A IF_B DELAY_AB_MS "
+		"[DELAY_BA_MS]\n");
+}
+
+static unsigned long long loss_threshold(double percent)
+{
+	/* P(next_random() < t) = t / 2^64 = percent / 100 */
+	return percent >= 100.0 ? ~0ULL : (unsigned long long)(percent / 100.0 * 18446744073709551616.0);
+}
+
+int main(int argc, char **argv)
+{
+	static struct queue qab, qba;
+	double delay_ab, delay_ba, loss_ab = 0, loss_ba = 0;
+	int fa, fb, opt;
+
+	while ((opt = getopt(argc, argv, "l:s:h")) != -1) {
+		char *comma;
+		switch (opt) {
+		case 'l':
+			comma = strchr(optarg, ',');
+			if (comma)
+				*comma = '\0';
+			if (parse_number(optarg, 100, &loss_ab) || parse_number(comma ? comma + 1 : optarg, 100, &loss_ba)) {
+				fprintf(stderr, "netperfmeter-delayline: -l wants a loss rate in percent (0 to 100), "
+					"or two separated by a comma\n");
+				return 2;
+			}
+			break;
+		case 's': {
+			char *end;
+			errno = 0;
+			rng_state = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end) {
+				fprintf(stderr, "netperfmeter-delayline: -s wants an unsigned number\n");
+				return 2;
+			}
+			break;
+		}
+		default:
+			usage();
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (argc - optind != 3 && argc - optind != 4) {
+		usage();
+		return 2;
+	}
+	if (parse_number(argv[optind + 2], 1e6, &delay_ab) ||
+	    parse_number(argv[optind + (argc - optind == 4 ? 3 : 2)], 1e6, &delay_ba)) {
+		fprintf(stderr, "netperfmeter-delayline: a delay is a number of milliseconds (0 to 1000000)\n");
+		return 2;
+	}
+	qab.delay = (long long)(delay_ab * 1e6);
+	qba.delay = (long long)(delay_ba * 1e6);
+	qab.loss = loss_threshold(loss_ab);
+	qba.loss = loss_threshold(loss_ba);
+	const char *ifa = argv[optind], *ifb = argv[optind + 1];
+	fa = open_if(ifa);
+	fb = open_if(ifb);
+	signal(SIGTERM, on_sig);
+	signal(SIGINT, on_sig);
+	printf("ready\n");
+	fflush(stdout);
+	while (!stop) {
+		struct pollfd pfd[2] = { { fa, POLLIN, 0 }, { fb, POLLIN, 0 } };
+		long long t = now_ns(), next = t + 100000000LL;
+		struct timespec ts;
+
+		if (qab.head != qab.tail && qab.q[qab.head % QCAP].due < next)
+			next = qab.q[qab.head % QCAP].due;
+		if (qba.head != qba.tail && qba.q[qba.head % QCAP].due < next)
+			next = qba.q[qba.head % QCAP].due;
+		if (next < t)
+			next = t;
+		ts.tv_sec = (next - t) / 1000000000LL;
+		ts.tv_nsec = (next - t) % 1000000000LL;
+		if (ppoll(pfd, 2, &ts, NULL) > 0) {
+			if (pfd[0].revents & POLLIN)
+				pull(fa, &qab);
+			if (pfd[1].revents & POLLIN)
+				pull(fb, &qba);
+		}
+		t = now_ns();
+		push(fb, &qab, t);
+		push(fa, &qba, t);
+	}
+	fprintf(stderr, "netperfmeter-delayline %s->%s in=%llu out=%llu lost=%llu dropped=%llu; "
+		"%s->%s in=%llu out=%llu lost=%llu dropped=%llu\n", ifa, ifb, qab.in, qab.out, qab.lost,
+		qab.dropped, ifb, ifa, qba.in, qba.out, qba.lost, qba.dropped);
+	return 0;
+}

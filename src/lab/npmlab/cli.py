@@ -1,0 +1,149 @@
+"""netperfmeter-lab: list | run STUDY|FILE | plot DIR. See netperfmeter-lab(1)."""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+from . import study as studymod
+from . import topology
+from .runner import Interrupted, LabError, Runner, Tools, label
+
+PROGRAM = "netperfmeter-lab"
+
+
+def _fail(message, code=1):
+    print(f"{PROGRAM}: {message}", file=sys.stderr)
+    return code
+
+
+def shipped(studies_dir):
+    out = {}
+    if os.path.isdir(studies_dir):
+        for name in sorted(os.listdir(studies_dir)):
+            if name.endswith(".toml"):
+                out[name[:-5]] = os.path.join(studies_dir, name)
+    return out
+
+
+def resolve(name, studies_dir):
+    if os.path.sep in name or name.endswith(".toml") or os.path.exists(name):
+        return name
+    known = shipped(studies_dir)
+    if name not in known:
+        raise studymod.StudyError(f"{name}: no such study (shipped: {', '.join(known) or 'none'}; "
+                                  "or give a study file)")
+    return known[name]
+
+
+def cmd_list(args, config):
+    known = shipped(config["studies"])
+    if not known:
+        return _fail(f"no studies in {config['studies']}")
+    width = max(map(len, known))
+    for name, path in known.items():
+        try:
+            s = studymod.load(path)
+            print(f"{name:<{width}}  {s.description}" + (f" [{s.reproduces}]" if s.reproduces else ""))
+        except studymod.StudyError as e:
+            print(f"{name:<{width}}  (unreadable: {e})")
+    return 0
+
+
+def _check_root():
+    if os.geteuid() != 0:
+        raise LabError("building namespaces needs root (run as root or with CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            raise LabError(f"{tool} (iproute2) is not installed")
+
+
+def _report(runner, summary, pdfs, out):
+    main = runner.study.metrics[0].name
+    print(f"{len(runner.runs_done())} runs in {out}; summary.csv:")
+    for values, metric, n, mean, low, high in summary:
+        if metric == main:
+            print(f"  {label(values):<40} {metric} = {mean:.6g} [{low:.6g}, {high:.6g}] (n={n})")
+    for pdf in pdfs:
+        print(f"  plot: {pdf}")
+    if runner.unconverged:
+        print("not converged within max_repetitions: " + "; ".join(label(v) for v in runner.unconverged))
+
+
+def cmd_run(args, config):
+    path = resolve(args.study, config["studies"])
+    study = studymod.load(path, quick=args.quick)
+    out = args.output or f"{study.name}{'-quick' if args.quick else ''}"
+    if args.ci_target is not None and not 0 < args.ci_target < 100:
+        raise LabError("--ci-target is a percentage above 0 and below 100")
+    if args.repetitions is not None and not 1 <= args.repetitions <= 10000:
+        raise LabError("--repetitions must be 1 to 10000")
+    _check_root()
+    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
+                    resume=args.resume, retries=args.retries)
+    runner.check_congestion_controls()
+    meta_path = os.path.join(out, "lab.json")
+    if os.path.exists(meta_path) and not args.resume:
+        existing = os.listdir(os.path.join(out, "runs")) if os.path.isdir(os.path.join(out, "runs")) else []
+        if any(not e.startswith(".") for e in existing):
+            raise LabError(f"{out} holds runs already: --resume to continue them, or choose another -o")
+    os.makedirs(out, exist_ok=True)
+    for stale in topology.remove_stale():
+        print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
+    if os.path.abspath(path) != os.path.abspath(os.path.join(out, "study.toml")):
+        shutil.copyfile(path, os.path.join(out, "study.toml"))
+    with open(meta_path, "w") as f:
+        json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
+                   "ci_target": args.ci_target}, f, indent=1)
+    try:
+        runner.run()
+    except Interrupted as e:
+        kept = len(runner.runs_done())
+        return _fail(f"interrupted ({e}): {kept} complete run(s) kept in {out}, the current one discarded; "
+                     "--resume continues", 130)
+    summary = runner.summarize()
+    pdfs = [] if args.no_plot else runner.plot()
+    _report(runner, summary, pdfs, out)
+    return 0
+
+
+def cmd_plot(args, config):
+    meta_path = os.path.join(args.directory, "lab.json")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise LabError(f"{args.directory}: not a netperfmeter-lab results directory ({meta_path}: {e})")
+    study = studymod.load(os.path.join(args.directory, "study.toml"), quick=bool(meta.get("quick")))
+    runner = Runner(study, args.directory, Tools(config["tools"]))
+    summary = runner.summarize()
+    _report(runner, summary, runner.plot(), args.directory)
+    return 0
+
+
+def main(argv, config):
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds, "
+                                     "measured with netperfmeter, summarised and plotted.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the shipped studies")
+    run = sub.add_parser("run", help="run a study (a shipped name or a study file)")
+    run.add_argument("study")
+    run.add_argument("--quick", action="store_true", help="the study's quick form ([quick] in its file)")
+    run.add_argument("-o", "--output", help="results directory (default: the study's name)")
+    run.add_argument("--repetitions", type=int, help="repetitions per parameter combination")
+    run.add_argument("--ci-target", type=float, metavar="PERCENT",
+                     help="repeat each combination until the main metric's 95%% CI half-width is within PERCENT "
+                          "of its mean (between min_repetitions and max_repetitions)")
+    run.add_argument("--resume", action="store_true", help="keep complete runs of an earlier, unfinished run")
+    run.add_argument("--retries", type=int, default=1, help="repeat a failed run this often (default 1)")
+    run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")
+    plot = sub.add_parser("plot", help="summarise and plot existing results again")
+    plot.add_argument("directory")
+    args = parser.parse_args(argv)
+    try:
+        return {"list": cmd_list, "run": cmd_run, "plot": cmd_plot}[args.command](args, config)
+    except (studymod.StudyError, LabError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)

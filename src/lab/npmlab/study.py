@@ -1,0 +1,395 @@
+"""Study files: TOML that describes a topology, flows, a sweep and the metrics of a study.
+
+Everything is checked before anything is built; an error names the file, the line and the key
+(StudyError's str() is the one line to print).
+"""
+
+import itertools
+import re
+import tomllib
+
+from . import expr
+
+PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp")
+TOPOLOGIES = ("disjoint", "shared")
+PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
+             "reverse_loss"}
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+_BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
+FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
+
+
+class StudyError(Exception):
+    pass
+
+
+class _Checker:
+    """Finds the line of a key in the study's text, for error messages."""
+
+    def __init__(self, path, text):
+        self.path = path
+        self.lines = text.splitlines()
+
+    def _header(self, number):
+        m = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]", self.lines[number])
+        return m.group(1) if m else None
+
+    def _find_in_block(self, start, leaf):
+        """The line of `leaf = ...` from line index start to the next table header."""
+        pattern = re.compile(r"^\s*" + re.escape(leaf) + r"\s*=")
+        for i in range(start, len(self.lines)):
+            if i > start and self._header(i) is not None:
+                break
+            if pattern.match(self.lines[i]):
+                return i + 1
+        return None
+
+    def line_of(self, key):
+        """The line a key such as 'runtime', 'sweep.rho', 'paths[2].rate' is on (None if not found)."""
+        parts = key.split(".")
+        m = re.fullmatch(r"([A-Za-z0-9_]+)\[(\d+)\]", parts[0])
+        if m:  # the n-th [[table]], then the key inside it
+            seen = 0
+            for i in range(len(self.lines)):
+                if self._header(i) == m.group(1) and self.lines[i].lstrip().startswith("[["):
+                    seen += 1
+                    if seen == int(m.group(2)):
+                        return (self._find_in_block(i, parts[1]) if len(parts) > 1 else None) or i + 1
+            return self._find_in_block(0, m.group(1))  # written inline: name = [...]
+        if len(parts) > 1:
+            for i in range(len(self.lines)):
+                if self._header(i) == ".".join(parts[:-1]):
+                    return self._find_in_block(i, parts[-1]) or i + 1
+            for i in range(len(self.lines)):  # dotted keys: quick.sweep.rho = [...] or [quick] sweep.rho = ...
+                if re.match(r"^\s*" + re.escape(".".join(parts[1:])) + r"\s*=", self.lines[i]) or \
+                        re.match(r"^\s*" + re.escape(key) + r"\s*=", self.lines[i]):
+                    return i + 1
+        for i in range(len(self.lines)):
+            if self._header(i) == key:
+                return i + 1
+        return self._find_in_block(0, key)
+
+    def fail(self, key, message):
+        line = self.line_of(key)
+        where = f"{self.path}:{line}" if line else self.path
+        raise StudyError(f"{where}: {key}: {message}")
+
+
+def _rate_bits(text):
+    """'10mbit', '800kbit', '1.5 Mbit', or a bare number of Mbit/s -> bit/s."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text) * 1e6
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]+)(/s)?\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"\"{text}\" is not a rate (e.g. 10mbit, 800kbit, or a number of Mbit/s)")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def _queue_bytes(text):
+    """'64kB', '150000' (bytes), '100p' (full-size packets) -> bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return int(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m:
+        raise ValueError(f"\"{text}\" is not a queue size (e.g. 64kB, 150000, 100p)")
+    unit = m.group(2).lower()
+    if unit in ("p", "pkt", "packets"):
+        return int(float(m.group(1)) * FRAME_BYTES)
+    if unit not in _BYTES and unit != "":
+        raise ValueError(f"\"{text}\" is not a queue size (units: B, kB, KiB, MB, MiB, p)")
+    return int(float(m.group(1)) * _BYTES.get(unit, 1))
+
+
+class Path:
+    """One path of a disjoint topology, both directions (forward = active -> passive)."""
+
+    def __init__(self, name, rate, reverse_rate, queue, reverse_queue, delay_ms, reverse_delay_ms, loss,
+                 reverse_loss):
+        self.name = name
+        self.rate, self.reverse_rate = rate, reverse_rate          # bit/s, None = unshaped
+        self.queue, self.reverse_queue = queue, reverse_queue      # bytes
+        self.delay_ms, self.reverse_delay_ms = delay_ms, reverse_delay_ms
+        self.loss, self.reverse_loss = loss, reverse_loss          # percent
+
+    def key(self):
+        return tuple(sorted(vars(self).items()))
+
+    def needs_delay_line(self):
+        return any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss, self.reverse_loss))
+
+
+class Flow:
+    def __init__(self, protocol, spec, description):
+        self.protocol, self.spec, self.description = protocol, spec, description
+
+    def argument(self):
+        spec = self.spec + (f":description={self.description}" if self.description else "")
+        return ["-" + self.protocol, spec]
+
+
+class Metric:
+    def __init__(self, name, formula, unit, tree):
+        self.name, self.formula, self.unit, self.tree = name, formula, unit, tree
+
+
+class Study:
+    """A parsed and checked study. Templates ({variable}) are filled per parameter combination."""
+
+    def __init__(self):
+        self.path = None
+        self.name = self.description = self.reproduces = ""
+        self.topology = "disjoint"
+        self.runtime = 10.0
+        self.repetitions = 3
+        self.min_repetitions, self.max_repetitions = 2, 20
+        self.sweep = {}            # variable -> list of values (file order)
+        self.paths = []            # raw dicts with templates
+        self.bottleneck = None     # raw dict (topology "shared")
+        self.flows = []            # raw dicts with templates
+        self.metrics = []          # Metric, the first is the main metric
+        self.active_args, self.passive_args = [], []
+        self.plot = {}
+        self.sysctls = {}
+        self._checker = None
+
+    @property
+    def variables(self):
+        return list(self.sweep)
+
+    def combinations(self):
+        names = self.variables
+        for values in itertools.product(*(self.sweep[n] for n in names)):
+            yield dict(zip(names, values))
+
+    def _fill(self, key, template, values):
+        if not isinstance(template, str):
+            return template
+        try:
+            return template.format_map(values)
+        except KeyError as e:
+            self._checker.fail(key, f"{{{e.args[0]}}} is not a variable of the sweep")
+        except (ValueError, IndexError) as e:
+            self._checker.fail(key, f"bad template \"{template}\": {e}")
+
+    def paths_for(self, values):
+        return [self._path(f"paths[{i + 1}]", raw, f"path{i + 1}", values) for i, raw in enumerate(self.paths)]
+
+    def bottleneck_for(self, values):
+        return self._path("bottleneck", self.bottleneck, "bottleneck", values) if self.bottleneck is not None else None
+
+    def _path(self, key, raw, default_name, values):
+        def get(k, default=None):
+            return self._fill(f"{key}.{k}", raw.get(k, default), values)
+
+        def convert(k, parse, default):
+            if raw.get(k) is None:
+                return default
+            try:
+                return parse(get(k))
+            except ValueError as e:
+                self._checker.fail(f"{key}.{k}", str(e))
+
+        rate = convert("rate", _rate_bits, None)
+        reverse_rate = convert("reverse_rate", _rate_bits, rate)
+        queue = convert("queue", _queue_bytes, 100 * FRAME_BYTES)
+        reverse_queue = convert("reverse_queue", _queue_bytes, queue)
+        for k, v in (("rate", rate), ("reverse_rate", reverse_rate)):
+            if v is not None and not 8000 <= v <= 100e9:
+                self._checker.fail(f"{key}.{k}", "must be 8 kbit/s to 100 Gbit/s")
+        numbers = {}
+        for k in ("delay_ms", "reverse_delay_ms", "loss", "reverse_loss"):
+            v = get(k, None)
+            if v is None:
+                v = numbers.get(k.replace("reverse_", ""), 0)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                self._checker.fail(f"{key}.{k}", f"\"{v}\" is not a number")
+            limit = 100 if "loss" in k else 60000
+            if not 0 <= v <= limit:
+                self._checker.fail(f"{key}.{k}", f"{v} is outside 0 to {limit}")
+            numbers[k] = v
+        return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, **numbers)
+
+    def flows_for(self, values):
+        flows = []
+        for i, raw in enumerate(self.flows):
+            key = f"flows[{i + 1}]"
+            protocol = self._fill(f"{key}.protocol", raw["protocol"], values)
+            if protocol not in PROTOCOLS:
+                self._checker.fail(f"{key}.protocol", f"\"{protocol}\" is not one of {', '.join(PROTOCOLS)}")
+            flows.append(Flow(protocol, self._fill(f"{key}.spec", raw["spec"], values),
+                              self._fill(f"{key}.description", raw.get("description", ""), values)))
+        return flows
+
+    def args_for(self, which, values):
+        return [self._fill(which, a, values) for a in (self.active_args if which == "active" else self.passive_args)]
+
+    def check_templates(self):
+        """Fills every template with the first combination, so that errors show before anything runs."""
+        for values in itertools.islice(self.combinations(), 1):
+            self.paths_for(values)
+            self.bottleneck_for(values)
+            self.flows_for(values)
+            self.args_for("active", values)
+            self.args_for("passive", values)
+
+
+_TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "repetitions", "min_repetitions",
+             "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
+             "bottleneck"}
+
+
+def _expect(checker, key, value, kinds, what):
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        checker.fail(key, f"must be {what}")
+    return value
+
+
+def _tables(checker, data, name, known, needed=None):
+    """The array of tables [[name]]: each a table of known keys only; `needed` says what one holds
+    when at least one is required."""
+    tables = _expect(checker, name, data.get(name, []), list, f"an array of tables ([[{name}]])")
+    if needed and not tables:
+        checker.fail(name, f"a study needs at least one [[{name}]] ({needed})")
+    for i, table in enumerate(tables):
+        if not isinstance(table, dict):
+            checker.fail(f"{name}[{i + 1}]", f"must be a table ([[{name}]])")
+        for k in table:
+            if k not in known:
+                checker.fail(f"{name}[{i + 1}].{k}", f"unknown key (known: {', '.join(sorted(known))})")
+    return tables
+
+
+def load(path, quick=False):
+    try:
+        with open(path, "rb") as f:
+            raw_bytes = f.read()
+    except OSError as e:
+        raise StudyError(f"{path}: {e.strerror}")
+    try:
+        text = raw_bytes.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise StudyError(f"{path}: not a UTF-8 text file")
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise StudyError(f"{path}:{m.group(1)}: {message}" if m else f"{path}: {message}")
+    checker = _Checker(path, text)
+    study = Study()
+    study.path, study._checker = path, checker
+
+    for key in data:
+        if key not in _TOP_KEYS:
+            checker.fail(key, f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+    if quick and isinstance(data.get("quick"), dict):
+        quick_part = data["quick"]
+        for key, value in quick_part.items():
+            if key == "sweep":
+                _expect(checker, "quick.sweep", value, dict, "a table of variable = [values]")
+                for var, values in value.items():
+                    if var not in data.get("sweep", {}):
+                        checker.fail(f"quick.sweep.{var}", "is not a variable of the sweep")
+                    data["sweep"][var] = values
+            elif key in ("runtime", "repetitions", "min_repetitions", "max_repetitions"):
+                data[key] = value
+            else:
+                checker.fail(f"quick.{key}", "unknown key (runtime, repetitions, min_repetitions, "
+                             "max_repetitions, sweep)")
+
+    study.name = _expect(checker, "name", data.get("name", ""), str, "a string")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", study.name):
+        checker.fail("name", "must be a name of letters, digits, '-', '_' and '.'")
+    study.description = _expect(checker, "description", data.get("description", ""), str, "a string")
+    study.reproduces = _expect(checker, "reproduces", data.get("reproduces", ""), str, "a string")
+    study.topology = _expect(checker, "topology", data.get("topology", "disjoint"), str, "a string")
+    if study.topology not in TOPOLOGIES:
+        checker.fail("topology", f"\"{study.topology}\" is not a topology ({', '.join(TOPOLOGIES)})")
+    study.runtime = float(_expect(checker, "runtime", data.get("runtime", 10), (int, float), "a number of seconds"))
+    if not 0.5 <= study.runtime <= 86400:
+        checker.fail("runtime", "must be 0.5 to 86400 seconds")
+    for key in ("repetitions", "min_repetitions", "max_repetitions"):
+        value = _expect(checker, key, data.get(key, getattr(study, key)), int, "an integer")
+        if not 1 <= value <= 10000:
+            checker.fail(key, "must be 1 to 10000")
+        setattr(study, key, value)
+    if study.min_repetitions > study.max_repetitions:
+        checker.fail("min_repetitions", "is above max_repetitions")
+
+    sweep = _expect(checker, "sweep", data.get("sweep", {}), dict, "a table of variable = [values]")
+    for var, values in sweep.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var) or var in ("metric", "n", "mean", "ci_low", "ci_high",
+                                                                       "repetition"):
+            checker.fail(f"sweep.{var}", "a variable is a name of letters, digits and '_' (and not a summary column)")
+        if not isinstance(values, list) or not values:
+            checker.fail(f"sweep.{var}", "must be a non-empty list of values")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                checker.fail(f"sweep.{var}", "values are numbers or strings")
+            if isinstance(v, str) and not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
+                checker.fail(f"sweep.{var}", f"\"{v}\": string values are letters, digits and _ . + - only")
+        if len(set(map(str, values))) != len(values):
+            checker.fail(f"sweep.{var}", "has a value twice")
+        study.sweep[var] = values
+
+    study.paths = _tables(checker, data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
+    if study.topology == "shared":
+        bottleneck = _expect(checker, "bottleneck", data.get("bottleneck"), dict,
+                             "a table ([bottleneck] with rate, queue, delay_ms, ...) for the shared topology")
+        for k in bottleneck:
+            if k not in PATH_KEYS:
+                checker.fail(f"bottleneck.{k}", f"unknown key (known: {', '.join(sorted(PATH_KEYS))})")
+        study.bottleneck = bottleneck
+    elif "bottleneck" in data:
+        checker.fail("bottleneck", "only the shared topology has a bottleneck")
+    if len(study.paths) > 8:
+        checker.fail("paths", "a study has 1 to 8 paths")
+
+    flows = _tables(checker, data, "flows", {"protocol", "spec", "description"}, needed="protocol and spec")
+    for i, f in enumerate(flows):
+        key = f"flows[{i + 1}]"
+        protocol = f.get("protocol")
+        if protocol not in PROTOCOLS and not (isinstance(protocol, str) and "{" in protocol):
+            checker.fail(f"{key}.protocol", f"must be one of {', '.join(PROTOCOLS)} (or a {{variable}})")
+        _expect(checker, f"{key}.spec", f.get("spec"), str, "a FLOWSPEC string")
+    study.flows = flows
+
+    nm = _expect(checker, "netperfmeter", data.get("netperfmeter", {}), dict, "a table")
+    for k, v in nm.items():
+        if k not in ("active", "passive"):
+            checker.fail(f"netperfmeter.{k}", "unknown key (known: active, passive)")
+        if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+            checker.fail(f"netperfmeter.{k}", "must be a list of argument strings")
+    study.active_args, study.passive_args = nm.get("active", []), nm.get("passive", [])
+
+    sysctl = _expect(checker, "sysctl", data.get("sysctl", {}), dict, "a table of name = value")
+    for k, v in sysctl.items():
+        if not re.fullmatch(r"net\.[a-z0-9_.]+", k):
+            checker.fail(f"sysctl.{k}", "only net.* settings (they apply inside the lab's namespaces)")
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            checker.fail(f"sysctl.{k}", "must be an integer or a string")
+    study.sysctls = sysctl
+
+    metrics = _tables(checker, data, "metrics", {"name", "value", "unit"}, needed="name and value")
+    for i, m in enumerate(metrics):
+        key = f"metrics[{i + 1}]"
+        name = _expect(checker, f"{key}.name", m.get("name"), str, "a name")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            checker.fail(f"{key}.name", "a metric name is letters, digits and '_'")
+        formula = _expect(checker, f"{key}.value", m.get("value"), str, "an expression")
+        try:
+            tree = expr.compile_formula(formula)
+        except expr.FormulaError as e:
+            checker.fail(f"{key}.value", str(e))
+        study.metrics.append(Metric(name, formula, m.get("unit", ""), tree))
+
+    plot = _expect(checker, "plot", data.get("plot", {}), dict, "a table")
+    for k, v in plot.items():
+        if k not in ("x", "colour", "xlab", "ylab", "x_unit", "y_unit", "title"):
+            checker.fail(f"plot.{k}", "unknown key (known: x, colour, xlab, ylab, x_unit, y_unit, title)")
+        if k in ("x", "colour") and v not in study.sweep:
+            checker.fail(f"plot.{k}", f"\"{v}\" is not a variable of the sweep")
+    study.plot = plot
+    study.check_templates()
+    return study

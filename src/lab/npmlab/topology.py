@@ -1,0 +1,342 @@
+"""Dual-homed (or n-homed) test beds from network namespaces, veth pairs, tbf and a delay line.
+
+Disjoint paths between an active host A and a passive host P:
+
+    A a1 10.250.1.1/24 --[tbf]--(delay line D1)--[tbf]-- p1 10.250.1.2/24 P
+    A a2 10.250.2.1/24 --[tbf]--(delay line D2)--[tbf]-- p2 10.250.2.2/24 P
+    ...
+
+Forward (A -> P) is shaped on A's interface, reverse on P's. One-way delay and random loss
+come from netem where the kernel has it, else from netperfmeter-delayline in a namespace of
+its own between the two (paths without delay or loss are plain veth pairs). Every interface
+of a path sends one packet per frame (gso_max_segs 1), so tbf, loss and the delay line see
+packets as a real link would. Neighbours are static, so no ARP crosses a path during a run.
+
+All names start with npmlab<pid>-: a later run removes stale leftovers of its own prefix
+(namespaces whose creating process is gone) and nothing else.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+PREFIX = "npmlab"
+PASSIVE_PORT = 9000
+
+
+class LabError(Exception):
+    pass
+
+
+def _run(cmd, timeout=30, check=True):
+    try:
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise LabError(f"{cmd[0]} is not installed")
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{' '.join(map(str, cmd))}: no answer within {timeout} s")
+    if check and r.returncode != 0:
+        detail = (r.stderr or r.stdout).strip().splitlines()
+        raise LabError(f"{' '.join(map(str, cmd))}: {detail[-1] if detail else 'exit ' + str(r.returncode)}")
+    return r.stdout
+
+
+def _namespaces():
+    out = _run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def _kill_namespace(ns):
+    pids = _run(["ip", "netns", "pids", ns], check=False).split()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(int(pid), sig)
+                alive.append(pid)
+            except (ProcessLookupError, ValueError):
+                pass
+        if not alive:
+            break
+        deadline = time.monotonic() + 2
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
+            time.sleep(0.05)
+        pids = alive
+    _run(["ip", "netns", "del", ns], check=False)
+
+
+def remove_stale():
+    """Deletes namespaces of earlier lab runs whose process is gone; returns their names."""
+    removed = []
+    for ns in _namespaces():
+        m = re.match(rf"^{PREFIX}(\d+)-", ns)
+        if m and not os.path.exists(f"/proc/{m.group(1)}"):
+            _kill_namespace(ns)
+            removed.append(ns)
+    return removed
+
+
+def leftovers(pid=None):
+    """The lab namespaces that exist (of one process, or of any)."""
+    mark = f"{PREFIX}{pid}-" if pid is not None else PREFIX
+    return [ns for ns in _namespaces() if ns.startswith(mark)]
+
+
+_netem = None
+
+
+def kernel_has_netem():
+    global _netem
+    if _netem is None:
+        probe = f"{PREFIX}{os.getpid()}-probe"
+        _run(["ip", "netns", "add", probe])
+        try:
+            r = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                               capture_output=True, text=True)
+            _netem = r.returncode == 0
+        finally:
+            _run(["ip", "netns", "del", probe], check=False)
+    return _netem
+
+
+def tbf_burst(rate_bits):
+    """Bucket depth: two full frames, or 1 ms at the rate if that is more."""
+    return max(2 * 1514, int(rate_bits / 8 / 1000))
+
+
+class Disjoint:
+    def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1):
+        self.paths = paths
+        self.delayline = delayline
+        self.sysctls = sysctls or {}
+        self.seed = seed
+        base = f"{PREFIX}{os.getpid()}-{tag}"
+        self.A, self.P = base + "a", base + "p"
+        self.created = []
+        self.delaylines = []
+        self.netem = False
+
+    def address(self, side, path):
+        return f"10.250.{path + 1}.{1 if side == 'active' else 2}"
+
+    def active_addresses(self):
+        return [self.address("active", i) for i in range(len(self.paths))]
+
+    def ns(self, name, *cmd, check=True, timeout=30):
+        return _run(["ip", "netns", "exec", name, *cmd], check=check, timeout=timeout)
+
+    def _add_ns(self, name):
+        _run(["ip", "netns", "add", name])
+        self.created.append(name)
+        self.ns(name, "ip", "link", "set", "lo", "up")
+        for k in ("all", "default"):
+            self.ns(name, "sysctl", "-qw", f"net.ipv4.conf.{k}.rp_filter=0")
+
+    def _veth(self, ns_a, dev_a, ns_b, dev_b):
+        _run(["ip", "-n", ns_a, "link", "add", "name", dev_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b])
+        for ns, dev in ((ns_a, dev_a), (ns_b, dev_b)):
+            _run(["ip", "-n", ns, "link", "set", dev, "gso_max_segs", "1", "up"])
+
+    def _shape(self, ns, dev, rate, queue, delay_ms, loss):
+        if self.netem and (delay_ms > 0 or loss > 0):
+            netem = ["netem", "limit", "100000"]
+            if delay_ms > 0:
+                netem += ["delay", f"{delay_ms}ms"]
+            if loss > 0:
+                netem += ["loss", f"{loss}%"]
+            _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", *netem])
+            parent = ["parent", "1:", "handle", "2:"]
+        else:
+            parent = ["root", "handle", "2:"]
+        if rate is not None:
+            _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *parent, "tbf", "rate", f"{int(rate)}bit",
+                  "burst", str(tbf_burst(rate)), "limit", str(max(queue, tbf_burst(rate)))])
+
+    def mac(self, ns, dev):
+        out = _run(["ip", "-n", ns, "-o", "link", "show", dev])
+        m = re.search(r"link/ether ([0-9a-f:]{17})", out)
+        if not m:
+            raise LabError(f"no MAC address on {dev}")
+        return m.group(1)
+
+    def up(self):
+        self.netem = kernel_has_netem()
+        try:
+            self._build()
+        except BaseException:
+            self.down()
+            raise
+
+    def _link(self, index, path, ns_a, dev_a, ns_b, dev_b):
+        """A shaped link: tbf forward on dev_a, reverse on dev_b; delay and loss by netem or by a
+        delay line in a namespace of its own between the two."""
+        if path.needs_delay_line() and not self.netem:
+            d = self.A[:-1] + f"d{index}"
+            self._add_ns(d)
+            self._veth(ns_a, dev_a, d, "x")
+            self._veth(d, "y", ns_b, dev_b)
+            for dev in ("x", "y"):
+                _run(["ip", "-n", d, "link", "set", dev, "promisc", "on"])
+            cmd = ["ip", "netns", "exec", d, self.delayline, "-s", str(self.seed + index)]
+            if path.loss > 0 or path.reverse_loss > 0:
+                cmd += ["-l", f"{path.loss},{path.reverse_loss}"]
+            cmd += ["x", "y", str(path.delay_ms), str(path.reverse_delay_ms)]
+            try:
+                line = self._start_delayline(cmd)
+            except FileNotFoundError:
+                raise LabError(f"{self.delayline} is not installed")
+            if line != "ready":
+                raise LabError(f"the delay line of link {index} did not start: {line}")
+        else:
+            self._veth(ns_a, dev_a, ns_b, dev_b)
+        self._shape(ns_a, dev_a, path.rate, path.queue, path.delay_ms, path.loss)
+        self._shape(ns_b, dev_b, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss)
+
+    def _neighbours(self, ns_a, dev_a, addr_a, ns_b, dev_b, addr_b):
+        self.ns(ns_a, "ip", "neigh", "replace", addr_b, "lladdr", self.mac(ns_b, dev_b), "dev", dev_a, "nud", "permanent")
+        self.ns(ns_b, "ip", "neigh", "replace", addr_a, "lladdr", self.mac(ns_a, dev_a), "dev", dev_b, "nud", "permanent")
+
+    def _hosts(self):
+        """Settings of both end hosts: MPTCP (a subflow per path, announced by the passive) and the
+        study's sysctls."""
+        mptcp = os.path.exists("/proc/sys/net/mptcp/enabled")
+        for ns in (self.A, self.P):
+            if mptcp:
+                self.ns(ns, "sysctl", "-qw", "net.mptcp.enabled=1")
+                n = str(min(8, len(self.paths)))
+                self.ns(ns, "ip", "mptcp", "limits", "set", "subflow", n, "add_addr_accepted", n)
+            for key, value in self.sysctls.items():
+                try:
+                    self.ns(ns, "sysctl", "-qw", f"{key}={value}")
+                except LabError as e:
+                    if key == "net.ipv4.tcp_congestion_control":
+                        allowed = _run(["sysctl", "-n", "net.ipv4.tcp_allowed_congestion_control"], check=False)
+                        raise LabError(f"a namespace can only default to an allowed congestion control "
+                                       f"({allowed.strip()}): choose it per flow with the FLOWSPEC option "
+                                       f"cc={value}") from e
+                    raise
+        if mptcp:
+            for i in range(1, len(self.paths)):
+                self.ns(self.P, "ip", "mptcp", "endpoint", "add", self.address("passive", i), "dev", f"p{i + 1}",
+                        "signal")
+
+    def _build(self):
+        self._add_ns(self.A)
+        self._add_ns(self.P)
+        for i, path in enumerate(self.paths):
+            a, p = f"a{i + 1}", f"p{i + 1}"
+            self._link(i + 1, path, self.A, a, self.P, p)
+            self.ns(self.A, "ip", "addr", "add", self.address("active", i) + "/24", "dev", a)
+            self.ns(self.P, "ip", "addr", "add", self.address("passive", i) + "/24", "dev", p)
+            self._neighbours(self.A, a, self.address("active", i), self.P, p, self.address("passive", i))
+        self._hosts()
+
+    def _start_delayline(self, cmd):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        self.delaylines.append(proc)
+        line = proc.stdout.readline().strip()
+        if line != "ready":
+            proc.wait(timeout=5)
+            return (proc.stderr.read().strip() or f"exit {proc.returncode}").splitlines()[-1]
+        return line
+
+    def delayline_counters(self):
+        """The delay lines' exit lines (after down())."""
+        return [getattr(p, "counters", "") for p in self.delaylines]
+
+    def describe(self):
+        """What decides a run's result on this topology: qdiscs and the settings in force."""
+        lines = [f"netem: {'yes' if self.netem else 'no (netperfmeter-delayline)'}"]
+        for ns in (self.A, self.P):
+            lines.append(f"== {ns} qdiscs")
+            lines.append(_run(["tc", "-n", ns, "qdisc", "show"], check=False).rstrip())
+            lines.append(f"== {ns} addresses")
+            lines.append(_run(["ip", "-n", ns, "-br", "addr", "show"], check=False).rstrip())
+            lines.append(f"== {ns} sysctls")
+            for key in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+                        "net.core.rmem_max", "net.core.wmem_max", "net.mptcp.enabled", "net.mptcp.scheduler",
+                        "net.ipv4.tcp_no_metrics_save", *self.sysctls):
+                value = self.ns(ns, "sysctl", "-n", key, check=False).strip()
+                if value:
+                    lines.append(f"{key} = {value}")
+            if os.path.exists("/proc/sys/net/mptcp/enabled"):
+                lines.append(self.ns(ns, "ip", "mptcp", "limits", "show", check=False).rstrip())
+                lines.append(self.ns(ns, "ip", "mptcp", "endpoint", "show", check=False).rstrip())
+        return "\n".join(lines) + "\n"
+
+    def down(self):
+        for proc in self.delaylines:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    _, err = proc.communicate(timeout=3)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    _, err = proc.communicate()
+                proc.counters = (err or "").strip()
+        for ns in reversed(self.created):
+            _kill_namespace(ns)
+        self.created = []
+
+
+class Shared(Disjoint):
+    """A shared bottleneck: every path of the two multi-homed hosts crosses one link between
+    two routers, where a multipath flow's paths meet a single-path reference flow.
+
+        A a1 10.250.1.1 --[path 1]-- R1 --[bottleneck]-- R2 --- p1 10.251.1.2 P
+        A a2 10.250.2.1 --[path 2]-- R1                  R2 --- p2 10.251.2.2 P
+
+    The paths shape A's access links (forward on A's side, reverse on R1's); the bottleneck
+    (tbf forward on R1, reverse on R2, delay and loss as on a path) is the study's [bottleneck].
+    A reaches P's address i over its path i.
+    """
+
+    def __init__(self, paths, bottleneck, **kw):
+        super().__init__(paths, **kw)
+        self.bottleneck = bottleneck
+        self.R1, self.R2 = self.A[:-1] + "r", self.A[:-1] + "s"
+
+    def address(self, side, path):
+        return f"10.250.{path + 1}.1" if side == "active" else f"10.251.{path + 1}.2"
+
+    def _build(self):
+        for ns in (self.A, self.P, self.R1, self.R2):
+            self._add_ns(ns)
+        for ns in (self.R1, self.R2):
+            self.ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        n = len(self.paths)
+        self._link(n + 1, self.bottleneck, self.R1, "bn", self.R2, "bn")
+        self.ns(self.R1, "ip", "addr", "add", "10.249.0.1/30", "dev", "bn")
+        self.ns(self.R2, "ip", "addr", "add", "10.249.0.2/30", "dev", "bn")
+        self._neighbours(self.R1, "bn", "10.249.0.1", self.R2, "bn", "10.249.0.2")
+        self.ns(self.R1, "ip", "route", "add", "10.251.0.0/16", "via", "10.249.0.2", "dev", "bn")
+        self.ns(self.R2, "ip", "route", "add", "10.250.0.0/16", "via", "10.249.0.1", "dev", "bn")
+        for i, path in enumerate(self.paths):
+            a, p, gw_a, gw_p = f"a{i + 1}", f"p{i + 1}", f"10.250.{i + 1}.254", f"10.251.{i + 1}.254"
+            self._link(i + 1, path, self.A, a, self.R1, a)
+            self.ns(self.A, "ip", "addr", "add", self.address("active", i) + "/24", "dev", a)
+            self.ns(self.R1, "ip", "addr", "add", gw_a + "/24", "dev", a)
+            self._neighbours(self.A, a, self.address("active", i), self.R1, a, gw_a)
+            self._veth(self.R2, p, self.P, p)
+            self.ns(self.R2, "ip", "addr", "add", gw_p + "/24", "dev", p)
+            self.ns(self.P, "ip", "addr", "add", self.address("passive", i) + "/24", "dev", p)
+            self._neighbours(self.R2, p, gw_p, self.P, p, self.address("passive", i))
+            # A: P's address i over path i; P: answers from address i over its link i
+            self.ns(self.A, "ip", "route", "add", f"10.251.{i + 1}.0/24", "via", gw_a, "dev", a)
+            table = str(100 + i)
+            self.ns(self.P, "ip", "route", "add", "10.250.0.0/16", "via", gw_p, "dev", p, "table", table)
+            self.ns(self.P, "ip", "rule", "add", "from", self.address("passive", i), "table", table)
+            # without a source address (userland SCTP's UDP packets): A's address i over link i
+            self.ns(self.P, "ip", "route", "add", f"10.250.{i + 1}.0/24", "via", gw_p, "dev", p)
+        self._hosts()
+
+    def describe(self):
+        text = super().describe()
+        for ns in (self.R1, self.R2):
+            text += f"== {ns} qdiscs (bottleneck: dev bn)\n"
+            text += _run(["tc", "-n", ns, "qdisc", "show"], check=False)
+        return text

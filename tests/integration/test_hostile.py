@@ -1,0 +1,430 @@
+"""Attacks on a passive: what once crashed, locked or exhausted it.
+
+* Handlers that outlived their owner: a measurement's per-second vector-block timer could
+  fire in the same event-loop turn in which its control connection was reset; the queued
+  handler then ran on a freed measurement (heap-use-after-free, SIGSEGV in release builds).
+* Silent control connections holding every session; one host starving the others.
+* Memory a peer could make the passive allocate: a frame of 10^12 bytes queued whole, an
+  acknowledgement queue that grows while the peer never reads.
+* Access control (--allow): a refused active learns why, others keep being served."""
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import NETPERFMETER, Passive, descriptors_while_killed, run_active, settled_descriptors
+
+PORT = 21300
+MAGIC = 0x4BCDF3AA303C6774
+
+
+# A sanitizer's allocator keeps freed memory in quarantine: memory figures mean nothing there.
+memory_figures = unittest.skipIf(os.environ.get("NPM_SANITIZE"), "memory figures under a sanitizer's allocator")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def connect_from(source, port, timeout=2):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def add_flow(flow_id, measurement_id, frame_rate, frame_size, protocol=6):
+    """ADD_FLOW asking the passive to send frames of `frame_size` bytes at `frame_rate` (const)."""
+    body = struct.pack("!IQH", flow_id, measurement_id, 0) + struct.pack("<H", protocol)
+    body += b"hostile".ljust(32, b"\0")
+    body += struct.pack("!III", 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    body += struct.pack("!d", frame_rate) + b"\0" * 24 + struct.pack("!d", frame_size) + b"\0" * 24
+    body += bytes([0, 0]) + struct.pack("!IIH", 0, 0, 16000) + bytes([0, 0]) + b"\0" * 2 + b"\0" * 16
+    body += b"\0" * 16 + b"\0" * 16 + struct.pack("!H", 0)
+    message = struct.pack("!BBH", 2, 0, 4 + len(body)) + body
+    assert len(message) == 194, len(message)
+    return message
+
+
+def recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise AssertionError(f"connection closed after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
+def ack_status(sock):
+    reply = recv_exact(sock, 24)
+    assert reply[0] == 1, reply
+    return struct.unpack("!I", reply[20:24])[0]
+
+
+def start_message(measurement_id, flags=0):
+    return struct.pack("!BBHIQ", 6, flags, 16, 0, measurement_id)
+
+
+def reset(sock):
+    # SO_LINGER 0: close() sends RST at once.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+class HandlersOutliveTheirOwner(unittest.TestCase):
+    def test_start_then_reset_at_the_vector_block(self):
+        connections = 40
+        rounds = 8
+        with Passive(PORT, "-loglevel=4") as passive:
+            for round_no in range(rounds):
+                socks = []
+                for i in range(connections):
+                    s = socket.create_connection(("127.0.0.1", PORT + 1), timeout=2)
+                    s.sendall(start_message(0x5EED0000 + round_no * 100 + i))
+                    socks.append(s)
+                started = []
+                for s in socks:
+                    s.recv(24)  # the START acknowledgement: the measurement runs from here
+                    started.append(time.monotonic())
+                # Reset each one close to the moment its first vector block is due (1 s after
+                # START), 0.5 ms apart around it: some reset lands in the block's turn.
+                for i, s in enumerate(socks):
+                    delay = started[i] + 1.0 + 0.0005 * (i - connections / 2) - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    reset(s)
+                time.sleep(0.2)
+                self.assertTrue(passive.alive(), f"the passive died in round {round_no + 1} "
+                                f"(exit {passive.proc.returncode}):\n{passive.output()[-3000:]}")
+            # Still serving: a normal run succeeds.
+            with tempfile.TemporaryDirectory() as d:
+                run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d,
+                           *["-tcp", "const50:const500:const50:const500"])
+                self.assertTrue(os.path.getsize(os.path.join(d, "run-passive.sca")) > 0)
+            self.assertTrue(passive.alive())
+
+    def test_stopped_passive_whose_active_is_killed(self):
+        with Passive(PORT + 10, "-loglevel=4") as passive, tempfile.TemporaryDirectory() as d:
+            for trial in range(3):
+                active = subprocess.Popen(
+                    [NETPERFMETER, f"127.0.0.1:{PORT + 10}", "-y", "-nodisplay", "-runtime=30",
+                     "-vector=run.vec", "-tcp", "const20:const500:const20:const500"],
+                    cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.5)  # running
+                passive.proc.send_signal(signal.SIGSTOP)
+                time.sleep(1.2)  # its vector-block timer expires while it is stopped
+                active.kill()
+                active.wait()
+                time.sleep(0.2)  # the reset is queued at the passive
+                passive.proc.send_signal(signal.SIGCONT)
+                time.sleep(1.5)
+                self.assertTrue(passive.alive(), f"the passive died in trial {trial + 1} "
+                                f"(exit {passive.proc.returncode}):\n{passive.output()[-2000:]}")
+
+
+class Exhaustion(unittest.TestCase):
+    def test_silent_connections_of_one_host_do_not_lock_out_others(self):
+        with Passive(PORT + 20, "-loglevel=4", "--max-sessions-per-host=4") as passive:
+            silent = [connect_from("127.0.0.2", PORT + 21) for _ in range(20)]
+            # Another host is served at once.
+            with tempfile.TemporaryDirectory() as d:
+                run_active(f"127.0.0.1:{PORT + 20}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d,
+                           *["-tcp", "const50:const500:const50:const500"])
+            # The silent ones are closed within seconds (10 s without a first message).
+            begin = time.monotonic()
+            for s in silent:
+                s.settimeout(15)
+                try:
+                    self.assertEqual(s.recv(10), b"")
+                except ConnectionResetError:
+                    pass
+            self.assertLess(time.monotonic() - begin, 14)
+            for s in silent:
+                s.close()
+            self.assertTrue(passive.alive())
+
+    @memory_figures
+    def test_huge_frames_cost_no_memory(self):
+        with Passive(PORT + 30, "-loglevel=4") as passive:
+            baseline = rss_mib(passive.proc.pid)
+            control = socket.create_connection(("127.0.0.1", PORT + 31), timeout=5)
+            control.sendall(add_flow(1, 77, 0.0, 1e12))  # saturated, frames of 10^12 bytes
+            self.assertEqual(ack_status(control), 0)
+            data = socket.create_connection(("127.0.0.1", PORT + 30), timeout=5)
+            data.sendall(struct.pack("!BBHIQQH", 4, 0, 26, 1, MAGIC, 77, 0))
+            self.assertEqual(ack_status(control), 0)
+            control.sendall(start_message(77))
+            self.assertEqual(ack_status(control), 0)  # acknowledged at once
+            received = 0
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                received += len(data.recv(1 << 20))
+            grown = rss_mib(passive.proc.pid) - baseline
+            self.assertGreater(received, 10_000_000)  # it sends the frame as it goes
+            self.assertLess(grown, 64, f"the passive grew by {grown:.0f} MiB")
+            reset(data)
+            reset(control)
+            time.sleep(0.3)
+            self.assertTrue(passive.alive())
+
+    @memory_figures
+    def test_a_peer_that_never_reads_its_acknowledgements(self):
+        with Passive(PORT + 40, "-loglevel=4") as passive:
+            baseline = rss_mib(passive.proc.pid)
+            control = socket.create_connection(("127.0.0.1", PORT + 41), timeout=5)
+            control.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stops = struct.pack("!BBHIQ", 7, 0, 16, 0, 12345) * 4096  # STOP of an unknown measurement
+            sent = 0
+            try:
+                for _ in range(400):  # 1.6 M STOPs, each answered with a 24-byte ACK nobody reads
+                    control.sendall(stops)
+                    sent += 1
+            except (BrokenPipeError, ConnectionResetError, socket.timeout):
+                pass  # closed by the passive: the peer does not read
+            time.sleep(2)  # whatever was sent is processed
+            grown = rss_mib(passive.proc.pid) - baseline
+            self.assertLess(grown, 48, f"the passive grew by {grown:.0f} MiB after {sent * 4096} STOPs")
+            self.assertLess(sent, 400, "the passive never gave up on a peer that does not read")
+            control.close()
+            self.assertTrue(passive.alive())
+
+    def test_result_spool_is_bounded(self):
+        with Passive(PORT + 70, "-loglevel=3", "--max-spool=1") as passive, tempfile.TemporaryDirectory() as d:
+            r = run_active(f"127.0.0.1:{PORT + 70}", "-y", "-runtime=2", "-vector=run.vec", "-scalar=run.sca",
+                           "-tcp", "const0:const200", cwd=d, check=False, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("could not keep its per-flow vector", r.stderr)
+            self.assertIn("spool is full (1 MiB per session (--max-spool))", passive.output())
+            # Everything else arrived.
+            for name in ("run-active.sca", "run-passive.sca", "run-active.vec", "run-passive.vec",
+                         "run-active-00000000-0000.vec"):
+                self.assertGreater(os.path.getsize(os.path.join(d, name)), 0, name)
+            self.assertTrue(passive.alive())
+
+    @memory_figures
+    def test_runs_with_sctp_control_leave_nothing_behind(self):
+        with Passive(PORT + 100, "-loglevel=4") as passive, tempfile.TemporaryDirectory() as d:
+            run_active(f"127.0.0.1:{PORT + 100}", "-x", "-runtime=0.2", "-tcp", "const10:const100", cwd=d)
+            baseline = rss_mib(passive.proc.pid)
+            for _ in range(10):
+                run_active(f"127.0.0.1:{PORT + 100}", "-x", "-runtime=0.2", "-tcp", "const10:const100", cwd=d,
+                           timeout=30)
+            grown = rss_mib(passive.proc.pid) - baseline
+            # Each control association once allocated 65535 streams (about 4.2 MB that stayed).
+            self.assertLess(grown, 8, f"10 runs with SCTP control: the passive grew by {grown:.1f} MiB")
+
+    def test_measurements_per_session_are_bounded(self):
+        with Passive(PORT + 50, "-loglevel=4") as passive:
+            control = socket.create_connection(("127.0.0.1", PORT + 51), timeout=5)
+            statuses = []
+            for i in range(20):
+                control.sendall(start_message(1000 + i))
+                statuses.append(ack_status(control))
+            self.assertEqual(statuses[:16], [0] * 16)
+            self.assertEqual(statuses[16:], [1] * 4)
+            control.close()
+            self.assertTrue(passive.alive())
+
+
+class KilledActive(unittest.TestCase):
+    def test_a_killed_active_leaves_no_files(self):
+        with Passive(PORT + 80, "-loglevel=4") as passive, tempfile.TemporaryDirectory() as d:
+            for _ in range(3):
+                active = subprocess.Popen(
+                    [NETPERFMETER, f"127.0.0.1:{PORT + 80}", "-y", "-nodisplay", "-runtime=30",
+                     "-vector=run.vec.bz2", "-scalar=run.sca", "-tcp", "const0:const1400"],
+                    cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.5)  # writing its vectors
+                active.kill()
+                active.wait()
+            self.assertEqual(os.listdir(d), [])  # no half-written file, named or temporary
+            self.assertTrue(passive.alive())
+
+
+class HostilePassive(unittest.TestCase):
+    """The active trusts a passive no more than a passive trusts its peers."""
+
+    def serve(self, port, results_chunk):
+        """A fake passive on `port`: acknowledges everything, then answers STOP with endless RESULTS."""
+        control_listener = socket.create_server(("127.0.0.1", port + 1))
+        data_listener = socket.create_server(("127.0.0.1", port))
+        stop = threading.Event()
+
+        def run():
+            control, _ = control_listener.accept()
+            data = None
+            while not stop.is_set():
+                header = recv_exact(control, 4)
+                kind, length = header[0], struct.unpack("!H", header[2:4])[0]
+                body = recv_exact(control, length - 4)
+                if kind == 2:  # ADD_FLOW
+                    flow, measurement, stream = struct.unpack("!IQH", body[:14])
+                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, flow, measurement, stream, 0, 0))
+                    data, _ = data_listener.accept()
+                    identify = recv_exact(data, 26)
+                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, flow, measurement, stream, 0, 0))
+                    threading.Thread(target=lambda: [None for _ in iter(lambda: data.recv(65536), b"")],
+                                     daemon=True).start()
+                    del identify
+                elif kind in (6, 7):  # START, STOP
+                    measurement = struct.unpack("!Q", body[4:12])[0]
+                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, 0, measurement, 0, 0, 0))
+                    if kind == 7:
+                        chunk = struct.pack("!BBH", 8, 0, 4 + len(results_chunk)) + results_chunk
+                        try:
+                            while not stop.is_set():
+                                control.sendall(chunk * 64)
+                        except OSError:
+                            return
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return stop, [control_listener, data_listener]
+
+    def test_results_beyond_the_download_limit(self):
+        stop, listeners = self.serve(PORT + 90, b"x" * 1400)
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                begin = time.monotonic()
+                r = run_active(f"127.0.0.1:{PORT + 90}", "-y", "-runtime=1", "-vector=run.vec",
+                               "--max-download=2", "-tcp", "const10:const100", cwd=d, check=False, timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("more than 2 MiB for run-passive.vec (--max-download)", r.stderr)
+                self.assertLess(time.monotonic() - begin, 20)
+                self.assertNotIn("run-passive.vec", os.listdir(d))  # nothing half-written
+                self.assertIn("run-active.vec", os.listdir(d))      # its own results are kept
+        finally:
+            stop.set()
+            for listener in listeners:
+                listener.close()
+
+
+class KilledActiveWithSctpControl(unittest.TestCase):
+    def test_its_session_ends_when_its_data_connections_are_gone(self):
+        # A killed active cannot abort its SCTP control association; the passive would learn of
+        # it only from missed heartbeats, minutes later, holding the measurement until then.
+        with Passive(PORT + 110, "-loglevel=3") as passive, tempfile.TemporaryDirectory() as d:
+            baseline = settled_descriptors(passive, PORT + 110, d)
+            running = descriptors_while_killed(
+                passive, [f"127.0.0.1:{PORT + 110}", "-x", "-nodisplay", "-runtime=30", "-vector=run.vec",
+                          "-tcp", "const0:const1400:const50:const500", "-mptcp", "const10:const100"], d)
+            self.assertGreater(running, baseline, passive.output())
+            end = time.monotonic() + 10
+            while len(os.listdir(f"/proc/{passive.proc.pid}/fd")) > baseline and time.monotonic() < end:
+                time.sleep(0.2)
+            self.assertEqual(len(os.listdir(f"/proc/{passive.proc.pid}/fd")), baseline)
+            self.assertIn("every data connection of measurement", passive.output())
+
+
+class AccessControl(unittest.TestCase):
+    def test_allow_list(self):
+        with Passive(PORT + 60, "-loglevel=3", "--allow=127.0.0.2/32,::1") as passive, \
+                tempfile.TemporaryDirectory() as d:
+            flows = ["-tcp", "const50:const500:const50:const500", "-udp", "const20:const200:const20:const200"]
+            refused = run_active(f"127.0.0.1:{PORT + 60}", "-y", "-runtime=1", "-scalar=run.sca", *flows,
+                                 cwd=d, check=False, timeout=30)
+            self.assertEqual(refused.returncode, 1)
+            self.assertIn("does not allow this host", refused.stderr)
+            # A raw data connection from a host not in the list is closed at once.
+            data = socket.create_connection(("127.0.0.1", PORT + 60), timeout=5)
+            data.settimeout(5)
+            try:
+                self.assertEqual(data.recv(10), b"")
+            except ConnectionResetError:
+                pass
+            data.close()
+            allowed = run_active(f"127.0.0.1:{PORT + 60}", "-y", "-runtime=1", "-scalar=run.sca",
+                                 "-l", "127.0.0.2", "-L", "127.0.0.2", *flows, cwd=d, timeout=30)
+            self.assertEqual(allowed.returncode, 0)
+            self.assertTrue(passive.alive())
+            self.assertIn("not in the --allow list", passive.output())
+
+
+class Authentication(unittest.TestCase):
+    KEY = b"correct horse battery staple 42\n"
+
+    def key_file(self, d, name, content, mode=0o600):
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, mode)
+        return path
+
+    def test_shared_key(self):
+        with tempfile.TemporaryDirectory() as d:
+            key = self.key_file(d, "key", self.KEY)
+            wrong = self.key_file(d, "wrong", b"another key of some length\n")
+            loose = self.key_file(d, "loose", self.KEY, 0o644)
+            flows = ["-tcp", "const20:const200:const20:const200", "-udp", "const10:const100"]
+            r = run_active("127.0.0.1:9", "-y", f"--auth-key-file={loose}", *flows, check=False)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("permissions 0644 let others read", r.stderr)
+            with Passive(PORT + 130, "-loglevel=3", f"--auth-key-file={key}") as passive:
+                ok = run_active(f"127.0.0.1:{PORT + 130}", "-y", f"--auth-key-file={key}", "-runtime=1",
+                                "-config=run.config", "-scalar=run.sca", "-vector=run.vec", *flows, cwd=d)
+                self.assertIn("Authenticated", ok.stderr)
+                self.assertGreater(os.path.getsize(os.path.join(d, "run-passive-00000001-0000.vec")), 0)
+                with open(os.path.join(d, "run.config"), "rb") as f:
+                    self.assertNotIn(self.KEY.strip(), f.read())  # no secret in the config file
+                # Over SCTP control too.
+                run_active(f"127.0.0.1:{PORT + 130}", "-x", f"--auth-key-file={key}", "-runtime=0.5", *flows, cwd=d)
+                none = run_active(f"127.0.0.1:{PORT + 130}", "-y", "-runtime=1", *flows, cwd=d, check=False)
+                self.assertEqual(none.returncode, 1)
+                self.assertIn("requires authentication: give the shared key with --auth-key-file", none.stderr)
+                bad = run_active(f"127.0.0.1:{PORT + 130}", "-y", f"--auth-key-file={wrong}", "-runtime=1", *flows,
+                                 cwd=d, check=False)
+                self.assertEqual(bad.returncode, 1)
+                self.assertIn("could not prove the shared key", bad.stderr)
+                self.assertTrue(passive.alive())
+                self.assertIn("does not authenticate", passive.output())
+                self.assertNotIn(self.KEY.strip().decode(), passive.output())  # no secret in the log
+            with Passive(PORT + 140, "-loglevel=3") as passive:
+                r = run_active(f"127.0.0.1:{PORT + 140}", "-y", f"--auth-key-file={key}", "-runtime=1", *flows,
+                               cwd=d, check=False)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("does not use authentication", r.stderr)
+
+    def test_a_recorded_handshake_cannot_be_replayed(self):
+        import hmac
+        import hashlib
+        key = self.KEY.rstrip(b"\n")
+        with tempfile.TemporaryDirectory() as d, \
+                Passive(PORT + 150, "-loglevel=3", f"--auth-key-file={self.key_file(d, 'key', self.KEY)}"):
+            nonce = os.urandom(32)
+
+            def handshake(response=None):
+                c = socket.create_connection(("127.0.0.1", PORT + 151), timeout=5)
+                c.sendall(struct.pack("!BBH", 9, 0, 36) + nonce)
+                challenge = recv_exact(c, 68)
+                self.assertEqual(challenge[0], 10)
+                np_, mac = challenge[4:36], challenge[36:68]
+                self.assertEqual(mac, hmac.new(key, b"NPMP passive" + nonce + np_, hashlib.sha256).digest())
+                if response is None:
+                    response = hmac.new(key, b"NPMP active" + np_ + nonce, hashlib.sha256).digest()
+                c.sendall(struct.pack("!BBH", 11, 0, 36) + response)
+                status = ack_status(c)
+                c.close()
+                return status, response
+
+            status, recorded = handshake()
+            self.assertEqual(status, 0)
+            replayed, _ = handshake(recorded)  # same active nonce, old response: the passive's nonce differs
+            self.assertEqual(replayed, 2)
+
+
+if __name__ == "__main__":
+    from harness import main
+
+    main()

@@ -1,0 +1,72 @@
+"""Interoperability with the reference NetPerfMeter (2.0.10), in both directions: the reference's
+passive with our active and our passive with the reference's active, control over TCP, a
+saturated bidirectional TCP flow, a rate-driven bidirectional UDP flow and an MPTCP flow; every
+result file complete on both sides and both processes exit 0.
+
+Runs when NPM_REFERENCE_NETPERFMETER names a reference binary (built outside this repository,
+e.g. dreibh/netperfmeter 2.0.10 with cmake -DWITH_ICONS=OFF); otherwise it says so and skips."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, read_config, read_scalars, read_vector,
+                     wait_for_port)
+
+REFERENCE = os.environ.get("NPM_REFERENCE_NETPERFMETER", "")
+if not REFERENCE or not os.access(REFERENCE, os.X_OK):
+    print("SKIP: set NPM_REFERENCE_NETPERFMETER to a reference netperfmeter binary (2.0.10) to run the "
+          "interoperability test")
+    sys.exit(77)
+
+FLOWS = ["-tcp", "const0:const1400:const0:const1400", "-udp", "const50:const500:const25:const1000",
+         "-mptcp", "const10:const1000:const10:const1000"]
+
+
+class Interop(unittest.TestCase):
+    def run_pair(self, passive_binary, active_binary, port):
+        with tempfile.TemporaryDirectory() as d:
+            log = open(os.path.join(d, "passive.log"), "w")
+            passive = subprocess.Popen([passive_binary, str(port), "--nodisplay"], stdout=log, stderr=subprocess.STDOUT,
+                                       cwd=d)
+            try:
+                wait_for_port(port + 1)
+                active = subprocess.run([active_binary, f"127.0.0.1:{port}", "-y", "-runtime=3", "--nodisplay",
+                                         "-config=run.config", "-scalar=run.sca.bz2", "-vector=run.vec.bz2", *FLOWS],
+                                        cwd=d, capture_output=True, text=True, timeout=90)
+            finally:
+                passive.send_signal(signal.SIGINT)
+                try:
+                    passive.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    passive.kill()
+                    passive.wait()
+            self.assertEqual(active.returncode, 0, active.stdout[-2000:] + active.stderr[-2000:])
+            self.assertNotIn("ERROR", active.stdout + active.stderr)
+            config = read_config(os.path.join(d, "run.config"))
+            self.assertEqual(config["NUM_FLOWS"], "3")
+            for role in ("active", "passive"):
+                scalars = read_scalars(os.path.join(d, f"run-{role}.sca.bz2"))
+                for flow in (0, 1, 2):
+                    self.assertGreater(scalars[(f"netPerfMeter.{role}.flow[{flow}]", "Received Bytes")], 0,
+                                       f"{role} flow {flow}")
+                self.assertGreater(len(read_vector(os.path.join(d, f"run-{role}.vec.bz2"), MEASUREMENT_COLUMNS)), 0)
+                for flow in range(3):
+                    name = config[f"FLOW{flow}_VECTOR_{role.upper()}_NODE"]
+                    self.assertTrue(os.path.exists(os.path.join(d, name)), name)
+                    self.assertGreater(len(read_vector(os.path.join(d, name), FLOW_COLUMNS)), 0, name)
+            return active
+
+    def test_reference_passive_our_active(self):
+        self.run_pair(REFERENCE, NETPERFMETER, 27200)
+
+    def test_our_passive_reference_active(self):
+        self.run_pair(NETPERFMETER, REFERENCE, 27300)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,362 @@
+"""netperfmeter-lab through the real thing: namespaces, veth, tbf, the delay line, netperfmeter runs.
+
+usage: test_lab.py LAB_PROGRAM LAB_SOURCE_DIR NETPERFMETER DELAYLINE
+"""
+
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+LAB, LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:5]
+del sys.argv[1:5]
+sys.path.insert(0, LAB_SRC)
+from npmlab import stats, study, topology  # noqa: E402
+
+TINY = """
+name = "tiny"
+description = "two paths, a saturated flow"
+runtime = {runtime}
+repetitions = {repetitions}
+[sweep]
+proto = ["tcp", "mptcp"]
+[[paths]]
+rate = "10mbit"
+queue = "30kB"
+delay_ms = 5
+[[paths]]
+rate = "5mbit"
+queue = "30kB"
+delay_ms = 5
+[[flows]]
+protocol = "{{proto}}"
+spec = "const0:const1400:const0:const0"
+[[metrics]]
+name = "goodput"
+value = "goodput(0) / 1e6"
+unit = "Mbit/s"
+"""
+
+
+def lab(*args, timeout=300):
+    return subprocess.run([LAB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def in_ns(ns, script, timeout=60):
+    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError(f"helper in {ns} failed: {r.stderr}")
+    return r.stdout
+
+
+def our_processes(marker):
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+class StudyFiles(unittest.TestCase):
+    """A malformed study: one line naming the file, line and key; exit 1; nothing built."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="npmlab-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def check(self, text, line, key):
+        path = os.path.join(self.dir, "bad.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        before = topology.leftovers()
+        r = lab("run", path, "-o", os.path.join(self.dir, "out"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(f"{path}:{line}:", r.stderr)
+        if key:
+            self.assertIn(key, r.stderr)
+        self.assertEqual(topology.leftovers(), before)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "out")))
+
+    def test_syntax_error(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace('queue = "30kB"', 'queue = 30kB', 1), 10, None)
+
+    def test_unknown_key(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace("delay_ms = 5", "delay_ms = 5\njitter = 3", 1), 12,
+                   "paths[1].jitter")
+
+    def test_bad_rate(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace('"10mbit"', '"10 parsecs"'), 9, "paths[1].rate")
+
+    def test_unknown_variable(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace("{proto}", "{protocol}"), 17, "flows[1].protocol")
+
+    def test_bad_metric(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace("goodput(0) / 1e6", "__import__('os')"), 21,
+                   "metrics[1].value")
+
+    def test_shipped_studies_load(self):
+        r = lab("list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("cmt-dissimilar", r.stdout)
+        self.assertNotIn("unreadable", r.stdout)
+
+    @unittest.skipUnless(shutil.which("groff"), "groff is not installed")
+    def test_man_pages_render_and_document_every_option(self):
+        for page in ("netperfmeter-lab.1", "netperfmeter-delayline.1"):
+            path = os.path.join(LAB_SRC, "man", page)
+            r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", path], capture_output=True, text=True,
+                               env=dict(os.environ, LC_ALL="C.UTF-8"))
+            self.assertEqual(r.stderr, "", page)
+        text = subprocess.run(["groff", "-man", "-Tascii", os.path.join(LAB_SRC, "man", "netperfmeter-lab.1")],
+                              capture_output=True, text=True).stdout
+        text = re.sub(r".\x08", "", text)
+        options = set(re.findall(r"--[a-z][a-z-]+", lab("run", "--help").stdout))
+        self.assertIn("--ci-target", options)
+        for option in options:
+            self.assertIn(option, text, f"{option} is in --help but not in netperfmeter-lab.1")
+
+    def test_installed_layout(self):
+        # cmake --install puts the program, the module, the studies, the delay line and the man
+        # pages in place, and the installed program names the installed files.
+        build = os.path.dirname(os.path.dirname(os.path.dirname(LAB)))
+        cache = open(os.path.join(build, "CMakeCache.txt")).read()
+        prefix = re.search(r"^CMAKE_INSTALL_PREFIX:PATH=(.*)$", cache, re.M).group(1)
+        with tempfile.TemporaryDirectory() as root:
+            subprocess.run(["cmake", "--install", build], env=dict(os.environ, DESTDIR=root), check=True,
+                           capture_output=True)
+            share = root + prefix + "/share/netperfmeter/lab"
+            for path in (root + prefix + "/bin/netperfmeter-lab", root + prefix + "/bin/netperfmeter-delayline",
+                         share + "/npmlab/runner.py", share + "/studies/cmt-dissimilar.toml",
+                         share + "/studies/README.md", share + "/README.md",
+                         root + prefix + "/share/man/man1/netperfmeter-lab.1",
+                         root + prefix + "/share/man/man1/netperfmeter-delayline.1"):
+                self.assertTrue(os.path.exists(path), path)
+            program = open(root + prefix + "/bin/netperfmeter-lab").read()
+            self.assertIn(f'sys.path.insert(0, "{prefix}/share/netperfmeter/lab")', program)
+            self.assertIn(f'"netperfmeter": "{prefix}/bin/netperfmeter"', program)
+            # the installed module and studies work (run from the staging root)
+            r = subprocess.run([sys.executable, "-c", program.replace(prefix + "/share", root + prefix + "/share"),
+                                "list"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(len(r.stdout.splitlines()), len(os.listdir(share + "/studies")) - 1, r.stdout)
+
+    def test_confidence_interval_matches_t_test(self):
+        # R: t.test(c(1, 2, 3, 4))$conf.int = 0.4457397 4.5542603; qt(0.975, 9) = 2.262157
+        n, mean, low, high = stats.mean_ci([1, 2, 3, 4])
+        self.assertEqual((n, mean), (4, 2.5))
+        self.assertAlmostEqual(low, 0.4457397, places=6)
+        self.assertAlmostEqual(high, 4.5542603, places=6)
+        self.assertAlmostEqual(stats.t_quantile(0.975, 9), 2.262157, places=5)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class PathAccuracy(unittest.TestCase):
+    """The topology's paths give the configured delay, loss and rate."""
+
+    def build(self, **kw):
+        fields = dict(name="p", rate=None, reverse_rate=None, queue=100 * 1514, reverse_queue=100 * 1514, delay_ms=0,
+                      reverse_delay_ms=0, loss=0, reverse_loss=0)
+        fields.update(kw)
+        topo = topology.Disjoint([study.Path(**fields)], delayline=DELAYLINE, tag="t")
+        topo.up()
+        self.addCleanup(topo.down)
+        return topo
+
+    def test_one_way_delays(self):
+        topo = self.build(delay_ms=20, reverse_delay_ms=7.5)
+        # connect() to a closed port: SYN out, RST back = one round trip, no ARP (static neighbours)
+        out = in_ns(topo.A, """
+import socket, time
+rtts = []
+for _ in range(25):
+    s = socket.socket()
+    t = time.monotonic()
+    try:
+        s.connect(("10.250.1.2", 9))
+    except ConnectionRefusedError:
+        rtts.append((time.monotonic() - t) * 1000)
+    s.close()
+print(sorted(rtts)[len(rtts) // 2], len(rtts))
+""")
+        median, count = out.split()
+        self.assertEqual(int(count), 25)
+        print(f"RTT over 20 ms + 7.5 ms delay: median {float(median):.3f} ms")
+        self.assertAlmostEqual(float(median), 27.5, delta=1.0)
+
+    def test_random_loss_rate(self):
+        p, n = 0.03, 20000
+        topo = self.build(delay_ms=1, loss=p * 100)
+        receiver = subprocess.Popen(["ip", "netns", "exec", topo.P, sys.executable, "-c", """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind(("10.250.1.2", 5000))
+print("ready", flush=True)
+s.settimeout(2.0)
+seen = set()
+try:
+    while True:
+        seen.add(int(s.recv(2048)[:8]))
+except socket.timeout:
+    pass
+print(len(seen))
+"""], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(receiver.stdout.readline().strip(), "ready")
+        in_ns(topo.A, f"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range({n}):
+    s.sendto(b"%08d" % i + bytes(92), ("10.250.1.2", 5000))
+    if i % 200 == 199:
+        time.sleep(0.004)
+""")
+        received = int(receiver.communicate(timeout=30)[0].strip())
+        lost = n - received
+        half = 2.5758 * math.sqrt(n * p * (1 - p))
+        print(f"{n} datagrams, loss {p:.0%}: {lost} lost (99 % interval {n * p - half:.0f} to {n * p + half:.0f})")
+        self.assertLessEqual(abs(lost - n * p), half)
+
+    def test_saturated_tcp_measures_the_configured_rate(self):
+        rate = 8e6
+        topo = self.build(rate=rate)
+        work = tempfile.mkdtemp(prefix="npmlab-rate-")
+        self.addCleanup(shutil.rmtree, work, True)
+        passive = subprocess.Popen(["ip", "netns", "exec", topo.P, NETPERFMETER, "9000", "-nodisplay"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            r = subprocess.run(["ip", "netns", "exec", topo.A, NETPERFMETER, "10.250.1.2:9000", "-control-over-tcp",
+                                "-runtime=8", "-scalar=run.sca", "-nodisplay", "-tcp", "const0:const1400:const0:const0"],
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            passive.send_signal(signal.SIGINT)
+            passive.wait(timeout=10)
+        goodput = stats.read_scalars(os.path.join(work, "run-passive.sca"), "passive")[
+            ("passive", 0, "Received Bit Rate")]
+        # Every segment is full (saturated, one packet per frame): MSS = MTU - IPv4 - TCP - timestamps,
+        # and tbf counts the Ethernet frame.
+        timestamps = int(subprocess.run(["ip", "netns", "exec", topo.A, "sysctl", "-n", "net.ipv4.tcp_timestamps"],
+                                        capture_output=True, text=True).stdout.strip() or 1)
+        mss = 1500 - 20 - 20 - (12 if timestamps else 0)
+        expected = rate * mss / (mss + 20 + 20 + (12 if timestamps else 0) + 14)
+        print(f"tbf {rate / 1e6:g} Mbit/s: goodput {goodput / 1e6:.3f} Mbit/s, expected {expected / 1e6:.3f} Mbit/s "
+              f"(MSS {mss})")
+        self.assertAlmostEqual(goodput / expected, 1.0, delta=0.03)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class Runs(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="npmlab-test-")
+        self.study = os.path.join(self.dir, "tiny.toml")
+        with open(self.study, "w") as f:
+            f.write(TINY.format(runtime=1.5, repetitions=2))
+        self.out = os.path.join(self.dir, "out")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def assertNothingLeft(self, pid):
+        self.assertEqual(topology.leftovers(pid), [], "namespaces left behind")
+        self.assertEqual(our_processes(f"npmlab{pid}-"), [], "processes left behind")
+        self.assertEqual([e for e in os.listdir(os.path.join(self.out, "runs")) if e.startswith(".partial")], [])
+
+    def test_run_summary_resume_and_plot(self):
+        r = lab("run", self.study, "-o", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        with open(os.path.join(self.out, "summary.csv")) as f:
+            rows = [line.split(",") for line in f.read().splitlines()]
+        self.assertEqual(rows[0], ["proto", "metric", "n", "mean", "ci_low", "ci_high"])
+        by_proto = {row[0]: row for row in rows[1:]}
+        self.assertEqual(set(by_proto), {"tcp", "mptcp"})
+        for proto, row in by_proto.items():
+            n, mean, low, high = int(row[2]), float(row[3]), float(row[4]), float(row[5])
+            self.assertEqual(n, 2)
+            self.assertLessEqual(low, mean)
+            self.assertLessEqual(mean, high)
+        tcp, mptcp = float(by_proto["tcp"][3]), float(by_proto["mptcp"][3])
+        print(f"TCP on the 10 Mbit/s path: {tcp:.2f} Mbit/s; MPTCP over 10 + 5 Mbit/s: {mptcp:.2f} Mbit/s")
+        self.assertLess(tcp, 10.0)
+        self.assertGreater(mptcp, 11.0, "MPTCP uses the second path (the passive announces it)")
+        self.assertTrue(os.path.getsize(os.path.join(self.out, "goodput.pdf")) > 1000)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "tables", "passive.flow-ReceivedBitRate.data.bz2")))
+        env = open(os.path.join(self.out, "runs", "proto=tcp-r1", "environment.txt")).read()
+        for needle in ("kernel:", "active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control", "netperfmeter:"):
+            self.assertIn(needle, env)
+        mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
+                  for e in os.listdir(os.path.join(self.out, "runs"))}
+        # a second run without --resume refuses to mix; with --resume it re-runs nothing
+        r = lab("run", self.study, "-o", self.out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--resume", r.stderr)
+        r = lab("run", self.study, "-o", self.out, "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("complete, kept"), 4, r.stderr)
+        self.assertEqual(mtimes, {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
+                                  for e in os.listdir(os.path.join(self.out, "runs"))})
+        # plot redraws from the results alone
+        os.unlink(os.path.join(self.out, "goodput.pdf"))
+        r = lab("plot", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "goodput.pdf")))
+
+    def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
+        proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        lines = []
+        while True:
+            line = proc.stderr.readline()
+            self.assertTrue(line, "the lab ended early: " + "".join(lines))
+            lines.append(line)
+            if line.startswith("[2/"):
+                break
+        time.sleep(0.7)  # inside the second run
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("1 complete run(s) kept", err)
+        self.assertNothingLeft(proc.pid)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.out, "runs"))), ["proto=tcp-r1"])
+        # --resume runs the three missing ones only
+        r = lab("run", self.study, "-o", self.out, "--resume", "--no-plot")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("complete, kept"), 1, r.stderr)
+        self.assertEqual(r.stderr.count(": done in"), 3, r.stderr)
+
+    def test_failing_run_reports_and_cleans_up(self):
+        with open(self.study, "w") as f:
+            f.write(TINY.format(runtime=1.5, repetitions=1).replace("const0:const1400:const0:const0", "const0:const1400:const0:const0:bogus=1"))
+        proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertRegex(err.strip().splitlines()[-1], r"run proto=tcp r1: .*logs in ")
+        self.assertNothingLeft(proc.pid)
+
+    def test_stale_leftovers_of_its_own_prefix_only(self):
+        stale, foreign = "npmlab999999999-0a", "npmlabtest-foreign"
+        for ns in (stale, foreign):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+        try:
+            r = lab("run", self.study, "-o", self.out, "--repetitions=1", "--no-plot")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"removed the leftover namespace {stale}", r.stderr)
+            names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            self.assertNotIn(stale, names)
+            self.assertIn(foreign, names)
+        finally:
+            for ns in (stale, foreign):
+                subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

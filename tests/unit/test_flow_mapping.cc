@@ -1,0 +1,134 @@
+// The one mapping between flow parameters and ADD_FLOW (control/flow_mapping): every option
+// of a FLOWSPEC survives FlowSpec → ADD_FLOW → bytes → ADD_FLOW → what the passive runs.
+#include <catch2/catch.hpp>
+
+#include "control/flow_mapping.h"
+#include "flowspec/flowspec.h"
+
+using namespace npm;
+using npmp::Protocol;
+
+namespace {
+
+flowspec::FlowSpec spec(const std::string& text, Protocol protocol) {
+  auto r = flowspec::parse(text, protocol);
+  INFO(text << ": " << r.error);
+  REQUIRE(r.spec);
+  std::vector<flowspec::FlowSpec> one{*r.spec};
+  REQUIRE(flowspec::assignFlowIds(one).empty());
+  return one[0];
+}
+
+// What the passive makes of the spec, through the encoded bytes.
+control::FlowRequest overTheWire(const flowspec::FlowSpec& s, std::uint64_t measurementId) {
+  npmp::Bytes bytes;
+  npmp::encode(control::toAddFlow(s, measurementId), bytes);
+  const auto decoded = npmp::decode(bytes);
+  INFO(decoded.error);
+  REQUIRE(decoded);
+  return control::fromAddFlow(std::get<npmp::AddFlow>(*decoded.message));
+}
+
+}  // namespace
+
+TEST_CASE("flow mapping: every option of a stream flow reaches the passive") {
+  const auto s = spec("const10:uniform100,200:exp5:pareto1000,1.5:id=7:description=Video call:maxmsgsize=1200:"
+                      "rcvbuf=300000:sndbuf=400000:nodelay=on:debug=on:cc=cubic:onoff=+1,+exp2,+3,+4,repeat",
+                      Protocol::TCP);
+  const auto r = overTheWire(s, 0x1122334455667788ull);
+  const measure::FlowParameters& p = r.parameters;
+  CHECK(p.measurementId == 0x1122334455667788ull);
+  CHECK(p.flowId == 7);
+  CHECK(p.streamId == 0);
+  CHECK(p.protocol == Protocol::TCP);
+  CHECK(p.description == "Video call");
+  // The passive sends what the active receives.
+  CHECK(p.outbound.rate == s.inbound.rate);
+  CHECK(p.outbound.size == s.inbound.size);
+  CHECK(p.onOff == s.onOff);
+  CHECK(p.repeatOnOff);
+  CHECK(p.maxMsgSize == 1200);
+  CHECK(p.debug);
+  CHECK_FALSE(p.errorOnAbort);  // the passive ignores send errors
+  CHECK(r.socketOptions.rcvBufferSize == 300000);
+  CHECK(r.socketOptions.sndBufferSize == 400000);
+  CHECK(r.socketOptions.noDelay == true);
+  CHECK(r.socketOptions.congestionControl == "cubic");
+  CHECK(r.sctpTuning.isDefault());
+
+  // The active runs the outbound direction itself, with the same identity.
+  const auto a = control::activeFlowParameters(s, 0x1122334455667788ull);
+  CHECK(a.outbound.rate == s.outbound.rate);
+  CHECK(a.outbound.size == s.outbound.size);
+  CHECK(a.flowId == 7);
+  CHECK(a.description == p.description);
+  CHECK(a.onOff == p.onOff);
+  CHECK(a.repeatOnOff == p.repeatOnOff);
+  CHECK(a.maxMsgSize == p.maxMsgSize);
+  CHECK(a.errorOnAbort);
+}
+
+TEST_CASE("flow mapping: defaults stay defaults") {
+  const auto r = overTheWire(spec("const0:const1400", Protocol::UDP), 1);
+  CHECK(r.parameters.protocol == Protocol::UDP);
+  CHECK(r.parameters.description == "Flow 0");
+  CHECK_FALSE(r.parameters.outbound.enabled());
+  CHECK(r.parameters.onOff.empty());
+  CHECK_FALSE(r.parameters.repeatOnOff);
+  CHECK_FALSE(r.parameters.debug);
+  CHECK(r.socketOptions.noDelay == false);
+  CHECK(r.socketOptions.congestionControl.empty());
+  CHECK(r.socketOptions.ccid == 0);
+  CHECK(r.sctpTuning.isDefault());
+  CHECK(r.streamPolicy.ordered == 1.0);
+  CHECK(r.streamPolicy.reliable == 1.0);
+}
+
+TEST_CASE("flow mapping: SCTP delivery policy and CMT tuning") {
+  const auto s = spec("const0:const1000:const0:const1000:unordered=0.25:unreliable=0.5:rtx_timeout=150:"
+                      "cmt=cmtrpv2:sctpcc=htcp:bufsplit=both:nrsack=on:rtomin=200:dac=on:maxmsgsize=1200",
+                      Protocol::SCTP);
+  const auto r = overTheWire(s, 2);
+  CHECK(r.sctpTuning == control::sctpTuning(s));
+  CHECK(r.sctpTuning.cmt == 3);
+  CHECK(r.sctpTuning.ccModule == 2);
+  CHECK(r.sctpTuning.bufferSplitting == 3);
+  CHECK(r.sctpTuning.nrSack);
+  CHECK(r.sctpTuning.rtoMinMs == 200);
+  CHECK(r.sctpTuning.dac);
+  const auto expected = transport::streamPolicy(s.ordered, s.reliable, s.retransmissionTrials);
+  CHECK(r.streamPolicy.ordered == Approx(expected.ordered));
+  CHECK(r.streamPolicy.reliable == Approx(expected.reliable));
+  CHECK(r.streamPolicy.prPolicy == expected.prPolicy);
+  CHECK(r.streamPolicy.prValue == expected.prValue);
+}
+
+TEST_CASE("flow mapping: DCCP CCID and MPTCP") {
+  CHECK(overTheWire(spec("const10:const500:ccid=3", Protocol::DCCP), 3).socketOptions.ccid == 3);
+  const auto m = overTheWire(spec("const0:const1400:cc=cubic", Protocol::MPTCP), 4);
+  CHECK(m.parameters.protocol == Protocol::MPTCP);
+  CHECK(m.socketOptions.congestionControl == "cubic");
+}
+
+TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
+  sctp::Tuning t;
+  t.cmt = 4;
+  t.nrSack = true;
+  t.bufferSplitting = 2;
+  t.ccModule = 3;
+  t.rtoMinMs = 250;
+  t.dac = true;
+  CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift |
+                                        3 << npmp::kAddFlowSctpCcShift));
+  CHECK(control::sctpRtoMinAndDac(t) == (npmp::kSctpDacBit | 250));
+  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t)) == t);
+  // The reference's own flag bits are not SCTP tuning.
+  CHECK(control::sctpTuningFromWire(0, npmp::kAddFlowDebug | npmp::kAddFlowNoDelay | npmp::kAddFlowRepeatOnOff, 0)
+            .isDefault());
+}
+
+TEST_CASE("flow mapping: fractions on the wire") {
+  CHECK(control::fractionToWire(1.0) == 0xFFFFFFFFu);
+  CHECK(control::fractionToWire(0.0) == 0u);
+  CHECK(control::wireToFraction(control::fractionToWire(0.25)) == Approx(0.25));
+}
