@@ -2,6 +2,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <cinttypes>
 
@@ -52,16 +53,29 @@ void Session::acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std
 }
 
 void Session::flowFailed(std::uint64_t measurementId) {
+  if (!allFlowsGone(measurementId)) return;
+  // An active may end its data connections just before or after it sends STOP (they travel on
+  // other connections, in any order): it gets a grace period to stop the measurement and collect
+  // the results before the session is given up.
+  auto timer = std::make_shared<asio::steady_timer>(state_->io, kDataGoneGrace);
+  timer->async_wait([weak = weak_from_this(), timer, measurementId](const boost::system::error_code&) {
+    auto self = weak.lock();
+    if (!self || self->closing_ || !self->allFlowsGone(measurementId)) return;
+    log::warning("Closing control connection from " + self->control_->peerName() +
+                 ": every data connection of measurement $" + hex64(measurementId) + " is gone");
+    self->close();
+  });
+}
+
+bool Session::allFlowsGone(std::uint64_t measurementId) const {
   auto it = measurements_.find(measurementId);
-  if (it == measurements_.end() || !it->second.measurement->running()) return;
+  if (it == measurements_.end() || !it->second.measurement->running()) return false;
   const auto& flows = it->second.measurement->flows();
-  if (flows.empty()) return;
+  if (flows.empty()) return false;
   for (const auto& f : flows) {
-    if (!f->failed() || f->parameters().protocol == npmp::Protocol::UDP) return;
+    if (!f->failed() || f->parameters().protocol == npmp::Protocol::UDP) return false;
   }
-  log::warning("Closing control connection from " + control_->peerName() + ": every data connection of measurement $" +
-               hex64(measurementId) + " is gone");
-  close();
+  return true;
 }
 
 bool Session::measuring() const {

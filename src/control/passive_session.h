@@ -7,6 +7,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -36,7 +37,9 @@ public:
   // A flow of the measurement lost its data connection: when every flow of a running
   // measurement has (and none is UDP, which cannot tell), the active is gone — even if its
   // control association does not know it yet (SCTP notices a dead peer only after minutes).
+  // The session ends if the measurement is still running kDataGoneGrace later.
   void flowFailed(std::uint64_t measurementId);
+  static constexpr std::chrono::seconds kDataGoneGrace{3};
   // Sends an ACKNOWLEDGE on the control connection.
   void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId, std::uint32_t status);
 
@@ -56,6 +59,7 @@ private:
   asio::awaitable<void> handleRemoveFlow(const npmp::RemoveFlow& m);
   asio::awaitable<void> upload(std::FILE* file);
   bool measuring() const;
+  bool allFlowsGone(std::uint64_t measurementId) const;
   void cleanup();
 
   std::shared_ptr<PassiveState> state_;

@@ -328,6 +328,39 @@ class KilledActiveWithSctpControl(unittest.TestCase):
             self.assertIn("every data connection of measurement", passive.output())
 
 
+class DataConnectionsEndBeforeStop(unittest.TestCase):
+    def test_the_measurement_can_still_be_stopped(self):
+        # Data and control travel on different connections: an active that ends its data
+        # connections as it stops may have them reach the passive before its STOP. The passive
+        # waits (Session::kDataGoneGrace, 3 s) before it gives the session up.
+        with Passive(PORT + 160, "-loglevel=3") as passive:
+            control = socket.create_connection(("127.0.0.1", PORT + 161), timeout=5)
+            control.sendall(add_flow(1, 79, 0.0, 0.0))
+            self.assertEqual(ack_status(control), 0)
+            data = socket.create_connection(("127.0.0.1", PORT + 160), timeout=5)
+            data.sendall(struct.pack("!BBHIQQH", 4, 0, 26, 1, MAGIC, 79, 0))
+            self.assertEqual(ack_status(control), 0)
+            control.sendall(start_message(79))
+            self.assertEqual(ack_status(control), 0)
+            reset(data)
+            time.sleep(1)
+            control.sendall(struct.pack("!BBHIQ", 7, 0, 16, 0, 79))  # STOP
+            self.assertEqual(ack_status(control), 0, passive.output())
+            time.sleep(3.5)  # past the grace period: the stopped session stays
+            # The session still answers: REMOVE_FLOW of a flow it does not have gets ERROR
+            # (after the RESULTS messages of the result files it uploads).
+            control.sendall(struct.pack("!BBHIQH", 3, 0, 18, 2, 79, 0))
+            while True:
+                header = recv_exact(control, 4)
+                body = recv_exact(control, struct.unpack("!H", header[2:4])[0] - 4)
+                if header[0] != 8:
+                    break
+            self.assertEqual((header[0], struct.unpack("!I", body[16:20])[0]), (1, 1), passive.output())
+            self.assertNotIn("every data connection of measurement", passive.output())
+            control.close()
+            self.assertTrue(passive.alive())
+
+
 class AccessControl(unittest.TestCase):
     def test_allow_list(self):
         with Passive(PORT + 60, "-loglevel=3", "--allow=127.0.0.2/32,::1") as passive, \
