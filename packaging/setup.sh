@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up script of the NetPerfMeter tool-chain for Debian 12 (run as root).
 #
-#   packaging/setup.sh deps    install the missing Debian packages (build, tests, plots)
+#   packaging/setup.sh deps    install the missing Debian packages (build, tests, plots): the
+#                              Build-Depends of packaging/debian/control
 #   packaging/setup.sh build   deps + configure and build into ./build
 #   packaging/setup.sh demo    build + a loopback measurement against a local passive
 #   packaging/setup.sh test    build + the whole test suite (ctest), its "sanitize" tests
@@ -18,39 +19,50 @@ sanitize_dir=${SANITIZE_DIR:-$build_dir-sanitize}
 tsan_dir=${TSAN_DIR:-$build_dir-tsan}
 jobs=${JOBS:-$(nproc)}
 
-# Everything the build, the tests, the plots, the dissector and the BPF modules need.
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libboost-dev libbz2-dev bzip2 catch2
-  libsctp-dev lksctp-tools libusrsctp-dev
-  iproute2 iperf3 tshark python3 util-linux procps
-  libwireshark-dev libglib2.0-dev
-  r-base-core r-cran-ggplot2 r-cran-data.table r-cran-r.utils r-cran-testthat poppler-utils groff
-  clang llvm libbpf-dev bpftool
-  qemu-system-x86 linux-image-amd64 initramfs-tools
-)
+# Everything the build, the tests, the plots, the dissector and the BPF modules need is declared
+# in one place, the Build-Depends of packaging/debian/control (test-only entries marked
+# <!nocheck>); this installs exactly that list with apt-get build-dep.
+control=$here/packaging/debian/control
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# A directory with debian/control, as apt-get build-dep and dpkg-checkbuilddeps want it.
+control_dir() {
+  local dir
+  dir=$(mktemp -d)
+  mkdir "$dir/debian"
+  cp "$control" "$dir/debian/control"
+  echo "$dir"
+}
+
+deps_missing() {  # prints what is missing; fails if something is
+  local dir status=0
+  dir=$(control_dir)
+  (cd "$dir" && dpkg-checkbuilddeps) || status=1
+  rm -rf "$dir"
+  return $status
+}
+
 install_deps() {
-  local missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]} == 0)); then
-    log "all ${#packages[@]} packages present"
+  if command -v dpkg-checkbuilddeps >/dev/null && deps_missing 2>/dev/null; then
+    log "all packages of $control present"
     return
   fi
   if [[ $(id -u) -ne 0 ]]; then
-    log "missing packages: ${missing[*]} (run as root to install them)"
+    log "packages of $control are missing (run as root to install them)"
+    command -v dpkg-checkbuilddeps >/dev/null && deps_missing
     exit 1
   fi
-  log "installing: ${missing[*]}"
+  log "installing the Build-Depends of $control"
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer it up front.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  local dir
+  dir=$(control_dir)
+  apt-get build-dep -y -qq --no-install-recommends "$dir" >/dev/null || { rm -rf "$dir"; exit 1; }
+  rm -rf "$dir"
+  deps_missing || { log "still missing after apt-get build-dep"; exit 1; }
 }
 
 build() {
@@ -81,5 +93,5 @@ case "${1:-}" in
     exit $status
     ;;
   bench) build; exec "$here/tests/bench/run-all.sh" "$build_dir" ;;
-  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
 esac

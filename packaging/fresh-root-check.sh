@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The README's set-up commands on a fresh Debian 12 root, as a new user would run them.
+#
+#   packaging/fresh-root-check.sh [--keep] [--only demo|test] [ROOT]
+#
+# Creates a clean Debian 12 (bookworm) root with debootstrap from the Debian archive (ROOT,
+# default /var/tmp/netperfmeter-fresh-root, replaced if it exists), clones this repository's
+# committed HEAD into /root/netperfmeter inside it, and runs each command of README.md's
+# "Set-up" section there, as root in a chroot with /proc, /sys, /dev, /run, bpffs and cgroup2
+# mounted (network namespaces, tbf and BPF work as on a machine of its own; the network stack is
+# the host's). Everything is mounted in a private mount namespace: nothing leaks to the host.
+# What a command needs and did not install makes it fail here, whatever the host has installed.
+#
+# Prints one line per command (exit status, duration) and exits 0 only if all succeeded; the
+# full output is in ROOT.log/. --keep leaves ROOT for inspection; --only runs one command.
+# Needs root, debootstrap and git on the host; takes about an hour (the test command).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+keep=0
+only=""
+while (($#)); do
+  case "$1" in
+    --keep) keep=1; shift ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "fresh-root-check: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+root=${1:-/var/tmp/netperfmeter-fresh-root}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+logs=$root.log
+
+log() { printf '[fresh-root] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, mounts)"
+command -v debootstrap >/dev/null || die "needs debootstrap (apt-get install debootstrap)"
+command -v git >/dev/null || die "needs git"
+git -C "$here" rev-parse HEAD >/dev/null 2>&1 || die "$here is not a git checkout"
+
+# The README's commands: the indented lines of its "Set-up" section.
+mapfile -t commands < <(awk '/^## /{inside = ($0 ~ /^## Set-up/)} inside && /^    [^ ]/{sub(/^    /, ""); print}' "$here/README.md")
+((${#commands[@]} > 0)) || die "README.md has no commands in its Set-up section"
+if [[ -n $only ]]; then
+  mapfile -t commands < <(printf '%s\n' "${commands[@]}" | grep -E "(^| )$only\$" || true)
+  ((${#commands[@]} > 0)) || die "README.md has no set-up command ending in '$only'"
+fi
+
+# Mounts live in a private mount namespace: they end with this process, whatever happens.
+if [[ -z ${NPM_FRESH_ROOT_UNSHARED:-} ]]; then
+  export NPM_FRESH_ROOT_UNSHARED=1
+  args=()
+  ((keep)) && args+=(--keep)
+  [[ -n $only ]] && args+=(--only "$only")
+  exec unshare --mount --propagation private "$0" "${args[@]}" "$root"
+fi
+
+# Never delete through a mount point (devtmpfs is the host's /dev).
+remove_root() {
+  if grep -q " $(realpath -m "$root")/" /proc/self/mountinfo; then
+    die "something is still mounted under $root; not removing it"
+  fi
+  rm -rf --one-file-system "$root"
+}
+
+remove_root
+rm -rf "$logs"
+mkdir -p "$logs"
+log "debootstrap bookworm into $root ($mirror)"
+start=$SECONDS
+debootstrap bookworm "$root" "$mirror" >"$logs/debootstrap.log" 2>&1 || die "debootstrap failed: see $logs/debootstrap.log"
+log "debootstrap: $((SECONDS - start)) s"
+# A fresh machine's sources: the release, its updates and security updates.
+cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb ${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security} bookworm-security main
+EOF
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone --quiet "$here" "$root/root/netperfmeter"
+log "cloned $(git -C "$here" rev-parse --short HEAD) into /root/netperfmeter"
+
+mount -t proc proc "$root/proc"
+mount -t sysfs sysfs "$root/sys"
+mount -t bpf bpffs "$root/sys/fs/bpf"
+mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" 2>/dev/null || true
+mount -t devtmpfs devtmpfs "$root/dev"
+mkdir -p "$root/dev/pts" "$root/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+mount -t tmpfs tmpfs "$root/dev/shm"
+mount -t tmpfs tmpfs "$root/run"
+mkdir -p "$root/run/netns"
+
+status=0
+for cmd in "${commands[@]}"; do
+  name=$(echo "$cmd" | tr -c 'A-Za-z0-9.\n-' '_')
+  log "running: $cmd"
+  start=$SECONDS
+  rc=0
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "cd /root/netperfmeter && $cmd" >"$logs/$name.log" 2>&1 || rc=$?
+  printf '%-32s exit %d after %d s\n' "$cmd" "$rc" $((SECONDS - start))
+  if ((rc != 0)); then
+    status=1
+    tail -n 40 "$logs/$name.log" | sed 's/^/    /'
+  fi
+done
+
+for m in dev/shm dev/pts dev run sys/fs/cgroup sys/fs/bpf sys proc; do
+  umount -l "$root/$m" 2>/dev/null || true
+done
+if ((keep == 0)); then
+  remove_root
+else
+  log "kept $root"
+fi
+log "logs in $logs"
+exit $status
