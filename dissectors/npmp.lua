@@ -51,7 +51,7 @@ local cmt_vals = { [0] = "Off", [1] = "CMT", [2] = "CMT/RPv1", [3] = "CMT/RPv2",
 local bufsplit_vals = { [0] = "None", [1] = "Sender", [2] = "Receiver", [3] = "Both" }
 local sctpcc_vals = { [0] = "RFC 2581", [1] = "HSTCP", [2] = "H-TCP", [3] = "RTCC" }
 local status_vals = {
-  [0] = "OK", [1] = "Error", [2] = "Not allowed", [3] = "Authentication required", [4] = "Unsupported",
+  [0] = "OK", [1] = "Error", [2] = "Not allowed", [3] = "Authentication required", [4] = "Unsupported", [5] = "OK, per-path vector follows",
 }
 local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
 
@@ -70,6 +70,7 @@ local hf = {
   af_sctpcc = ProtoField.uint8("npmp.addflow.flags.sctpcc", "SCTP Congestion Control", base.DEC, sctpcc_vals, 0xc0),
   id_compress_vectors = ProtoField.bool("npmp.identify.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
   id_no_vectors = ProtoField.bool("npmp.identify.flags.no_vectors", "No Vectors", 8, nil, 0x02),
+  id_path_vectors = ProtoField.bool("npmp.identify.flags.path_vectors", "Per-Path Vectors", 8, nil, 0x04),
   data_frame_begin = ProtoField.bool("npmp.data.flags.frame_begin", "Frame Begin", 8, nil, 0x01),
   data_frame_end = ProtoField.bool("npmp.data.flags.frame_end", "Frame End", 8, nil, 0x02),
   st_compress_vectors = ProtoField.bool("npmp.start.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
@@ -139,7 +140,7 @@ local hf = {
 local hf_order = {
   "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "af_nrsack", "af_bufsplit",
   "af_sctpcc", "id_compress_vectors",
-  "id_no_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
+  "id_no_vectors", "id_path_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
   "st_no_vectors", "st_no_scalars", "res_eof", "flowid", "measurementid", "streamid", "padding",
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
@@ -232,7 +233,7 @@ local function header_plausible(tvb, offset)
   elseif t == NPMP_ADD_FLOW then
     return len >= ADDFLOW_LEN and (len - ADDFLOW_LEN) % ONOFF_LEN == 0  -- every flag bit is defined
   elseif t == NPMP_REMOVE_FLOW then return fl == 0 and len == REMOVE_LEN
-  elseif t == NPMP_IDENTIFY_FLOW then return band(fl, 0xfc) == 0 and len == IDENTIFY_LEN
+  elseif t == NPMP_IDENTIFY_FLOW then return band(fl, 0xf8) == 0 and len == IDENTIFY_LEN
   elseif t == NPMP_DATA then return band(fl, 0xfc) == 0 and len >= DATA_LEN
   elseif t == NPMP_START then return band(fl, 0xf0) == 0 and len == STARTSTOP_LEN
   elseif t == NPMP_STOP then return fl == 0 and len == STARTSTOP_LEN
@@ -370,7 +371,7 @@ local function add_flags(tree, tvb, mtype)
     it:add(hf.af_debug, r); it:add(hf.af_nodelay, r); it:add(hf.af_repeatonoff, r)
     it:add(hf.af_nrsack, r); it:add(hf.af_bufsplit, r); it:add(hf.af_sctpcc, r)
   elseif mtype == NPMP_IDENTIFY_FLOW then
-    it:add(hf.id_compress_vectors, r); it:add(hf.id_no_vectors, r)
+    it:add(hf.id_compress_vectors, r); it:add(hf.id_no_vectors, r); it:add(hf.id_path_vectors, r)
   elseif mtype == NPMP_DATA then
     it:add(hf.data_frame_begin, r); it:add(hf.data_frame_end, r)
   elseif mtype == NPMP_START then

@@ -151,6 +151,7 @@ static const value_string npmp_status_vals[] = {
   { 2, "Not allowed" },
   { 3, "Authentication required" },
   { 4, "Unsupported" },
+  { 5, "OK, per-path vector follows" },
   { 0, NULL }
 };
 
@@ -172,6 +173,7 @@ static int hf_addflow_flags_debug = -1, hf_addflow_flags_nodelay = -1, hf_addflo
 static int hf_addflow_flags_nrsack = -1, hf_addflow_flags_bufsplit = -1, hf_addflow_flags_sctpcc = -1;
 static int hf_sctp_rtomin = -1, hf_sctp_dac = -1;
 static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors = -1;
+static int hf_identify_flags_path_vectors = -1;
 static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
 static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
 static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1;
@@ -289,7 +291,7 @@ header_plausible(tvbuff_t *tvb, int offset)
   case NPMP_ADD_FLOW:      return len >= NPMP_ADDFLOW_LEN &&  /* every flag bit is defined */
                                   (len - NPMP_ADDFLOW_LEN) % NPMP_ONOFF_LEN == 0;
   case NPMP_REMOVE_FLOW:   return flags == 0 && len == NPMP_REMOVE_LEN;
-  case NPMP_IDENTIFY_FLOW: return (flags & ~0x03) == 0 && len == NPMP_IDENTIFY_LEN;
+  case NPMP_IDENTIFY_FLOW: return (flags & ~0x07) == 0 && len == NPMP_IDENTIFY_LEN;
   case NPMP_DATA:          return (flags & ~0x03) == 0 && len >= NPMP_DATA_LEN;
   case NPMP_START:         return (flags & ~0x0f) == 0 && len == NPMP_STARTSTOP_LEN;
   case NPMP_STOP:          return flags == 0 && len == NPMP_STARTSTOP_LEN;
@@ -464,7 +466,8 @@ static int * const addflow_flag_fields[] = { &hf_addflow_flags_debug, &hf_addflo
 /* The obsolete NDiffPorts field carries RTO.min (ms, bits 0-14) and DAC (bit 15). */
 static int * const ndiffports_fields[] = { &hf_sctp_rtomin, &hf_sctp_dac, NULL };
 static int * const identify_flag_fields[] = { &hf_identify_flags_compress_vectors,
-                                              &hf_identify_flags_no_vectors, NULL };
+                                              &hf_identify_flags_no_vectors,
+                                              &hf_identify_flags_path_vectors, NULL };
 static int * const data_flag_fields[] = { &hf_data_flags_frame_begin, &hf_data_flags_frame_end, NULL };
 static int * const start_flag_fields[] = { &hf_start_flags_compress_vectors, &hf_start_flags_compress_scalars,
                                            &hf_start_flags_no_vectors, &hf_start_flags_no_scalars, NULL };
@@ -1038,6 +1041,7 @@ proto_register_npmp(void)
         VALS(npmp_sctpcc_vals), 0xc0, NULL, HFILL } },
     { &hf_identify_flags_compress_vectors, { "Compress Vectors", "npmp.identify.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_identify_flags_no_vectors, { "No Vectors", "npmp.identify.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
+    { &hf_identify_flags_path_vectors, { "Per-Path Vectors", "npmp.identify.flags.path_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
     { &hf_data_flags_frame_begin, { "Frame Begin", "npmp.data.flags.frame_begin", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_data_flags_frame_end, { "Frame End", "npmp.data.flags.frame_end", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_compress_vectors, { "Compress Vectors", "npmp.start.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },

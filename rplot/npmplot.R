@@ -199,7 +199,9 @@ npm_config_flows <- function(cfg) {
     Description = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_DESCRIPTION")), ""),
     Protocol = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_PROTOCOL")), ""),
     VectorActive = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_VECTOR_ACTIVE_NODE")), ""),
-    VectorPassive = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_VECTOR_PASSIVE_NODE")), ""))
+    VectorPassive = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_VECTOR_PASSIVE_NODE")), ""),
+    PathsActive = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_PATHS_VECTOR_ACTIVE_NODE")), ""),
+    PathsPassive = vapply(ids, function(id) npm_cfg(cfg, paste0("FLOW", id, "_PATHS_VECTOR_PASSIVE_NODE")), ""))
   flows <- flows[!duplicated(FlowID)]
   flows[, Label := npm_flow_label(FlowID, Description, Protocol)]
   nf <- suppressWarnings(as.integer(npm_cfg(cfg, "NUM_FLOWS", NA)))
@@ -235,6 +237,34 @@ NPM_MEASUREMENT_COLUMNS <- c("AbsTime", "RelTime", "Interval", "FlowID", "Descri
 NPM_FLOW_COLUMNS <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames",
                       "RelBytes", "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff",
                       "Jitter")
+
+NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
+                      "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
+                      "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate")
+
+# Read a per-path vector (*-paths-active-*.vec; plain or .bz2): tab-separated, a leading
+# line number per row, NA where the transport does not tell.
+npm_read_path_vector <- function(path) {
+  what <- "per-path vector"
+  lines <- npm_read_lines(path, what)
+  if (length(lines) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
+  cols <- strsplit(lines[1], "\t")[[1]]
+  if (!identical(cols, NPM_PATH_COLUMNS))
+    npm_stop("%s %s lacks column(s) %s", what, path,
+             paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))
+  rows <- lines[-1L]
+  rows <- rows[nzchar(rows)]
+  if (!length(rows)) return(NULL)
+  d <- tryCatch(fread(text = rows, sep = "\t", header = FALSE, na.strings = "NA",
+                      colClasses = list(character = c(5L, 6L, 7L))),
+                error = function(e) npm_stop("%s %s is malformed: %s", what, path, conditionMessage(e)))
+  if (ncol(d) != length(cols) + 1L)
+    npm_stop("%s %s has %d columns per row but %d names in its header", what, path, ncol(d),
+             length(cols))
+  setnames(d, c(".line", cols))
+  d[, .line := NULL]
+  d[]
+}
 
 npm_vector_header <- function(con, path, expected, what) {
   header <- tryCatch(readLines(con, n = 1L, warn = FALSE),
@@ -391,6 +421,23 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
   fv <- if (length(fv)) rbindlist(fv, use.names = TRUE) else NULL
   if (!is.null(fv)) fv <- fv[in_range(RelTime)]
 
+  # Per-path vectors (netperfmeter's own; a reference run has none).
+  pv <- list()
+  for (i in seq_len(nrow(flows))) {
+    for (role in c("Active", "Passive")) {
+      name <- flows[[paste0("Paths", role)]][i]
+      if (name == "") next
+      file <- npm_resolve_file(name, dir)
+      if (is.na(file)) next  # e.g. a passive that records none
+      d <- npm_read_path_vector(file)
+      if (is.null(d) || nrow(d) == 0L) next
+      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
+      pv[[length(pv) + 1L]] <- d
+    }
+  }
+  pv <- if (length(pv)) rbindlist(pv, use.names = TRUE) else NULL
+  if (!is.null(pv)) pv <- pv[in_range(RelTime)]
+
   # Labels: config description for known flows, the vector's description otherwise.
   known <- flows$FlowID
   extra <- unique(mv[FlowID >= 0 & !(FlowID %in% known), .(FlowID, Description)])
@@ -428,8 +475,16 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
     cpu[, CPU := factor(CPU, levels = as.character(cpu_levels))]
   }
 
+  if (!is.null(pv) && nrow(pv)) {
+    pv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
+    pv[, NodeLabel := factor(node_label[Node], levels = node_label)]
+    # One label per path and node: its ID and addresses as the node sees them.
+    pv[, PathLabel := ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
+                             sprintf("Path %d: %s to %s", Path, Local, Remote))]
+  }
+
   list(config = cfg, config_file = config, flows = flows, nodes = nodes,
-       measurement = mv, flowvectors = fv, cpu = cpu)
+       measurement = mv, flowvectors = fv, paths = pv, cpu = cpu)
 }
 
 # ---- Units and labels ------------------------------------------------------------
@@ -1000,6 +1055,30 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
               expand_limits(y = 0) +
               labs(x = xl, y = sprintf("Mean per %s", npm_time_label(w))) + theme_npm,
             "One-way delay and jitter", f)
+      }
+      pv <- run$paths
+      if (!is.null(pv) && nrow(pv[Flow == f])) {
+        p <- pv[Flow == f][order(NodeLabel, Path, RelTime)]
+        # Throughput per path from the bytes it sent (TCP, MPTCP subflows), between samples.
+        p[, Throughput := c(NA_real_, diff(BytesSent) * 8 / diff(RelTime)) / 1e6,
+          by = .(NodeLabel, Path)]
+        long <- rbind(p[, .(NodeLabel, PathLabel, RelTime, Metric = "cwnd [kB]",
+                            Value = Cwnd / 1000)],
+                      p[, .(NodeLabel, PathLabel, RelTime, Metric = "SRTT [ms]", Value = RTT)],
+                      p[, .(NodeLabel, PathLabel, RelTime, Metric = "Sent [Mbit/s]", Value = Throughput)])
+        long <- long[is.finite(Value)]
+        metrics <- c("cwnd [kB]", "SRTT [ms]", "Sent [Mbit/s]")
+        long[, Metric := factor(Metric, levels = metrics[metrics %in% unique(Metric)])]
+        labels <- unique(p$PathLabel)
+        if (nrow(long))
+          add(ggplot(long, aes(x = RelTime, y = Value, colour = PathLabel, group = PathLabel)) +
+                geom_line(linewidth = 0.6) +
+                facet_grid(rows = vars(Metric), cols = vars(NodeLabel), scales = "free_y") +
+                scale_colour_manual(values = setNames(npm_palette(length(labels), grey), labels),
+                                    name = NULL) +
+                expand_limits(y = 0) + labs(x = xl, y = NULL) + theme_npm +
+                guides(colour = guide_legend(ncol = 1)),
+              "Per-path state", f)
       }
     }
   }

@@ -58,7 +58,7 @@ constexpr OptionDef kOptions[] = {
     {"max-pending", 0, Arg::Required},        {"max-pending-per-host", 0, Arg::Required},
     {"idle-timeout", 0, Arg::Required},       {"max-spool", 0, Arg::Required},
     {"max-spool-total", 0, Arg::Required},    {"max-download", 0, Arg::Required},
-    {"auth-key-file", 0, Arg::Required},
+    {"auth-key-file", 0, Arg::Required},      {"path-interval", 0, Arg::Required},
 };
 
 struct Parsed {
@@ -150,7 +150,9 @@ std::string usage() {
          "  -N, --count=N                create every flow N times\n"
          "  -C, --config=FILE            write the config file\n"
          "  -S, --scalar=PATTERN         write scalar files (NAME.sca[.bz2] -> NAME-active.sca, NAME-passive.sca)\n"
-         "  -V, --vector=PATTERN         write vector files (NAME.vec[.bz2], also per flow)\n"
+         "  -V, --vector=PATTERN         write vector files (NAME.vec[.bz2], also per flow and per path)\n"
+         "  --path-interval=MS           sample each flow's paths (TCP, MPTCP subflows, SCTP addresses) every MS\n"
+         "                               into NAME-paths-active/passive-FLOW-STREAM.vec (100; 0 = none)\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
@@ -340,6 +342,10 @@ Command parseCommandLine(const std::vector<std::string>& args) {
           std::string why;
           authKey = control::readAuthKey(v, &why);
           if (!authKey) return CliError{why};
+        } else if (name == "path-interval") {
+          const auto n = parseUnsigned(v, 3600000);
+          if (!n) return bad("expected milliseconds from 0 (no per-path vectors) to 3600000");
+          active.pathInterval = limits.pathInterval = std::chrono::milliseconds(*n);
         } else if (name == "max-download") {
           const auto n = parseUnsigned(v, std::uint64_t{1} << 40);
           if (!n || *n < 1) return bad("expected a size in MiB from 1 to 2^40");

@@ -109,6 +109,7 @@ private:
   asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
   asio::awaitable<void> stopFlows();
   asio::awaitable<void> endAssociations();
+  bool recordsPaths(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
   asio::awaitable<void> download(const std::string& fileName, const char* what);
   void openOwnFiles();
@@ -132,6 +133,7 @@ private:
   // Once STOP is on its way, a passive may close data connections (the reference does when it
   // stops the measurement): their end is no failure any more.
   bool stopSent_ = false;
+  bool pathsUnsupportedSaid_ = false;
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
 };
@@ -450,6 +452,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   identify.streamId = spec.streamId;
   if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
   if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
+  if (recordsPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
   if (channel->reliable()) {
@@ -481,6 +484,7 @@ void Active::writeConfig() {
   info.passiveNodeName = o_.passiveNodeName;
   info.scalarPattern = o_.scalarPattern;
   info.vectorPattern = o_.vectorPattern;
+  info.pathVectors = o_.pathInterval.count() > 0;
   for (const auto& f : flows_) info.flows.push_back(f.spec);
   OutputFile out(o_.configFile, false, 9);
   measure::writeConfig(out, info);
@@ -493,7 +497,16 @@ void Active::openOwnFiles() {
   for (auto& f : flows_) {
     f.flow->setVector(measure::FlowVectorWriter(
         OutputFile(measure::resultFileName(o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+    if (recordsPaths(f.flow->parameters().protocol)) {
+      f.flow->setPathVector(measure::PathVectorWriter(OutputFile(measure::pathVectorFileName(
+                                o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))),
+                            o_.pathInterval);
+    }
   }
+}
+
+bool Active::recordsPaths(npmp::Protocol protocol) const {
+  return !o_.vectorPattern.empty() && o_.pathInterval.count() > 0 && measure::hasPaths(protocol);
 }
 
 asio::awaitable<void> Active::stopFlows() {
@@ -562,6 +575,11 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   for (auto& f : flows_) {
     if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
     if (auto* v = f.flow->vector()) {
+      v->flush();
+      v->file().commit();
+    }
+    if (!f.flow->pathVectorError().empty()) throw ActiveError(f.flow->pathVectorError());
+    if (auto* v = f.flow->pathVector()) {
       v->flush();
       v->file().commit();
     }
@@ -687,9 +705,17 @@ asio::awaitable<int> Active::run() {
       control_->send(std::move(remove));
       if (!o_.vectorPattern.empty()) {
         const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
-        if (a.status == npmp::kStatusOk) {
+        if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
           co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
                             "per-flow vector");
+          if (a.status == npmp::kStatusOkPathVectorFollows) {
+            co_await download(
+                measure::pathVectorFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+                "per-path vector");
+          } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
+            pathsUnsupportedSaid_ = true;
+            log::info("The passive records no per-path vectors (an older NetPerfMeter?)");
+          }
         } else {
           log::error("Flow #" + std::to_string(f.flow->flowId()) +
                      ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "

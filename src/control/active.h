@@ -4,6 +4,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@ struct ActiveOptions {
   bool v6only = false;
   std::optional<double> runtime;  // seconds; none = until SIGINT
   std::string configFile, scalarPattern, vectorPattern;
+  // --path-interval: per-path vectors (with -vector) sampled this often on both sides; 0 = none.
+  std::chrono::milliseconds pathInterval{100};
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;

@@ -281,6 +281,16 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     } catch (const FileError& e) {
       log::error(std::string("Per-flow vector: ") + e.what());
     }
+    if ((id.flags & npmp::kIdentifyPathVectors) && session->pathInterval().count() > 0 &&
+        measure::hasPaths(protocol)) {
+      try {
+        measure::PathVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
+        writer.setBudget(session->spool());
+        flow->setPathVector(std::move(writer), session->pathInterval());
+      } catch (const FileError& e) {
+        log::error(std::string("Per-path vector: ") + e.what());
+      }
+    }
   }
   flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<Session>(session)](const std::string& reason) {
     log::warning("Data connection of " + keyName(key) + " from " + peer + ": " + reason);

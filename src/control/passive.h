@@ -34,6 +34,8 @@ struct PassiveLimits {
   std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
   std::uint64_t spoolPerSession = std::uint64_t{2} << 30;  // per-flow vectors waiting for upload (bytes)
   std::uint64_t spoolTotal = std::uint64_t{8} << 30;
+  // --path-interval: how often flows whose active asks for per-path vectors are sampled.
+  std::chrono::milliseconds pathInterval{100};
 };
 
 struct PassiveOptions {

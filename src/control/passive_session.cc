@@ -324,6 +324,15 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
       log::error(std::string("Per-flow vector: ") + e.what());
     }
   }
+  std::FILE* pathFile = nullptr;  // only with the flow's vector: it follows it
+  if (auto* v = flow->pathVector(); v != nullptr && vectorFile != nullptr) {
+    try {
+      v->flush();
+      pathFile = v->file().takeForReading();
+    } catch (const FileError& e) {
+      log::error(std::string("Per-path vector: ") + e.what());
+    }
+  }
   flows_.erase(key);
   state_->flows->remove(key);
   // As the reference: without a vector file, REMOVE_FLOW is not answered; a vector that had
@@ -331,10 +340,17 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   if (flow->vector() == nullptr && !flow->vectorError().empty()) {
     acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
   } else if (flow->vector() != nullptr) {
-    acknowledge(m.flowId, m.measurementId, m.streamId, vectorFile != nullptr ? npmp::kStatusOk : npmp::kStatusError);
+    acknowledge(m.flowId, m.measurementId, m.streamId,
+                vectorFile == nullptr ? npmp::kStatusError
+                : pathFile != nullptr ? npmp::kStatusOkPathVectorFollows
+                                      : npmp::kStatusOk);
     if (vectorFile != nullptr) {
       co_await upload(vectorFile);
       std::fclose(vectorFile);
+    }
+    if (pathFile != nullptr) {
+      co_await upload(pathFile);
+      std::fclose(pathFile);
     }
   }
   // A removed flow's own connection (TCP, MPTCP) has nothing more to carry; as the reference

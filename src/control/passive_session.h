@@ -32,6 +32,8 @@ public:
   ControlChannel& control() { return *control_; }
   // What the result files of this session may take while they wait for upload.
   const std::shared_ptr<measure::SpoolBudget>& spool() const { return spool_; }
+  // How often flows that ask for per-path vectors are sampled (--path-interval).
+  std::chrono::milliseconds pathInterval() const { return state_->limits.pathInterval; }
   const asio::ip::address& peerAddress() const { return control_->peerAddress(); }
   std::size_t measurementCount() const { return measurements_.size(); }
   // A flow of the measurement lost its data connection: when every flow of a running

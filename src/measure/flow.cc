@@ -44,7 +44,8 @@ Flow::Flow(asio::io_context& io, FlowParameters parameters, bool activeSide)
       frameTimer_(io),
       onOffTimer_(io),
       stopTimer_(io),
-      rx_(p_.defragTimeoutMs) {}
+      rx_(p_.defragTimeoutMs),
+      pathTimer_(io) {}
 
 Flow::~Flow() {
   if (channel_) channel_->close();
@@ -104,10 +105,45 @@ void Flow::fail(const std::string& reason) {
 
 // ------------------------------------------------------------------------- sender
 
+void Flow::setPathVector(PathVectorWriter writer, std::chrono::milliseconds interval) {
+  pathVector_.emplace(std::move(writer));
+  pathInterval_ = interval;
+}
+
+void Flow::samplePaths() {
+  if (!pathVector_ || !channel_) return;
+  pathSamples_.clear();
+  channel_->samplePaths(pathSamples_);
+  if (pathSamples_.empty()) return;
+  try {
+    const std::uint64_t now = transport::nowMicros();
+    pathVector_->rows(now, startTime_ != 0 ? startTime_ : now, pathSamples_);
+    pathVector_->flush();
+  } catch (const FileError& e) {
+    pathVectorError_ = e.what();
+    log::error(pathVectorError_);
+    pathVector_.reset();
+  }
+}
+
+void Flow::schedulePathSample() {
+  pathTimer_.expires_after(pathInterval_);
+  pathTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->finished_) return;
+    self->samplePaths();
+    self->schedulePathSample();
+  });
+}
+
 void Flow::start(std::uint64_t startTime) {
   startTime_ = startTime;
   startSteady_ = Clock::now();
   lastEvent_ = startSteady_;
+  if (pathVector_ && pathInterval_.count() > 0) {
+    samplePaths();
+    schedulePathSample();
+  }
   sending_ = p_.outbound.enabled() && channel_ != nullptr;
   if (!sending_) return;
   if (p_.onOff.empty()) {
@@ -314,6 +350,8 @@ void Flow::stopSending(std::function<void()> done) {
 }
 
 void Flow::finishReceiving() {
+  if (!finished_ && pathVector_ && pathInterval_.count() > 0) samplePaths();  // the state at the end
+  pathTimer_.cancel();
   rx_.finalize();
   finished_ = true;
 }
@@ -323,6 +361,7 @@ void Flow::close() {
   frameTimer_.cancel();
   onOffTimer_.cancel();
   stopTimer_.cancel();
+  pathTimer_.cancel();
   if (channel_) channel_->close();
 }
 

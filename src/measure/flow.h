@@ -67,6 +67,12 @@ public:
   // Why the vector had to be given up during the run ("" if it did not).
   const std::string& vectorError() const { return vectorError_; }
 
+  // Samples the transport's per-path state every `interval` from start() to
+  // finishReceiving() (and once more then) into `writer`.
+  void setPathVector(PathVectorWriter writer, std::chrono::milliseconds interval);
+  PathVectorWriter* pathVector() { return pathVector_ ? &*pathVector_ : nullptr; }
+  const std::string& pathVectorError() const { return pathVectorError_; }
+
   // Begins the measurement at `startTime` (µs): the sender starts (off first if it has an
   // on/off schedule) and receptions are recorded relative to it.
   void start(std::uint64_t startTime);
@@ -136,6 +142,13 @@ private:
   ReceiveStatistics rx_;
   std::optional<FlowVectorWriter> vector_;
   std::string vectorError_;
+  std::optional<PathVectorWriter> pathVector_;
+  std::string pathVectorError_;
+  std::chrono::milliseconds pathInterval_{0};
+  asio::steady_timer pathTimer_;
+  std::vector<transport::PathSample> pathSamples_;  // reused
+  void samplePaths();
+  void schedulePathSample();
   std::function<void(const std::string&)> onFailure_;
   bool failed_ = false, finished_ = false;
 };

@@ -1,6 +1,7 @@
 #include "measure/results.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "flowspec/random.h"
@@ -280,6 +281,68 @@ void FlowVectorWriter::flush() {
   buffer_.clear();
 }
 
+PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
+  file_.write(
+      "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
+      "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\n");
+}
+
+namespace {
+void appendValue(std::string& s, double v, int precision) {
+  if (std::isnan(v)) {
+    s += "NA";  // what R reads as missing
+  } else {
+    appendFixed(s, v, precision);
+  }
+}
+}  // namespace
+
+void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::vector<transport::PathSample>& paths) {
+  std::string& s = buffer_;
+  for (const auto& p : paths) {
+    char line[16];
+    std::snprintf(line, sizeof(line), "%06llu\t", static_cast<unsigned long long>(++line_));
+    s += line;
+    appendUnsigned(s, now);
+    s += '\t';
+    appendFixed(s, now > start ? static_cast<double>(now - start) / 1e6 : 0.0, 6);
+    s += '\t';
+    appendUnsigned(s, p.id);
+    s += '\t' + p.local + '\t' + p.remote + '\t' + p.state;
+    for (double v : {p.cwnd, p.ssthresh}) {
+      s += '\t';
+      appendValue(s, v, 0);
+    }
+    for (double v : {p.srttMs, p.rttVarMs, p.rtoMs}) {
+      s += '\t';
+      appendValue(s, v, 3);
+    }
+    for (double v : {p.mtu, p.bytesSent, p.bytesAcked, p.bytesReceived, p.retransmissions, p.lost, p.unacked,
+                     p.deliveryRate, p.pacingRate}) {
+      s += '\t';
+      appendValue(s, v, 0);
+    }
+    s += '\n';
+  }
+}
+
+void PathVectorWriter::flush() {
+  if (budget_ && !budget_->take(buffer_.size())) {
+    throw FileError("per-path vector: the passive's result spool is full (" + budget_->describe() + ")");
+  }
+  file_.write(buffer_);
+  buffer_.clear();
+}
+
+bool hasPaths(npmp::Protocol protocol) {
+  return protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP || protocol == npmp::Protocol::SCTP;
+}
+
+std::string pathVectorFileName(std::string_view pattern, std::string_view role, std::uint32_t flowId,
+                               std::uint16_t streamId) {
+  return resultFileName(pattern, "paths-" + std::string(role), flowId, streamId);
+}
+
 // ------------------------------------------------------------------- config file
 
 void writeConfig(OutputFile& out, const ConfigInfo& info) {
@@ -318,6 +381,13 @@ void writeConfig(OutputFile& out, const ConfigInfo& info) {
               shellQuote(resultFileName(info.vectorPattern, "active", f.flowId, f.streamId)) + "\n");
     out.write(p + "_VECTOR_PASSIVE_NODE=" +
               shellQuote(resultFileName(info.vectorPattern, "passive", f.flowId, f.streamId)) + "\n");
+    if (info.pathVectors && !info.vectorPattern.empty() && hasPaths(f.protocol)) {
+      const std::uint32_t id = f.flowId.value_or(0);
+      out.write(p + "_PATHS_VECTOR_ACTIVE_NODE=" +
+                shellQuote(pathVectorFileName(info.vectorPattern, "active", id, f.streamId)) + "\n");
+      out.write(p + "_PATHS_VECTOR_PASSIVE_NODE=" +
+                shellQuote(pathVectorFileName(info.vectorPattern, "passive", id, f.streamId)) + "\n");
+    }
   }
   out.write("\n");
 }

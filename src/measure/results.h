@@ -14,6 +14,7 @@
 #include "flowspec/flowspec.h"
 #include "measure/cpu.h"
 #include "measure/statistics.h"
+#include "transport/path_sample.h"
 
 namespace npm::measure {
 
@@ -115,10 +116,37 @@ private:
   std::shared_ptr<SpoolBudget> budget_;
 };
 
+// The per-path vector of a flow: a row per path (TCP connection, MPTCP subflow, SCTP peer
+// address) at every sampling interval, with the transport's own state (see PathSample).
+class PathVectorWriter {
+public:
+  explicit PathVectorWriter(OutputFile file);
+  void setBudget(std::shared_ptr<SpoolBudget> budget) { budget_ = std::move(budget); }
+  void rows(std::uint64_t now, std::uint64_t start, const std::vector<transport::PathSample>& paths);
+  void flush();
+  OutputFile& file() { return file_; }
+  std::uint64_t rowCount() const { return line_; }
+
+private:
+  OutputFile file_;
+  std::uint64_t line_ = 0;
+  std::string buffer_;
+  std::shared_ptr<SpoolBudget> budget_;
+};
+
+// Transports with per-path state to sample (TCP, MPTCP, SCTP; not UDP, DCCP).
+bool hasPaths(npmp::Protocol protocol);
+
+// "run.vec.bz2", "active", flow 10 -> "run-paths-active-0000000a-0000.vec.bz2": not matched by
+// the globs of per-flow vectors ("run-active-*.vec*").
+std::string pathVectorFileName(std::string_view pattern, std::string_view role, std::uint32_t flowId,
+                               std::uint16_t streamId);
+
 struct ConfigInfo {
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   std::string scalarPattern, vectorPattern;
   std::vector<flowspec::FlowSpec> flows;  // with IDs assigned
+  bool pathVectors = false;               // FLOW<n>_PATHS_VECTOR_*_NODE lines
 };
 
 void writeConfig(OutputFile& out, const ConfigInfo& info);

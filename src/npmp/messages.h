@@ -77,6 +77,10 @@ constexpr std::uint32_t kStatusNotAllowed = 2;
 constexpr std::uint32_t kStatusAuthenticationRequired = 3;
 // ... and an ADD_FLOW for a transport it cannot serve (e.g. DCCP on a kernel without it).
 constexpr std::uint32_t kStatusUnsupported = 4;
+// ... and a REMOVE_FLOW whose IDENTIFY asked for per-path statistics (kIdentifyPathVectors):
+// OK, and the flow's per-path vector follows its per-flow vector in RESULTS. The reference's
+// passive never sends it (it does not know the flag), so an active knows what to expect.
+constexpr std::uint32_t kStatusOkPathVectorFollows = 5;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;
@@ -89,6 +93,8 @@ constexpr std::uint8_t kAddFlowNrSack = 0x08;
 constexpr unsigned kAddFlowBufferSplitShift = 4, kAddFlowSctpCcShift = 6;
 constexpr std::uint16_t kSctpDacBit = 0x8000, kSctpRtoMinMask = 0x7FFF;
 constexpr std::uint8_t kIdentifyCompressVectors = 0x01, kIdentifyNoVectors = 0x02;
+// This implementation's: sample the transport's per-path state and upload it (see above).
+constexpr std::uint8_t kIdentifyPathVectors = 0x04;
 constexpr std::uint8_t kDataFrameBegin = 0x01, kDataFrameEnd = 0x02;
 constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02,
                        kStartNoVectors = 0x04, kStartNoScalars = 0x08;

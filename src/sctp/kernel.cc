@@ -217,6 +217,36 @@ public:
     return long{status.sstat_unackdata} + status.sstat_penddata;
   }
 
+  void samplePaths(std::vector<transport::PathSample>& out) override {
+    sockaddr* addrs = nullptr;
+    const int n = ::sctp_getpaddrs(fd(), 0, &addrs);
+    if (n <= 0) return;
+    std::uint32_t index = 0;
+    forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
+      transport::PathSample s;
+      s.id = index++;
+      s.remote = transport::sockaddrName(sa);
+      sctp_paddrinfo info{};
+      std::memcpy(&info.spinfo_address, sa, length);
+      socklen_t len = sizeof(info);
+      if (::getsockopt(fd(), IPPROTO_SCTP, SCTP_GET_PEER_ADDR_INFO, &info, &len) == 0) {
+        switch (info.spinfo_state) {
+          case SCTP_ACTIVE: s.state = "active"; break;
+          case SCTP_INACTIVE: s.state = "inactive"; break;
+          case SCTP_PF: s.state = "potentially-failed"; break;
+          case SCTP_UNCONFIRMED: s.state = "unconfirmed"; break;
+          default: break;
+        }
+        s.cwnd = info.spinfo_cwnd;
+        s.srttMs = info.spinfo_srtt;
+        s.rtoMs = info.spinfo_rto;
+        s.mtu = info.spinfo_mtu;
+      }
+      out.push_back(std::move(s));
+    });
+    ::sctp_freepaddrs(addrs);
+  }
+
   std::vector<asio::ip::address> peerAddresses() override {
     sockaddr* addrs = nullptr;
     const int n = ::sctp_getpaddrs(fd(), 0, &addrs);

@@ -38,6 +38,20 @@ inline std::vector<std::uint8_t> packAddresses(const std::vector<boost::asio::ip
   return packed;
 }
 
+// Calls fn(sockaddr pointer, its length) for each of `count` packed addresses (getpaddrs).
+template <class Fn>
+void forEachPacked(const sockaddr* addrs, int count, Fn fn) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(addrs);
+  for (int i = 0; i < count && p != nullptr; ++i) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(p);
+    const std::size_t length = sa->sa_family == AF_INET ? sizeof(sockaddr_in)
+                             : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+    if (length == 0) return;
+    fn(sa, length);
+    p += length;
+  }
+}
+
 inline std::vector<boost::asio::ip::address> unpackAddresses(const sockaddr* addrs, int count) {
   std::vector<boost::asio::ip::address> result;
   const auto* p = reinterpret_cast<const std::uint8_t*>(addrs);

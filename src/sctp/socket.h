@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "transport/path_sample.h"
+
 namespace npm::sctp {
 
 namespace asio = boost::asio;
@@ -115,6 +117,8 @@ public:
   virtual long unsentChunks() = 0;
 
   virtual std::vector<asio::ip::address> peerAddresses() = 0;
+  // One sample per peer address (SCTP_GET_PEER_ADDR_INFO): state, cwnd, srtt, rto, mtu.
+  virtual void samplePaths(std::vector<transport::PathSample>& out) = 0;
   virtual std::vector<asio::ip::address> localAddresses() = 0;
   virtual std::uint16_t localPort() = 0;
   // Starts the graceful end (SHUTDOWN once everything sent is acknowledged); the end is reported

@@ -85,6 +85,9 @@ public:
   std::string peerName() const override { return peer_; }
   long unsent() override { return unsentBytes(socket_.native_handle()); }
   long unread() override { return reading_ && !closed_ ? unreadBytes(socket_.native_handle()) : 0; }
+  void samplePaths(std::vector<PathSample>& out) override {
+    if (!closed_) sampleSocketPaths(socket_.native_handle(), out);
+  }
 
 private:
   void writeMore() {

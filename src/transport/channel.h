@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "npmp/messages.h"
+#include "transport/path_sample.h"
 
 namespace npm::transport {
 
@@ -54,6 +55,9 @@ public:
   virtual long unsent() { return 0; }
   // What has arrived for this side but not been read yet (bytes; 0 = nothing), -1 if unknown.
   virtual long unread() { return 0; }
+  // Appends the transport's per-path state (TCP, MPTCP per subflow, SCTP per peer address);
+  // nothing for UDP and DCCP, which keep none.
+  virtual void samplePaths(std::vector<PathSample>& out) { (void)out; }
 };
 
 std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);

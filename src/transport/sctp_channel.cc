@@ -41,6 +41,9 @@ public:
   bool isDatagram() const override { return true; }  // message-oriented: no byte-stream drain
   bool reliable() const override { return true; }
   long unsent() override { return association_->socket().unsentChunks(); }
+  void samplePaths(std::vector<PathSample>& out) override {
+    if (!closed_ && !association_->closed()) association_->socket().samplePaths(out);
+  }
   std::string peerName() const override { return association_->peerName() + " stream " + std::to_string(stream_); }
 
 private:

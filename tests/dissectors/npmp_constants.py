@@ -104,6 +104,7 @@ def main(source):
         "npmp.sctp.dac": cxx["kSctpDacBit"],
         "npmp.identify.flags.compress_vectors": cxx["kIdentifyCompressVectors"],
         "npmp.identify.flags.no_vectors": cxx["kIdentifyNoVectors"],
+        "npmp.identify.flags.path_vectors": cxx["kIdentifyPathVectors"],
         "npmp.data.flags.frame_begin": cxx["kDataFrameBegin"],
         "npmp.data.flags.frame_end": cxx["kDataFrameEnd"],
         "npmp.start.flags.compress_vectors": cxx["kStartCompressVectors"],

@@ -141,6 +141,24 @@ def read_vector(path, columns):
 
 MEASUREMENT_COLUMNS = ["AbsTime", "RelTime", "Interval", "FlowID", "Description", "Jitter", "Action",
                        "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes", "RelPackets", "RelFrames"]
+PATH_COLUMNS = ["AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh", "RTT", "RTTVar", "RTO",
+                "MTU", "BytesSent", "BytesAcked", "BytesReceived", "Retransmissions", "Lost", "Unacked",
+                "DeliveryRate", "PacingRate"]
+
+
+def number(text):
+    """A vector field as a float; NA (not available) as None."""
+    return None if text == "NA" else float(text)
+
+
+def read_paths(path):
+    """{path id: [rows]} of a per-path vector."""
+    paths = {}
+    for row in read_vector(path, PATH_COLUMNS):
+        paths.setdefault(int(row["Path"]), []).append(row)
+    return paths
+
+
 FLOW_COLUMNS = ["AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes",
                 "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff", "Jitter"]
 

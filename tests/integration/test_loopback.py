@@ -5,8 +5,10 @@ import re
 import tempfile
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, read_config, read_scalars, read_vector,
-                     run_active)
+import fnmatch
+
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_paths, read_scalars,
+                     read_vector, run_active)
 
 PORT = 21000
 
@@ -34,6 +36,8 @@ class LoopbackRun(unittest.TestCase):
         for flow in (0, 1, 7):
             for role in ("active", "passive"):
                 expected.append(f"run-{role}-{flow:08x}-0000.vec.bz2")
+                if flow != 1:  # UDP keeps no per-path state
+                    expected.append(f"run-paths-{role}-{flow:08x}-0000.vec.bz2")
         self.assertEqual(sorted(os.listdir(self.dir)), sorted(expected))
         for role in ("active", "passive"):
             rows = read_vector(self.path(f"run-{role}.vec.bz2"), MEASUREMENT_COLUMNS)
@@ -48,6 +52,34 @@ class LoopbackRun(unittest.TestCase):
         self.assertEqual(config["FLOW7_PROTOCOL"], "MPTCP")
         self.assertEqual(config["FLOW1_DESCRIPTION"], "Voice")
         self.assertEqual(config["FLOW7_VECTOR_PASSIVE_NODE"], "run-passive-00000007-0000.vec.bz2")
+
+    def test_per_path_vectors(self):
+        config = read_config(self.path("run.config"))
+        for flow in (0, 7):
+            for role in ("active", "passive"):
+                name = f"run-paths-{role}-{flow:08x}-0000.vec.bz2"
+                self.assertEqual(config[f"FLOW{flow}_PATHS_VECTOR_{role.upper()}_NODE"], name)
+                paths = read_paths(self.path(name))
+                self.assertEqual(len(paths), 1, f"{name}: one path on loopback")
+                rows = next(iter(paths.values()))
+                # every 100 ms over 3 s, plus the samples at START and STOP
+                self.assertGreaterEqual(len(rows), 25, name)
+                self.assertLessEqual(len(rows), 60, name)
+                for r in rows:
+                    self.assertEqual(r["State"], "ESTABLISHED")
+                    self.assertGreater(number(r["Cwnd"]), 0)
+                    self.assertTrue(0 < number(r["RTT"]) < 200, f"{name}: RTT {r['RTT']} ms")
+                    self.assertTrue(r["Local"].startswith("127.0.0.1:") and r["Remote"].startswith("127.0.0.1:"))
+                # the sender's bytes acknowledged grow with the saturated TCP flow
+                if flow == 0 and role == "active":
+                    acked = [number(r["BytesAcked"]) for r in rows]
+                    self.assertEqual(acked, sorted(acked))
+                    sent = self.active[("netPerfMeter.active.flow[0]", "Transmitted Bytes")]
+                    self.assertGreater(acked[-1], 0.9 * sent)
+        self.assertNotIn("FLOW1_PATHS_VECTOR_ACTIVE_NODE", config)
+        # Scripts that glob the per-flow vectors do not catch the per-path ones.
+        per_flow = fnmatch.filter(os.listdir(self.dir), "run-active-*.vec.bz2")
+        self.assertEqual(sorted(per_flow), [f"run-active-{f:08x}-0000.vec.bz2" for f in (0, 1, 7)])
 
     def test_passive_received_what_the_active_transmitted(self):
         for flow in (0, 1, 7):

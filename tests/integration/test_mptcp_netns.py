@@ -1,13 +1,15 @@
 """Multipath for real: an MPTCP flow between two network namespaces joined by two veth pairs,
-the passive signalling its second address; both subflows must carry data."""
+the passive signalling its second address; both subflows must carry data, and the per-path
+vectors of both sides must show both subflows, with the bytes the qdiscs counted per path."""
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
 
-from harness import Namespaces, Passive, read_scalars, run_active
+from harness import Namespaces, Passive, number, read_paths, read_scalars, run_active
 
 PORT = 21400
 
@@ -16,6 +18,14 @@ def tx_bytes(ns, dev):
     out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", dev], capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out)[0]["stats64"]["tx"]["bytes"]
+
+
+def qdisc_sent(ns, dev):
+    """(bytes, packets) the root qdisc of `dev` sent: on the wire, headers included, per segment."""
+    out = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", dev], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(r"Sent (\d+) bytes (\d+) pkt", out)
+    return int(m.group(1)), int(m.group(2))
 
 
 def mptcp_available():
@@ -47,17 +57,47 @@ class MultipathMptcp(unittest.TestCase):
             ns.ip(a, "link", "set", "npa1", "mtu", "1500")
             subprocess.run(["ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "npa2", "root", "tbf", "rate",
                             "50mbit", "burst", "32kb", "limit", "300000"], check=True)
+            # A qdisc on the first path too, for its counters (veth has none by default).
+            subprocess.run(["tc", "-n", a, "qdisc", "add", "dev", "npa1", "root", "pfifo", "limit", "1000"], check=True)
             before = {dev: tx_bytes(a, dev) for dev in ("npa1", "npa2")}
+            qdisc_before = {dev: qdisc_sent(a, dev) for dev in ("npa1", "npa2")}
             with Passive(PORT, netns=p):
                 result = run_active(f"10.91.1.2:{PORT}", "-control-over-tcp", "-runtime=3", "-scalar=run.sca",
-                                    "-mptcp", "const0:const1400:description=multipath", netns=a, cwd=d)
+                                    "-vector=run.vec", "-mptcp", "const0:const1400:description=multipath",
+                                    netns=a, cwd=d)
             sent = {dev: tx_bytes(a, dev) - before[dev] for dev in ("npa1", "npa2")}
+            wire = {dev: tuple(x - y for x, y in zip(qdisc_sent(a, dev), qdisc_before[dev])) for dev in ("npa1", "npa2")}
             scalars = read_scalars(os.path.join(d, "run-passive.sca"))
             received = scalars[("netPerfMeter.passive.flow[0]", "Received Bytes")]
             print(f"bytes sent per path: {sent}, received by the passive: {received:.0f}")
             self.assertGreater(received, 5e6, result.stderr)
             self.assertGreater(sent["npa1"], 1e6, f"first path idle: {sent}")
             self.assertGreater(sent["npa2"], 1e6, f"second subflow carried no data: {sent}")
+
+            # Per-path vectors: both subflows on both sides, each on its own path.
+            sides = {role: read_paths(os.path.join(d, f"run-paths-{role}-00000000-0000.vec")) for role in
+                     ("active", "passive")}
+            for role, paths in sides.items():
+                self.assertEqual(len(paths), 2, f"{role}: subflows {sorted(paths)}")
+                remotes = {rows[-1]["Remote"].rsplit(":", 1)[0] for rows in paths.values()}
+                locals_ = {rows[-1]["Local"].rsplit(":", 1)[0] for rows in paths.values()}
+                self.assertEqual(len(remotes), 2, f"{role}: {remotes}")
+                self.assertEqual(len(locals_), 2, f"{role}: {locals_}")
+            # The active's bytes per subflow against the qdisc's bytes per path: the wire bytes
+            # less at least 66 header bytes per segment (Ethernet 14, IPv4 20, TCP with
+            # timestamps 32; the MPTCP options come on top) agree within 5 %.
+            for rows in sides["active"].values():
+                dev = "npa" + rows[-1]["Remote"].split(".")[2]
+                payload = number(rows[-1]["BytesSent"])
+                wire_bytes, packets = wire[dev]
+                estimate = wire_bytes - 66 * packets
+                print(f"{dev}: subflow {rows[-1]['Path']} sent {payload:.0f} bytes; qdisc {wire_bytes} bytes in "
+                      f"{packets} packets -> {estimate} payload bytes at most")
+                self.assertGreater(payload, 1e6)
+                self.assertLess(abs(estimate - payload), 0.05 * payload, f"{dev}: {payload} vs {estimate}")
+                cwnd = [number(r["Cwnd"]) for r in rows]
+                self.assertTrue(all(c > 0 for c in cwnd))
+                self.assertTrue(all(number(r["RTT"]) > 0 for r in rows))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, read_config, read_scalars,
-                     read_vector, run_active)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, number, read_config, read_paths,
+                     read_scalars, read_vector, run_active)
 
 PORT = 21500
 # Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
@@ -168,7 +168,8 @@ class MultipathSctp(unittest.TestCase):
                 thread.start()
             result = run_active(f"10.92.1.2:{PORT + 40}", "-x", *ACTIVE_SCTP, "-L", "10.92.1.1,10.92.2.1",
                                 f"-runtime={runtime}",
-                                "-scalar=run.sca", "-sctp", spec, netns=a, cwd=self.dir, timeout=120)
+                                "-scalar=run.sca", "-vector=run.vec", "-sctp", spec, netns=a, cwd=self.dir,
+                                timeout=120)
             if thread:
                 thread.join()
         sent = {dev: tc_bytes(a, dev) - before[dev] for dev in ("nsa1", "nsa2")}
@@ -187,6 +188,20 @@ class MultipathSctp(unittest.TestCase):
         self.assertLess(min(off_sent.values()), 64 * 1024, "with CMT off only one path carries data")
         self.assertGreater(min(on_sent.values()), 2e6, "with CMT on both paths carry data")
         self.assertGreater(on, 1.3 * off, "CMT over two 10 Mbit/s paths must beat one path clearly")
+        # The per-path vector of the CMT run (the active's, the sender's view): both of the
+        # passive's addresses, each with its own cwnd and srtt, both changing over the run.
+        paths = read_paths(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
+        self.assertEqual(sorted(rows[-1]["Remote"].rsplit(":", 1)[0] for rows in paths.values()),
+                         ["10.92.1.2", "10.92.2.2"])
+        for rows in paths.values():
+            cwnd = {number(r["Cwnd"]) for r in rows}
+            srtt = {number(r["RTT"]) for r in rows}
+            print(f"path {rows[-1]['Remote']}: {len(rows)} samples, cwnd {min(cwnd):.0f}..{max(cwnd):.0f} bytes, "
+                  f"srtt {min(srtt):.0f}..{max(srtt):.0f} ms")
+            self.assertGreater(len(cwnd), 1, "the cwnd changes over the run")
+            self.assertGreater(len(srtt), 1, "the srtt changes over the run")
+            self.assertTrue(all(c > 0 for c in cwnd))
+            self.assertEqual(rows[-1]["State"], "active")
 
     def test_cmt_over_dissimilar_paths(self):
         self.shape("nsa1", "10mbit", "10kb", "15000")

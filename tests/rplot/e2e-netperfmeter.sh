@@ -28,7 +28,8 @@ timeout 120 "$npm" "127.0.0.1:$port" -control-over-tcp -runtime=3 -nodisplay \
   || fail "active netperfmeter (port $port) failed: $(tail -5 active.log) / passive: $(tail -5 passive.log)"
 for f in run.config run-active.vec.bz2 run-passive.vec.bz2 \
          run-active-00000000-0000.vec.bz2 run-passive-00000000-0000.vec.bz2 \
-         run-active-00000007-0000.vec.bz2 run-passive-00000007-0000.vec.bz2; do
+         run-active-00000007-0000.vec.bz2 run-passive-00000007-0000.vec.bz2 \
+         run-paths-active-00000000-0000.vec.bz2 run-paths-passive-00000000-0000.vec.bz2; do
   [[ -s $f ]] || fail "netperfmeter did not write $f"
 done
 
@@ -36,13 +37,13 @@ done
 pdftohtml -xml -i -stdout run.pdf >outline.xml
 pages=$(pdf_pages run.pdf)
 # 4 rate/volume/loss pages + delay + jitter (+ CPU when the scalars carry it),
-# and per flow: bit rate + delay/jitter.
+# and per flow: bit rate + delay/jitter, and for the TCP flow its per-path state.
 cpu=0
 bzcat run-active.sca.bz2 run-passive.sca.bz2 >scalars.txt   # (no early-exit grep in a pipe)
 grep -q 'CPU\[' scalars.txt && cpu=1
-expected=$((6 + cpu + 2 * 2))
+expected=$((6 + cpu + 2 * 2 + 1))
 [[ $pages -eq $expected ]] || fail "run.pdf has $pages pages, expected $expected: $(grep -o '<item[^<]*</item>' outline.xml | tr '\n' ' ')"
-for t in '>Bulk (TCP, ID 0)<' '>Voice (UDP, ID 7)<' '>Bit rate<' '>One-way delay<'; do
+for t in '>Bulk (TCP, ID 0)<' '>Voice (UDP, ID 7)<' '>Bit rate<' '>One-way delay<' '>Per-path state<'; do
   grep -qF "$t" outline.xml || fail "bookmark $t missing"
 done
 mkdir png

@@ -160,3 +160,63 @@ TEST_CASE("config file") {
   CHECK(std::string(buffer) == "It's \"$(rm -rf /)\"`x`");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("per-path vector: a row per path, NA for what the stack does not tell") {
+  const std::string text = render([](OutputFile& o) {
+    PathVectorWriter w(std::move(o));
+    transport::PathSample tcp;
+    tcp.id = 3;
+    tcp.local = "10.0.1.1:5000";
+    tcp.remote = "10.0.1.2:9000";
+    tcp.state = "ESTABLISHED";
+    tcp.cwnd = 14480;
+    tcp.srttMs = 4.25;
+    tcp.bytesSent = 123456;
+    transport::PathSample sctp;
+    sctp.id = 1;
+    sctp.remote = "10.0.2.2:9000";
+    sctp.state = "active";
+    sctp.cwnd = 4380;
+    sctp.srttMs = 56;
+    sctp.rtoMs = 1000;
+    sctp.mtu = 1500;
+    w.rows(2500000, 1000000, {tcp, sctp});
+    w.flush();
+    CHECK(w.rowCount() == 2);
+    o = std::move(w.file());
+  });
+  CHECK(text ==
+        "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\tBytesSent\tBytesAcked\t"
+        "BytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\n"
+        "000001\t2500000\t1.500000\t3\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED\t14480\tNA\t4.250\tNA\tNA\tNA\t"
+        "123456\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n"
+        "000002\t2500000\t1.500000\t1\t-\t10.0.2.2:9000\tactive\t4380\tNA\t56.000\tNA\t1000.000\t1500\t"
+        "NA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n");
+}
+
+TEST_CASE("per-path vector names are not caught by the globs of per-flow vectors") {
+  CHECK(pathVectorFileName("run.vec.bz2", "active", 10, 0) == "run-paths-active-0000000a-0000.vec.bz2");
+  CHECK(pathVectorFileName("dir/run.vec", "passive", 1, 2) == "dir/run-paths-passive-00000001-0002.vec");
+  CHECK(hasPaths(npmp::Protocol::TCP));
+  CHECK(hasPaths(npmp::Protocol::MPTCP));
+  CHECK(hasPaths(npmp::Protocol::SCTP));
+  CHECK_FALSE(hasPaths(npmp::Protocol::UDP));
+  CHECK_FALSE(hasPaths(npmp::Protocol::DCCP));
+}
+
+TEST_CASE("config file names the per-path vectors of TCP, MPTCP and SCTP flows") {
+  auto tcp = *flowspec::parse("const0:const1400", npmp::Protocol::TCP).spec;
+  tcp.flowId = 0;
+  auto udp = *flowspec::parse("const10:const100", npmp::Protocol::UDP).spec;
+  udp.flowId = 1;
+  ConfigInfo info;
+  info.vectorPattern = "run.vec.bz2";
+  info.flows = {tcp, udp};
+  info.pathVectors = true;
+  const std::string text = render([&](OutputFile& o) { writeConfig(o, info); });
+  CHECK_THAT(text, Catch::Contains("FLOW0_PATHS_VECTOR_ACTIVE_NODE=\"run-paths-active-00000000-0000.vec.bz2\"\n"
+                                   "FLOW0_PATHS_VECTOR_PASSIVE_NODE=\"run-paths-passive-00000000-0000.vec.bz2\"\n"));
+  CHECK_THAT(text, !Catch::Contains("FLOW1_PATHS"));
+  info.pathVectors = false;  // --path-interval=0
+  CHECK_THAT(render([&](OutputFile& o) { writeConfig(o, info); }), !Catch::Contains("_PATHS_"));
+}

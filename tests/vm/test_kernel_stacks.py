@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
 import npmvm  # noqa: E402
-from harness import read_config, read_scalars  # noqa: E402
+from harness import read_config, read_paths, read_scalars  # noqa: E402
 
 NETPERFMETER = os.path.abspath(os.environ.get("NETPERFMETER", "netperfmeter"))
 
@@ -76,6 +76,16 @@ class KernelStacks(unittest.TestCase):
             for name in ("run-active-00000000-0000.vec", "run-passive-00000001-0001.vec",
                          "run-active-00000002-0002.vec", "run-passive-00000005-0000.vec"):
                 self.assertGreater(os.path.getsize(os.path.join(work, name)), 0, name)
+            # Per-path vectors with the kernel's SCTP_GET_PEER_ADDR_INFO: the peer address of the
+            # association, its cwnd and srtt, on both sides; none for DCCP.
+            for role in ("active", "passive"):
+                paths = read_paths(os.path.join(work, f"run-paths-{role}-00000001-0001.vec"))
+                self.assertEqual(len(paths), 1, f"{role}: {paths}")
+                rows = paths[0]
+                self.assertTrue(all(r["State"] == "active" for r in rows), rows[-1])
+                self.assertTrue(all(float(r["Cwnd"]) > 0 and float(r["RTO"]) > 0 for r in rows), rows[-1])
+                self.assertTrue(rows[-1]["Remote"].startswith("127.0.0.1:"), rows[-1])
+            self.assertFalse(os.path.exists(os.path.join(work, "run-paths-active-00000004-0000.vec")))
 
     def test_stack_selection_and_a_passive_without_dccp(self):
         # The passive starts before the DCCP modules are loaded: it serves no DCCP, and the

@@ -1,0 +1,149 @@
+// TCP_INFO and MPTCP_FULL_INFO. Only Linux's own headers here: <linux/tcp.h> has the whole
+// tcp_info (glibc's <netinet/tcp.h> stops at tcpi_total_retrans); the MPTCP structures are
+// declared below as the kernel's uapi has them (Linux 6.5+), since Debian 12's headers are 6.1.
+#include "transport/path_sample.h"
+
+#include <arpa/inet.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace npm::transport {
+
+namespace {
+
+constexpr int kSolMptcp = 284;
+constexpr int kMptcpFullInfo = 4;
+constexpr int kIpprotoMptcp = 262;
+
+struct MptcpSubflowInfo {
+  std::uint32_t id;
+  sockaddr_storage local;
+  sockaddr_storage remote;
+};
+
+struct MptcpFullInfo {
+  std::uint32_t sizeTcpinfoKernel;
+  std::uint32_t sizeTcpinfoUser;
+  std::uint32_t sizeSfinfoKernel;
+  std::uint32_t sizeSfinfoUser;
+  std::uint32_t numSubflows;
+  std::uint32_t sizeArraysUser;
+  alignas(8) std::uint64_t subflowInfo;
+  alignas(8) std::uint64_t tcpInfo;
+  // struct mptcp_info follows; not asked for (the kernel fills what the length allows).
+};
+static_assert(sizeof(MptcpFullInfo) == 40, "the uapi's header up to tcp_info");
+
+const char* tcpStateName(unsigned state) {
+  static const char* const names[] = {"-",          "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+                                      "FIN_WAIT2",  "TIME_WAIT",   "CLOSE",    "CLOSE_WAIT", "LAST_ACK",
+                                      "LISTEN",     "CLOSING"};
+  return state < sizeof(names) / sizeof(names[0]) ? names[state] : "-";
+}
+
+void fromTcpInfo(const tcp_info& t, std::uint32_t size, PathSample& s) {
+  // Fields newer than the kernel's tcp_info (size) stay NaN.
+  auto has = [size](std::size_t offsetEnd) { return size >= offsetEnd; };
+#define NPM_HAS(field) has(offsetof(tcp_info, field) + sizeof(t.field))
+  s.state = tcpStateName(t.tcpi_state);
+  const double mss = t.tcpi_snd_mss;
+  s.cwnd = t.tcpi_snd_cwnd * mss;
+  // "Infinite" before the first loss (TCP_INFINITE_SSTHRESH).
+  s.ssthresh = t.tcpi_snd_ssthresh >= 0x7FFFFFFFU ? PathSample::kNone : t.tcpi_snd_ssthresh * mss;
+  s.srttMs = t.tcpi_rtt / 1000.0;
+  s.rttVarMs = t.tcpi_rttvar / 1000.0;
+  s.rtoMs = t.tcpi_rto / 1000.0;
+  s.mtu = t.tcpi_pmtu;
+  s.retransmissions = t.tcpi_total_retrans;
+  s.lost = t.tcpi_lost;
+  s.unacked = t.tcpi_unacked;
+  if (NPM_HAS(tcpi_pacing_rate)) {
+    s.pacingRate = t.tcpi_pacing_rate == ~0ULL ? PathSample::kNone : 8.0 * static_cast<double>(t.tcpi_pacing_rate);
+  }
+  if (NPM_HAS(tcpi_bytes_acked)) s.bytesAcked = static_cast<double>(t.tcpi_bytes_acked);
+  if (NPM_HAS(tcpi_bytes_received)) s.bytesReceived = static_cast<double>(t.tcpi_bytes_received);
+  if (NPM_HAS(tcpi_delivery_rate)) s.deliveryRate = 8.0 * static_cast<double>(t.tcpi_delivery_rate);
+  if (NPM_HAS(tcpi_bytes_sent)) s.bytesSent = static_cast<double>(t.tcpi_bytes_sent);
+#undef NPM_HAS
+}
+
+bool sampleTcp(int fd, std::vector<PathSample>& out) {
+  tcp_info t{};
+  socklen_t len = sizeof(t);
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &t, &len) != 0) return false;
+  PathSample s;
+  fromTcpInfo(t, len, s);
+  sockaddr_storage a{};
+  socklen_t alen = sizeof(a);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) s.local = sockaddrName(&a);
+  alen = sizeof(a);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) s.remote = sockaddrName(&a);
+  out.push_back(std::move(s));
+  return true;
+}
+
+bool sampleMptcp(int fd, std::vector<PathSample>& out) {
+  constexpr std::uint32_t kMaxSubflows = 16;
+  MptcpSubflowInfo subflows[kMaxSubflows]{};
+  tcp_info infos[kMaxSubflows]{};
+  MptcpFullInfo full{};
+  full.sizeTcpinfoUser = sizeof(tcp_info);
+  full.sizeSfinfoUser = sizeof(MptcpSubflowInfo);
+  full.sizeArraysUser = kMaxSubflows;
+  full.subflowInfo = reinterpret_cast<std::uintptr_t>(subflows);
+  full.tcpInfo = reinterpret_cast<std::uintptr_t>(infos);
+  socklen_t len = sizeof(full);
+  if (::getsockopt(fd, kSolMptcp, kMptcpFullInfo, &full, &len) != 0) return false;
+  const std::uint32_t n = std::min(full.numSubflows, kMaxSubflows);
+  const std::uint32_t tcpSize = std::min<std::uint32_t>(full.sizeTcpinfoKernel, sizeof(tcp_info));
+  for (std::uint32_t i = 0; i < n; ++i) {
+    PathSample s;
+    s.id = subflows[i].id;
+    fromTcpInfo(infos[i], tcpSize, s);
+    s.local = sockaddrName(&subflows[i].local);
+    s.remote = sockaddrName(&subflows[i].remote);
+    out.push_back(std::move(s));
+  }
+  return n > 0;
+}
+
+}  // namespace
+
+std::string sockaddrName(const void* address) {
+  char text[INET6_ADDRSTRLEN] = "";
+  const auto* sa = static_cast<const sockaddr*>(address);
+  if (sa->sa_family == AF_INET) {
+    sockaddr_in in;
+    std::memcpy(&in, address, sizeof(in));
+    ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    return std::string(text) + ":" + std::to_string(ntohs(in.sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    sockaddr_in6 in6;
+    std::memcpy(&in6, address, sizeof(in6));
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {  // an IPv6 socket's IPv4 peer: as IPv4
+      ::inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof(text));
+      return std::string(text) + ":" + std::to_string(ntohs(in6.sin6_port));
+    }
+    ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6.sin6_port));
+  }
+  return "-";
+}
+
+bool sampleSocketPaths(int fd, std::vector<PathSample>& out) {
+  int protocol = 0;
+  socklen_t len = sizeof(protocol);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == kIpprotoMptcp &&
+      sampleMptcp(fd, out)) {
+    return true;
+  }
+  return sampleTcp(fd, out);
+}
+
+}  // namespace npm::transport

@@ -1,0 +1,35 @@
+// Per-path transport state, sampled at an interval during a measurement: one sample per
+// TCP connection, per MPTCP subflow and per SCTP peer address. What a stack cannot tell is
+// NaN (written as NA). Units: bytes, milliseconds, bit/s.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace npm::transport {
+
+struct PathSample {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::uint32_t id = 0;  // 0 for TCP; the kernel's subflow id (MPTCP); the peer address's index (SCTP)
+  std::string local = "-", remote = "-";  // address:port ("-" if not per path)
+  std::string state = "-";
+  double cwnd = kNone, ssthresh = kNone;  // bytes
+  double srttMs = kNone, rttVarMs = kNone, rtoMs = kNone;
+  double mtu = kNone;
+  double bytesSent = kNone, bytesAcked = kNone, bytesReceived = kNone;  // cumulative
+  double retransmissions = kNone, lost = kNone, unacked = kNone;       // segments (TCP)
+  double deliveryRate = kNone, pacingRate = kNone;                     // bit/s
+};
+
+// The samples of a kernel TCP or MPTCP socket (TCP_INFO; MPTCP_FULL_INFO per subflow, or
+// TCP_INFO of the connection where the kernel has no MPTCP_FULL_INFO or MPTCP fell back to
+// TCP). Returns false (and adds nothing) if the kernel tells nothing.
+bool sampleSocketPaths(int fd, std::vector<PathSample>& out);
+
+// "10.0.0.1:80", "[fe80::1]:80".
+std::string sockaddrName(const void* sockaddr);
+
+}  // namespace npm::transport
