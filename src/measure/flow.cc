@@ -387,6 +387,7 @@ FlowResult Flow::result() const {
   r.lastReception = rx_.last();
   r.lost = rx_.lost();
   r.jitterMs = rx_.jitterMs();
+  r.meanDelayMs = rx_.meanDelayMs();
   return r;
 }
 

@@ -95,6 +95,7 @@ void writeScalars(OutputFile& out, std::string_view role, const MeasurementResul
     scalar(out, object, "Lost Packets", f.lost.packets);
     scalar(out, object, "Lost Frames", f.lost.frames);
     scalar(out, object, "Jitter", f.jitterMs);
+    scalar(out, object, "Mean Delay", f.meanDelayMs);
     totalTx += tx.total;
     totalRx += f.received;
     totalLost += f.lost;

@@ -36,6 +36,7 @@ struct FlowResult {
   std::uint64_t firstReception = 0, lastReception = 0;
   Counters lost;
   double jitterMs = 0.0;
+  double meanDelayMs = 0.0;  // NaN if nothing was received
 };
 
 struct MeasurementResult {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace npm::measure {
 
@@ -33,6 +34,7 @@ Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t 
     haveDelay_ = true;
   }
   lastDelay_ = r.delayMs;
+  delaySumMs_ += r.delayMs;
   r.jitterMs = jitter_;
 
   // Frame reassembly by FrameID, complete when BEGIN..END arrived without a gap.
@@ -95,6 +97,11 @@ Counters ReceiveStatistics::lost() const {
   const std::uint64_t accounted = received_.frames + partial_.size();
   l.frames = framesExpected_ > accounted ? framesExpected_ - accounted : 0;
   return l;
+}
+
+double ReceiveStatistics::meanDelayMs() const {
+  return received_.packets > 0 ? delaySumMs_ / static_cast<double>(received_.packets)
+                               : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace npm::measure

@@ -64,6 +64,8 @@ public:
   std::uint64_t first() const { return first_; }
   std::uint64_t last() const { return last_; }
   double jitterMs() const { return jitter_; }
+  // Mean one-way delay of the received messages (ms), NaN if none arrived.
+  double meanDelayMs() const;
   double lastDelayMs() const { return lastDelay_; }
   std::size_t framesInReassembly() const { return partial_.size(); }
 
@@ -84,6 +86,7 @@ private:
   std::unordered_map<std::uint32_t, PartialFrame> partial_;
   bool haveDelay_ = false;
   double lastDelay_ = 0.0, jitter_ = 0.0;
+  double delaySumMs_ = 0.0;
   std::uint64_t nextExpiry_ = 0;
 };
 

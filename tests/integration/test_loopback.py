@@ -81,6 +81,16 @@ class LoopbackRun(unittest.TestCase):
         per_flow = fnmatch.filter(os.listdir(self.dir), "run-active-*.vec.bz2")
         self.assertEqual(sorted(per_flow), [f"run-active-{f:08x}-0000.vec.bz2" for f in (0, 1, 7)])
 
+    def test_mean_delay_per_flow_and_direction(self):
+        # Each side's scalar file holds the mean one-way delay of what it received.
+        for side, scalars, flows in (("passive", self.passive, (0, 1, 7)), ("active", self.active, (1, 7))):
+            for flow in flows:
+                delay = scalars[(f"netPerfMeter.{side}.flow[{flow}]", "Mean Delay")]
+                self.assertTrue(0 < delay < 2000, f"{side} flow {flow}: mean delay {delay} ms")
+        # The active receives nothing on the saturated one-way TCP flow.
+        self.assertNotEqual(self.active[("netPerfMeter.active.flow[0]", "Mean Delay")],
+                            self.active[("netPerfMeter.active.flow[0]", "Mean Delay")])  # NaN
+
     def test_passive_received_what_the_active_transmitted(self):
         for flow in (0, 1, 7):
             sent = self.active[(f"netPerfMeter.active.flow[{flow}]", "Transmitted Bytes")]

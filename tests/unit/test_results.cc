@@ -54,6 +54,7 @@ TEST_CASE("scalar file in the reference format") {
   f.firstReception = 1500000;
   f.lastReception = 2000000;
   f.lost = {100, 1, 1};
+  f.meanDelayMs = 12.5;
   r.flows.push_back(f);
   r.cpu.percent = {{10, 0, 10, 80, 0, 0, 0, 0}, {20, 0, 0, 80, 0, 0, 0, 0}, {0, 0, 20, 80, 0, 0, 0, 0}};
   const std::string text = render([&](OutputFile& o) { writeScalars(o, "active", r); });
@@ -67,8 +68,9 @@ TEST_CASE("scalar file in the reference format") {
   CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.CPU[1]\" \"User\" 20.000\n"));
   CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.CPU[2]\" \"System\" 20.000\n"));
   CHECK_THAT(text, Catch::EndsWith("scalar \"netPerfMeter.active.totalCPU\" \"Hypervisor\" 0.000\n"));
-  // 18 reference lines + 4 loss/jitter lines per flow, 20 total lines, 8 per CPU and total
-  CHECK(std::count(text.begin(), text.end(), '\n') == 22 + 20 + 3 * 8);
+  // 18 reference lines + 4 loss/jitter lines + the mean delay per flow, 20 total lines, 8 per CPU and total
+  CHECK_THAT(text, Catch::Contains("scalar \"netPerfMeter.active.flow[3]\" \"Mean Delay\"              12.500000\n"));
+  CHECK(std::count(text.begin(), text.end(), '\n') == 23 + 20 + 3 * 8);
 }
 
 TEST_CASE("measurement vector: header, three rows per flow and three totals per block") {

@@ -2,6 +2,8 @@
 // frames finalised at STOP, delay and RFC 3550 jitter.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "measure/statistics.h"
 
 using namespace npm::measure;
@@ -71,6 +73,12 @@ TEST_CASE("one-way delay and RFC 3550 jitter") {
   CHECK(b.jitterMs == Approx(1.6 / 16));
   auto c = rx.onMessage(message(2, 2, 96, B | E, 3000), 48, 5800);  // delay 2.8 ms
   CHECK(c.jitterMs == Approx(0.1 + (0.8 - 0.1) / 16));
+  CHECK(rx.meanDelayMs() == Approx((2.0 + 3.6 + 2.8) / 3));
+}
+
+TEST_CASE("the mean delay of a flow that received nothing is not a number") {
+  ReceiveStatistics rx;
+  CHECK(std::isnan(rx.meanDelayMs()));
 }
 
 TEST_CASE("frames begun and never ended do not grow the reassembly table without bound") {
