@@ -82,6 +82,8 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 git clone --quiet "$here" "$root/root/netperfmeter"
 log "cloned $(git -C "$here" rev-parse --short HEAD) into /root/netperfmeter"
 
+# The root a mount point of its own, as on a machine ("ip netns exec" makes / a slave mount).
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount -t bpf bpffs "$root/sys/fs/bpf"
@@ -112,6 +114,7 @@ done
 for m in dev/shm dev/pts dev run sys/fs/cgroup sys/fs/bpf sys proc; do
   umount -l "$root/$m" 2>/dev/null || true
 done
+umount -l "$root" 2>/dev/null || true
 if ((keep == 0)); then
   remove_root
 else

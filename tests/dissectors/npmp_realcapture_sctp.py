@@ -358,7 +358,10 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     c.eq(len(by_type.get(6, [])), 1, "%s: one START" % label)
     c.eq(len(by_type.get(7, [])), 1, "%s: one STOP" % label)
     acks = by_type.get(1, [])
-    c.check(all(first(m, "status") == 0 for m in acks), "%s: all ACKs OK" % label)
+    # OK, or OK with the per-path vector following (REMOVE_FLOW of a TCP, MPTCP or SCTP flow)
+    c.check(all(first(m, "status") in (0, 5) for m in acks), "%s: all ACKs OK" % label)
+    c.eq(sum(first(m, "status") == 5 for m in acks), sum(f[0] != "-udp" for f in FLOWS),
+         "%s: a per-path vector for every flow but UDP's" % label)
     c.check(len(acks) >= 2 * n_flows + 2, "%s: %d ACKs (ADD_FLOW, IDENTIFY, START, STOP)" % (label, len(acks)))
     for t, name in ((6, "START"), (7, "STOP")):
         req = by_type.get(t, [])

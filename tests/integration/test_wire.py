@@ -140,12 +140,17 @@ class WireFormat(unittest.TestCase):
                 self.fail(f"unexpected message type {kind} towards the passive")
         self.assertEqual((counts.get(2), counts.get(6), counts.get(7), counts.get(3)), (3, 1, 1, 3))
 
-        acks, results_eof = 0, 0
+        acks, results_eof, path_vectors = 0, 0, []
         for kind, flags, m in messages(control_down[0]):
             if kind == 1:
                 self.assertEqual(len(m), 24)
                 self.assertEqual(m[18:20], b"\0\0")
-                self.assertEqual(struct.unpack_from("!I", m, 20)[0], 0)
+                status = struct.unpack_from("!I", m, 20)[0]
+                # OK, or (this implementation's extension) OK with the per-path vector following
+                # the per-flow vector, for the REMOVE_FLOW of a TCP or MPTCP flow.
+                self.assertIn(status, (0, 5))
+                if status == 5:
+                    path_vectors.append(struct.unpack_from("!I", m, 4)[0])
                 acks += 1
             elif kind == 8:
                 self.assertLessEqual(len(m), 1404)
@@ -154,7 +159,9 @@ class WireFormat(unittest.TestCase):
                 self.fail(f"unexpected message type {kind} towards the active")
         # ADD_FLOW, IDENTIFY per flow, START, STOP, REMOVE_FLOW per flow
         self.assertEqual(acks, 3 + 3 + 1 + 1 + 3)
-        self.assertEqual(results_eof, 2 + 3)  # vector + scalar, then a vector per flow
+        self.assertEqual(sorted(path_vectors), [0, 5])
+        # vector + scalar, then a vector per flow and a per-path vector per TCP/MPTCP flow
+        self.assertEqual(results_eof, 2 + 3 + 2)
 
         for direction in (data_up, data_down):
             for key, data in direction.items():
@@ -167,6 +174,9 @@ class WireFormat(unittest.TestCase):
                         self.assertEqual(len(m), 26)
                         flow, magic, mid, stream = struct.unpack_from("!IQQH", m, 4)
                         self.assertEqual(magic, MAGIC)
+                        # plain vectors, and the per-path vector asked for (0x04: this
+                        # implementation's; the reference's passive ignores the bit)
+                        self.assertEqual(flags, 0x04)
                         self.assertEqual(mid, measurement)
                         first = False
                         continue
