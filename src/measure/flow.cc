@@ -115,6 +115,11 @@ void Flow::samplePaths() {
   pathSamples_.clear();
   channel_->samplePaths(pathSamples_);
   if (pathSamples_.empty()) return;
+  for (const auto& s : pathSamples_) {
+    auto& summary = pathSummaries_[s.id];
+    summary.id = s.id;
+    summary.add(s);
+  }
   try {
     const std::uint64_t now = transport::nowMicros();
     pathVector_->rows(now, startTime_ != 0 ? startTime_ : now, pathSamples_);
@@ -388,6 +393,7 @@ FlowResult Flow::result() const {
   r.lost = rx_.lost();
   r.jitterMs = rx_.jitterMs();
   r.meanDelayMs = rx_.meanDelayMs();
+  for (const auto& [id, summary] : pathSummaries_) r.paths.push_back(summary);
   return r;
 }
 

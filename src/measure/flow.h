@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,6 +148,7 @@ private:
   std::chrono::milliseconds pathInterval_{0};
   asio::steady_timer pathTimer_;
   std::vector<transport::PathSample> pathSamples_;  // reused
+  std::map<std::uint32_t, PathSummary> pathSummaries_;
   void samplePaths();
   void schedulePathSample();
   std::function<void(const std::string&)> onFailure_;

@@ -96,6 +96,17 @@ void writeScalars(OutputFile& out, std::string_view role, const MeasurementResul
     scalar(out, object, "Lost Frames", f.lost.frames);
     scalar(out, object, "Jitter", f.jitterMs);
     scalar(out, object, "Mean Delay", f.meanDelayMs);
+    for (const auto& p : f.paths) {
+      const std::string path = object + ".path[" + std::to_string(p.id) + "]";
+      scalar(out, path, "Samples", p.samples);
+      if (p.cwndSamples > 0) scalar(out, path, "Mean Cwnd", p.cwndSum / static_cast<double>(p.cwndSamples));
+      if (p.rttSamples > 0) scalar(out, path, "Mean RTT", p.rttSum / static_cast<double>(p.rttSamples));
+      for (auto [name, value] : {std::pair{"Bytes Sent", p.bytesSent}, std::pair{"Bytes Acked", p.bytesAcked},
+                                 std::pair{"Bytes Received", p.bytesReceived},
+                                 std::pair{"Retransmissions", p.retransmissions}}) {
+        if (!std::isnan(value)) scalar(out, path, name, static_cast<std::uint64_t>(value));
+      }
+    }
     totalTx += tx.total;
     totalRx += f.received;
     totalLost += f.lost;
@@ -333,6 +344,22 @@ void PathVectorWriter::flush() {
   }
   file_.write(buffer_);
   buffer_.clear();
+}
+
+void PathSummary::add(const transport::PathSample& s) {
+  ++samples;
+  if (!std::isnan(s.cwnd)) {
+    cwndSum += s.cwnd;
+    ++cwndSamples;
+  }
+  if (!std::isnan(s.srttMs)) {
+    rttSum += s.srttMs;
+    ++rttSamples;
+  }
+  bytesSent = s.bytesSent;
+  bytesAcked = s.bytesAcked;
+  bytesReceived = s.bytesReceived;
+  retransmissions = s.retransmissions;
 }
 
 bool hasPaths(npmp::Protocol protocol) {

@@ -27,6 +27,18 @@ std::string resultFileName(std::string_view pattern, std::string_view role,
 // Escapes a value for KEY="value" lines: \ " $ ` are backslash-escaped.
 std::string shellQuote(std::string_view value);
 
+// What the samples of one path came to (written as scalars of ".flow[N].path[ID]").
+struct PathSummary {
+  std::uint32_t id = 0;
+  std::uint64_t samples = 0;
+  double cwndSum = 0.0, rttSum = 0.0;  // over the samples that had the value
+  std::uint64_t cwndSamples = 0, rttSamples = 0;
+  // The last sample's cumulative counters (NaN where the transport has none).
+  double bytesSent = transport::PathSample::kNone, bytesAcked = transport::PathSample::kNone,
+         bytesReceived = transport::PathSample::kNone, retransmissions = transport::PathSample::kNone;
+  void add(const transport::PathSample& s);
+};
+
 struct FlowResult {
   std::uint32_t flowId = 0;
   std::uint16_t streamId = 0;
@@ -37,6 +49,7 @@ struct FlowResult {
   Counters lost;
   double jitterMs = 0.0;
   double meanDelayMs = 0.0;  // NaN if nothing was received
+  std::vector<PathSummary> paths;  // by path ID; empty without per-path sampling
 };
 
 struct MeasurementResult {

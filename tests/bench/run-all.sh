@@ -5,6 +5,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
 echo "== netperfmeter vs iperf3: saturated TCP goodput and CPU"
 python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3
+echo
+echo "== per-path sampling: saturated TCP with --path-interval=0 / 100 / 10"
+python3 "$here/path_sampling.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 5
 for bench in "$here"/*/run.sh; do
   [[ -x $bench ]] || continue
   echo

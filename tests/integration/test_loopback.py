@@ -1,14 +1,15 @@
 """A real measurement on loopback: saturated TCP, rate-driven UDP and MPTCP, all files checked."""
 
+import fnmatch
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 import unittest
 
-import fnmatch
-
 from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_paths, read_scalars,
-                     read_vector, run_active)
+                     read_text, read_vector, run_active)
 
 PORT = 21000
 
@@ -80,6 +81,32 @@ class LoopbackRun(unittest.TestCase):
         # Scripts that glob the per-flow vectors do not catch the per-path ones.
         per_flow = fnmatch.filter(os.listdir(self.dir), "run-active-*.vec.bz2")
         self.assertEqual(sorted(per_flow), [f"run-active-{f:08x}-0000.vec.bz2" for f in (0, 1, 7)])
+
+    def test_per_path_scalars_and_createsummary(self):
+        # Each side's scalar file summarises the paths of its TCP and MPTCP flows.
+        for side, scalars in (("active", self.active), ("passive", self.passive)):
+            for flow in (0, 7):
+                path = [k for k in scalars if k[0].startswith(f"netPerfMeter.{side}.flow[{flow}].path[")]
+                self.assertTrue(path, f"{side} flow {flow}: no per-path scalars")
+                obj = path[0][0]
+                self.assertGreaterEqual(scalars[(obj, "Samples")], 25)
+                self.assertGreater(scalars[(obj, "Mean Cwnd")], 0)
+                self.assertGreater(scalars[(obj, "Mean RTT")], 0)
+        sent = self.passive[("netPerfMeter.passive.flow[0].path[0]", "Bytes Received")]
+        self.assertGreater(sent, 0.9 * self.passive[("netPerfMeter.passive.flow[0]", "Received Bytes")])
+        createsummary = os.path.join(os.environ.get("NPM_BUILD_DIR", ""), "src", "tools", "createsummary")
+        if not os.path.exists(createsummary):
+            self.skipTest("createsummary is not built")
+        out = tempfile.mkdtemp(prefix="npm-summary-")
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        commands = (f"--varnames=Run\n--resultsdirectory={out}\n--values=1\n--input={self.path('run-active.sca')}\n"
+                    f"--values=1\n--input={self.path('run-passive.sca')}\n")
+        r = subprocess.run([createsummary, "-b", "-q"], input=commands, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        table = read_text(os.path.join(out, "passive.flow.path-MeanCwnd.data.bz2")).splitlines()
+        self.assertIn("passive.flow.path", table[0])
+        self.assertEqual(len(table), 1 + 2)  # the paths of flows 0 and 7
+        self.assertTrue(os.path.exists(os.path.join(out, "passive.flow-MeanDelay.data.bz2")))
 
     def test_mean_delay_per_flow_and_direction(self):
         # Each side's scalar file holds the mean one-way delay of what it received.

@@ -222,3 +222,41 @@ TEST_CASE("config file names the per-path vectors of TCP, MPTCP and SCTP flows")
   info.pathVectors = false;  // --path-interval=0
   CHECK_THAT(render([&](OutputFile& o) { writeConfig(o, info); }), !Catch::Contains("_PATHS_"));
 }
+
+TEST_CASE("per-path scalars: samples, means and the last counters of each path") {
+  MeasurementResult r;
+  FlowResult f;
+  f.flowId = 2;
+  PathSummary tcp;
+  tcp.id = 1;
+  transport::PathSample a;
+  a.cwnd = 10000;
+  a.srttMs = 2;
+  a.bytesSent = 1000;
+  a.retransmissions = 0;
+  transport::PathSample b = a;
+  b.cwnd = 30000;
+  b.srttMs = 4;
+  b.bytesSent = 5000;
+  b.retransmissions = 3;
+  tcp.add(a);
+  tcp.add(b);
+  PathSummary sctp;  // no byte counters per path
+  sctp.id = 0;
+  transport::PathSample c;
+  c.cwnd = 4380;
+  c.srttMs = 56;
+  sctp.add(c);
+  f.paths = {sctp, tcp};
+  r.flows.push_back(f);
+  const std::string text = render([&](OutputFile& o) { writeScalars(o, "passive", r); });
+  const std::string p1 = "scalar \"netPerfMeter.passive.flow[2].path[1]\" ";
+  CHECK_THAT(text, Catch::Contains(p1 + "\"Samples\"                 2\n"));
+  CHECK_THAT(text, Catch::Contains(p1 + "\"Mean Cwnd\"               20000.000000\n"));
+  CHECK_THAT(text, Catch::Contains(p1 + "\"Mean RTT\"                3.000000\n"));
+  CHECK_THAT(text, Catch::Contains(p1 + "\"Bytes Sent\"              5000\n"));
+  CHECK_THAT(text, Catch::Contains(p1 + "\"Retransmissions\"         3\n"));
+  const std::string p0 = "scalar \"netPerfMeter.passive.flow[2].path[0]\" ";
+  CHECK_THAT(text, Catch::Contains(p0 + "\"Mean RTT\"                56.000000\n"));
+  CHECK_THAT(text, !Catch::Contains(p0 + "\"Bytes Sent\""));
+}
