@@ -1041,7 +1041,7 @@ proto_register_npmp(void)
         VALS(npmp_sctpcc_vals), 0xc0, NULL, HFILL } },
     { &hf_identify_flags_compress_vectors, { "Compress Vectors", "npmp.identify.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_identify_flags_no_vectors, { "No Vectors", "npmp.identify.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
-    { &hf_identify_flags_path_vectors, { "Per-Path Vectors", "npmp.identify.flags.path_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
+    { &hf_identify_flags_path_vectors, { "Per-Path Statistics", "npmp.identify.flags.path_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
     { &hf_data_flags_frame_begin, { "Frame Begin", "npmp.data.flags.frame_begin", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_data_flags_frame_end, { "Frame End", "npmp.data.flags.frame_end", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_compress_vectors, { "Compress Vectors", "npmp.start.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },

@@ -109,6 +109,7 @@ private:
   asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
   asio::awaitable<void> stopFlows();
   asio::awaitable<void> endAssociations();
+  bool samplesPaths(npmp::Protocol protocol) const;
   bool recordsPaths(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
   asio::awaitable<void> download(const std::string& fileName, const char* what);
@@ -452,7 +453,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   identify.streamId = spec.streamId;
   if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
   if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
-  if (recordsPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
+  if (samplesPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
   if (channel->reliable()) {
@@ -492,6 +493,9 @@ void Active::writeConfig() {
 }
 
 void Active::openOwnFiles() {
+  for (auto& f : flows_) {
+    if (samplesPaths(f.flow->parameters().protocol)) f.flow->samplePathsEvery(o_.pathInterval);
+  }
   if (o_.vectorPattern.empty()) return;
   measurement_->setVector(measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(o_.vectorPattern, "active"))));
   for (auto& f : flows_) {
@@ -499,14 +503,19 @@ void Active::openOwnFiles() {
         OutputFile(measure::resultFileName(o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
     if (recordsPaths(f.flow->parameters().protocol)) {
       f.flow->setPathVector(measure::PathVectorWriter(OutputFile(measure::pathVectorFileName(
-                                o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))),
-                            o_.pathInterval);
+          o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
     }
   }
 }
 
+// Per-path state is sampled for the scalars and the vectors; recorded as vectors with -vector.
+bool Active::samplesPaths(npmp::Protocol protocol) const {
+  return (!o_.vectorPattern.empty() || !o_.scalarPattern.empty()) && o_.pathInterval.count() > 0 &&
+         measure::hasPaths(protocol);
+}
+
 bool Active::recordsPaths(npmp::Protocol protocol) const {
-  return !o_.vectorPattern.empty() && o_.pathInterval.count() > 0 && measure::hasPaths(protocol);
+  return !o_.vectorPattern.empty() && samplesPaths(protocol);
 }
 
 asio::awaitable<void> Active::stopFlows() {

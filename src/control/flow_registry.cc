@@ -273,6 +273,11 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   entry->identified = true;
   auto flow = entry->flow;
   flow->attach(channel);
+  // The active asks for per-path sampling (for the scalars, and the per-path vector if it
+  // records vectors).
+  const bool samplePaths = (id.flags & npmp::kIdentifyPathVectors) && session->pathInterval().count() > 0 &&
+                           measure::hasPaths(protocol);
+  if (samplePaths) flow->samplePathsEvery(session->pathInterval());
   if (!(id.flags & npmp::kIdentifyNoVectors)) {
     try {
       measure::FlowVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
@@ -281,12 +286,11 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     } catch (const FileError& e) {
       log::error(std::string("Per-flow vector: ") + e.what());
     }
-    if ((id.flags & npmp::kIdentifyPathVectors) && session->pathInterval().count() > 0 &&
-        measure::hasPaths(protocol)) {
+    if (samplePaths) {
       try {
         measure::PathVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
         writer.setBudget(session->spool());
-        flow->setPathVector(std::move(writer), session->pathInterval());
+        flow->setPathVector(std::move(writer));
       } catch (const FileError& e) {
         log::error(std::string("Per-path vector: ") + e.what());
       }

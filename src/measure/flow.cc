@@ -105,13 +105,8 @@ void Flow::fail(const std::string& reason) {
 
 // ------------------------------------------------------------------------- sender
 
-void Flow::setPathVector(PathVectorWriter writer, std::chrono::milliseconds interval) {
-  pathVector_.emplace(std::move(writer));
-  pathInterval_ = interval;
-}
-
 void Flow::samplePaths() {
-  if (!pathVector_ || !channel_) return;
+  if (!channel_) return;
   pathSamples_.clear();
   channel_->samplePaths(pathSamples_);
   if (pathSamples_.empty()) return;
@@ -120,6 +115,7 @@ void Flow::samplePaths() {
     summary.id = s.id;
     summary.add(s);
   }
+  if (!pathVector_) return;
   try {
     const std::uint64_t now = transport::nowMicros();
     pathVector_->rows(now, startTime_ != 0 ? startTime_ : now, pathSamples_);
@@ -145,7 +141,7 @@ void Flow::start(std::uint64_t startTime) {
   startTime_ = startTime;
   startSteady_ = Clock::now();
   lastEvent_ = startSteady_;
-  if (pathVector_ && pathInterval_.count() > 0) {
+  if (pathInterval_.count() > 0) {
     samplePaths();
     schedulePathSample();
   }
@@ -355,7 +351,7 @@ void Flow::stopSending(std::function<void()> done) {
 }
 
 void Flow::finishReceiving() {
-  if (!finished_ && pathVector_ && pathInterval_.count() > 0) samplePaths();  // the state at the end
+  if (!finished_ && pathInterval_.count() > 0) samplePaths();  // the state at the end
   pathTimer_.cancel();
   rx_.finalize();
   finished_ = true;

@@ -69,8 +69,10 @@ public:
   const std::string& vectorError() const { return vectorError_; }
 
   // Samples the transport's per-path state every `interval` from start() to
-  // finishReceiving() (and once more then) into `writer`.
-  void setPathVector(PathVectorWriter writer, std::chrono::milliseconds interval);
+  // finishReceiving() (and once more then), for the per-path scalars (result()) and, with a
+  // writer, into the per-path vector.
+  void samplePathsEvery(std::chrono::milliseconds interval) { pathInterval_ = interval; }
+  void setPathVector(PathVectorWriter writer) { pathVector_.emplace(std::move(writer)); }
   PathVectorWriter* pathVector() { return pathVector_ ? &*pathVector_ : nullptr; }
   const std::string& pathVectorError() const { return pathVectorError_; }
 

@@ -18,7 +18,7 @@ import unittest
 LAB, LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:5]
 del sys.argv[1:5]
 sys.path.insert(0, LAB_SRC)
-from npmlab import stats, study, topology  # noqa: E402
+from npmlab import expr, stats, study, topology  # noqa: E402
 
 TINY = """
 name = "tiny"
@@ -155,6 +155,20 @@ class StudyFiles(unittest.TestCase):
         self.assertAlmostEqual(low, 0.4457397, places=6)
         self.assertAlmostEqual(high, 4.5542603, places=6)
         self.assertAlmostEqual(stats.t_quantile(0.975, 9), 2.262157, places=5)
+
+    def test_path_scalars_are_named_by_their_path(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".sca", delete=False) as f:
+            f.write('scalar "netPerfMeter.active.flow[0]" "Transmitted Bit Rate" 1000.0\n'
+                    'scalar "netPerfMeter.active.flow[0].path[2]" "Bytes Sent" 12345\n'
+                    'scalar "netPerfMeter.passive.flow[0]" "Received Bit Rate" 900.0\n')
+        try:
+            scalars = stats.read_scalars(f.name, "active")
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(scalars, {("active", 0, "Transmitted Bit Rate"): 1000.0,
+                                   ("active", 0, "path[2] Bytes Sent"): 12345.0})
+        tree = expr.compile_formula('scalar("active", 0, "path[2] Bytes Sent") / 1000')
+        self.assertEqual(expr.evaluate(tree, scalars), 12.345)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")

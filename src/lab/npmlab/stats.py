@@ -5,7 +5,7 @@ import bz2
 import math
 import re
 
-_SCALAR = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.flow\[(\d+)\]"\s+"([^"]+)"\s+(\S+)\s*$')
+_SCALAR = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.flow\[(\d+)\](?:\.path\[(\d+)\])?"\s+"([^"]+)"\s+(\S+)\s*$')
 
 
 def _betacf(a, b, x):
@@ -82,7 +82,9 @@ def read_scalars(path, side):
         for line in f:
             m = _SCALAR.match(line)
             if m and m.group(1) == side:
-                scalars[(side, int(m.group(2)), m.group(3))] = float(m.group(4))
+                # a path's scalars as "path[ID] NAME" of its flow, e.g. "path[1] Bytes Sent"
+                name = m.group(4) if m.group(3) is None else f"path[{m.group(3)}] {m.group(4)}"
+                scalars[(side, int(m.group(2)), name)] = float(m.group(5))
     if not scalars:
         raise ValueError(f"{path}: no flow scalars")
     return scalars
