@@ -108,6 +108,17 @@ class LoopbackRun(unittest.TestCase):
         self.assertEqual(len(table), 1 + 2)  # the paths of flows 0 and 7
         self.assertTrue(os.path.exists(os.path.join(out, "passive.flow-MeanDelay.data.bz2")))
 
+    def test_per_path_scalars_without_vectors(self):
+        # Scalars alone: the paths are sampled for the scalars, no per-path vector is written.
+        with Passive(PORT + 10) as passive, tempfile.TemporaryDirectory() as d:
+            run_active(f"127.0.0.1:{PORT + 10}", "-runtime=1", "-scalar=run.sca", "-tcp", "const0:const1400",
+                       cwd=d)
+            self.assertEqual(sorted(os.listdir(d)), ["run-active.sca", "run-passive.sca"])
+            for side in ("active", "passive"):
+                scalars = read_scalars(os.path.join(d, f"run-{side}.sca"))
+                self.assertGreaterEqual(scalars[(f"netPerfMeter.{side}.flow[0].path[0]", "Samples")], 8, side)
+            self.assertTrue(passive.alive())
+
     def test_mean_delay_per_flow_and_direction(self):
         # Each side's scalar file holds the mean one-way delay of what it received.
         for side, scalars, flows in (("passive", self.passive, (0, 1, 7)), ("active", self.active, (1, 7))):
