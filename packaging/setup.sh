@@ -8,6 +8,8 @@
 #   packaging/setup.sh test    build + the whole test suite (ctest), its "sanitize" tests
 #                              again under ASan+UBSan, its "tsan" tests under TSan
 #   packaging/setup.sh bench   build + the benchmarks in tests/bench
+#   packaging/setup.sh packages  the Debian binary packages (dpkg-buildpackage, lintian) in
+#                              BUILD_DIR/packages
 #
 # Environment: BUILD_DIR (default ./build), SANITIZE_DIR and TSAN_DIR (default
 # BUILD_DIR-sanitize, BUILD_DIR-tsan), JOBS (default: number of cores).
@@ -93,5 +95,22 @@ case "${1:-}" in
     exit $status
     ;;
   bench) build; exec "$here/tests/bench/run-all.sh" "$build_dir" ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
+  packages)
+    install_deps
+    # A source tree of the tracked files (as they are in the work tree) with packaging/debian
+    # as its debian/, built with dpkg-buildpackage into binary packages; lintian checks them.
+    src=$build_dir/deb/netperfmeter-$(sed -n 's/^project(netperfmeter VERSION \([0-9.]*\).*/\1/p' "$here/CMakeLists.txt")
+    rm -rf "$build_dir/deb" "$build_dir/packages"
+    mkdir -p "$src" "$build_dir/packages"
+    (cd "$here" && git ls-files -z | grep -zv '^packaging/debian/' | tar --null -T - -cf -) | tar -xf - -C "$src"
+    cp -r "$here/packaging/debian" "$src/debian"
+    (cd "$src" && dpkg-buildpackage -us -uc -b -j"$jobs") >"$build_dir/deb/build.log" 2>&1 ||
+      { tail -40 "$build_dir/deb/build.log" >&2; log "dpkg-buildpackage failed: $build_dir/deb/build.log"; exit 1; }
+    # No lintian error or warning: what is left is justified in packaging/debian/*.lintian-overrides.
+    lintian --fail-on error,warning "$build_dir"/deb/*.changes || { log "lintian reports errors or warnings"; exit 1; }
+    cp "$build_dir"/deb/*.deb "$build_dir/packages/"
+    log "packages in $build_dir/packages (lintian: no errors or warnings):"
+    ls "$build_dir/packages" >&2
+    ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
 esac
