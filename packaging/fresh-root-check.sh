@@ -122,10 +122,10 @@ if [[ -n $debs ]]; then
   cp -r "$tests" "$root/root/tests"
   status=0
   for t in "${commands[@]}"; do
-    mkdir -p "$root/root/autopkgtest-tmp/$t"
+    mkdir -p "$root/tmp/autopkgtest-tmp/$t"
     start=$SECONDS
     rc=0
-    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 AUTOPKGTEST_TMP="/root/autopkgtest-tmp/$t" \
+    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 AUTOPKGTEST_TMP="/tmp/autopkgtest-tmp/$t" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       "/root/tests/$t" >"$logs/autopkgtest-$t.log" 2>&1 || rc=$?
     printf 'autopkgtest %-20s exit %d after %d s: %s\n' "$t" "$rc" $((SECONDS - start)) \
