@@ -9,8 +9,12 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <string>
+
+#include "common/log.h"
 
 namespace npm::transport {
 
@@ -139,11 +143,19 @@ std::string sockaddrName(const void* address) {
 bool sampleSocketPaths(int fd, std::vector<PathSample>& out) {
   int protocol = 0;
   socklen_t len = sizeof(protocol);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == kIpprotoMptcp &&
-      sampleMptcp(fd, out)) {
-    return true;
+  const bool mptcp = ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == kIpprotoMptcp;
+  if (mptcp && sampleMptcp(fd, out)) return true;
+  if (sampleTcp(fd, out)) return true;
+  if (mptcp) {
+    static bool said = false;
+    if (!said) {
+      said = true;
+      log::warning(std::string("MPTCP flows have no per-path statistics: this kernel gives no MPTCP_FULL_INFO "
+                               "(Linux 6.5 and later) and no TCP_INFO for an MPTCP connection (") +
+                   std::strerror(errno) + ")");
+    }
   }
-  return sampleTcp(fd, out);
+  return false;
 }
 
 }  // namespace npm::transport
