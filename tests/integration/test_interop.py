@@ -59,13 +59,22 @@ class Interop(unittest.TestCase):
                     name = config[f"FLOW{flow}_VECTOR_{role.upper()}_NODE"]
                     self.assertTrue(os.path.exists(os.path.join(d, name)), name)
                     self.assertGreater(len(read_vector(os.path.join(d, name), FLOW_COLUMNS)), 0, name)
-            return active
+            return active, sorted(os.listdir(d))
 
     def test_reference_passive_our_active(self):
-        self.run_pair(REFERENCE, NETPERFMETER, 27200)
+        # Our active asks for per-path statistics (IDENTIFY flag 0x04, which the reference
+        # ignores): it records its own per-path vectors and, as the reference acknowledges
+        # REMOVE_FLOW with 0 (no per-path vector follows), expects none from the passive.
+        active, files = self.run_pair(REFERENCE, NETPERFMETER, 27200)
+        self.assertIn("run-paths-active-00000000-0000.vec.bz2", files)
+        self.assertNotIn("run-paths-passive-00000000-0000.vec.bz2", files)
+        self.assertIn("records no per-path vectors", active.stderr + active.stdout)
 
     def test_our_passive_reference_active(self):
-        self.run_pair(NETPERFMETER, REFERENCE, 27300)
+        # The reference's active never asks for per-path statistics: our passive keeps to its
+        # protocol (REMOVE_FLOW acknowledged with 0, one file per flow).
+        active, files = self.run_pair(NETPERFMETER, REFERENCE, 27300)
+        self.assertEqual([f for f in files if "paths" in f], [])
 
 
 if __name__ == "__main__":
