@@ -344,7 +344,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
           if (!authKey) return CliError{why};
         } else if (name == "path-interval") {
           const auto n = parseUnsigned(v, 3600000);
-          if (!n) return bad("expected milliseconds from 0 (no per-path vectors) to 3600000");
+          if (!n) return bad("expected milliseconds from 0 (no per-path statistics) to 3600000");
           active.pathInterval = limits.pathInterval = std::chrono::milliseconds(*n);
         } else if (name == "max-download") {
           const auto n = parseUnsigned(v, std::uint64_t{1} << 40);

@@ -49,6 +49,8 @@ class CommandLine(unittest.TestCase):
         self.assertRejected(["-tcp", "const0:const1400", "-N", "0"], "flow count")
         self.assertRejected(["-tcp", "const0:const1400", "-L", "not-an-address"], "not an IPv4 or IPv6 address")
         self.assertRejected(["-tcp", "const0:const1400", "-loglevel=9"], "log level")
+        self.assertRejected(["-tcp", "const0:const1400", "--path-interval=abc"], "milliseconds from 0")
+        self.assertRejected(["-tcp", "const0:const1400", "--path-interval=-5"], "milliseconds from 0")
         self.assertRejected([], "no flows specified")
 
     def test_kernel_capabilities(self):
