@@ -221,29 +221,22 @@ public:
     sockaddr* addrs = nullptr;
     const int n = ::sctp_getpaddrs(fd(), 0, &addrs);
     if (n <= 0) return;
-    std::uint32_t index = 0;
-    forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
-      transport::PathSample s;
-      s.id = index++;
-      s.remote = transport::sockaddrName(sa);
-      sctp_paddrinfo info{};
-      std::memcpy(&info.spinfo_address, sa, length);
-      socklen_t len = sizeof(info);
-      if (::getsockopt(fd(), IPPROTO_SCTP, SCTP_GET_PEER_ADDR_INFO, &info, &len) == 0) {
-        switch (info.spinfo_state) {
-          case SCTP_ACTIVE: s.state = "active"; break;
-          case SCTP_INACTIVE: s.state = "inactive"; break;
-          case SCTP_PF: s.state = "potentially-failed"; break;
-          case SCTP_UNCONFIRMED: s.state = "unconfirmed"; break;
-          default: break;
-        }
-        s.cwnd = info.spinfo_cwnd;
-        s.srttMs = info.spinfo_srtt;
-        s.rtoMs = info.spinfo_rto;
-        s.mtu = info.spinfo_mtu;
-      }
-      out.push_back(std::move(s));
-    });
+    samplePeerAddresses<sctp_paddrinfo>(
+        addrs, n,
+        [this](sctp_paddrinfo& info) {
+          socklen_t len = sizeof(info);
+          return ::getsockopt(fd(), IPPROTO_SCTP, SCTP_GET_PEER_ADDR_INFO, &info, &len) == 0;
+        },
+        [](int state) -> std::string {
+          switch (state) {
+            case SCTP_ACTIVE: return "active";
+            case SCTP_INACTIVE: return "inactive";
+            case SCTP_PF: return "potentially-failed";
+            case SCTP_UNCONFIRMED: return "unconfirmed";
+            default: return "-";
+          }
+        },
+        out);
     ::sctp_freepaddrs(addrs);
   }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "transport/path_sample.h"
+
 namespace npm::sctp {
 
 // Concatenated sockaddr_in/sockaddr_in6 structures, as bindx/connectx take them.
@@ -50,6 +52,30 @@ void forEachPacked(const sockaddr* addrs, int count, Fn fn) {
     fn(sa, length);
     p += length;
   }
+}
+
+// One sample per packed peer address (getpaddrs): `query(info)` fills the backend's own
+// sctp_paddrinfo (the kernel's and usrsctp's differ) for the address copied into it, false if
+// it cannot; `state(info.spinfo_state)` names the path state.
+template <class Info, class Query, class State>
+void samplePeerAddresses(const sockaddr* addrs, int count, Query query, State state,
+                         std::vector<transport::PathSample>& out) {
+  std::uint32_t index = 0;
+  forEachPacked(addrs, count, [&](const sockaddr* sa, std::size_t length) {
+    transport::PathSample s;
+    s.id = index++;
+    s.remote = transport::sockaddrName(sa);
+    Info info{};
+    std::memcpy(&info.spinfo_address, sa, length);
+    if (query(info)) {
+      s.state = state(info.spinfo_state);
+      s.cwnd = info.spinfo_cwnd;
+      s.srttMs = info.spinfo_srtt;
+      s.rtoMs = info.spinfo_rto;
+      s.mtu = info.spinfo_mtu;
+    }
+    out.push_back(std::move(s));
+  });
 }
 
 inline std::vector<boost::asio::ip::address> unpackAddresses(const sockaddr* addrs, int count) {

@@ -330,29 +330,19 @@ public:
     sockaddr* addrs = nullptr;
     const int n = usrsctp_getpaddrs(so_, 0, &addrs);
     if (n <= 0) return;
-    std::uint32_t index = 0;
-    forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
-      transport::PathSample s;
-      s.id = index++;
-      s.remote = transport::sockaddrName(sa);
-      sctp_paddrinfo info{};
-      std::memcpy(&info.spinfo_address, sa, length);
-      socklen_t len = sizeof(info);
-      if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_GET_PEER_ADDR_INFO, &info, &len) == 0) {
-        if (info.spinfo_state & SCTP_UNCONFIRMED) {
-          s.state = "unconfirmed";
-        } else if (info.spinfo_state & SCTP_ACTIVE) {
-          s.state = "active";
-        } else if (info.spinfo_state & SCTP_INACTIVE) {
-          s.state = "inactive";
-        }
-        s.cwnd = info.spinfo_cwnd;
-        s.srttMs = info.spinfo_srtt;
-        s.rtoMs = info.spinfo_rto;
-        s.mtu = info.spinfo_mtu;
-      }
-      out.push_back(std::move(s));
-    });
+    samplePeerAddresses<sctp_paddrinfo>(
+        addrs, n,
+        [this](sctp_paddrinfo& info) {
+          socklen_t len = sizeof(info);
+          return usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_GET_PEER_ADDR_INFO, &info, &len) == 0;
+        },
+        [](int state) -> std::string {  // usrsctp's are flag bits
+          if (state & SCTP_UNCONFIRMED) return "unconfirmed";
+          if (state & SCTP_ACTIVE) return "active";
+          if (state & SCTP_INACTIVE) return "inactive";
+          return "-";
+        },
+        out);
     usrsctp_freepaddrs(addrs);
   }
 

@@ -242,6 +242,9 @@ class SctpOverUdpCapture(unittest.TestCase):
             deadline = time.monotonic() + 20
             while "Capturing on" not in line and time.monotonic() < deadline:
                 line = capture.stderr.readline()
+            # dumpcap says so before its filter is in place; on a busy machine the first
+            # packets (ADD_FLOW, IDENTIFY, START) were missed.
+            time.sleep(1)
             try:
                 with Passive(PORT + 50, "--sctp-stack=userland", *PASSIVE_SCTP):
                     run_active(f"127.0.0.1:{PORT + 50}", "-x", *ACTIVE_SCTP, "-runtime=1", "-scalar=run.sca",
