@@ -285,13 +285,18 @@ void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counte
   if (s.size() >= 200 * 1024) flush();
 }
 
-void FlowVectorWriter::flush() {
-  if (budget_ && !budget_->take(buffer_.size())) {
-    throw FileError("per-flow vector: the passive's result spool is full (" + budget_->describe() + ")");
+namespace {
+// Writes a vector writer's buffered rows, drawing them from its spool budget (if it has one).
+void flushBuffered(OutputFile& file, std::string& buffer, SpoolBudget* budget, const char* what) {
+  if (budget != nullptr && !budget->take(buffer.size())) {
+    throw FileError(std::string(what) + ": the passive's result spool is full (" + budget->describe() + ")");
   }
-  file_.write(buffer_);
-  buffer_.clear();
+  file.write(buffer);
+  buffer.clear();
 }
+}  // namespace
+
+void FlowVectorWriter::flush() { flushBuffered(file_, buffer_, budget_.get(), "per-flow vector"); }
 
 PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
@@ -338,13 +343,7 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
   }
 }
 
-void PathVectorWriter::flush() {
-  if (budget_ && !budget_->take(buffer_.size())) {
-    throw FileError("per-path vector: the passive's result spool is full (" + budget_->describe() + ")");
-  }
-  file_.write(buffer_);
-  buffer_.clear();
-}
+void PathVectorWriter::flush() { flushBuffered(file_, buffer_, budget_.get(), "per-path vector"); }
 
 void PathSummary::add(const transport::PathSample& s) {
   ++samples;

@@ -1,6 +1,7 @@
 """What the benchmarks share: CPU seconds of a process, waiting for a listener."""
 
 import os
+import re
 import socket
 import time
 
@@ -23,3 +24,16 @@ def wait_port(port):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"nothing listens on port {port}")
+
+
+def passive_goodput(scalar_file):
+    """(received bytes, bit/s) of flow 0 in a passive's scalar file, over its receptions."""
+    values = {}
+    with open(scalar_file) as f:
+        for line in f:
+            m = re.match(r'scalar "netPerfMeter\.passive\.flow\[0\]" "([^"]+)"\s+(\S+)', line)
+            if m:
+                values[m.group(1)] = float(m.group(2))
+    received = values["Received Bytes"]
+    duration = (values["Last Reception"] - values["First Reception"]) / 1e6
+    return received, received * 8 / duration

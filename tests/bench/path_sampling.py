@@ -9,7 +9,6 @@ and the ratios against no sampling.
 
 import argparse
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import cpu_seconds, wait_port
+from benchlib import cpu_seconds, passive_goodput, wait_port
 
 
 def one_run(npm, port, seconds, interval, passive_pid):
@@ -32,20 +31,13 @@ def one_run(npm, port, seconds, interval, passive_pid):
         raise SystemExit(f"netperfmeter failed:\n{result.stderr}")
     cpu = (end.children_user - start.children_user) + (end.children_system - start.children_system)
     cpu += cpu_seconds(passive_pid) - before
-    values = {}
-    with open("bench-passive.sca") as f:
-        for line in f:
-            m = re.match(r'scalar "netPerfMeter\.passive\.flow\[0\]" "([^"]+)"\s+(\S+)', line)
-            if m:
-                values[m.group(1)] = float(m.group(2))
-    received = values["Received Bytes"]
-    duration = (values["Last Reception"] - values["First Reception"]) / 1e6
+    received, rate = passive_goodput("bench-passive.sca")
     sampled = os.path.exists("bench-paths-passive-00000000-0000.vec")
     if sampled != (interval > 0):
         raise SystemExit(f"--path-interval={interval}: per-path vector {'present' if sampled else 'missing'}")
     for name in os.listdir("."):
         os.remove(name)
-    return received * 8 / duration, cpu / (received / 1e9)
+    return rate, cpu / (received / 1e9)
 
 
 def main():

@@ -9,7 +9,6 @@ CPU seconds per GB (both processes of each tool) per write size.
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import cpu_seconds, wait_port
+from benchlib import cpu_seconds, passive_goodput, wait_port
 
 
 def run_client(cmd, server_pid):
@@ -34,15 +33,8 @@ def run_client(cmd, server_pid):
 def netperfmeter_round(npm, port, size, seconds, workdir, server_pid):
     result, cpu = run_client([npm, f"127.0.0.1:{port}", "-control-over-tcp", "-nodisplay", "-q",
                               f"-runtime={seconds}", "-scalar=bench.sca", "-tcp", f"const0:const{size}"], server_pid)
-    values = {}
-    with open(os.path.join(workdir, "bench-passive.sca")) as f:
-        for line in f:
-            m = re.match(r'scalar "netPerfMeter\.passive\.flow\[0\]" "([^"]+)"\s+(\S+)', line)
-            if m:
-                values[m.group(1)] = float(m.group(2))
-    received = values["Received Bytes"]
-    duration = (values["Last Reception"] - values["First Reception"]) / 1e6
-    return received * 8 / duration, cpu / (received / 1e9)
+    received, rate = passive_goodput(os.path.join(workdir, "bench-passive.sca"))
+    return rate, cpu / (received / 1e9)
 
 
 def iperf3_round(port, size, seconds, server_pid):
