@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -59,6 +60,7 @@ constexpr OptionDef kOptions[] = {
     {"idle-timeout", 0, Arg::Required},       {"max-spool", 0, Arg::Required},
     {"max-spool-total", 0, Arg::Required},    {"max-download", 0, Arg::Required},
     {"auth-key-file", 0, Arg::Required},      {"path-interval", 0, Arg::Required},
+    {"warmup", 0, Arg::Required},
 };
 
 struct Parsed {
@@ -153,6 +155,7 @@ std::string usage() {
          "  -V, --vector=PATTERN         write vector files (NAME.vec[.bz2], also per flow and per path)\n"
          "  --path-interval=MS           sample each flow's paths (TCP, MPTCP subflows, SCTP addresses) every MS\n"
          "                               into NAME-paths-active/passive-FLOW-STREAM.vec (100; 0 = none)\n"
+         "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
@@ -346,6 +349,13 @@ Command parseCommandLine(const std::vector<std::string>& args) {
           const auto n = parseUnsigned(v, 3600000);
           if (!n) return bad("expected milliseconds from 0 (no per-path statistics) to 3600000");
           active.pathInterval = limits.pathInterval = std::chrono::milliseconds(*n);
+        } else if (name == "warmup") {
+          char* end = nullptr;
+          const double w = std::strtod(v.c_str(), &end);
+          if (v.empty() || *end != '\0' || !std::isfinite(w) || w < 0.0 || w > 86400.0) {
+            return bad("expected seconds from 0 (no warm-up) to 86400");
+          }
+          active.warmup = std::chrono::milliseconds(std::llround(w * 1000.0));
         } else if (name == "max-download") {
           const auto n = parseUnsigned(v, std::uint64_t{1} << 40);
           if (!n || *n < 1) return bad("expected a size in MiB from 1 to 2^40");
@@ -380,6 +390,9 @@ Command parseCommandLine(const std::vector<std::string>& args) {
       return CliError{"port " + where + " is out of range: the passive uses PORT-1, PORT and PORT+1, so PORT is 2 to 65534"};
     }
     if (!specs.empty()) return CliError{"flows are given to the active side (HOST:PORT), not to a passive PORT"};
+    if (active.warmup.count() > 0) {
+      return CliError{"--warmup is given to the active side (HOST:PORT); a passive takes it from the active's START"};
+    }
     if (noSctp && noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
     PassiveCommand c;
     c.options.controlOverSctp = !noSctp;
@@ -499,6 +512,12 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   const auto address = transport::resolveHost(host, 0, &why);
   if (!address) return CliError{why};
 
+  if (runtime && active.warmup.count() > 0 && static_cast<double>(active.warmup.count()) >= *runtime * 1000.0) {
+    char why[160];
+    std::snprintf(why, sizeof(why), "--warmup (%g s) must be shorter than --runtime (%g s): the scalars would cover nothing",
+                  static_cast<double>(active.warmup.count()) / 1000.0, *runtime);
+    return CliError{why};
+  }
   ActiveCommand c;
   c.options = std::move(active);
   c.options.remoteName = where;

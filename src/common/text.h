@@ -1,6 +1,9 @@
 // Text that goes into one-line messages and line-based result files.
 #pragma once
 
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -22,6 +25,13 @@ inline std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+// A measurement ID as the log shows it (lower-case hex, no leading zeros).
+inline std::string hex64(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "%" PRIx64, v);
+  return b;
 }
 
 }  // namespace npm

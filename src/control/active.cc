@@ -23,6 +23,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "control/control_channel.h"
 #include "control/auth.h"
 #include "control/display.h"
@@ -53,12 +54,6 @@ class ActiveError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
-
-std::string hex64(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof(b), "%" PRIx64, v);
-  return b;
-}
 
 std::uint64_t randomMeasurementId() {
   std::random_device device;
@@ -486,6 +481,7 @@ void Active::writeConfig() {
   info.scalarPattern = o_.scalarPattern;
   info.vectorPattern = o_.vectorPattern;
   info.pathVectors = o_.pathInterval.count() > 0;
+  info.warmup = o_.warmup;
   for (const auto& f : flows_) info.flows.push_back(f.spec);
   OutputFile out(o_.configFile, false, 9);
   measure::writeConfig(out, info);
@@ -655,6 +651,7 @@ asio::awaitable<int> Active::run() {
 
     npmp::Start start;
     start.measurementId = measurementId_;
+    start.warmupMs = static_cast<std::uint32_t>(o_.warmup.count());
     if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
     if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
     if (o_.scalarPattern.empty()) start.flags |= npmp::kStartNoScalars;
@@ -672,7 +669,7 @@ asio::awaitable<int> Active::run() {
   // ---- run
   log::info("Starting measurement $" + hex64(measurementId_) +
             (o_.runtime ? " for " + std::to_string(*o_.runtime) + " s" : std::string(" until interrupted (Ctrl+C)")));
-  measurement_->start(transport::nowMicros());
+  measurement_->start(transport::nowMicros(), o_.warmup);
   status_ = std::make_unique<StatusLine>(o_.display);
   statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {

@@ -32,6 +32,9 @@ struct ActiveOptions {
   std::string configFile, scalarPattern, vectorPattern;
   // --path-interval: per-path vectors (with -vector) sampled this often on both sides; 0 = none.
   std::chrono::milliseconds pathInterval{100};
+  // --warmup: the first part of the measurement that both sides' scalars leave out (the
+  // vectors keep it); sent to the passive in START, recorded as WARMUP in the config file.
+  std::chrono::milliseconds warmup{0};
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;

@@ -8,6 +8,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "control/auth.h"
 #include "control/stop_flows.h"
 #include "transport/sockets.h"
@@ -18,12 +19,6 @@ namespace npm::control {
 namespace {
 
 constexpr std::size_t kUploadWindow = 256 * 1024;  // RESULTS bytes queued before waiting for the peer
-
-std::string hex64(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof(b), "%" PRIx64, v);
-  return b;
-}
 
 }  // namespace
 
@@ -251,9 +246,10 @@ void Session::handleStart(const npmp::Start& m) {
     auto entry = state_->flows->find(key);
     if (entry && entry->identified) pm.measurement->flows().push_back(entry->flow);
   }
-  pm.measurement->start(transport::nowMicros());
+  pm.measurement->start(transport::nowMicros(), std::chrono::milliseconds(m.warmupMs));
   log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
-            std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName());
+            std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName() +
+            (m.warmupMs > 0 ? ", warm-up " + std::to_string(m.warmupMs) + " ms" : std::string()));
   acknowledge(0, m.measurementId, 0, status);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/log.h"
 
@@ -84,6 +85,7 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
     return false;
   }
   const Reception r = rx_.onMessage(h, message.size(), now);
+  if (origin_ && origin_->firstReception == 0) origin_->firstReception = now;
   if (vector_) {
     try {
       vector_->row(r, startTime_ != 0 ? startTime_ : now, rx_.received());
@@ -298,6 +300,7 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
     tx_.onMessage(queue_.front().length, queue_.front().frameEnd, now);
     queue_.pop_front();
   }
+  if (sent > 0 && origin_ && origin_->firstTransmission == 0) origin_->firstTransmission = now;
   for (std::size_t i = 0; i < dropped && !queue_.empty(); ++i) queue_.pop_front();
   inFlight_ = 0;
   if (ec) {
@@ -389,8 +392,39 @@ FlowResult Flow::result() const {
   r.lost = rx_.lost();
   r.jitterMs = rx_.jitterMs();
   r.meanDelayMs = rx_.meanDelayMs();
+  if (origin_) {
+    const ScalarOrigin& o = *origin_;
+    r.transmitted.total = tx_.total - o.sent;
+    r.transmitted.first = o.firstTransmission;
+    r.transmitted.last = o.firstTransmission != 0 ? tx_.last : 0;
+    r.received = rx_.received() - o.received;
+    r.firstReception = o.firstReception;
+    r.lastReception = o.firstReception != 0 ? rx_.last() : 0;
+    // Frames still in reassembly at the end of the warm-up may complete after it.
+    auto since = [](std::uint64_t now, std::uint64_t then) { return now > then ? now - then : 0; };
+    const Counters lost = rx_.lost();
+    r.lost = {since(lost.bytes, o.lost.bytes), since(lost.packets, o.lost.packets),
+              since(lost.frames, o.lost.frames)};
+    r.meanDelayMs = r.received.packets > 0
+                        ? (rx_.delaySumMs() - o.delaySumMs) / static_cast<double>(r.received.packets)
+                        : std::numeric_limits<double>::quiet_NaN();
+  }
   for (const auto& [id, summary] : pathSummaries_) r.paths.push_back(summary);
   return r;
+}
+
+void Flow::beginScalars() {
+  if (finished_) return;
+  ScalarOrigin o;
+  o.sent = tx_.total;
+  o.received = rx_.received();
+  o.lost = rx_.lost();
+  o.delaySumMs = rx_.delaySumMs();
+  origin_ = o;
+  if (pathInterval_.count() > 0) {
+    samplePaths();  // the state at the end of the warm-up, the base of the counters
+    for (auto& [id, summary] : pathSummaries_) summary.restart();
+  }
 }
 
 }  // namespace npm::measure

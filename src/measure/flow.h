@@ -79,6 +79,9 @@ public:
   // Begins the measurement at `startTime` (µs): the sender starts (off first if it has an
   // on/off schedule) and receptions are recorded relative to it.
   void start(std::uint64_t startTime);
+  // The end of the warm-up (--warmup): from here on result() covers only what follows, and
+  // the per-path summaries start afresh; the vectors and snapshot() keep counting from start().
+  void beginScalars();
   // Stops generating traffic; `done` runs once no write is outstanding any more (or after
   // a bounded wait, when the peer does not read).
   void stopSending(std::function<void()> done);
@@ -143,6 +146,13 @@ private:
   std::uint64_t startTime_ = 0;
   TransmitStatistics tx_;
   ReceiveStatistics rx_;
+  // The totals at the end of the warm-up, which result() subtracts.
+  struct ScalarOrigin {
+    Counters sent, received, lost;
+    double delaySumMs = 0.0;
+    std::uint64_t firstTransmission = 0, firstReception = 0;  // since the warm-up, 0 = none yet
+  };
+  std::optional<ScalarOrigin> origin_;
   std::optional<FlowVectorWriter> vector_;
   std::string vectorError_;
   std::optional<PathVectorWriter> pathVector_;

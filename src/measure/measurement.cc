@@ -1,6 +1,7 @@
 #include "measure/measurement.h"
 
 #include "common/log.h"
+#include "common/text.h"
 #include "transport/channel.h"
 
 namespace npm::measure {
@@ -14,14 +15,30 @@ std::vector<FlowSnapshot> snapshots(const std::vector<std::shared_ptr<Flow>>& fl
 }
 }  // namespace
 
-void Measurement::start(std::uint64_t now) {
-  start_ = now;
+void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup) {
+  start_ = scalarsFrom_ = now;
   running_ = true;
   cpuStart_ = cpu_.sample();
   for (auto& f : flows_) f->start(now);
   if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
   nextBlock_ = std::chrono::steady_clock::now();
   scheduleBlock();
+  warmup_ = warmup;
+  warmingUp_ = warmup.count() > 0;
+  if (!warmingUp_) return;
+  warmupTimer_.expires_after(warmup);
+  warmupTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->running_ || !self->warmingUp_) return;
+    self->beginScalars(transport::nowMicros());
+  });
+}
+
+void Measurement::beginScalars(std::uint64_t now) {
+  warmingUp_ = false;
+  scalarsFrom_ = now;
+  cpuStart_ = cpu_.sample();
+  for (auto& f : flows_) f->beginScalars();
 }
 
 void Measurement::scheduleBlock() {
@@ -45,8 +62,14 @@ void Measurement::scheduleBlock() {
 MeasurementResult Measurement::stop(std::uint64_t now) {
   running_ = false;
   timer_.cancel();
+  warmupTimer_.cancel();
+  if (warmingUp_) {
+    log::warning("Measurement $" + hex64(id_) + " ended within its warm-up of " +
+                 std::to_string(warmup_.count()) + " ms: its scalars cover nothing");
+    beginScalars(now);
+  }
   MeasurementResult r;
-  r.firstStatisticsEvent = start_;
+  r.firstStatisticsEvent = scalarsFrom_;
   r.lastStatisticsEvent = now;
   r.cpu = cpuUsage(cpuStart_, cpu_.sample());
   for (const auto& f : flows_) r.flows.push_back(f->result());

@@ -21,7 +21,7 @@ namespace npm::measure {
 // memory (cancelling a timer does not recall a handler that is already queued).
 class Measurement : public std::enable_shared_from_this<Measurement> {
 public:
-  Measurement(asio::io_context& io, std::uint64_t id) : id_(id), timer_(io) {}
+  Measurement(asio::io_context& io, std::uint64_t id) : id_(id), timer_(io), warmupTimer_(io) {}
   Measurement(const Measurement&) = delete;
   Measurement& operator=(const Measurement&) = delete;
 
@@ -32,14 +32,16 @@ public:
   bool running() const { return running_; }
   std::uint64_t startTime() const { return start_; }
 
-  // Starts every flow and the per-second vector blocks.
-  void start(std::uint64_t now);
+  // Starts every flow and the per-second vector blocks. With a warm-up, the scalars (flows,
+  // totals, CPU usage) cover only what follows it; the vectors cover everything.
+  void start(std::uint64_t now, std::chrono::milliseconds warmup = {});
   // Ends the interval: final vector block, CPU usage; flows must have stopped sending
   // and finished receiving. Returns the results for the scalar file.
   MeasurementResult stop(std::uint64_t now);
 
 private:
   void scheduleBlock();
+  void beginScalars(std::uint64_t now);
 
   std::uint64_t id_;
   std::vector<std::shared_ptr<Flow>> flows_;
@@ -48,6 +50,10 @@ private:
   CpuSampler cpu_;
   CpuTimes cpuStart_;
   std::uint64_t start_ = 0;
+  std::uint64_t scalarsFrom_ = 0;  // µs: START, or the end of the warm-up
+  asio::steady_timer warmupTimer_;
+  std::chrono::milliseconds warmup_{0};
+  bool warmingUp_ = false;
   bool running_ = false;
   std::chrono::steady_clock::time_point nextBlock_;
 };

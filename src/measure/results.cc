@@ -1,8 +1,10 @@
 #include "measure/results.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "flowspec/random.h"
 
@@ -101,10 +103,15 @@ void writeScalars(OutputFile& out, std::string_view role, const MeasurementResul
       scalar(out, path, "Samples", p.samples);
       if (p.cwndSamples > 0) scalar(out, path, "Mean Cwnd", p.cwndSum / static_cast<double>(p.cwndSamples));
       if (p.rttSamples > 0) scalar(out, path, "Mean RTT", p.rttSum / static_cast<double>(p.rttSamples));
-      for (auto [name, value] : {std::pair{"Bytes Sent", p.bytesSent}, std::pair{"Bytes Acked", p.bytesAcked},
-                                 std::pair{"Bytes Received", p.bytesReceived},
-                                 std::pair{"Retransmissions", p.retransmissions}}) {
-        if (!std::isnan(value)) scalar(out, path, name, static_cast<std::uint64_t>(value));
+      const std::tuple<const char*, double, double> counters[] = {
+          {"Bytes Sent", p.bytesSent, p.baseSent},
+          {"Bytes Acked", p.bytesAcked, p.baseAcked},
+          {"Bytes Received", p.bytesReceived, p.baseReceived},
+          {"Retransmissions", p.retransmissions, p.baseRetransmissions}};
+      for (const auto& [name, value, base] : counters) {
+        if (std::isnan(value)) continue;
+        const double since = std::isnan(base) ? value : std::max(0.0, value - base);
+        scalar(out, path, name, static_cast<std::uint64_t>(since));
       }
     }
     totalTx += tx.total;
@@ -361,6 +368,15 @@ void PathSummary::add(const transport::PathSample& s) {
   retransmissions = s.retransmissions;
 }
 
+void PathSummary::restart() {
+  samples = cwndSamples = rttSamples = 0;
+  cwndSum = rttSum = 0.0;
+  baseSent = bytesSent;
+  baseAcked = bytesAcked;
+  baseReceived = bytesReceived;
+  baseRetransmissions = retransmissions;
+}
+
 bool hasPaths(npmp::Protocol protocol) {
   return protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP || protocol == npmp::Protocol::SCTP;
 }
@@ -380,6 +396,8 @@ void writeConfig(OutputFile& out, const ConfigInfo& info) {
   out.write("SCALAR_PASSIVE_NODE=" + shellQuote(resultFileName(info.scalarPattern, "passive")) + "\n");
   out.write("VECTOR_ACTIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "active")) + "\n");
   out.write("VECTOR_PASSIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "passive")) + "\n");
+  // Not in the reference: the warm-up that the scalars leave out (--warmup), in seconds.
+  if (info.warmup.count() > 0) out.printf("WARMUP=%.3f\n", static_cast<double>(info.warmup.count()) / 1000.0);
   out.write("\n");
   for (const auto& f : info.flows) {
     const std::string p = "FLOW" + std::to_string(f.flowId.value_or(0));

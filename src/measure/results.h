@@ -3,6 +3,7 @@
 // the config file (KEY="value", escaped so that sourcing it runs nothing).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,11 @@ struct PathSummary {
   double bytesSent = transport::PathSample::kNone, bytesAcked = transport::PathSample::kNone,
          bytesReceived = transport::PathSample::kNone, retransmissions = transport::PathSample::kNone;
   void add(const transport::PathSample& s);
+  // The end of a warm-up: the means start afresh, the counters count from here.
+  void restart();
+  // The counters' values at restart() (NaN: none then, the counters count from 0).
+  double baseSent = transport::PathSample::kNone, baseAcked = transport::PathSample::kNone,
+         baseReceived = transport::PathSample::kNone, baseRetransmissions = transport::PathSample::kNone;
 };
 
 struct FlowResult {
@@ -161,6 +167,7 @@ struct ConfigInfo {
   std::string scalarPattern, vectorPattern;
   std::vector<flowspec::FlowSpec> flows;  // with IDs assigned
   bool pathVectors = false;               // FLOW<n>_PATHS_VECTOR_*_NODE lines
+  std::chrono::milliseconds warmup{0};    // WARMUP (seconds) when > 0
 };
 
 void writeConfig(OutputFile& out, const ConfigInfo& info);

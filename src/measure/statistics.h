@@ -66,6 +66,7 @@ public:
   double jitterMs() const { return jitter_; }
   // Mean one-way delay of the received messages (ms), NaN if none arrived.
   double meanDelayMs() const;
+  double delaySumMs() const { return delaySumMs_; }
   double lastDelayMs() const { return lastDelay_; }
   std::size_t framesInReassembly() const { return partial_.size(); }
 

@@ -185,7 +185,7 @@ void encode(const IdentifyFlow& m, Bytes& out) {
 
 void encode(const Start& m, Bytes& out) {
   putHeader(out, Type::Start, m.flags, kStartStopSize);
-  put32(out, 0);
+  put32(out, m.warmupMs);
   put64(out, m.measurementId);
 }
 
@@ -394,7 +394,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
         return fail(sizeError(typeName(type), length, kStartStopSize));
       }
       if (static_cast<Type>(type) == Type::Start) {
-        r.message = Start{flags, get64(p + 8)};
+        r.message = Start{flags, get64(p + 8), get32(p + 4)};
       } else {
         r.message = Stop{get64(p + 8)};
       }

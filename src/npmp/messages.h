@@ -180,6 +180,9 @@ struct DataHeader {
 struct Start {
   std::uint8_t flags = 0;
   std::uint64_t measurementId = 0;
+  // Not in the reference (its padding, always 0 there): the warm-up in milliseconds, the
+  // first part of the measurement that the scalars leave out (--warmup); 0 = none.
+  std::uint32_t warmupMs = 0;
   bool operator==(const Start&) const = default;
 };
 

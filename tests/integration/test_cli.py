@@ -51,6 +51,10 @@ class CommandLine(unittest.TestCase):
         self.assertRejected(["-tcp", "const0:const1400", "-loglevel=9"], "log level")
         self.assertRejected(["-tcp", "const0:const1400", "--path-interval=abc"], "milliseconds from 0")
         self.assertRejected(["-tcp", "const0:const1400", "--path-interval=-5"], "milliseconds from 0")
+        self.assertRejected(["-tcp", "const0:const1400", "--warmup=-1"], "seconds from 0")
+        self.assertRejected(["-tcp", "const0:const1400", "--warmup=1s"], "seconds from 0")
+        self.assertRejected(["-tcp", "const0:const1400", "-runtime=2", "--warmup=2"],
+                            "--warmup (2 s) must be shorter than --runtime (2 s)")
         self.assertRejected([], "no flows specified")
 
     def test_kernel_capabilities(self):

@@ -184,6 +184,72 @@ class LoopbackRun(unittest.TestCase):
         self.assertIn("Stopped measurement", self.result.stderr)
 
 
+class WarmupRun(unittest.TestCase):
+    """--warmup=1 over 3 s: both sides' scalars cover the last 2 s, the vectors all 3."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="npm-warmup-")
+        with Passive(PORT + 20) as passive:
+            run_active(f"127.0.0.1:{PORT + 20}", "-runtime=3", "--warmup=1", "-config=run.config", "-scalar=run.sca",
+                       "-vector=run.vec", "-udp", "const100:const500:const50:const500", "-tcp", "const0:const1400",
+                       cwd=cls.dir)
+            cls.passive_alive = passive.alive()
+        cls.scalars = {role: read_scalars(os.path.join(cls.dir, f"run-{role}.sca")) for role in ("active", "passive")}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_recorded_in_the_config(self):
+        self.assertEqual(read_config(os.path.join(self.dir, "run.config"))["WARMUP"], "1.000")
+        self.assertTrue(self.passive_alive)
+
+    def test_scalar_interval_starts_after_the_warmup(self):
+        for role, scalars in self.scalars.items():
+            start = int(read_vector(os.path.join(self.dir, f"run-{role}.vec"), MEASUREMENT_COLUMNS)[0]["AbsTime"])
+            first = scalars[(f"netPerfMeter.{role}.total", "First Statistics Event")]
+            last = scalars[(f"netPerfMeter.{role}.total", "Last Statistics Event")]
+            self.assertAlmostEqual((first - start) / 1e6, 1.0, delta=0.1, msg=role)
+            self.assertAlmostEqual((last - first) / 1e6, 2.0, delta=0.3, msg=role)
+
+    def test_rates_count_only_what_follows(self):
+        # const100 out and const50 back: 2 s of frames in the scalars, not 3
+        sent = self.scalars["active"][("netPerfMeter.active.flow[0]", "Transmitted Frames")]
+        self.assertAlmostEqual(sent, 200, delta=6)
+        back = self.scalars["passive"][("netPerfMeter.passive.flow[0]", "Transmitted Frames")]
+        self.assertAlmostEqual(back, 100, delta=4)
+        rate = self.scalars["active"][("netPerfMeter.active.flow[0]", "Transmitted Frame Rate")]
+        self.assertAlmostEqual(rate, 100, delta=5)
+
+    def test_vectors_keep_the_warmup(self):
+        # The passive's per-flow vector has every message; its scalars those from the end of the warm-up.
+        rows = read_vector(os.path.join(self.dir, "run-passive-00000000-0000.vec"), FLOW_COLUMNS)
+        self.assertAlmostEqual(len(rows), 300, delta=8)
+        first = self.scalars["passive"][("netPerfMeter.passive.total", "First Statistics Event")]
+        after = [r for r in rows if int(r["AbsTime"]) >= first]
+        received = self.scalars["passive"][("netPerfMeter.passive.flow[0]", "Received Packets")]
+        self.assertAlmostEqual(received, len(after), delta=1)
+        self.assertEqual(self.scalars["passive"][("netPerfMeter.passive.flow[0]", "Received Bytes")], received * 500)
+        self.assertEqual(self.scalars["passive"][("netPerfMeter.passive.flow[0]", "Lost Packets")], 0)
+        delays = [float(r["Delay"]) for r in after]
+        mean = self.scalars["passive"][("netPerfMeter.passive.flow[0]", "Mean Delay")]
+        self.assertAlmostEqual(mean, sum(delays) / len(delays), delta=0.05 * max(mean, 0.1))
+
+    def test_path_scalars_only_after_the_warmup(self):
+        # 100 ms sampling: about 20 samples of the TCP flow in the scalars, 30 in the vector
+        for role in ("active", "passive"):
+            samples = self.scalars[role][(f"netPerfMeter.{role}.flow[1].path[0]", "Samples")]
+            self.assertTrue(15 <= samples <= 25, f"{role}: {samples} samples")
+            rows = read_paths(os.path.join(self.dir, f"run-paths-{role}-00000001-0000.vec"))[0]
+            self.assertGreaterEqual(len(rows), 27, role)
+        sent = self.scalars["active"][("netPerfMeter.active.flow[1].path[0]", "Bytes Acked")]
+        rows = read_paths(os.path.join(self.dir, "run-paths-active-00000001-0000.vec"))[0]
+        total = max(number(r["BytesAcked"]) for r in rows)
+        self.assertLess(sent, total, "the path's bytes count from the end of the warm-up")
+        self.assertGreater(sent, 0.4 * total)
+
+
 if __name__ == "__main__":
     from harness import main
     main()

@@ -68,6 +68,14 @@ TEST_CASE("START and STOP are 16 bytes, START carries the file flags") {
   CHECK(decodeAs<Stop>(s) == Stop{0x42});
 }
 
+TEST_CASE("START carries the warm-up in the reference's padding, which the reference sends as 0") {
+  Bytes b;
+  encode(Start{0, 7, 2500}, b);
+  CHECK(b == hex("06 00 0010 000009c4 0000000000000007"));
+  CHECK(decodeAs<Start>(b) == Start{0, 7, 2500});
+  CHECK(decodeAs<Start>(hex("06 00 0010 00000000 0000000000000007")).warmupMs == 0);
+}
+
 TEST_CASE("RESULTS carries up to 1400 data bytes and the EOF flag") {
   const std::uint8_t data[3] = {0xAA, 0xBB, 0xCC};
   Bytes b;

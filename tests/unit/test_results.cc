@@ -260,3 +260,31 @@ TEST_CASE("per-path scalars: samples, means and the last counters of each path")
   CHECK_THAT(text, Catch::Contains(p0 + "\"Mean RTT\"                56.000000\n"));
   CHECK_THAT(text, !Catch::Contains(p0 + "\"Bytes Sent\""));
 }
+
+TEST_CASE("per-path scalars after a warm-up: fresh means, counters from the end of the warm-up") {
+  PathSummary s;
+  s.id = 0;
+  transport::PathSample early;
+  early.cwnd = 1000;
+  early.srttMs = 100;
+  early.bytesSent = 7000;
+  early.retransmissions = 2;
+  s.add(early);
+  s.restart();
+  transport::PathSample late = early;
+  late.cwnd = 3000;
+  late.srttMs = 10;
+  late.bytesSent = 10000;
+  s.add(late);
+  MeasurementResult r;
+  FlowResult f;
+  f.paths = {s};
+  r.flows.push_back(f);
+  const std::string text = render([&](OutputFile& o) { writeScalars(o, "active", r); });
+  const std::string p = "scalar \"netPerfMeter.active.flow[0].path[0]\" ";
+  CHECK_THAT(text, Catch::Contains(p + "\"Samples\"                 1\n"));
+  CHECK_THAT(text, Catch::Contains(p + "\"Mean Cwnd\"               3000.000000\n"));
+  CHECK_THAT(text, Catch::Contains(p + "\"Mean RTT\"                10.000000\n"));
+  CHECK_THAT(text, Catch::Contains(p + "\"Bytes Sent\"              3000\n"));
+  CHECK_THAT(text, Catch::Contains(p + "\"Retransmissions\"         0\n"));
+}
