@@ -240,22 +240,28 @@ NPM_FLOW_COLUMNS <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets
 
 NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
                       "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
-                      "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate")
+                      "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
+                      "Pending")
+# Path ID of the rows of a whole MPTCP connection or SCTP association.
+NPM_CONNECTION_PATH <- -1L
 
 # Read a per-path vector (*-paths-active-*.vec; plain or .bz2): tab-separated, a leading
-# line number per row, NA where the transport does not tell.
+# line number per row, NA where the transport does not tell. Files of netperfmeter 2.1.0 before
+# the connection rows lack the last two columns (read as NA).
 npm_read_path_vector <- function(path) {
   what <- "per-path vector"
   lines <- npm_read_lines(path, what)
   if (length(lines) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
   cols <- strsplit(lines[1], "\t")[[1]]
-  if (!identical(cols, NPM_PATH_COLUMNS))
+  older <- identical(cols, head(NPM_PATH_COLUMNS, -2L))
+  if (!identical(cols, NPM_PATH_COLUMNS) && !older)
     npm_stop("%s %s lacks column(s) %s", what, path,
              paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))
   rows <- lines[-1L]
   rows <- rows[nzchar(rows)]
   if (!length(rows)) return(NULL)
-  d <- tryCatch(fread(text = rows, sep = "\t", header = FALSE, na.strings = "NA",
+  # (One row alone, without a line end, fread would take for a file name.)
+  d <- tryCatch(fread(text = paste0(rows, "\n", collapse = ""), sep = "\t", header = FALSE, na.strings = "NA",
                       colClasses = list(character = c(5L, 6L, 7L))),
                 error = function(e) npm_stop("%s %s is malformed: %s", what, path, conditionMessage(e)))
   if (ncol(d) != length(cols) + 1L)
@@ -263,6 +269,7 @@ npm_read_path_vector <- function(path) {
              length(cols))
   setnames(d, c(".line", cols))
   d[, .line := NULL]
+  if (older) d[, c("Rwnd", "Pending") := NA_real_]
   d[]
 }
 
@@ -479,8 +486,9 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
     pv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
     pv[, NodeLabel := factor(node_label[Node], levels = node_label)]
     # One label per path and node: its ID and addresses as the node sees them.
-    pv[, PathLabel := ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
-                             sprintf("Path %d: %s to %s", Path, Local, Remote))]
+    pv[, PathLabel := ifelse(Path == NPM_CONNECTION_PATH, "Whole connection",
+                             ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
+                                    sprintf("Path %d: %s to %s", Path, Local, Remote)))]
   }
 
   list(config = cfg, config_file = config, flows = flows, nodes = nodes,
@@ -1059,7 +1067,8 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
       pv <- run$paths
       if (!is.null(pv) && nrow(pv[Flow == f])) {
         p <- pv[Flow == f][order(NodeLabel, Path, RelTime)]
-        # Throughput per path from the bytes it sent (TCP, MPTCP subflows), between samples.
+        # Throughput per path from the bytes it sent (TCP, MPTCP subflows and the MPTCP
+        # connection's data level), between samples.
         p[, Throughput := c(NA_real_, diff(BytesSent) * 8 / diff(RelTime)) / 1e6,
           by = .(NodeLabel, Path)]
         long <- rbind(p[, .(NodeLabel, PathLabel, RelTime, Metric = "cwnd [kB]",

@@ -160,7 +160,7 @@ private:
   std::chrono::milliseconds pathInterval_{0};
   asio::steady_timer pathTimer_;
   std::vector<transport::PathSample> pathSamples_;  // reused
-  std::map<std::uint32_t, PathSummary> pathSummaries_;
+  std::map<std::int64_t, PathSummary> pathSummaries_;
   void samplePaths();
   void schedulePathSample();
   std::function<void(const std::string&)> onFailure_;

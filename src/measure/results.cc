@@ -99,10 +99,15 @@ void writeScalars(OutputFile& out, std::string_view role, const MeasurementResul
     scalar(out, object, "Jitter", f.jitterMs);
     scalar(out, object, "Mean Delay", f.meanDelayMs);
     for (const auto& p : f.paths) {
-      const std::string path = object + ".path[" + std::to_string(p.id) + "]";
+      const std::string path = p.id == transport::PathSample::kConnection
+                                   ? object + ".connection"
+                                   : object + ".path[" + std::to_string(p.id) + "]";
       scalar(out, path, "Samples", p.samples);
-      if (p.cwndSamples > 0) scalar(out, path, "Mean Cwnd", p.cwndSum / static_cast<double>(p.cwndSamples));
-      if (p.rttSamples > 0) scalar(out, path, "Mean RTT", p.rttSum / static_cast<double>(p.rttSamples));
+      for (const auto& [name, mean] : {std::pair{"Mean Cwnd", &p.cwnd}, std::pair{"Mean RTT", &p.rtt},
+                                       std::pair{"Mean Unacked", &p.unacked}, std::pair{"Mean Rwnd", &p.rwnd},
+                                       std::pair{"Mean Pending", &p.pending}}) {
+        if (!mean->empty()) scalar(out, path, name, mean->value());
+      }
       const std::tuple<const char*, double, double> counters[] = {
           {"Bytes Sent", p.bytesSent, p.baseSent},
           {"Bytes Acked", p.bytesAcked, p.baseAcked},
@@ -308,7 +313,8 @@ void FlowVectorWriter::flush() { flushBuffered(file_, buffer_, budget_.get(), "p
 PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
       "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
-      "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\n");
+      "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\t"
+      "Pending\n");
 }
 
 namespace {
@@ -331,7 +337,7 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
     s += '\t';
     appendFixed(s, now > start ? static_cast<double>(now - start) / 1e6 : 0.0, 6);
     s += '\t';
-    appendUnsigned(s, p.id);
+    s += std::to_string(p.id);
     s += '\t' + p.local + '\t' + p.remote + '\t' + p.state;
     for (double v : {p.cwnd, p.ssthresh}) {
       s += '\t';
@@ -342,7 +348,7 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
       appendValue(s, v, 3);
     }
     for (double v : {p.mtu, p.bytesSent, p.bytesAcked, p.bytesReceived, p.retransmissions, p.lost, p.unacked,
-                     p.deliveryRate, p.pacingRate}) {
+                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending}) {
       s += '\t';
       appendValue(s, v, 0);
     }
@@ -352,16 +358,19 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
 
 void PathVectorWriter::flush() { flushBuffered(file_, buffer_, budget_.get(), "per-path vector"); }
 
+void PathSummary::Mean::add(double v) {
+  if (std::isnan(v)) return;
+  sum += v;
+  ++samples;
+}
+
 void PathSummary::add(const transport::PathSample& s) {
   ++samples;
-  if (!std::isnan(s.cwnd)) {
-    cwndSum += s.cwnd;
-    ++cwndSamples;
-  }
-  if (!std::isnan(s.srttMs)) {
-    rttSum += s.srttMs;
-    ++rttSamples;
-  }
+  cwnd.add(s.cwnd);
+  rtt.add(s.srttMs);
+  unacked.add(s.unacked);
+  rwnd.add(s.rwnd);
+  pending.add(s.pending);
   bytesSent = s.bytesSent;
   bytesAcked = s.bytesAcked;
   bytesReceived = s.bytesReceived;
@@ -369,8 +378,8 @@ void PathSummary::add(const transport::PathSample& s) {
 }
 
 void PathSummary::restart() {
-  samples = cwndSamples = rttSamples = 0;
-  cwndSum = rttSum = 0.0;
+  samples = 0;
+  cwnd = rtt = unacked = rwnd = pending = Mean{};
   baseSent = bytesSent;
   baseAcked = bytesAcked;
   baseReceived = bytesReceived;

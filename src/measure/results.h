@@ -28,12 +28,20 @@ std::string resultFileName(std::string_view pattern, std::string_view role,
 // Escapes a value for KEY="value" lines: \ " $ ` are backslash-escaped.
 std::string shellQuote(std::string_view value);
 
-// What the samples of one path came to (written as scalars of ".flow[N].path[ID]").
+// What the samples of one path came to (written as scalars of ".flow[N].path[ID]", of
+// ".flow[N].connection" for the whole MPTCP connection or SCTP association).
 struct PathSummary {
-  std::uint32_t id = 0;
+  // The mean over the samples that had the value.
+  struct Mean {
+    double sum = 0.0;
+    std::uint64_t samples = 0;
+    void add(double v);
+    bool empty() const { return samples == 0; }
+    double value() const { return sum / static_cast<double>(samples); }
+  };
+  std::int64_t id = 0;  // transport::PathSample::kConnection: the connection or association
   std::uint64_t samples = 0;
-  double cwndSum = 0.0, rttSum = 0.0;  // over the samples that had the value
-  std::uint64_t cwndSamples = 0, rttSamples = 0;
+  Mean cwnd, rtt, unacked, rwnd, pending;
   // The last sample's cumulative counters (NaN where the transport has none).
   double bytesSent = transport::PathSample::kNone, bytesAcked = transport::PathSample::kNone,
          bytesReceived = transport::PathSample::kNone, retransmissions = transport::PathSample::kNone;

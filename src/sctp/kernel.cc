@@ -238,6 +238,18 @@ public:
         },
         out);
     ::sctp_freepaddrs(addrs);
+    sampleAssociation<sctp_status>(
+        [this](sctp_status& status) {
+          socklen_t len = sizeof(status);
+          return ::getsockopt(fd(), IPPROTO_SCTP, SCTP_STATUS, &status, &len) == 0;
+        },
+        [](int state) -> std::string {
+          switch (state) {
+            NPM_SCTP_ASSOCIATION_STATE_CASES
+            default: return "-";
+          }
+        },
+        out);
   }
 
   std::vector<asio::ip::address> peerAddresses() override {

@@ -78,6 +78,35 @@ void samplePeerAddresses(const sockaddr* addrs, int count, Query query, State st
   });
 }
 
+// The association states (RFC 6458) that both stacks name alike but number differently: a case
+// per state, expanded where the backend's own SCTP_* constants are visible.
+#define NPM_SCTP_ASSOCIATION_STATE_CASES                 \
+  case SCTP_CLOSED: return "CLOSED";                     \
+  case SCTP_COOKIE_WAIT: return "COOKIE_WAIT";           \
+  case SCTP_COOKIE_ECHOED: return "COOKIE_ECHOED";       \
+  case SCTP_ESTABLISHED: return "ESTABLISHED";           \
+  case SCTP_SHUTDOWN_PENDING: return "SHUTDOWN_PENDING"; \
+  case SCTP_SHUTDOWN_SENT: return "SHUTDOWN_SENT";       \
+  case SCTP_SHUTDOWN_RECEIVED: return "SHUTDOWN_RECEIVED"; \
+  case SCTP_SHUTDOWN_ACK_SENT: return "SHUTDOWN_ACK_SENT";
+
+// The association as a whole (SCTP_STATUS): its state, primary address, the peer's receiver
+// window, DATA chunks unacknowledged and not yet sent. `query(status)` fills the backend's own
+// sctp_status, false if it cannot; `state(status.sstat_state)` names the association state.
+template <class Status, class Query, class State>
+void sampleAssociation(Query query, State state, std::vector<transport::PathSample>& out) {
+  Status status{};
+  if (!query(status)) return;
+  transport::PathSample s;
+  s.id = transport::PathSample::kConnection;
+  s.state = state(status.sstat_state);
+  s.remote = transport::sockaddrName(&status.sstat_primary.spinfo_address);
+  s.rwnd = status.sstat_rwnd;
+  s.unacked = status.sstat_unackdata;
+  s.pending = status.sstat_penddata;
+  out.push_back(std::move(s));
+}
+
 inline std::vector<boost::asio::ip::address> unpackAddresses(const sockaddr* addrs, int count) {
   std::vector<boost::asio::ip::address> result;
   const auto* p = reinterpret_cast<const std::uint8_t*>(addrs);

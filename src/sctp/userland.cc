@@ -344,6 +344,18 @@ public:
         },
         out);
     usrsctp_freepaddrs(addrs);
+    sampleAssociation<sctp_status>(
+        [this](sctp_status& status) {
+          socklen_t len = sizeof(status);
+          return usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_STATUS, &status, &len) == 0;
+        },
+        [](int state) -> std::string {  // usrsctp's values differ from the kernel's
+          switch (state) {
+            NPM_SCTP_ASSOCIATION_STATE_CASES
+            default: return "-";
+          }
+        },
+        out);
   }
 
   std::vector<asio::ip::address> peerAddresses() override {

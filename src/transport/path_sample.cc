@@ -21,7 +21,26 @@ namespace npm::transport {
 namespace {
 
 constexpr int kSolMptcp = 284;
-constexpr int kMptcpFullInfo = 4;
+constexpr int kMptcpInfo = 1, kMptcpFullInfo = 4;
+constexpr std::uint32_t kMptcpInfoFlagFallback = 1;
+
+// struct mptcp_info as Linux 6.7+ has it (6.1 ends at mptcpi_csum_enabled; the kernel copies
+// what it has, and the length it returns says which fields are there).
+struct MptcpInfo {
+  std::uint8_t subflows, addAddrSignal, addAddrAccepted, subflowsMax, addAddrSignalMax, addAddrAcceptedMax;
+  std::uint32_t flags;
+  std::uint32_t token;
+  std::uint64_t writeSeq, sndUna, rcvNxt;
+  std::uint8_t localAddrUsed, localAddrMax, csumEnabled;
+  std::uint32_t retransmits;
+  std::uint64_t bytesRetrans, bytesSent, bytesReceived, bytesAcked;
+  std::uint8_t subflowsTotal;
+  std::uint8_t reserved[3];
+  std::uint32_t lastDataSent, lastDataRecv, lastAckRecv;
+};
+static_assert(offsetof(MptcpInfo, csumEnabled) == 42 && offsetof(MptcpInfo, retransmits) == 44 &&
+                  offsetof(MptcpInfo, bytesAcked) == 72 && sizeof(MptcpInfo) == 96,
+              "the uapi's struct mptcp_info");
 constexpr int kIpprotoMptcp = 262;
 
 struct MptcpSubflowInfo {
@@ -116,6 +135,27 @@ bool sampleMptcp(int fd, std::vector<PathSample>& out) {
   return n > 0;
 }
 
+// The connection as a whole (MPTCP_INFO): the bytes it sent, had acknowledged and received
+// at the data level, across its subflows, and its retransmissions.
+void sampleMptcpConnection(int fd, std::vector<PathSample>& out) {
+  MptcpInfo info{};
+  socklen_t len = sizeof(info);
+  if (::getsockopt(fd, kSolMptcp, kMptcpInfo, &info, &len) != 0 || len < offsetof(MptcpInfo, localAddrUsed)) {
+    return;
+  }
+  PathSample s;
+  s.id = PathSample::kConnection;
+  s.state = (info.flags & kMptcpInfoFlagFallback) ? "fallback" : "multipath";  // fell back to plain TCP, or not
+  auto has = [len](std::size_t offsetEnd) { return len >= offsetEnd; };
+#define NPM_HAS(field) has(offsetof(MptcpInfo, field) + sizeof(info.field))
+  if (NPM_HAS(retransmits)) s.retransmissions = info.retransmits;
+  if (NPM_HAS(bytesSent)) s.bytesSent = static_cast<double>(info.bytesSent);
+  if (NPM_HAS(bytesReceived)) s.bytesReceived = static_cast<double>(info.bytesReceived);
+  if (NPM_HAS(bytesAcked)) s.bytesAcked = static_cast<double>(info.bytesAcked);
+#undef NPM_HAS
+  out.push_back(std::move(s));
+}
+
 }  // namespace
 
 std::string sockaddrName(const void* address) {
@@ -144,8 +184,10 @@ bool sampleSocketPaths(int fd, std::vector<PathSample>& out) {
   int protocol = 0;
   socklen_t len = sizeof(protocol);
   const bool mptcp = ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == kIpprotoMptcp;
-  if (mptcp && sampleMptcp(fd, out)) return true;
-  if (sampleTcp(fd, out)) return true;
+  if ((mptcp && sampleMptcp(fd, out)) || sampleTcp(fd, out)) {
+    if (mptcp) sampleMptcpConnection(fd, out);
+    return true;
+  }
   if (mptcp) {
     static bool said = false;
     if (!said) {

@@ -1,6 +1,7 @@
 // Per-path transport state, sampled at an interval during a measurement: one sample per
-// TCP connection, per MPTCP subflow and per SCTP peer address. What a stack cannot tell is
-// NaN (written as NA). Units: bytes, milliseconds, bit/s.
+// TCP connection, per MPTCP subflow and per SCTP peer address, and for MPTCP and SCTP one of
+// the whole connection or association (id kConnection). What a stack cannot tell is NaN
+// (written as NA). Units: bytes, milliseconds, bit/s.
 #pragma once
 
 #include <cmath>
@@ -13,15 +14,22 @@ namespace npm::transport {
 
 struct PathSample {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  std::uint32_t id = 0;  // 0 for TCP; the kernel's subflow id (MPTCP); the peer address's index (SCTP)
-  std::string local = "-", remote = "-";  // address:port ("-" if not per path)
+  // The MPTCP connection (mptcp_info) or SCTP association (SCTP_STATUS) as a whole.
+  static constexpr std::int64_t kConnection = -1;
+  // 0 for TCP; the kernel's subflow id (MPTCP); the peer address's index (SCTP); kConnection.
+  std::int64_t id = 0;
+  std::string local = "-", remote = "-";  // address:port ("-" if not per path; SCTP association: the primary)
   std::string state = "-";
   double cwnd = kNone, ssthresh = kNone;  // bytes
   double srttMs = kNone, rttVarMs = kNone, rtoMs = kNone;
   double mtu = kNone;
   double bytesSent = kNone, bytesAcked = kNone, bytesReceived = kNone;  // cumulative
-  double retransmissions = kNone, lost = kNone, unacked = kNone;       // segments (TCP)
-  double deliveryRate = kNone, pacingRate = kNone;                     // bit/s
+  double retransmissions = kNone, lost = kNone;  // segments (TCP), retransmissions (MPTCP connection)
+  double unacked = kNone;                        // segments (TCP), DATA chunks (SCTP association)
+  double deliveryRate = kNone, pacingRate = kNone;  // bit/s
+  double rwnd = kNone;     // bytes: the peer's receiver window (SCTP association)
+  double pending = kNone;  // DATA chunks not yet sent (SCTP association)
+  bool connection() const { return id == kConnection; }
 };
 
 // The samples of a kernel TCP or MPTCP socket (TCP_INFO; MPTCP_FULL_INFO per subflow, or

@@ -143,7 +143,8 @@ MEASUREMENT_COLUMNS = ["AbsTime", "RelTime", "Interval", "FlowID", "Description"
                        "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes", "RelPackets", "RelFrames"]
 PATH_COLUMNS = ["AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh", "RTT", "RTTVar", "RTO",
                 "MTU", "BytesSent", "BytesAcked", "BytesReceived", "Retransmissions", "Lost", "Unacked",
-                "DeliveryRate", "PacingRate"]
+                "DeliveryRate", "PacingRate", "Rwnd", "Pending"]
+CONNECTION = -1  # the Path of the rows of a whole MPTCP connection or SCTP association
 
 
 def number(text):
@@ -151,12 +152,18 @@ def number(text):
     return None if text == "NA" else float(text)
 
 
-def read_paths(path):
-    """{path id: [rows]} of a per-path vector."""
+def read_paths(path, connection=False):
+    """{path id: [rows]} of a per-path vector; the connection's rows (Path -1) only if asked for."""
     paths = {}
     for row in read_vector(path, PATH_COLUMNS):
-        paths.setdefault(int(row["Path"]), []).append(row)
+        if connection or int(row["Path"]) != CONNECTION:
+            paths.setdefault(int(row["Path"]), []).append(row)
     return paths
+
+
+def read_connection(path):
+    """The rows of the whole MPTCP connection or SCTP association in a per-path vector."""
+    return read_paths(path, connection=True).get(CONNECTION, [])
 
 
 FLOW_COLUMNS = ["AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes",

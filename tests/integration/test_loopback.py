@@ -8,8 +8,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_paths, read_scalars,
-                     read_text, read_vector, run_active)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection, read_paths,
+                     read_scalars, read_text, read_vector, run_active)
 
 PORT = 21000
 
@@ -78,6 +78,20 @@ class LoopbackRun(unittest.TestCase):
                     sent = self.active[("netPerfMeter.active.flow[0]", "Transmitted Bytes")]
                     self.assertGreater(acked[-1], 0.9 * sent)
         self.assertNotIn("FLOW1_PATHS_VECTOR_ACTIVE_NODE", config)
+        # The MPTCP flow's connection as a whole: multipath (no fallback to TCP) on one subflow;
+        # its data-level bytes (Linux 6.7+) are the flow's bytes plus its 26-byte IDENTIFY.
+        for role in ("active", "passive"):
+            connection = read_connection(self.path(f"run-paths-{role}-00000007-0000.vec.bz2"))
+            self.assertGreaterEqual(len(connection), 25, role)
+            self.assertEqual({r["State"] for r in connection}, {"multipath"}, role)
+        sent = self.active.get(("netPerfMeter.active.flow[7].connection", "Bytes Sent"))
+        if sent is None:
+            print(f"this kernel's mptcp_info has no byte counters (Linux 6.7+): {os.uname().release}")
+        else:
+            transmitted = self.active[("netPerfMeter.active.flow[7]", "Transmitted Bytes")]
+            self.assertEqual(sent, transmitted + 26)
+            received = self.passive[("netPerfMeter.passive.flow[7].connection", "Bytes Received")]
+            self.assertEqual(received, self.passive[("netPerfMeter.passive.flow[7]", "Received Bytes")] + 26)
         # Scripts that glob the per-flow vectors do not catch the per-path ones.
         per_flow = fnmatch.filter(os.listdir(self.dir), "run-active-*.vec.bz2")
         self.assertEqual(sorted(per_flow), [f"run-active-{f:08x}-0000.vec.bz2" for f in (0, 1, 7)])

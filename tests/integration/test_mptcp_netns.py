@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import Namespaces, Passive, number, read_paths, read_scalars, run_active
+from harness import Namespaces, Passive, number, read_connection, read_paths, read_scalars, run_active
 
 PORT = 21400
 
@@ -98,6 +98,18 @@ class MultipathMptcp(unittest.TestCase):
                 cwnd = [number(r["Cwnd"]) for r in rows]
                 self.assertTrue(all(c > 0 for c in cwnd))
                 self.assertTrue(all(number(r["RTT"]) > 0 for r in rows))
+            # The connection as a whole (mptcp_info): multipath, not fallen back to TCP; its
+            # data-level bytes (Linux 6.7+) are what the passive received, plus the IDENTIFY message.
+            for role in ("active", "passive"):
+                connection = read_connection(os.path.join(d, f"run-paths-{role}-00000000-0000.vec"))
+                self.assertEqual({r["State"] for r in connection}, {"multipath"}, role)
+            last = read_connection(os.path.join(d, "run-paths-active-00000000-0000.vec"))[-1]
+            if last["BytesAcked"] == "NA":
+                print(f"this kernel's mptcp_info has no byte counters (Linux 6.7+): {os.uname().release}")
+            else:
+                self.assertAlmostEqual(number(last["BytesAcked"]), received, delta=0.01 * received)
+                subflows = sum(number(rows[-1]["BytesSent"]) for rows in sides["active"].values())
+                self.assertGreaterEqual(subflows, 0.99 * number(last["BytesSent"]), "subflows carry the data")
 
 
 if __name__ == "__main__":

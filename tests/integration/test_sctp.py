@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, number, read_config, read_paths,
-                     read_scalars, read_vector, run_active)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, number, read_config, read_connection,
+                     read_paths, read_scalars, read_vector, run_active)
 
 PORT = 21500
 # Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
@@ -202,6 +202,16 @@ class MultipathSctp(unittest.TestCase):
             self.assertGreater(len(srtt), 1, "the srtt changes over the run")
             self.assertTrue(all(c > 0 for c in cwnd))
             self.assertEqual(rows[-1]["State"], "active")
+        # The association as a whole (SCTP_STATUS): established throughout, its primary one of
+        # the passive's addresses, the passive's receiver window and the chunks in flight.
+        association = read_connection(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
+        self.assertGreaterEqual(len(association), 60)
+        self.assertEqual({r["State"] for r in association[:-1]}, {"ESTABLISHED"})
+        self.assertIn(association[-1]["Remote"].rsplit(":", 1)[0], ("10.92.1.2", "10.92.2.2"))
+        self.assertGreater(max(number(r["Rwnd"]) for r in association), 0)
+        self.assertGreater(max(number(r["Unacked"]) for r in association), 0, "a saturated flow has chunks in flight")
+        scalars = read_scalars(os.path.join(self.dir, "run-active.sca"))
+        self.assertGreater(scalars[("netPerfMeter.active.flow[0].connection", "Mean Unacked")], 0)
 
     def test_cmt_over_dissimilar_paths(self):
         self.shape("nsa1", "10mbit", "10kb", "15000")

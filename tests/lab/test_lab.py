@@ -160,13 +160,15 @@ class StudyFiles(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".sca", delete=False) as f:
             f.write('scalar "netPerfMeter.active.flow[0]" "Transmitted Bit Rate" 1000.0\n'
                     'scalar "netPerfMeter.active.flow[0].path[2]" "Bytes Sent" 12345\n'
+                    'scalar "netPerfMeter.active.flow[0].connection" "Mean Rwnd" 65536\n'
                     'scalar "netPerfMeter.passive.flow[0]" "Received Bit Rate" 900.0\n')
         try:
             scalars = stats.read_scalars(f.name, "active")
         finally:
             os.unlink(f.name)
         self.assertEqual(scalars, {("active", 0, "Transmitted Bit Rate"): 1000.0,
-                                   ("active", 0, "path[2] Bytes Sent"): 12345.0})
+                                   ("active", 0, "path[2] Bytes Sent"): 12345.0,
+                                   ("active", 0, "connection Mean Rwnd"): 65536.0})
         tree = expr.compile_formula('scalar("active", 0, "path[2] Bytes Sent") / 1000')
         self.assertEqual(expr.evaluate(tree, scalars), 12.345)
 

@@ -83,10 +83,24 @@ TEST_CASE("an MPTCP connection is sampled per subflow") {
   exchange(client.fd, server.fd, 100000);
   std::vector<PathSample> paths;
   REQUIRE(sampleSocketPaths(client.fd, paths));
-  REQUIRE(paths.size() == 1);  // loopback, no second address: the initial subflow
+  // loopback, no second address: the initial subflow, and the connection as a whole
+  REQUIRE(paths.size() == 2);
   CHECK(paths[0].state == "ESTABLISHED");
   CHECK(paths[0].bytesSent >= 100000);
   CHECK(paths[0].remote.rfind("127.0.0.1:", 0) == 0);
+  const PathSample& connection = paths[1];
+  CHECK(connection.connection());
+  CHECK(connection.state == "multipath");
+  // Data-level bytes (mptcp_info, Linux 6.7+): what the application wrote.
+  if (!std::isnan(connection.bytesSent)) {
+    CHECK(connection.bytesSent >= 100000);
+    CHECK(connection.bytesSent < 110000);
+    CHECK(connection.bytesAcked <= connection.bytesSent);
+  }
+  std::vector<PathSample> other;
+  REQUIRE(sampleSocketPaths(server.fd, other));
+  REQUIRE(other.size() == 2);
+  if (!std::isnan(other[1].bytesReceived)) CHECK(other[1].bytesReceived == 100000);
 }
 
 TEST_CASE("a socket that is not TCP tells nothing") {

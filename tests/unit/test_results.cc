@@ -182,18 +182,27 @@ TEST_CASE("per-path vector: a row per path, NA for what the stack does not tell"
     sctp.srttMs = 56;
     sctp.rtoMs = 1000;
     sctp.mtu = 1500;
-    w.rows(2500000, 1000000, {tcp, sctp});
+    transport::PathSample association;
+    association.id = transport::PathSample::kConnection;
+    association.remote = "10.0.2.2:9000";
+    association.state = "ESTABLISHED";
+    association.unacked = 12;
+    association.rwnd = 65536;
+    association.pending = 3;
+    w.rows(2500000, 1000000, {tcp, sctp, association});
     w.flush();
-    CHECK(w.rowCount() == 2);
+    CHECK(w.rowCount() == 3);
     o = std::move(w.file());
   });
   CHECK(text ==
         "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\tBytesSent\tBytesAcked\t"
-        "BytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\n"
+        "BytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\tPending\n"
         "000001\t2500000\t1.500000\t3\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED\t14480\tNA\t4.250\tNA\tNA\tNA\t"
-        "123456\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n"
+        "123456\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n"
         "000002\t2500000\t1.500000\t1\t-\t10.0.2.2:9000\tactive\t4380\tNA\t56.000\tNA\t1000.000\t1500\t"
-        "NA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n");
+        "NA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n"
+        "000003\t2500000\t1.500000\t-1\t-\t10.0.2.2:9000\tESTABLISHED\tNA\tNA\tNA\tNA\tNA\tNA\t"
+        "NA\tNA\tNA\tNA\tNA\t12\tNA\tNA\t65536\t3\n");
 }
 
 TEST_CASE("per-path vector names are not caught by the globs of per-flow vectors") {
@@ -287,4 +296,33 @@ TEST_CASE("per-path scalars after a warm-up: fresh means, counters from the end 
   CHECK_THAT(text, Catch::Contains(p + "\"Mean RTT\"                10.000000\n"));
   CHECK_THAT(text, Catch::Contains(p + "\"Bytes Sent\"              3000\n"));
   CHECK_THAT(text, Catch::Contains(p + "\"Retransmissions\"         0\n"));
+}
+
+TEST_CASE("connection scalars: the whole MPTCP connection or SCTP association as .connection") {
+  PathSummary association;
+  association.id = transport::PathSample::kConnection;
+  transport::PathSample a;
+  a.id = transport::PathSample::kConnection;
+  a.unacked = 10;
+  a.rwnd = 1000;
+  a.pending = 0;
+  transport::PathSample b = a;
+  b.unacked = 20;
+  b.rwnd = 3000;
+  b.pending = 4;
+  association.add(a);
+  association.add(b);
+  MeasurementResult r;
+  FlowResult f;
+  f.flowId = 1;
+  f.paths = {association};
+  r.flows.push_back(f);
+  const std::string text = render([&](OutputFile& o) { writeScalars(o, "active", r); });
+  const std::string c = "scalar \"netPerfMeter.active.flow[1].connection\" ";
+  CHECK_THAT(text, Catch::Contains(c + "\"Samples\"                 2\n"));
+  CHECK_THAT(text, Catch::Contains(c + "\"Mean Unacked\"            15.000000\n"));
+  CHECK_THAT(text, Catch::Contains(c + "\"Mean Rwnd\"               2000.000000\n"));
+  CHECK_THAT(text, Catch::Contains(c + "\"Mean Pending\"            2.000000\n"));
+  CHECK_THAT(text, !Catch::Contains("path[-1]"));
+  CHECK_THAT(text, !Catch::Contains(c + "\"Mean Cwnd\""));
 }

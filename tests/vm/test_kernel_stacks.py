@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
 import npmvm  # noqa: E402
-from harness import read_config, read_paths, read_scalars  # noqa: E402
+from harness import read_config, read_connection, read_paths, read_scalars  # noqa: E402
 
 NETPERFMETER = os.path.abspath(os.environ.get("NETPERFMETER", "netperfmeter"))
 
@@ -89,6 +89,12 @@ class KernelStacks(unittest.TestCase):
                 self.assertEqual(states[0], "active", states)
                 self.assertTrue(all(float(r["Cwnd"]) > 0 and float(r["RTO"]) > 0 for r in rows), rows[-1])
                 self.assertTrue(rows[-1]["Remote"].startswith("127.0.0.1:"), rows[-1])
+                # and the association as a whole (SCTP_STATUS): state, primary address, peer's rwnd
+                association = read_connection(os.path.join(work, f"run-paths-{role}-00000001-0001.vec"))
+                self.assertEqual(association[0]["State"], "ESTABLISHED", association[0])
+                self.assertTrue(association[0]["Remote"].startswith("127.0.0.1:"), association[0])
+                self.assertTrue(all(float(r["Rwnd"]) >= 0 and r["Pending"] != "NA" for r in association))
+                self.assertGreater(max(float(r["Rwnd"]) for r in association), 0)
             self.assertFalse(os.path.exists(os.path.join(work, "run-paths-active-00000004-0000.vec")))
 
     def test_stack_selection_and_a_passive_without_dccp(self):

@@ -4,6 +4,7 @@
   goodput(0) / (goodput(0) + goodput(1))
   scalar("active", 1, "Lost Bytes")  any scalar of either side's .sca file
   scalar("active", 0, "path[1] Mean Cwnd")   a per-path scalar (path ID as netperfmeter numbers it)
+  scalar("active", 0, "connection Mean Unacked")   the whole MPTCP connection / SCTP association
   sent(0)                            active "Transmitted Bit Rate" of flow 0
 
 Only numbers, + - * /, parentheses and these functions are allowed: a study file is data.

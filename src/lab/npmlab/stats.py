@@ -5,7 +5,8 @@ import bz2
 import math
 import re
 
-_SCALAR = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.flow\[(\d+)\](?:\.path\[(\d+)\])?"\s+"([^"]+)"\s+(\S+)\s*$')
+_SCALAR = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.flow\[(\d+)\](\.path\[\d+\]|\.connection)?"\s+'
+                     r'"([^"]+)"\s+(\S+)\s*$')
 
 
 def _betacf(a, b, x):
@@ -82,8 +83,9 @@ def read_scalars(path, side):
         for line in f:
             m = _SCALAR.match(line)
             if m and m.group(1) == side:
-                # a path's scalars as "path[ID] NAME" of its flow, e.g. "path[1] Bytes Sent"
-                name = m.group(4) if m.group(3) is None else f"path[{m.group(3)}] {m.group(4)}"
+                # a path's scalars as "path[ID] NAME" of its flow, e.g. "path[1] Bytes Sent"; the
+                # whole MPTCP connection's or SCTP association's as "connection NAME"
+                name = m.group(4) if m.group(3) is None else f"{m.group(3)[1:]} {m.group(4)}"
                 scalars[(side, int(m.group(2)), name)] = float(m.group(5))
     if not scalars:
         raise ValueError(f"{path}: no flow scalars")

@@ -193,3 +193,21 @@ test_that("one PDF per plot on request", {
   expect_equal(basename(f), c("run-01-overview-a.pdf", "run-02-flow-7-b.pdf"))
   expect_true(all(file.exists(f)))
 })
+
+test_that("per-path vectors: connection rows, and files without the Rwnd/Pending columns", {
+  row <- "000001\t1795272048342367\t0.100000\t1\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED\t14480\tNA\t4.250\tNA\t204.000\t1500\t1000\tNA\tNA\t0\t0\t0\tNA\tNA"
+  conn <- "000002\t1795272048342367\t0.100000\t-1\t-\t10.0.2.2:9000\tESTABLISHED\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\t12\tNA\tNA\t65536\t3"
+  f <- write_text(c(paste(NPM_PATH_COLUMNS, collapse = "\t"), paste0(row, "\tNA\tNA"), conn),
+                  tempfile(fileext = ".vec"))
+  d <- npm_read_path_vector(f)
+  expect_equal(d$Path, c(1, NPM_CONNECTION_PATH))
+  expect_equal(d$Rwnd, c(NA, 65536))
+  expect_equal(d$Pending, c(NA, 3))
+  expect_equal(d$Cwnd[1], 14480)
+  old <- write_text(c(paste(head(NPM_PATH_COLUMNS, -2L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  d <- npm_read_path_vector(old)
+  expect_equal(nrow(d), 1L)
+  expect_true(all(is.na(d$Rwnd)) && all(is.na(d$Pending)))
+  bad <- write_text(c(paste(head(NPM_PATH_COLUMNS, -3L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(bad), "lacks column", class = "npm_error")
+})
