@@ -77,6 +77,8 @@ local hf = {
   st_compress_scalars = ProtoField.bool("npmp.start.flags.compress_scalars", "Compress Scalars", 8, nil, 0x02),
   st_no_vectors = ProtoField.bool("npmp.start.flags.no_vectors", "No Vectors", 8, nil, 0x04),
   st_no_scalars = ProtoField.bool("npmp.start.flags.no_scalars", "No Scalars", 8, nil, 0x08),
+  st_warmup = ProtoField.uint32("npmp.start.warmup", "Warm-up", base.DEC, nil, nil,
+    "Milliseconds from START before statistics count, 0 = none (the reference's Padding)"),
   res_eof = ProtoField.bool("npmp.results.flags.eof", "End of File", 8, nil, 0x01),
   flowid = ProtoField.uint32("npmp.flowid", "Flow ID", base.DEC),
   measurementid = ProtoField.uint64("npmp.measurementid", "Measurement ID", base.HEX),
@@ -141,7 +143,7 @@ local hf_order = {
   "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "af_nrsack", "af_bufsplit",
   "af_sctpcc", "id_compress_vectors",
   "id_no_vectors", "id_path_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
-  "st_no_vectors", "st_no_scalars", "res_eof", "flowid", "measurementid", "streamid", "padding",
+  "st_no_vectors", "st_no_scalars", "st_warmup", "res_eof", "flowid", "measurementid", "streamid", "padding",
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
@@ -465,7 +467,15 @@ local function dissect_one(tvb, pinfo, tree)
     if ok(16, 8) then ti:add(hf.measurementid, tvb(16, 8)); meas = tvb(16, 8):uint64() end
     if ok(24, 2) then ti:add(hf.streamid, tvb(24, 2)); stream = tvb(24, 2):uint(); has_flow = true end
   elseif mtype == NPMP_START or mtype == NPMP_STOP then
-    if ok(4, 4) then ti:add(hf.padding32, tvb(4, 4)) end
+    if ok(4, 4) then
+      if mtype == NPMP_START then
+        -- The reference's Padding (always 0): here the warm-up in milliseconds.
+        local warmup = tvb(4, 4):uint()
+        ti:add(hf.st_warmup, tvb(4, 4)):set_text("Warm-up: " .. (warmup ~= 0 and (warmup .. " ms") or "none"))
+      else
+        ti:add(hf.padding32, tvb(4, 4))
+      end
+    end
     if ok(8, 8) then ti:add(hf.measurementid, tvb(8, 8)); meas = tvb(8, 8):uint64() end
   end
 

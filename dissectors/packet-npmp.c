@@ -176,7 +176,7 @@ static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors
 static int hf_identify_flags_path_vectors = -1;
 static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
 static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
-static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1;
+static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1, hf_start_warmup = -1;
 static int hf_results_flags_eof = -1;
 static int hf_flowid = -1, hf_measurementid = -1, hf_streamid = -1;
 static int hf_padding = -1, hf_padding32 = -1, hf_status = -1;
@@ -618,7 +618,18 @@ dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     break;
   case NPMP_START:
   case NPMP_STOP:
-    if (FIELD_OK(4, 4)) proto_tree_add_item(mt, hf_padding32, tvb, 4, 4, ENC_BIG_ENDIAN);
+    if (FIELD_OK(4, 4)) {
+      if (type == NPMP_START) {
+        /* The reference's Padding (always 0): here the warm-up in milliseconds. */
+        guint32 warmup = tvb_get_ntohl(tvb, 4);
+        if (warmup)
+          proto_tree_add_uint_format_value(mt, hf_start_warmup, tvb, 4, 4, warmup, "%u ms", warmup);
+        else
+          proto_tree_add_uint_format_value(mt, hf_start_warmup, tvb, 4, 4, warmup, "none");
+      } else {
+        proto_tree_add_item(mt, hf_padding32, tvb, 4, 4, ENC_BIG_ENDIAN);
+      }
+    }
     if (FIELD_OK(8, 8)) proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 8, 8, ENC_BIG_ENDIAN, &meas);
     break;
   default:
@@ -1048,6 +1059,8 @@ proto_register_npmp(void)
     { &hf_start_flags_compress_scalars, { "Compress Scalars", "npmp.start.flags.compress_scalars", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_no_vectors, { "No Vectors", "npmp.start.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
     { &hf_start_flags_no_scalars, { "No Scalars", "npmp.start.flags.no_scalars", FT_BOOLEAN, 8, NULL, 0x08, NULL, HFILL } },
+    { &hf_start_warmup, { "Warm-up", "npmp.start.warmup", FT_UINT32, BASE_DEC, NULL, 0x0,
+        "Milliseconds from START before statistics count, 0 = none (the reference's Padding)", HFILL } },
     { &hf_results_flags_eof, { "End of File", "npmp.results.flags.eof", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_flowid, { "Flow ID", "npmp.flowid", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_measurementid, { "Measurement ID", "npmp.measurementid", FT_UINT64, BASE_HEX, NULL, 0x0, NULL, HFILL } },
