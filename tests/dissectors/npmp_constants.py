@@ -81,7 +81,7 @@ def main(source):
     fail(errors, "RESULTS maximum", {"C++": cxx["kResultsMaxData"] + cxx["kHeaderSize"], "C": c_defs["NPMP_RESULTS_MAX"],
                                      "Lua": lua_sizes["RESULTS_MAX"]})
     fail(errors, "IDENTIFY magic", {"C++": cxx["kIdentifyMagic"],
-                                    "C": number(re.search(r"NPMP_MAGIC G_GUINT64_CONSTANT\((0x[0-9a-f]+)\)", c).group(1))})
+                                    "C": number(re.search(r"NPMP_MAGIC UINT64_C\((0x[0-9a-f]+)\)", c).group(1))})
 
     # Statuses: every C++ kStatus* value has the same name in C and Lua.
     c_status = {int(v): n for v, n in re.findall(r"\{ (\d+), \"([^\"]+)\" \}", c.split("npmp_status_vals[]")[1]
