@@ -581,7 +581,7 @@ def cmd_robust(args):
         c = Checker("robust")
         names = all_npmp_fields(tc) + ["_ws.expert.message", "_ws.malformed"]
         prefs = ["-o", "npmp.udp_ports:8999-9001,15002", "-o", "npmp.tcp_ports:8999-9001,15001"]
-        for pc in ("tcp", "sctp", "dccp"):
+        for pc in ("tcp", "sctp", "dccp", "warmup"):
             for seed in range(1, args.seeds + 1):
                 src = os.path.join(work, pc + ".pcap")
                 dst = os.path.join(work, "%s-%d.pcap" % (pc, seed))
