@@ -11,6 +11,9 @@
 --
 -- If the C plugin is loaded too, this script steps aside.
 --
+-- Laid out like the C plugin: one dissect_<type>_message(m) per message type,
+-- chosen from dissect_message_of_type (the C plugin's switch) by dissect_message().
+--
 -- SPDX-License-Identifier: GPL-3.0-or-later
 
 do
@@ -77,6 +80,8 @@ local hf = {
   st_compress_scalars = ProtoField.bool("npmp.start.flags.compress_scalars", "Compress Scalars", 8, nil, 0x02),
   st_no_vectors = ProtoField.bool("npmp.start.flags.no_vectors", "No Vectors", 8, nil, 0x04),
   st_no_scalars = ProtoField.bool("npmp.start.flags.no_scalars", "No Scalars", 8, nil, 0x08),
+  st_warmup = ProtoField.uint32("npmp.start.warmup", "Warm-up", base.DEC, nil, nil,
+    "Milliseconds from START before statistics count, 0 = none (the reference's Padding)"),
   res_eof = ProtoField.bool("npmp.results.flags.eof", "End of File", 8, nil, 0x01),
   flowid = ProtoField.uint32("npmp.flowid", "Flow ID", base.DEC),
   measurementid = ProtoField.uint64("npmp.measurementid", "Measurement ID", base.HEX),
@@ -141,7 +146,7 @@ local hf_order = {
   "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "af_nrsack", "af_bufsplit",
   "af_sctpcc", "id_compress_vectors",
   "id_no_vectors", "id_path_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
-  "st_no_vectors", "st_no_scalars", "res_eof", "flowid", "measurementid", "streamid", "padding",
+  "st_no_vectors", "st_no_scalars", "st_warmup", "res_eof", "flowid", "measurementid", "streamid", "padding",
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
@@ -274,9 +279,11 @@ local function get_direction(pinfo, fl)
   return DIR_P2A
 end
 
-local function analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
+-- First-pass analysis of one flow-carrying message.
+local function analyse(m)
+  local pinfo, mtype, tvb, lim = m.pinfo, m.mtype, m.tvb, m.lim
   local mi = {}
-  local key = flow_key(meas, flow, stream)
+  local key = flow_key(m.meas, m.flow, m.stream)
   local fl = flow_table[key]
   if mtype == NPMP_ADD_FLOW then
     if not fl then
@@ -327,7 +334,10 @@ local function analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
   return mi
 end
 
-local function add_flow_info(tvb, pinfo, tree, ti, mi, mtype)
+-- Generated fields of a flow message: its ADD_FLOW and IDENTIFY_FLOW,
+-- direction and sequence analysis.
+local function add_flow_info(m)
+  local tvb, tree, ti, mi, mtype = m.tvb, m.tree, m.tree, m.mi, m.mtype
   if not mi then return end
   local g = tvb(0, 0)
   if mi.known then
@@ -364,6 +374,13 @@ local function add_flow_info(tvb, pinfo, tree, ti, mi, mtype)
 end
 
 -- ---------------------------------------------------------- messages ----
+-- One message being dissected, m: tvb (the message at offset 0), pinfo, tree
+-- (the message's item), mtype, lim (bytes present), ordinal (number inside its
+-- packet); the per-type functions fill in has_flow, meas, flow, stream, mi.
+
+-- A field is added only if it lies completely inside the message.
+local function field_ok(m, off, size) return off + size <= m.lim end
+
 local function add_flags(tree, tvb, mtype)
   local r = tvb(1, 1)
   local it = tree:add(hf.flags, r)
@@ -382,8 +399,238 @@ local function add_flags(tree, tvb, mtype)
   end
 end
 
+-- The length a message of this type must have, 0 if it varies (DATA, RESULTS, unknown).
+local function expected_length(m)
+  local t = m.mtype
+  if t == NPMP_ACKNOWLEDGE then return ACK_LEN
+  elseif t == NPMP_REMOVE_FLOW then return REMOVE_LEN
+  elseif t == NPMP_IDENTIFY_FLOW then return IDENTIFY_LEN
+  elseif t == NPMP_START or t == NPMP_STOP then return STARTSTOP_LEN
+  elseif t == NPMP_AUTH_HELLO then return AUTH_HELLO_LEN
+  elseif t == NPMP_AUTH_CHALLENGE then return AUTH_CHALLENGE_LEN
+  elseif t == NPMP_AUTH_RESPONSE then return AUTH_RESPONSE_LEN
+  elseif t == NPMP_ADD_FLOW then
+    if m.lim >= ADDFLOW_LEN then return ADDFLOW_LEN + ONOFF_LEN * m.tvb(192, 2):uint() end
+    return ADDFLOW_LEN
+  end
+  return 0
+end
+
+-- Expert infos on the Length field (item it).
+local function check_length(m, it, length, avail, tname)
+  local expected = expected_length(m)
+  if length < HDR_LEN then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 4-byte header", length))
+  elseif expected ~= 0 and length ~= expected then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d does not match the expected %d for %s",
+      length, expected, tname))
+  elseif m.mtype == NPMP_DATA and length < DATA_LEN then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 48-byte DATA header", length))
+  elseif m.mtype == NPMP_RESULTS and length > RESULTS_MAX then
+    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d exceeds the RESULTS maximum of 1404", length))
+  end
+  if length >= HDR_LEN and length > avail then
+    m.tree:add_proto_expert_info(ei.truncated, string.format("Truncated message: Length %d, only %d bytes present",
+      length, avail))
+  end
+end
+
+-- FlowID, at offset 4 in every flow message.
+local function dissect_flowid(m)
+  if field_ok(m, 4, 4) then m.tree:add(hf.flowid, m.tvb(4, 4)); m.flow = m.tvb(4, 4):uint() end
+end
+
+-- MeasurementID and StreamID of a flow message.  With the StreamID the flow is
+-- known: the analysis runs (first pass) or is looked up (later passes) before
+-- the rest of the message is read.
+local function dissect_measurement_stream(m, meas_off, stream_off)
+  local tvb = m.tvb
+  if field_ok(m, meas_off, 8) then m.tree:add(hf.measurementid, tvb(meas_off, 8)); m.meas = tvb(meas_off, 8):uint64() end
+  if not field_ok(m, stream_off, 2) then return end
+  m.tree:add(hf.streamid, tvb(stream_off, 2)); m.stream = tvb(stream_off, 2):uint(); m.has_flow = true
+  local rkey = m.pinfo.number .. ":" .. m.ordinal
+  if not m.pinfo.visited then
+    m.mi = analyse(m)
+    results[rkey] = m.mi
+  else
+    m.mi = results[rkey]
+  end
+end
+
+local function dissect_acknowledge_message(m)
+  local tvb = m.tvb
+  dissect_flowid(m)
+  dissect_measurement_stream(m, 8, 16)
+  if field_ok(m, 18, 2) then m.tree:add(hf.padding, tvb(18, 2)) end
+  if field_ok(m, 20, 4) then m.tree:add(hf.status, tvb(20, 4)) end
+end
+
+-- Ordered and Reliable: a fraction times 0xffffffff.
+local function dissect_fraction(m, off, raw, fraction)
+  if not field_ok(m, off, 4) then return end
+  local r = m.tvb(off, 4)
+  m.tree:add(raw, r)
+  m.tree:add(fraction, r, r:uint() / 4294967295.0):set_generated()
+end
+
+local function dissect_onoff_events(m)
+  local tvb = m.tvb
+  m.tree:add(hf.onoffevents, tvb(192, 2))
+  local n = tvb(192, 2):uint()
+  for i = 0, n - 1 do
+    local eo = ADDFLOW_LEN + ONOFF_LEN * i
+    if not field_ok(m, eo, ONOFF_LEN) then break end
+    local et = m.tree:add(hf.onoff, tvb(eo, ONOFF_LEN))
+    et:append_text(" " .. (i + 1))
+    et:add(hf.onoff_rng, tvb(eo, 1))
+    local ft = et:add(hf.onoff_flags, tvb(eo + 1, 1))
+    ft:add(hf.onoff_reltime, tvb(eo + 1, 1))
+    et:add(hf.onoff_padding, tvb(eo + 2, 2))
+    for j = 0, 3 do et:add(hf.onoff_value, tvb(eo + 4 + 8 * j, 8)) end
+  end
+end
+
+local function dissect_add_flow_message(m)
+  local tvb, ti = m.tvb, m.tree
+  local function ok(off, size) return field_ok(m, off, size) end
+  dissect_flowid(m)
+  dissect_measurement_stream(m, 8, 16)
+  if ok(18, 2) then ti:add_le(hf.protocol, tvb(18, 2)) end
+  if ok(20, 32) then ti:add(hf.description, tvb(20, 32)) end
+  dissect_fraction(m, 52, hf.ordered, hf.ordered_fraction)
+  dissect_fraction(m, 56, hf.reliable, hf.reliable_fraction)
+  if ok(60, 4) then
+    local r = tvb(60, 4)
+    local rt = ti:add(hf.retranstrials, r)
+    rt:add(hf.retranstrials_is_time, r)
+    rt:add(hf.retranstrials_value, r)
+  end
+  for i = 0, 3 do if ok(64 + 8 * i, 8) then ti:add(hf.framerate, tvb(64 + 8 * i, 8)) end end
+  for i = 0, 3 do if ok(96 + 8 * i, 8) then ti:add(hf.framesize, tvb(96 + 8 * i, 8)) end end
+  if ok(128, 1) then ti:add(hf.framerate_rng, tvb(128, 1)) end
+  if ok(129, 1) then ti:add(hf.framesize_rng, tvb(129, 1)) end
+  if ok(130, 4) then ti:add(hf.rcvbuf, tvb(130, 4)) end
+  if ok(134, 4) then ti:add(hf.sndbuf, tvb(134, 4)) end
+  if ok(138, 2) then ti:add(hf.maxmsgsize, tvb(138, 2)) end
+  if ok(140, 1) then ti:add(hf.cmt, tvb(140, 1)) end
+  if ok(141, 1) then ti:add(hf.ccid, tvb(141, 1)) end
+  if ok(142, 2) then
+    local nd = ti:add(hf.ndiffports, tvb(142, 2))
+    nd:add(hf.sctp_rtomin, tvb(142, 2)); nd:add(hf.sctp_dac, tvb(142, 2))
+  end
+  if ok(144, 16) then ti:add(hf.pathmgr, tvb(144, 16)) end
+  if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
+  if ok(176, 16) then ti:add(hf.scheduler, tvb(176, 16)) end
+  if ok(192, 2) then dissect_onoff_events(m) end
+end
+
+local function dissect_remove_flow_message(m)
+  dissect_flowid(m)
+  dissect_measurement_stream(m, 8, 16)
+end
+
+local function dissect_identify_flow_message(m)
+  dissect_flowid(m)
+  if field_ok(m, 8, 8) then
+    local magic = m.tvb(8, 8):uint64()
+    local it = m.tree:add(hf.magic, m.tvb(8, 8))
+    if magic ~= MAGIC then
+      it:add_proto_expert_info(ei.bad_magic, string.format("Bad magic number 0x%s (expected 0x%s)",
+        magic:tohex(16), MAGIC:tohex(16)))
+    end
+  end
+  dissect_measurement_stream(m, 16, 24)
+end
+
+local function dissect_data_message(m)
+  local tvb, ti = m.tvb, m.tree
+  dissect_flowid(m)
+  dissect_measurement_stream(m, 8, 16)
+  if field_ok(m, 18, 2) then ti:add(hf.padding, tvb(18, 2)) end
+  if field_ok(m, 20, 4) then ti:add(hf.frameid, tvb(20, 4)) end
+  if field_ok(m, 24, 8) then ti:add(hf.seqnumber, tvb(24, 8)) end
+  if field_ok(m, 32, 8) then ti:add(hf.byteseqnumber, tvb(32, 8)) end
+  if field_ok(m, 40, 8) then
+    local us = tvb(40, 8):uint64()
+    local secs = (us / UInt64(1000000)):tonumber()
+    local nsecs = (us % UInt64(1000000)):tonumber() * 1000
+    ti:add(hf.timestamp, tvb(40, 8))
+    ti:add(hf.timestamp_abs, tvb(40, 8), NSTime.new(secs, nsecs)):set_generated()
+  end
+  if m.lim > DATA_LEN then ti:add(hf.payload, tvb(DATA_LEN, m.lim - DATA_LEN)) end
+end
+
+-- MeasurementID of START and STOP.
+local function dissect_measurement(m)
+  if field_ok(m, 8, 8) then m.tree:add(hf.measurementid, m.tvb(8, 8)); m.meas = m.tvb(8, 8):uint64() end
+end
+
+local function dissect_start_message(m)
+  -- Offset 4 is the reference's Padding (always 0): here the warm-up in milliseconds.
+  if field_ok(m, 4, 4) then
+    local warmup = m.tvb(4, 4):uint()
+    m.tree:add(hf.st_warmup, m.tvb(4, 4)):set_text("Warm-up: " .. (warmup ~= 0 and (warmup .. " ms") or "none"))
+  end
+  dissect_measurement(m)
+end
+
+local function dissect_stop_message(m)
+  if field_ok(m, 4, 4) then m.tree:add(hf.padding32, m.tvb(4, 4)) end
+  dissect_measurement(m)
+end
+
+local function dissect_results_message(m)
+  if m.lim > HDR_LEN then m.tree:add(hf.results_data, m.tvb(HDR_LEN, m.lim - HDR_LEN)) end
+end
+
+-- A nonce or an HMAC-SHA-256 value.
+local function dissect_auth_block(m, off, field)
+  if field_ok(m, off, AUTH_BLOCK) then m.tree:add(field, m.tvb(off, AUTH_BLOCK)) end
+end
+
+local function dissect_auth_hello_message(m)
+  dissect_auth_block(m, HDR_LEN, hf.auth_nonce)
+end
+
+local function dissect_auth_challenge_message(m)
+  dissect_auth_block(m, HDR_LEN, hf.auth_nonce)
+  dissect_auth_block(m, HDR_LEN + AUTH_BLOCK, hf.auth_mac)
+end
+
+local function dissect_auth_response_message(m)
+  dissect_auth_block(m, HDR_LEN, hf.auth_mac)
+end
+
+-- Message type -> its function (the C plugin's switch).
+local dissect_message_of_type = {
+  [NPMP_ACKNOWLEDGE] = dissect_acknowledge_message,
+  [NPMP_ADD_FLOW] = dissect_add_flow_message,
+  [NPMP_REMOVE_FLOW] = dissect_remove_flow_message,
+  [NPMP_IDENTIFY_FLOW] = dissect_identify_flow_message,
+  [NPMP_DATA] = dissect_data_message,
+  [NPMP_START] = dissect_start_message,
+  [NPMP_STOP] = dissect_stop_message,
+  [NPMP_RESULTS] = dissect_results_message,
+  [NPMP_AUTH_HELLO] = dissect_auth_hello_message,
+  [NPMP_AUTH_CHALLENGE] = dissect_auth_challenge_message,
+  [NPMP_AUTH_RESPONSE] = dissect_auth_response_message,
+}
+
+-- Info column text of one message.
+local function append_info(m, flags, tname)
+  local tvb = m.tvb
+  local info = tname
+  if m.has_flow then info = info .. " flow=" .. m.flow end
+  if m.mtype == NPMP_DATA and m.lim >= 32 then info = info .. " seq=" .. tostring(tvb(24, 8):uint64()) end
+  if m.mtype == NPMP_ACKNOWLEDGE and m.lim >= 24 then
+    info = info .. " status=" .. (status_vals[tvb(20, 4):uint()] or "?")
+  end
+  if m.mtype == NPMP_RESULTS and band(flags, 1) ~= 0 then info = info .. " EOF" end
+  m.pinfo.cols.info:append((m.ordinal > 1 and ", " or "") .. info)
+end
+
 -- Dissects one message at offset 0 of tvb; returns the bytes it occupies.
-local function dissect_one(tvb, pinfo, tree)
+local function dissect_message(tvb, pinfo, tree)
   local avail = tvb:reported_len()
   local mtype = tvb(0, 1):uint()
   local flags = (avail >= 2) and tvb(1, 1):uint() or 0
@@ -402,179 +649,41 @@ local function dissect_one(tvb, pinfo, tree)
     return avail
   end
 
-  local lim, consumed
+  local m = { tvb = tvb, pinfo = pinfo, mtype = mtype, ordinal = ordinal,
+              has_flow = false, meas = UInt64(0), flow = 0, stream = 0 }
+  local consumed
   if length < HDR_LEN then
-    lim = HDR_LEN
-    consumed = avail
+    m.lim = HDR_LEN
+    consumed = avail  -- cannot resynchronise: the rest belongs to this message
   else
-    lim = math.min(length, avail)
-    consumed = lim
+    m.lim = math.min(length, avail)
+    consumed = m.lim
   end
-  local function ok(off, size) return off + size <= lim end
 
-  local ti = tree:add(npmp, tvb(0, consumed))
-  ti:append_text(", " .. tname)
-  local it = ti:add(hf.type, tvb(0, 1))
+  m.tree = tree:add(npmp, tvb(0, consumed))
+  m.tree:append_text(", " .. tname)
+  local it = m.tree:add(hf.type, tvb(0, 1))
   if not type_vals[mtype] then
     it:add_proto_expert_info(ei.unknown_type, string.format("Unknown message type %d", mtype))
   end
-  add_flags(ti, tvb, mtype)
-  it = ti:add(hf.length, tvb(2, 2))
+  add_flags(m.tree, tvb, mtype)
+  it = m.tree:add(hf.length, tvb(2, 2))
+  check_length(m, it, length, avail, tname)
 
-  local expected = 0
-  if mtype == NPMP_ACKNOWLEDGE then expected = ACK_LEN
-  elseif mtype == NPMP_REMOVE_FLOW then expected = REMOVE_LEN
-  elseif mtype == NPMP_IDENTIFY_FLOW then expected = IDENTIFY_LEN
-  elseif mtype == NPMP_START or mtype == NPMP_STOP then expected = STARTSTOP_LEN
-  elseif mtype == NPMP_AUTH_HELLO then expected = AUTH_HELLO_LEN
-  elseif mtype == NPMP_AUTH_CHALLENGE then expected = AUTH_CHALLENGE_LEN
-  elseif mtype == NPMP_AUTH_RESPONSE then expected = AUTH_RESPONSE_LEN
-  elseif mtype == NPMP_ADD_FLOW then
-    expected = ADDFLOW_LEN
-    if lim >= ADDFLOW_LEN then expected = expected + ONOFF_LEN * tvb(192, 2):uint() end
-  end
-  if length < HDR_LEN then
-    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 4-byte header", length))
-  elseif expected ~= 0 and length ~= expected then
-    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d does not match the expected %d for %s",
-      length, expected, tname))
-  elseif mtype == NPMP_DATA and length < DATA_LEN then
-    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d is smaller than the 48-byte DATA header", length))
-  elseif mtype == NPMP_RESULTS and length > RESULTS_MAX then
-    it:add_proto_expert_info(ei.length_mismatch, string.format("Length %d exceeds the RESULTS maximum of 1404", length))
-  end
-  if length >= HDR_LEN and length > avail then
-    ti:add_proto_expert_info(ei.truncated, string.format("Truncated message: Length %d, only %d bytes present", length, avail))
-  end
+  local dissect_type = dissect_message_of_type[mtype]
+  if dissect_type then dissect_type(m) end
 
-  local meas, flow, stream, has_flow = UInt64(0), 0, 0, false
-  if mtype == NPMP_ACKNOWLEDGE or mtype == NPMP_ADD_FLOW or mtype == NPMP_REMOVE_FLOW or mtype == NPMP_DATA then
-    if ok(4, 4) then ti:add(hf.flowid, tvb(4, 4)); flow = tvb(4, 4):uint() end
-    if ok(8, 8) then ti:add(hf.measurementid, tvb(8, 8)); meas = tvb(8, 8):uint64() end
-    if ok(16, 2) then ti:add(hf.streamid, tvb(16, 2)); stream = tvb(16, 2):uint(); has_flow = true end
-  elseif mtype == NPMP_IDENTIFY_FLOW then
-    if ok(4, 4) then ti:add(hf.flowid, tvb(4, 4)); flow = tvb(4, 4):uint() end
-    if ok(8, 8) then
-      local m = tvb(8, 8):uint64()
-      it = ti:add(hf.magic, tvb(8, 8))
-      if m ~= MAGIC then
-        it:add_proto_expert_info(ei.bad_magic, string.format("Bad magic number 0x%s (expected 0x%s)",
-          m:tohex(16), MAGIC:tohex(16)))
-      end
-    end
-    if ok(16, 8) then ti:add(hf.measurementid, tvb(16, 8)); meas = tvb(16, 8):uint64() end
-    if ok(24, 2) then ti:add(hf.streamid, tvb(24, 2)); stream = tvb(24, 2):uint(); has_flow = true end
-  elseif mtype == NPMP_START or mtype == NPMP_STOP then
-    if ok(4, 4) then ti:add(hf.padding32, tvb(4, 4)) end
-    if ok(8, 8) then ti:add(hf.measurementid, tvb(8, 8)); meas = tvb(8, 8):uint64() end
-  end
-
-  local mi
-  if has_flow then
-    local rkey = pinfo.number .. ":" .. ordinal
-    if not pinfo.visited then
-      mi = analyse(pinfo, mtype, meas, flow, stream, tvb, lim)
-      results[rkey] = mi
-    else
-      mi = results[rkey]
-    end
-  end
-
-  if mtype == NPMP_ACKNOWLEDGE then
-    if ok(18, 2) then ti:add(hf.padding, tvb(18, 2)) end
-    if ok(20, 4) then ti:add(hf.status, tvb(20, 4)) end
-  elseif mtype == NPMP_ADD_FLOW then
-    if ok(18, 2) then ti:add_le(hf.protocol, tvb(18, 2)) end
-    if ok(20, 32) then ti:add(hf.description, tvb(20, 32)) end
-    if ok(52, 4) then
-      ti:add(hf.ordered, tvb(52, 4))
-      ti:add(hf.ordered_fraction, tvb(52, 4), tvb(52, 4):uint() / 4294967295.0):set_generated()
-    end
-    if ok(56, 4) then
-      ti:add(hf.reliable, tvb(56, 4))
-      ti:add(hf.reliable_fraction, tvb(56, 4), tvb(56, 4):uint() / 4294967295.0):set_generated()
-    end
-    if ok(60, 4) then
-      local r = tvb(60, 4)
-      local rt = ti:add(hf.retranstrials, r)
-      rt:add(hf.retranstrials_is_time, r)
-      rt:add(hf.retranstrials_value, r)
-    end
-    for i = 0, 3 do if ok(64 + 8 * i, 8) then ti:add(hf.framerate, tvb(64 + 8 * i, 8)) end end
-    for i = 0, 3 do if ok(96 + 8 * i, 8) then ti:add(hf.framesize, tvb(96 + 8 * i, 8)) end end
-    if ok(128, 1) then ti:add(hf.framerate_rng, tvb(128, 1)) end
-    if ok(129, 1) then ti:add(hf.framesize_rng, tvb(129, 1)) end
-    if ok(130, 4) then ti:add(hf.rcvbuf, tvb(130, 4)) end
-    if ok(134, 4) then ti:add(hf.sndbuf, tvb(134, 4)) end
-    if ok(138, 2) then ti:add(hf.maxmsgsize, tvb(138, 2)) end
-    if ok(140, 1) then ti:add(hf.cmt, tvb(140, 1)) end
-    if ok(141, 1) then ti:add(hf.ccid, tvb(141, 1)) end
-    if ok(142, 2) then
-      local nd = ti:add(hf.ndiffports, tvb(142, 2))
-      nd:add(hf.sctp_rtomin, tvb(142, 2)); nd:add(hf.sctp_dac, tvb(142, 2))
-    end
-    if ok(144, 16) then ti:add(hf.pathmgr, tvb(144, 16)) end
-    if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
-    if ok(176, 16) then ti:add(hf.scheduler, tvb(176, 16)) end
-    if ok(192, 2) then
-      ti:add(hf.onoffevents, tvb(192, 2))
-      local n = tvb(192, 2):uint()
-      for i = 0, n - 1 do
-        local eo = ADDFLOW_LEN + ONOFF_LEN * i
-        if not ok(eo, ONOFF_LEN) then break end
-        local et = ti:add(hf.onoff, tvb(eo, ONOFF_LEN))
-        et:append_text(" " .. (i + 1))
-        et:add(hf.onoff_rng, tvb(eo, 1))
-        local ft = et:add(hf.onoff_flags, tvb(eo + 1, 1))
-        ft:add(hf.onoff_reltime, tvb(eo + 1, 1))
-        et:add(hf.onoff_padding, tvb(eo + 2, 2))
-        for j = 0, 3 do et:add(hf.onoff_value, tvb(eo + 4 + 8 * j, 8)) end
-      end
-    end
-  elseif mtype == NPMP_DATA then
-    if ok(18, 2) then ti:add(hf.padding, tvb(18, 2)) end
-    if ok(20, 4) then ti:add(hf.frameid, tvb(20, 4)) end
-    if ok(24, 8) then ti:add(hf.seqnumber, tvb(24, 8)) end
-    if ok(32, 8) then ti:add(hf.byteseqnumber, tvb(32, 8)) end
-    if ok(40, 8) then
-      local us = tvb(40, 8):uint64()
-      local secs = (us / UInt64(1000000)):tonumber()
-      local nsecs = (us % UInt64(1000000)):tonumber() * 1000
-      ti:add(hf.timestamp, tvb(40, 8))
-      ti:add(hf.timestamp_abs, tvb(40, 8), NSTime.new(secs, nsecs)):set_generated()
-    end
-    if lim > DATA_LEN then ti:add(hf.payload, tvb(DATA_LEN, lim - DATA_LEN)) end
-  elseif mtype == NPMP_RESULTS then
-    if lim > HDR_LEN then ti:add(hf.results_data, tvb(HDR_LEN, lim - HDR_LEN)) end
-  elseif mtype == NPMP_AUTH_HELLO or mtype == NPMP_AUTH_CHALLENGE then
-    if ok(HDR_LEN, AUTH_BLOCK) then ti:add(hf.auth_nonce, tvb(HDR_LEN, AUTH_BLOCK)) end
-    if mtype == NPMP_AUTH_CHALLENGE and ok(HDR_LEN + AUTH_BLOCK, AUTH_BLOCK) then
-      ti:add(hf.auth_mac, tvb(HDR_LEN + AUTH_BLOCK, AUTH_BLOCK))
-    end
-  elseif mtype == NPMP_AUTH_RESPONSE then
-    if ok(HDR_LEN, AUTH_BLOCK) then ti:add(hf.auth_mac, tvb(HDR_LEN, AUTH_BLOCK)) end
-  end
-
-  if has_flow then add_flow_info(tvb, pinfo, ti, ti, mi, mtype) end
-
-  -- Info column
-  local info = tname
-  if has_flow then info = info .. " flow=" .. flow end
-  if mtype == NPMP_DATA and lim >= 32 then info = info .. " seq=" .. tostring(tvb(24, 8):uint64()) end
-  if mtype == NPMP_ACKNOWLEDGE and lim >= 24 then
-    info = info .. " status=" .. (status_vals[tvb(20, 4):uint()] or "?")
-  end
-  if mtype == NPMP_RESULTS and band(flags, 1) ~= 0 then info = info .. " EOF" end
-  pinfo.cols.info:append((ordinal > 1 and ", " or "") .. info)
+  if m.has_flow then add_flow_info(m) end
+  append_info(m, flags, tname)
 
   -- Statistics record
   if tap_pending.frame ~= pinfo.number or ordinal == 1 then
     tap_pending = { frame = pinfo.number, recs = {} }
   end
   table.insert(tap_pending.recs, {
-    type = mtype, length = (length >= HDR_LEN) and length or consumed, has_flow = has_flow,
-    measurement = meas, flow = flow, stream = stream,
-    direction = mi and mi.direction or DIR_A2P,
+    type = mtype, length = (length >= HDR_LEN) and length or consumed, has_flow = m.has_flow,
+    measurement = m.meas, flow = m.flow, stream = m.stream,
+    direction = m.mi and m.mi.direction or DIR_A2P,
   })
   return consumed
 end
@@ -594,7 +703,7 @@ end
 
 local function dissect_pdu(tvb, pinfo, tree)
   set_columns(pinfo)
-  return dissect_one(tvb, pinfo, tree)
+  return dissect_message(tvb, pinfo, tree)
 end
 
 local function dissect_datagram(tvb, pinfo, tree)
@@ -604,7 +713,7 @@ local function dissect_datagram(tvb, pinfo, tree)
     local remaining = total - offset
     local len = (remaining >= 4) and tvb(offset + 2, 2):uint() or 0
     local sublen = (len >= HDR_LEN and len <= remaining) and len or remaining
-    local used = dissect_one(tvb(offset, sublen):tvb(), pinfo, tree)
+    local used = dissect_message(tvb(offset, sublen):tvb(), pinfo, tree)
     if used == 0 then break end
     offset = offset + used
   end

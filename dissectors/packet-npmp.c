@@ -11,9 +11,16 @@
  * doubles are IEEE-754 binary64 sent big-endian; common 4-byte header
  * Type(u8) Flags(u8) Length(u16, includes the header).
  *
+ * Laid out as Wireshark's own dissectors (packet-netperfmeter.c): one
+ * dissect_npmp_<type>_message() per message type, selected by a switch in
+ * dissect_npmp_message(); C99 integer types and bool, glib's types only where
+ * the Wireshark 4.0 API demands them (heuristic dissector, bool preference).
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +77,7 @@ uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
 #define NPMP_AUTH_CHALLENGE_LEN (NPMP_HDR_LEN + 2 * NPMP_AUTH_BLOCK)
 #define NPMP_AUTH_RESPONSE_LEN  (NPMP_HDR_LEN + NPMP_AUTH_BLOCK)
 
-#define NPMP_MAGIC G_GUINT64_CONSTANT(0x4bcdf3aa303c6774)
+#define NPMP_MAGIC UINT64_C(0x4bcdf3aa303c6774)
 
 #define PPID_NPMP_CONTROL        36
 #define PPID_NPMP_DATA           37
@@ -80,8 +87,8 @@ uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
 #define NPMP_DEFAULT_PORTS "8999-9001"
 
 /* Plausible DATA time stamps: 2000-01-01 .. 2100-01-01 in microseconds. */
-#define NPMP_TS_MIN G_GUINT64_CONSTANT(946684800000000)
-#define NPMP_TS_MAX G_GUINT64_CONSTANT(4102444800000000)
+#define NPMP_TS_MIN UINT64_C(946684800000000)
+#define NPMP_TS_MAX UINT64_C(4102444800000000)
 
 enum { DIR_A2P = 0, DIR_P2A = 1 };
 
@@ -176,7 +183,7 @@ static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors
 static int hf_identify_flags_path_vectors = -1;
 static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
 static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
-static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1;
+static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1, hf_start_warmup = -1;
 static int hf_results_flags_eof = -1;
 static int hf_flowid = -1, hf_measurementid = -1, hf_streamid = -1;
 static int hf_padding = -1, hf_padding32 = -1, hf_status = -1;
@@ -195,8 +202,8 @@ static int hf_flow_description = -1, hf_flow_protocol = -1, hf_flow_addflow_in =
 static int hf_flow_identify_in = -1, hf_direction = -1;
 static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
 
-static gint ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1, ett_ndiffports = -1;
-static gint ett_onoff_flags = -1;
+static int ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1, ett_ndiffports = -1;
+static int ett_onoff_flags = -1;
 
 static expert_field ei_unknown_type = EI_INIT;
 static expert_field ei_length_mismatch = EI_INIT;
@@ -209,7 +216,7 @@ static expert_field ei_seq_reordered = EI_INIT;
 /* Preferences */
 static range_t *pref_tcp_ports = NULL, *pref_udp_ports = NULL, *pref_dccp_ports = NULL;
 static range_t *cur_tcp_ports = NULL, *cur_udp_ports = NULL, *cur_dccp_ports = NULL;
-static gboolean pref_desegment = TRUE;
+static gboolean pref_desegment = TRUE;  /* gboolean: prefs_register_bool_preference() */
 
 /* ---- Analysis state (file scope) --------------------------------------
  * Flows are keyed by "MeasurementID:FlowID:StreamID" and learnt from
@@ -217,47 +224,47 @@ static gboolean pref_desegment = TRUE;
  * Sequence state is per flow and direction.  Everything is computed on the
  * first pass and stored per message (frame number, message ordinal). */
 typedef struct {
-  gchar   *description;
-  guint16  protocol;
-  guint32  addflow_frame;
-  guint32  identify_frame;
-  address  active_addr;      /* source of the IDENTIFY */
-  guint32  active_port;
-  guint32  passive_port;     /* destination port of the IDENTIFY */
+  char     *description;
+  uint16_t  protocol;
+  uint32_t  addflow_frame;
+  uint32_t  identify_frame;
+  address   active_addr;     /* source of the IDENTIFY */
+  uint32_t  active_port;
+  uint32_t  passive_port;    /* destination port of the IDENTIFY */
 } npmp_flow_t;
 
 typedef struct {
-  gboolean seen;
-  guint64  expected;
+  bool      seen;
+  uint64_t  expected;
 } npmp_seq_t;
 
 typedef struct {
-  gboolean known;
-  gchar   *description;
-  guint16  protocol;
-  guint32  addflow_frame;
-  guint32  identify_frame;
-  guint8   direction;
-  gboolean has_seq;
-  guint64  expected;
-  guint64  lost;
-  gboolean reordered;
+  bool      known;
+  char     *description;
+  uint16_t  protocol;
+  uint32_t  addflow_frame;
+  uint32_t  identify_frame;
+  uint8_t   direction;
+  bool      has_seq;
+  uint64_t  expected;
+  uint64_t  lost;
+  bool      reordered;
 } npmp_msg_info_t;
 
-static wmem_map_t *flow_table = NULL;   /* gchar* -> npmp_flow_t* */
-static wmem_map_t *seq_table = NULL;    /* gchar* -> npmp_seq_t* */
+static wmem_map_t *flow_table = NULL;   /* char* -> npmp_flow_t* */
+static wmem_map_t *seq_table = NULL;    /* char* -> npmp_seq_t* */
 static wmem_map_t *confirmed_convs = NULL; /* conversation_t* -> marker */
 
 /* Tap record, one per message */
 typedef struct {
-  guint8  type;
-  guint16 length;
-  gboolean has_flow;
-  guint64 measurement;
-  guint32 flow;
-  guint16 stream;
-  guint8  direction;
-  guint32 frame;
+  uint8_t   type;
+  uint16_t  length;
+  bool      has_flow;
+  uint64_t  measurement;
+  uint32_t  flow;
+  uint16_t  stream;
+  uint8_t   direction;
+  uint32_t  frame;
 } npmp_tap_rec_t;
 
 static void
@@ -268,8 +275,8 @@ npmp_init(void)
   confirmed_convs = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
 }
 
-static gchar *
-flow_key(wmem_allocator_t *scope, guint64 meas, guint32 flow, guint16 stream)
+static char *
+flow_key(wmem_allocator_t *scope, uint64_t meas, uint32_t flow, uint16_t stream)
 {
   return wmem_strdup_printf(scope, "%016" PRIx64 ":%u:%u", meas, flow, stream);
 }
@@ -278,14 +285,14 @@ flow_key(wmem_allocator_t *scope, guint64 meas, guint32 flow, guint16 stream)
 
 /* Level 1: the header at offset is a valid NPMP header for its type
  * (used before claiming a port-registered TCP/UDP/DCCP payload). */
-static gboolean
+static bool
 header_plausible(tvbuff_t *tvb, int offset)
 {
   if (tvb_captured_length_remaining(tvb, offset) < NPMP_HDR_LEN)
-    return FALSE;
-  guint8 type = tvb_get_guint8(tvb, offset);
-  guint8 flags = tvb_get_guint8(tvb, offset + 1);
-  guint16 len = tvb_get_ntohs(tvb, offset + 2);
+    return false;
+  uint8_t type = tvb_get_guint8(tvb, offset);
+  uint8_t flags = tvb_get_guint8(tvb, offset + 1);
+  uint16_t len = tvb_get_ntohs(tvb, offset + 2);
   switch (type) {
   case NPMP_ACKNOWLEDGE:   return flags == 0 && len == NPMP_ACK_LEN;
   case NPMP_ADD_FLOW:      return len >= NPMP_ADDFLOW_LEN &&  /* every flag bit is defined */
@@ -299,43 +306,64 @@ header_plausible(tvbuff_t *tvb, int offset)
   case NPMP_AUTH_HELLO:    return flags == 0 && len == NPMP_AUTH_HELLO_LEN;
   case NPMP_AUTH_CHALLENGE: return flags == 0 && len == NPMP_AUTH_CHALLENGE_LEN;
   case NPMP_AUTH_RESPONSE: return flags == 0 && len == NPMP_AUTH_RESPONSE_LEN;
-  default:                 return FALSE;
+  default:                 return false;
   }
 }
 
 /* Level 2 (heuristics): IDENTIFY_FLOW with the magic number, DATA with zero
  * padding and a plausible time stamp, or ADD_FLOW with a known protocol. */
-static gboolean
+static bool
 heur_plausible(tvbuff_t *tvb)
 {
   if (!header_plausible(tvb, 0))
-    return FALSE;
-  guint avail = tvb_captured_length(tvb);
+    return false;
+  unsigned avail = tvb_captured_length(tvb);
   switch (tvb_get_guint8(tvb, 0)) {
   case NPMP_IDENTIFY_FLOW:
     return avail >= 16 && tvb_get_ntoh64(tvb, 8) == NPMP_MAGIC;
   case NPMP_DATA: {
     if (avail < NPMP_DATA_LEN || tvb_get_ntohs(tvb, 18) != 0)
-      return FALSE;
-    guint64 ts = tvb_get_ntoh64(tvb, 40);
+      return false;
+    uint64_t ts = tvb_get_ntoh64(tvb, 40);
     return ts >= NPMP_TS_MIN && ts <= NPMP_TS_MAX;
   }
   case NPMP_ADD_FLOW: {
     if (avail < 20)
-      return FALSE;
+      return false;
     return try_val_to_str(tvb_get_letohs(tvb, 18), npmp_protocol_vals) != NULL;
   }
   default:
-    return FALSE;
+    return false;
   }
 }
 
 /* ---- Message dissection ----------------------------------------------- */
 
-/* Adds a field only if it lies completely inside the message. */
-#define FIELD_OK(off, size) ((guint)(off) + (guint)(size) <= lim)
+/* One message being dissected: what the per-type functions read and fill in. */
+typedef struct {
+  tvbuff_t    *tvb;       /* the message at offset 0 */
+  packet_info *pinfo;
+  proto_tree  *tree;      /* the message's subtree */
+  proto_item  *item;      /* the message's protocol item */
+  uint8_t      type;
+  unsigned     lim;       /* bytes of the message that are present */
+  unsigned     ordinal;   /* the message's number inside its packet */
+  /* Flow identity (flow messages) or measurement (START, STOP) */
+  bool         has_flow;
+  uint64_t     meas;
+  uint32_t     flow;
+  uint16_t     stream;
+  npmp_msg_info_t *mi;    /* analysis result of a flow message */
+} npmp_msg_t;
 
-static guint8
+/* A field is added only if it lies completely inside the message. */
+static bool
+field_ok(const npmp_msg_t *m, unsigned offset, unsigned size)
+{
+  return offset + size <= m->lim;
+}
+
+static uint8_t
 get_direction(packet_info *pinfo, const npmp_flow_t *fl)
 {
   if (fl && fl->identify_frame) {
@@ -353,24 +381,25 @@ get_direction(packet_info *pinfo, const npmp_flow_t *fl)
 
 /* First-pass analysis of one flow-carrying message. */
 static npmp_msg_info_t *
-analyse(packet_info *pinfo, guint8 type, guint64 meas, guint32 flow, guint16 stream,
-        tvbuff_t *tvb, guint lim)
+analyse(const npmp_msg_t *m)
 {
+  tvbuff_t *tvb = m->tvb;
+  packet_info *pinfo = m->pinfo;
   npmp_msg_info_t *mi = wmem_new0(wmem_file_scope(), npmp_msg_info_t);
-  gchar *key = flow_key(pinfo->pool, meas, flow, stream);
+  char *key = flow_key(pinfo->pool, m->meas, m->flow, m->stream);
   npmp_flow_t *fl = (npmp_flow_t *)wmem_map_lookup(flow_table, key);
 
-  if (type == NPMP_ADD_FLOW) {
+  if (m->type == NPMP_ADD_FLOW) {
     if (!fl) {
       fl = wmem_new0(wmem_file_scope(), npmp_flow_t);
       fl->addflow_frame = pinfo->num;
-      fl->protocol = (lim >= 20) ? tvb_get_letohs(tvb, 18) : 0;
-      fl->description = (lim >= 52)
-        ? (gchar *)tvb_get_stringzpad(wmem_file_scope(), tvb, 20, 32, ENC_ASCII)
+      fl->protocol = (m->lim >= 20) ? tvb_get_letohs(tvb, 18) : 0;
+      fl->description = (m->lim >= 52)
+        ? (char *)tvb_get_stringzpad(wmem_file_scope(), tvb, 20, 32, ENC_ASCII)
         : wmem_strdup(wmem_file_scope(), "");
       wmem_map_insert(flow_table, wmem_strdup(wmem_file_scope(), key), fl);
     }
-  } else if (type == NPMP_IDENTIFY_FLOW && fl && !fl->identify_frame) {
+  } else if (m->type == NPMP_IDENTIFY_FLOW && fl && !fl->identify_frame) {
     fl->identify_frame = pinfo->num;
     copy_address_wmem(wmem_file_scope(), &fl->active_addr, &pinfo->src);
     fl->active_port = pinfo->srcport;
@@ -378,7 +407,7 @@ analyse(packet_info *pinfo, guint8 type, guint64 meas, guint32 flow, guint16 str
   }
 
   if (fl) {
-    mi->known = TRUE;
+    mi->known = true;
     mi->description = fl->description;
     mi->protocol = fl->protocol;
     mi->addflow_frame = fl->addflow_frame;
@@ -386,9 +415,9 @@ analyse(packet_info *pinfo, guint8 type, guint64 meas, guint32 flow, guint16 str
   }
   mi->direction = get_direction(pinfo, fl);
 
-  if (type == NPMP_DATA && lim >= 32) {
-    guint64 seq = tvb_get_ntoh64(tvb, 24);
-    gchar *skey = wmem_strdup_printf(pinfo->pool, "%s:%u", key, mi->direction);
+  if (m->type == NPMP_DATA && m->lim >= 32) {
+    uint64_t seq = tvb_get_ntoh64(tvb, 24);
+    char *skey = wmem_strdup_printf(pinfo->pool, "%s:%u", key, mi->direction);
     npmp_seq_t *st = (npmp_seq_t *)wmem_map_lookup(seq_table, skey);
     if (!st) {
       st = wmem_new0(wmem_file_scope(), npmp_seq_t);
@@ -396,25 +425,29 @@ analyse(packet_info *pinfo, guint8 type, guint64 meas, guint32 flow, guint16 str
     }
     if (!st->seen) {
       /* The start of the flow is in the capture if its ADD_FLOW is. */
-      st->seen = TRUE;
+      st->seen = true;
       st->expected = fl ? 0 : seq;
     }
-    mi->has_seq = TRUE;
+    mi->has_seq = true;
     mi->expected = st->expected;
     if (seq >= st->expected) {
       mi->lost = seq - st->expected;
       st->expected = seq + 1;
     } else {
-      mi->reordered = TRUE;
+      mi->reordered = true;
     }
   }
   return mi;
 }
 
+/* Generated fields of a flow message: its ADD_FLOW and IDENTIFY_FLOW,
+ * direction and sequence analysis. */
 static void
-add_flow_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti,
-              npmp_msg_info_t *mi, guint8 type)
+add_flow_info(const npmp_msg_t *m)
 {
+  tvbuff_t *tvb = m->tvb;
+  proto_tree *tree = m->tree;
+  const npmp_msg_info_t *mi = m->mi;
   proto_item *it;
   if (!mi)
     return;
@@ -423,18 +456,18 @@ add_flow_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *t
     proto_item_set_generated(it);
     it = proto_tree_add_uint(tree, hf_flow_protocol, tvb, 0, 0, mi->protocol);
     proto_item_set_generated(it);
-    if (type != NPMP_ADD_FLOW) {
+    if (m->type != NPMP_ADD_FLOW) {
       it = proto_tree_add_uint(tree, hf_flow_addflow_in, tvb, 0, 0, mi->addflow_frame);
       proto_item_set_generated(it);
     }
-    if (mi->identify_frame && type != NPMP_IDENTIFY_FLOW && type != NPMP_ADD_FLOW) {
+    if (mi->identify_frame && m->type != NPMP_IDENTIFY_FLOW && m->type != NPMP_ADD_FLOW) {
       it = proto_tree_add_uint(tree, hf_flow_identify_in, tvb, 0, 0, mi->identify_frame);
       proto_item_set_generated(it);
     }
-  } else if (type == NPMP_DATA || type == NPMP_IDENTIFY_FLOW) {
-    expert_add_info(pinfo, ti, &ei_unknown_flow);
+  } else if (m->type == NPMP_DATA || m->type == NPMP_IDENTIFY_FLOW) {
+    expert_add_info(m->pinfo, m->item, &ei_unknown_flow);
   }
-  if (type == NPMP_DATA) {
+  if (m->type == NPMP_DATA) {
     it = proto_tree_add_uint(tree, hf_direction, tvb, 0, 0, mi->direction);
     proto_item_set_generated(it);
   }
@@ -444,14 +477,14 @@ add_flow_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *t
     if (mi->lost) {
       it = proto_tree_add_uint64(tree, hf_seq_lost, tvb, 24, 8, mi->lost);
       proto_item_set_generated(it);
-      expert_add_info_format(pinfo, it, &ei_seq_lost,
+      expert_add_info_format(m->pinfo, it, &ei_seq_lost,
                              "%" PRIu64 " message(s) missing before SeqNumber %" PRIu64,
                              mi->lost, mi->expected + mi->lost);
     }
     if (mi->reordered) {
-      it = proto_tree_add_boolean(tree, hf_seq_reordered, tvb, 24, 8, TRUE);
+      it = proto_tree_add_boolean(tree, hf_seq_reordered, tvb, 24, 8, true);
       proto_item_set_generated(it);
-      expert_add_info_format(pinfo, it, &ei_seq_reordered,
+      expert_add_info_format(m->pinfo, it, &ei_seq_reordered,
                              "Out-of-order message: SeqNumber %" PRIu64 " < expected %" PRIu64,
                              tvb_get_ntoh64(tvb, 24), mi->expected);
     }
@@ -475,299 +508,376 @@ static int * const results_flag_fields[] = { &hf_results_flags_eof, NULL };
 static int * const onoff_flag_fields[] = { &hf_onoff_flags_reltime, NULL };
 static int * const retrans_fields[] = { &hf_retranstrials_is_time, &hf_retranstrials_value, NULL };
 
+/* The defined flag bits of a message type, NULL if it has none. */
+static int * const *
+flag_fields(uint8_t type)
+{
+  switch (type) {
+  case NPMP_ADD_FLOW:      return addflow_flag_fields;
+  case NPMP_IDENTIFY_FLOW: return identify_flag_fields;
+  case NPMP_DATA:          return data_flag_fields;
+  case NPMP_START:         return start_flag_fields;
+  case NPMP_RESULTS:       return results_flag_fields;
+  default:                 return NULL;
+  }
+}
+
+/* The length a message of this type must have, 0 if it varies (DATA, RESULTS, unknown). */
+static unsigned
+expected_length(const npmp_msg_t *m)
+{
+  switch (m->type) {
+  case NPMP_ACKNOWLEDGE:    return NPMP_ACK_LEN;
+  case NPMP_REMOVE_FLOW:    return NPMP_REMOVE_LEN;
+  case NPMP_IDENTIFY_FLOW:  return NPMP_IDENTIFY_LEN;
+  case NPMP_START:
+  case NPMP_STOP:           return NPMP_STARTSTOP_LEN;
+  case NPMP_AUTH_HELLO:     return NPMP_AUTH_HELLO_LEN;
+  case NPMP_AUTH_CHALLENGE: return NPMP_AUTH_CHALLENGE_LEN;
+  case NPMP_AUTH_RESPONSE:  return NPMP_AUTH_RESPONSE_LEN;
+  case NPMP_ADD_FLOW:
+    if (m->lim >= NPMP_ADDFLOW_LEN)
+      return NPMP_ADDFLOW_LEN + NPMP_ONOFF_LEN * tvb_get_ntohs(m->tvb, 192);
+    return NPMP_ADDFLOW_LEN;
+  default:                  return 0;
+  }
+}
+
+/* Expert infos on the Length field (item it). */
+static void
+check_length(const npmp_msg_t *m, proto_item *it, uint16_t length, unsigned avail, const char *tname)
+{
+  unsigned expected = expected_length(m);
+  if (length < NPMP_HDR_LEN)
+    expert_add_info_format(m->pinfo, it, &ei_length_mismatch,
+                           "Length %u is smaller than the 4-byte header", length);
+  else if (expected && length != expected)
+    expert_add_info_format(m->pinfo, it, &ei_length_mismatch,
+                           "Length %u does not match the expected %u for %s",
+                           length, expected, tname);
+  else if (m->type == NPMP_DATA && length < NPMP_DATA_LEN)
+    expert_add_info_format(m->pinfo, it, &ei_length_mismatch,
+                           "Length %u is smaller than the 48-byte DATA header", length);
+  else if (m->type == NPMP_RESULTS && length > NPMP_RESULTS_MAX)
+    expert_add_info_format(m->pinfo, it, &ei_length_mismatch,
+                           "Length %u exceeds the RESULTS maximum of 1404", length);
+  if (length >= NPMP_HDR_LEN && length > avail)
+    expert_add_info_format(m->pinfo, m->item, &ei_truncated,
+                           "Truncated message: Length %u, only %u bytes present", length, avail);
+}
+
+/* FlowID, at offset 4 in every flow message. */
+static void
+dissect_npmp_flowid(npmp_msg_t *m)
+{
+  if (field_ok(m, 4, 4))
+    proto_tree_add_item_ret_uint(m->tree, hf_flowid, m->tvb, 4, 4, ENC_BIG_ENDIAN, &m->flow);
+}
+
+/* MeasurementID and StreamID of a flow message.  With the StreamID the flow is
+ * known: the analysis runs (first pass) or is looked up (later passes) before
+ * the rest of the message is read. */
+static void
+dissect_npmp_measurement_stream(npmp_msg_t *m, unsigned meas_offset, unsigned stream_offset)
+{
+  if (field_ok(m, meas_offset, 8))
+    proto_tree_add_item_ret_uint64(m->tree, hf_measurementid, m->tvb, meas_offset, 8, ENC_BIG_ENDIAN, &m->meas);
+  if (!field_ok(m, stream_offset, 2))
+    return;
+  uint32_t stream;
+  proto_tree_add_item_ret_uint(m->tree, hf_streamid, m->tvb, stream_offset, 2, ENC_BIG_ENDIAN, &stream);
+  m->stream = (uint16_t)stream;
+  m->has_flow = true;
+  if (!m->pinfo->fd->visited) {
+    m->mi = analyse(m);
+    p_add_proto_data(wmem_file_scope(), m->pinfo, proto_npmp, m->ordinal, m->mi);
+  } else {
+    m->mi = (npmp_msg_info_t *)p_get_proto_data(wmem_file_scope(), m->pinfo, proto_npmp, m->ordinal);
+  }
+}
+
+static void
+dissect_npmp_acknowledge_message(npmp_msg_t *m)
+{
+  dissect_npmp_flowid(m);
+  dissect_npmp_measurement_stream(m, 8, 16);
+  if (field_ok(m, 18, 2)) proto_tree_add_item(m->tree, hf_padding, m->tvb, 18, 2, ENC_BIG_ENDIAN);
+  if (field_ok(m, 20, 4)) proto_tree_add_item(m->tree, hf_status, m->tvb, 20, 4, ENC_BIG_ENDIAN);
+}
+
+/* Ordered and Reliable: a fraction times 0xffffffff. */
+static void
+dissect_npmp_fraction(npmp_msg_t *m, unsigned offset, int hf_raw, int hf_fraction)
+{
+  if (!field_ok(m, offset, 4))
+    return;
+  uint32_t v = tvb_get_ntohl(m->tvb, offset);
+  proto_tree_add_item(m->tree, hf_raw, m->tvb, offset, 4, ENC_BIG_ENDIAN);
+  proto_item *it = proto_tree_add_double(m->tree, hf_fraction, m->tvb, offset, 4, (double)v / 4294967295.0);
+  proto_item_set_generated(it);
+}
+
+static void
+dissect_npmp_onoff_events(npmp_msg_t *m)
+{
+  tvbuff_t *tvb = m->tvb;
+  uint32_t n;
+  proto_tree_add_item_ret_uint(m->tree, hf_onoffevents, tvb, 192, 2, ENC_BIG_ENDIAN, &n);
+  for (unsigned i = 0; i < n; i++) {
+    unsigned eo = NPMP_ADDFLOW_LEN + NPMP_ONOFF_LEN * i;
+    if (!field_ok(m, eo, NPMP_ONOFF_LEN))
+      break;
+    proto_item *ei = proto_tree_add_item(m->tree, hf_onoff, tvb, eo, NPMP_ONOFF_LEN, ENC_NA);
+    proto_item_append_text(ei, " %u", i + 1);
+    proto_tree *et = proto_item_add_subtree(ei, ett_onoff);
+    proto_tree_add_item(et, hf_onoff_rng, tvb, eo, 1, ENC_BIG_ENDIAN);
+    proto_tree_add_bitmask(et, tvb, eo + 1, hf_onoff_flags, ett_onoff_flags, onoff_flag_fields, ENC_BIG_ENDIAN);
+    proto_tree_add_item(et, hf_onoff_padding, tvb, eo + 2, 2, ENC_BIG_ENDIAN);
+    for (unsigned j = 0; j < 4; j++)
+      proto_tree_add_item(et, hf_onoff_value, tvb, eo + 4 + 8 * j, 8, ENC_BIG_ENDIAN);
+  }
+}
+
+static void
+dissect_npmp_add_flow_message(npmp_msg_t *m)
+{
+  tvbuff_t *tvb = m->tvb;
+  proto_tree *tree = m->tree;
+  dissect_npmp_flowid(m);
+  dissect_npmp_measurement_stream(m, 8, 16);
+  if (field_ok(m, 18, 2)) proto_tree_add_item(tree, hf_protocol, tvb, 18, 2, ENC_LITTLE_ENDIAN);
+  if (field_ok(m, 20, 32)) proto_tree_add_item(tree, hf_description, tvb, 20, 32, ENC_ASCII);
+  dissect_npmp_fraction(m, 52, hf_ordered, hf_ordered_fraction);
+  dissect_npmp_fraction(m, 56, hf_reliable, hf_reliable_fraction);
+  if (field_ok(m, 60, 4))
+    proto_tree_add_bitmask(tree, tvb, 60, hf_retranstrials, ett_retrans, retrans_fields, ENC_BIG_ENDIAN);
+  for (unsigned i = 0; i < 4; i++)
+    if (field_ok(m, 64 + 8 * i, 8)) proto_tree_add_item(tree, hf_framerate, tvb, 64 + 8 * i, 8, ENC_BIG_ENDIAN);
+  for (unsigned i = 0; i < 4; i++)
+    if (field_ok(m, 96 + 8 * i, 8)) proto_tree_add_item(tree, hf_framesize, tvb, 96 + 8 * i, 8, ENC_BIG_ENDIAN);
+  if (field_ok(m, 128, 1)) proto_tree_add_item(tree, hf_framerate_rng, tvb, 128, 1, ENC_BIG_ENDIAN);
+  if (field_ok(m, 129, 1)) proto_tree_add_item(tree, hf_framesize_rng, tvb, 129, 1, ENC_BIG_ENDIAN);
+  if (field_ok(m, 130, 4)) proto_tree_add_item(tree, hf_rcvbuf, tvb, 130, 4, ENC_BIG_ENDIAN);
+  if (field_ok(m, 134, 4)) proto_tree_add_item(tree, hf_sndbuf, tvb, 134, 4, ENC_BIG_ENDIAN);
+  if (field_ok(m, 138, 2)) proto_tree_add_item(tree, hf_maxmsgsize, tvb, 138, 2, ENC_BIG_ENDIAN);
+  if (field_ok(m, 140, 1)) proto_tree_add_item(tree, hf_cmt, tvb, 140, 1, ENC_BIG_ENDIAN);
+  if (field_ok(m, 141, 1)) proto_tree_add_item(tree, hf_ccid, tvb, 141, 1, ENC_BIG_ENDIAN);
+  if (field_ok(m, 142, 2))
+    proto_tree_add_bitmask(tree, tvb, 142, hf_ndiffports, ett_ndiffports, ndiffports_fields, ENC_BIG_ENDIAN);
+  if (field_ok(m, 144, 16)) proto_tree_add_item(tree, hf_pathmgr, tvb, 144, 16, ENC_ASCII);
+  if (field_ok(m, 160, 16)) proto_tree_add_item(tree, hf_cc, tvb, 160, 16, ENC_ASCII);
+  if (field_ok(m, 176, 16)) proto_tree_add_item(tree, hf_scheduler, tvb, 176, 16, ENC_ASCII);
+  if (field_ok(m, 192, 2))
+    dissect_npmp_onoff_events(m);
+}
+
+static void
+dissect_npmp_remove_flow_message(npmp_msg_t *m)
+{
+  dissect_npmp_flowid(m);
+  dissect_npmp_measurement_stream(m, 8, 16);
+}
+
+static void
+dissect_npmp_identify_flow_message(npmp_msg_t *m)
+{
+  dissect_npmp_flowid(m);
+  if (field_ok(m, 8, 8)) {
+    uint64_t magic;
+    proto_item *it = proto_tree_add_item_ret_uint64(m->tree, hf_magic, m->tvb, 8, 8, ENC_BIG_ENDIAN, &magic);
+    if (magic != NPMP_MAGIC)
+      expert_add_info_format(m->pinfo, it, &ei_bad_magic,
+                             "Bad magic number 0x%016" PRIx64 " (expected 0x%016" PRIx64 ")",
+                             magic, NPMP_MAGIC);
+  }
+  dissect_npmp_measurement_stream(m, 16, 24);
+}
+
+static void
+dissect_npmp_data_message(npmp_msg_t *m)
+{
+  tvbuff_t *tvb = m->tvb;
+  proto_tree *tree = m->tree;
+  dissect_npmp_flowid(m);
+  dissect_npmp_measurement_stream(m, 8, 16);
+  if (field_ok(m, 18, 2)) proto_tree_add_item(tree, hf_padding, tvb, 18, 2, ENC_BIG_ENDIAN);
+  if (field_ok(m, 20, 4)) proto_tree_add_item(tree, hf_frameid, tvb, 20, 4, ENC_BIG_ENDIAN);
+  if (field_ok(m, 24, 8)) proto_tree_add_item(tree, hf_seqnumber, tvb, 24, 8, ENC_BIG_ENDIAN);
+  if (field_ok(m, 32, 8)) proto_tree_add_item(tree, hf_byteseqnumber, tvb, 32, 8, ENC_BIG_ENDIAN);
+  if (field_ok(m, 40, 8)) {
+    uint64_t us = tvb_get_ntoh64(tvb, 40);
+    nstime_t t;
+    t.secs = (time_t)(us / 1000000);
+    t.nsecs = (int)((us % 1000000) * 1000);
+    proto_tree_add_item(tree, hf_timestamp, tvb, 40, 8, ENC_BIG_ENDIAN);
+    proto_item *it = proto_tree_add_time(tree, hf_timestamp_abs, tvb, 40, 8, &t);
+    proto_item_set_generated(it);
+  }
+  if (m->lim > NPMP_DATA_LEN)
+    proto_tree_add_item(tree, hf_payload, tvb, NPMP_DATA_LEN, m->lim - NPMP_DATA_LEN, ENC_NA);
+}
+
+/* MeasurementID of START and STOP. */
+static void
+dissect_npmp_measurement(npmp_msg_t *m)
+{
+  if (field_ok(m, 8, 8))
+    proto_tree_add_item_ret_uint64(m->tree, hf_measurementid, m->tvb, 8, 8, ENC_BIG_ENDIAN, &m->meas);
+}
+
+static void
+dissect_npmp_start_message(npmp_msg_t *m)
+{
+  /* Offset 4 is the reference's Padding (always 0): here the warm-up in milliseconds. */
+  if (field_ok(m, 4, 4)) {
+    uint32_t warmup = tvb_get_ntohl(m->tvb, 4);
+    if (warmup)
+      proto_tree_add_uint_format_value(m->tree, hf_start_warmup, m->tvb, 4, 4, warmup, "%u ms", warmup);
+    else
+      proto_tree_add_uint_format_value(m->tree, hf_start_warmup, m->tvb, 4, 4, warmup, "none");
+  }
+  dissect_npmp_measurement(m);
+}
+
+static void
+dissect_npmp_stop_message(npmp_msg_t *m)
+{
+  if (field_ok(m, 4, 4)) proto_tree_add_item(m->tree, hf_padding32, m->tvb, 4, 4, ENC_BIG_ENDIAN);
+  dissect_npmp_measurement(m);
+}
+
+static void
+dissect_npmp_results_message(npmp_msg_t *m)
+{
+  if (m->lim > NPMP_HDR_LEN)
+    proto_tree_add_item(m->tree, hf_results_data, m->tvb, NPMP_HDR_LEN, m->lim - NPMP_HDR_LEN, ENC_NA);
+}
+
+/* A nonce or an HMAC-SHA-256 value. */
+static void
+dissect_npmp_auth_block(npmp_msg_t *m, unsigned offset, int hf)
+{
+  if (field_ok(m, offset, NPMP_AUTH_BLOCK))
+    proto_tree_add_item(m->tree, hf, m->tvb, offset, NPMP_AUTH_BLOCK, ENC_NA);
+}
+
+static void
+dissect_npmp_auth_hello_message(npmp_msg_t *m)
+{
+  dissect_npmp_auth_block(m, NPMP_HDR_LEN, hf_auth_nonce);
+}
+
+static void
+dissect_npmp_auth_challenge_message(npmp_msg_t *m)
+{
+  dissect_npmp_auth_block(m, NPMP_HDR_LEN, hf_auth_nonce);
+  dissect_npmp_auth_block(m, NPMP_HDR_LEN + NPMP_AUTH_BLOCK, hf_auth_mac);
+}
+
+static void
+dissect_npmp_auth_response_message(npmp_msg_t *m)
+{
+  dissect_npmp_auth_block(m, NPMP_HDR_LEN, hf_auth_mac);
+}
+
+/* Info column text of one message. */
+static void
+append_info(const npmp_msg_t *m, uint8_t flags, const char *tname)
+{
+  wmem_strbuf_t *sb = wmem_strbuf_new(m->pinfo->pool, tname);
+  if (m->has_flow)
+    wmem_strbuf_append_printf(sb, " flow=%u", m->flow);
+  if (m->type == NPMP_DATA && m->lim >= 32)
+    wmem_strbuf_append_printf(sb, " seq=%" PRIu64, tvb_get_ntoh64(m->tvb, 24));
+  if (m->type == NPMP_ACKNOWLEDGE && m->lim >= 24)
+    wmem_strbuf_append_printf(sb, " status=%s",
+                              val_to_str_const(tvb_get_ntohl(m->tvb, 20), npmp_status_vals, "?"));
+  if (m->type == NPMP_RESULTS && (flags & 0x01))
+    wmem_strbuf_append(sb, " EOF");
+  col_append_sep_str(m->pinfo->cinfo, COL_INFO, ", ", wmem_strbuf_get_str(sb));
+}
+
 /* Dissects one message that starts at offset 0 of tvb.  Returns the number
  * of bytes it occupies (the Length field, clamped to what is present). */
-static guint
-dissect_one(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+static unsigned
+dissect_npmp_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-  guint avail = tvb_reported_length(tvb);
-  guint8 type = tvb_get_guint8(tvb, 0);
-  guint8 flags = (avail >= 2) ? tvb_get_guint8(tvb, 1) : 0;
-  guint16 length = (avail >= 4) ? tvb_get_ntohs(tvb, 2) : 0;
-  guint lim, consumed;
-  proto_item *ti, *it;
-  proto_tree *mt;
-  npmp_msg_info_t *mi = NULL;
-  guint64 meas = 0;
-  guint32 flow = 0;
-  guint16 stream = 0;
-  gboolean has_flow = FALSE;
-  const gchar *tname = val_to_str_const(type, npmp_type_vals, "Unknown");
+  unsigned avail = tvb_reported_length(tvb);
+  uint8_t type = tvb_get_guint8(tvb, 0);
+  uint8_t flags = (avail >= 2) ? tvb_get_guint8(tvb, 1) : 0;
+  uint16_t length = (avail >= 4) ? tvb_get_ntohs(tvb, 2) : 0;
+  unsigned consumed;
+  proto_item *it;
+  const char *tname = val_to_str_const(type, npmp_type_vals, "Unknown");
+  npmp_msg_t m = { .tvb = tvb, .pinfo = pinfo, .type = type };
 
   /* Per-packet message ordinal, the key of the stored analysis result. */
-  guint ordinal = GPOINTER_TO_UINT(p_get_proto_data(pinfo->pool, pinfo, proto_npmp, 0)) + 1;
-  p_add_proto_data(pinfo->pool, pinfo, proto_npmp, 0, GUINT_TO_POINTER(ordinal));
+  m.ordinal = (unsigned)(uintptr_t)p_get_proto_data(pinfo->pool, pinfo, proto_npmp, 0) + 1;
+  p_add_proto_data(pinfo->pool, pinfo, proto_npmp, 0, (void *)(uintptr_t)m.ordinal);
 
   if (avail < NPMP_HDR_LEN) {
-    ti = proto_tree_add_item(tree, proto_npmp, tvb, 0, avail, ENC_NA);
-    mt = proto_item_add_subtree(ti, ett_npmp);
-    proto_tree_add_item(mt, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
+    m.item = proto_tree_add_item(tree, proto_npmp, tvb, 0, avail, ENC_NA);
+    m.tree = proto_item_add_subtree(m.item, ett_npmp);
+    proto_tree_add_item(m.tree, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
     if (avail >= 2)
-      proto_tree_add_item(mt, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
-    expert_add_info_format(pinfo, ti, &ei_truncated,
+      proto_tree_add_item(m.tree, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
+    expert_add_info_format(pinfo, m.item, &ei_truncated,
                            "Truncated message: %u of 4 header bytes present", avail);
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[Truncated]");
     return avail;
   }
 
   if (length < NPMP_HDR_LEN) {
-    lim = NPMP_HDR_LEN;
+    m.lim = NPMP_HDR_LEN;
     consumed = avail;  /* cannot resynchronise: the rest belongs to this message */
   } else {
-    lim = MIN((guint)length, avail);
-    consumed = lim;
+    m.lim = (length < avail) ? length : avail;
+    consumed = m.lim;
   }
 
-  ti = proto_tree_add_item(tree, proto_npmp, tvb, 0, consumed, ENC_NA);
-  mt = proto_item_add_subtree(ti, ett_npmp);
-  proto_item_append_text(ti, ", %s", tname);
-  it = proto_tree_add_item(mt, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
+  m.item = proto_tree_add_item(tree, proto_npmp, tvb, 0, consumed, ENC_NA);
+  m.tree = proto_item_add_subtree(m.item, ett_npmp);
+  proto_item_append_text(m.item, ", %s", tname);
+  it = proto_tree_add_item(m.tree, hf_type, tvb, 0, 1, ENC_BIG_ENDIAN);
   if (!try_val_to_str(type, npmp_type_vals))
     expert_add_info_format(pinfo, it, &ei_unknown_type, "Unknown message type %u", type);
+  if (flag_fields(type))
+    proto_tree_add_bitmask(m.tree, tvb, 1, hf_flags, ett_flags, flag_fields(type), ENC_BIG_ENDIAN);
+  else
+    proto_tree_add_item(m.tree, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
+  it = proto_tree_add_item(m.tree, hf_length, tvb, 2, 2, ENC_BIG_ENDIAN);
+  check_length(&m, it, length, avail, tname);
 
   switch (type) {
-  case NPMP_ADD_FLOW:
-    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, addflow_flag_fields, ENC_BIG_ENDIAN);
-    break;
-  case NPMP_IDENTIFY_FLOW:
-    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, identify_flag_fields, ENC_BIG_ENDIAN);
-    break;
-  case NPMP_DATA:
-    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, data_flag_fields, ENC_BIG_ENDIAN);
-    break;
-  case NPMP_START:
-    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, start_flag_fields, ENC_BIG_ENDIAN);
-    break;
-  case NPMP_RESULTS:
-    proto_tree_add_bitmask(mt, tvb, 1, hf_flags, ett_flags, results_flag_fields, ENC_BIG_ENDIAN);
-    break;
-  default:
-    proto_tree_add_item(mt, hf_flags, tvb, 1, 1, ENC_BIG_ENDIAN);
-    break;
-  }
-  it = proto_tree_add_item(mt, hf_length, tvb, 2, 2, ENC_BIG_ENDIAN);
-
-  /* Length checks */
-  {
-    guint expected = 0;
-    switch (type) {
-    case NPMP_ACKNOWLEDGE:   expected = NPMP_ACK_LEN; break;
-    case NPMP_REMOVE_FLOW:   expected = NPMP_REMOVE_LEN; break;
-    case NPMP_IDENTIFY_FLOW: expected = NPMP_IDENTIFY_LEN; break;
-    case NPMP_START:
-    case NPMP_STOP:          expected = NPMP_STARTSTOP_LEN; break;
-    case NPMP_AUTH_HELLO:    expected = NPMP_AUTH_HELLO_LEN; break;
-    case NPMP_AUTH_CHALLENGE: expected = NPMP_AUTH_CHALLENGE_LEN; break;
-    case NPMP_AUTH_RESPONSE: expected = NPMP_AUTH_RESPONSE_LEN; break;
-    case NPMP_ADD_FLOW:
-      expected = NPMP_ADDFLOW_LEN;
-      if (lim >= NPMP_ADDFLOW_LEN)
-        expected += NPMP_ONOFF_LEN * tvb_get_ntohs(tvb, 192);
-      break;
-    default: break;
-    }
-    if (length < NPMP_HDR_LEN)
-      expert_add_info_format(pinfo, it, &ei_length_mismatch,
-                             "Length %u is smaller than the 4-byte header", length);
-    else if (expected && length != expected)
-      expert_add_info_format(pinfo, it, &ei_length_mismatch,
-                             "Length %u does not match the expected %u for %s",
-                             length, expected, tname);
-    else if (type == NPMP_DATA && length < NPMP_DATA_LEN)
-      expert_add_info_format(pinfo, it, &ei_length_mismatch,
-                             "Length %u is smaller than the 48-byte DATA header", length);
-    else if (type == NPMP_RESULTS && length > NPMP_RESULTS_MAX)
-      expert_add_info_format(pinfo, it, &ei_length_mismatch,
-                             "Length %u exceeds the RESULTS maximum of 1404", length);
-    if (length >= NPMP_HDR_LEN && length > avail)
-      expert_add_info_format(pinfo, ti, &ei_truncated,
-                             "Truncated message: Length %u, only %u bytes present", length, avail);
+  case NPMP_ACKNOWLEDGE:    dissect_npmp_acknowledge_message(&m); break;
+  case NPMP_ADD_FLOW:       dissect_npmp_add_flow_message(&m); break;
+  case NPMP_REMOVE_FLOW:    dissect_npmp_remove_flow_message(&m); break;
+  case NPMP_IDENTIFY_FLOW:  dissect_npmp_identify_flow_message(&m); break;
+  case NPMP_DATA:           dissect_npmp_data_message(&m); break;
+  case NPMP_START:          dissect_npmp_start_message(&m); break;
+  case NPMP_STOP:           dissect_npmp_stop_message(&m); break;
+  case NPMP_RESULTS:        dissect_npmp_results_message(&m); break;
+  case NPMP_AUTH_HELLO:     dissect_npmp_auth_hello_message(&m); break;
+  case NPMP_AUTH_CHALLENGE: dissect_npmp_auth_challenge_message(&m); break;
+  case NPMP_AUTH_RESPONSE:  dissect_npmp_auth_response_message(&m); break;
+  default:                  break;
   }
 
-  switch (type) {
-  case NPMP_ACKNOWLEDGE:
-  case NPMP_ADD_FLOW:
-  case NPMP_REMOVE_FLOW:
-  case NPMP_DATA:
-    if (FIELD_OK(4, 4)) { proto_tree_add_item_ret_uint(mt, hf_flowid, tvb, 4, 4, ENC_BIG_ENDIAN, &flow); }
-    if (FIELD_OK(8, 8)) { proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 8, 8, ENC_BIG_ENDIAN, &meas); }
-    if (FIELD_OK(16, 2)) {
-      guint32 s;
-      proto_tree_add_item_ret_uint(mt, hf_streamid, tvb, 16, 2, ENC_BIG_ENDIAN, &s);
-      stream = (guint16)s;
-      has_flow = TRUE;
-    }
-    break;
-  case NPMP_IDENTIFY_FLOW:
-    if (FIELD_OK(4, 4)) { proto_tree_add_item_ret_uint(mt, hf_flowid, tvb, 4, 4, ENC_BIG_ENDIAN, &flow); }
-    if (FIELD_OK(8, 8)) {
-      guint64 magic;
-      it = proto_tree_add_item_ret_uint64(mt, hf_magic, tvb, 8, 8, ENC_BIG_ENDIAN, &magic);
-      if (magic != NPMP_MAGIC)
-        expert_add_info_format(pinfo, it, &ei_bad_magic,
-                               "Bad magic number 0x%016" PRIx64 " (expected 0x%016" PRIx64 ")",
-                               magic, NPMP_MAGIC);
-    }
-    if (FIELD_OK(16, 8)) { proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 16, 8, ENC_BIG_ENDIAN, &meas); }
-    if (FIELD_OK(24, 2)) {
-      guint32 s;
-      proto_tree_add_item_ret_uint(mt, hf_streamid, tvb, 24, 2, ENC_BIG_ENDIAN, &s);
-      stream = (guint16)s;
-      has_flow = TRUE;
-    }
-    break;
-  case NPMP_START:
-  case NPMP_STOP:
-    if (FIELD_OK(4, 4)) proto_tree_add_item(mt, hf_padding32, tvb, 4, 4, ENC_BIG_ENDIAN);
-    if (FIELD_OK(8, 8)) proto_tree_add_item_ret_uint64(mt, hf_measurementid, tvb, 8, 8, ENC_BIG_ENDIAN, &meas);
-    break;
-  default:
-    break;
-  }
-
-  /* First pass: analyse and store; later passes: look up. */
-  if (has_flow) {
-    if (!pinfo->fd->visited) {
-      mi = analyse(pinfo, type, meas, flow, stream, tvb, lim);
-      p_add_proto_data(wmem_file_scope(), pinfo, proto_npmp, ordinal, mi);
-    } else {
-      mi = (npmp_msg_info_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_npmp, ordinal);
-    }
-  }
-
-  switch (type) {
-  case NPMP_ACKNOWLEDGE:
-    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_padding, tvb, 18, 2, ENC_BIG_ENDIAN);
-    if (FIELD_OK(20, 4)) proto_tree_add_item(mt, hf_status, tvb, 20, 4, ENC_BIG_ENDIAN);
-    break;
-
-  case NPMP_ADD_FLOW: {
-    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_protocol, tvb, 18, 2, ENC_LITTLE_ENDIAN);
-    if (FIELD_OK(20, 32)) proto_tree_add_item(mt, hf_description, tvb, 20, 32, ENC_ASCII);
-    if (FIELD_OK(52, 4)) {
-      guint32 v = tvb_get_ntohl(tvb, 52);
-      proto_tree_add_item(mt, hf_ordered, tvb, 52, 4, ENC_BIG_ENDIAN);
-      it = proto_tree_add_double(mt, hf_ordered_fraction, tvb, 52, 4, (double)v / 4294967295.0);
-      proto_item_set_generated(it);
-    }
-    if (FIELD_OK(56, 4)) {
-      guint32 v = tvb_get_ntohl(tvb, 56);
-      proto_tree_add_item(mt, hf_reliable, tvb, 56, 4, ENC_BIG_ENDIAN);
-      it = proto_tree_add_double(mt, hf_reliable_fraction, tvb, 56, 4, (double)v / 4294967295.0);
-      proto_item_set_generated(it);
-    }
-    if (FIELD_OK(60, 4))
-      proto_tree_add_bitmask(mt, tvb, 60, hf_retranstrials, ett_retrans, retrans_fields, ENC_BIG_ENDIAN);
-    for (int i = 0; i < 4; i++)
-      if (FIELD_OK(64 + 8 * i, 8)) proto_tree_add_item(mt, hf_framerate, tvb, 64 + 8 * i, 8, ENC_BIG_ENDIAN);
-    for (int i = 0; i < 4; i++)
-      if (FIELD_OK(96 + 8 * i, 8)) proto_tree_add_item(mt, hf_framesize, tvb, 96 + 8 * i, 8, ENC_BIG_ENDIAN);
-    if (FIELD_OK(128, 1)) proto_tree_add_item(mt, hf_framerate_rng, tvb, 128, 1, ENC_BIG_ENDIAN);
-    if (FIELD_OK(129, 1)) proto_tree_add_item(mt, hf_framesize_rng, tvb, 129, 1, ENC_BIG_ENDIAN);
-    if (FIELD_OK(130, 4)) proto_tree_add_item(mt, hf_rcvbuf, tvb, 130, 4, ENC_BIG_ENDIAN);
-    if (FIELD_OK(134, 4)) proto_tree_add_item(mt, hf_sndbuf, tvb, 134, 4, ENC_BIG_ENDIAN);
-    if (FIELD_OK(138, 2)) proto_tree_add_item(mt, hf_maxmsgsize, tvb, 138, 2, ENC_BIG_ENDIAN);
-    if (FIELD_OK(140, 1)) proto_tree_add_item(mt, hf_cmt, tvb, 140, 1, ENC_BIG_ENDIAN);
-    if (FIELD_OK(141, 1)) proto_tree_add_item(mt, hf_ccid, tvb, 141, 1, ENC_BIG_ENDIAN);
-    if (FIELD_OK(142, 2))
-      proto_tree_add_bitmask(mt, tvb, 142, hf_ndiffports, ett_ndiffports, ndiffports_fields, ENC_BIG_ENDIAN);
-    if (FIELD_OK(144, 16)) proto_tree_add_item(mt, hf_pathmgr, tvb, 144, 16, ENC_ASCII);
-    if (FIELD_OK(160, 16)) proto_tree_add_item(mt, hf_cc, tvb, 160, 16, ENC_ASCII);
-    if (FIELD_OK(176, 16)) proto_tree_add_item(mt, hf_scheduler, tvb, 176, 16, ENC_ASCII);
-    if (FIELD_OK(192, 2)) {
-      guint32 n;
-      proto_tree_add_item_ret_uint(mt, hf_onoffevents, tvb, 192, 2, ENC_BIG_ENDIAN, &n);
-      for (guint i = 0; i < n; i++) {
-        guint eo = NPMP_ADDFLOW_LEN + NPMP_ONOFF_LEN * i;
-        if (!FIELD_OK(eo, NPMP_ONOFF_LEN))
-          break;
-        proto_item *ei = proto_tree_add_item(mt, hf_onoff, tvb, eo, NPMP_ONOFF_LEN, ENC_NA);
-        proto_item_append_text(ei, " %u", i + 1);
-        proto_tree *et = proto_item_add_subtree(ei, ett_onoff);
-        proto_tree_add_item(et, hf_onoff_rng, tvb, eo, 1, ENC_BIG_ENDIAN);
-        proto_tree_add_bitmask(et, tvb, eo + 1, hf_onoff_flags, ett_onoff_flags, onoff_flag_fields, ENC_BIG_ENDIAN);
-        proto_tree_add_item(et, hf_onoff_padding, tvb, eo + 2, 2, ENC_BIG_ENDIAN);
-        for (int j = 0; j < 4; j++)
-          proto_tree_add_item(et, hf_onoff_value, tvb, eo + 4 + 8 * j, 8, ENC_BIG_ENDIAN);
-      }
-    }
-    break;
-  }
-
-  case NPMP_REMOVE_FLOW:
-    break;
-
-  case NPMP_DATA:
-    if (FIELD_OK(18, 2)) proto_tree_add_item(mt, hf_padding, tvb, 18, 2, ENC_BIG_ENDIAN);
-    if (FIELD_OK(20, 4)) proto_tree_add_item(mt, hf_frameid, tvb, 20, 4, ENC_BIG_ENDIAN);
-    if (FIELD_OK(24, 8)) proto_tree_add_item(mt, hf_seqnumber, tvb, 24, 8, ENC_BIG_ENDIAN);
-    if (FIELD_OK(32, 8)) proto_tree_add_item(mt, hf_byteseqnumber, tvb, 32, 8, ENC_BIG_ENDIAN);
-    if (FIELD_OK(40, 8)) {
-      guint64 us = tvb_get_ntoh64(tvb, 40);
-      nstime_t t;
-      t.secs = (time_t)(us / 1000000);
-      t.nsecs = (int)((us % 1000000) * 1000);
-      proto_tree_add_item(mt, hf_timestamp, tvb, 40, 8, ENC_BIG_ENDIAN);
-      it = proto_tree_add_time(mt, hf_timestamp_abs, tvb, 40, 8, &t);
-      proto_item_set_generated(it);
-    }
-    if (lim > NPMP_DATA_LEN)
-      proto_tree_add_item(mt, hf_payload, tvb, NPMP_DATA_LEN, lim - NPMP_DATA_LEN, ENC_NA);
-    break;
-
-  case NPMP_RESULTS:
-    if (lim > NPMP_HDR_LEN)
-      proto_tree_add_item(mt, hf_results_data, tvb, NPMP_HDR_LEN, lim - NPMP_HDR_LEN, ENC_NA);
-    break;
-
-  case NPMP_AUTH_HELLO:
-  case NPMP_AUTH_CHALLENGE:
-    if (FIELD_OK(NPMP_HDR_LEN, NPMP_AUTH_BLOCK))
-      proto_tree_add_item(mt, hf_auth_nonce, tvb, NPMP_HDR_LEN, NPMP_AUTH_BLOCK, ENC_NA);
-    if (type == NPMP_AUTH_CHALLENGE && FIELD_OK(NPMP_HDR_LEN + NPMP_AUTH_BLOCK, NPMP_AUTH_BLOCK))
-      proto_tree_add_item(mt, hf_auth_mac, tvb, NPMP_HDR_LEN + NPMP_AUTH_BLOCK, NPMP_AUTH_BLOCK, ENC_NA);
-    break;
-
-  case NPMP_AUTH_RESPONSE:
-    if (FIELD_OK(NPMP_HDR_LEN, NPMP_AUTH_BLOCK))
-      proto_tree_add_item(mt, hf_auth_mac, tvb, NPMP_HDR_LEN, NPMP_AUTH_BLOCK, ENC_NA);
-    break;
-
-  default:
-    break;
-  }
-
-  if (has_flow)
-    add_flow_info(tvb, pinfo, mt, ti, mi, type);
-
-  /* Info column */
-  {
-    wmem_strbuf_t *sb = wmem_strbuf_new(pinfo->pool, tname);
-    if (has_flow)
-      wmem_strbuf_append_printf(sb, " flow=%u", flow);
-    if (type == NPMP_DATA && lim >= 32)
-      wmem_strbuf_append_printf(sb, " seq=%" PRIu64, tvb_get_ntoh64(tvb, 24));
-    if (type == NPMP_ACKNOWLEDGE && lim >= 24)
-      wmem_strbuf_append_printf(sb, " status=%s",
-                                val_to_str_const(tvb_get_ntohl(tvb, 20), npmp_status_vals, "?"));
-    if (type == NPMP_RESULTS && (flags & 0x01))
-      wmem_strbuf_append(sb, " EOF");
-    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", wmem_strbuf_get_str(sb));
-  }
+  if (m.has_flow)
+    add_flow_info(&m);
+  append_info(&m, flags, tname);
 
   /* Tap */
-  {
-    npmp_tap_rec_t *rec = wmem_new0(pinfo->pool, npmp_tap_rec_t);
-    rec->type = type;
-    rec->length = (length >= NPMP_HDR_LEN) ? length : (guint16)consumed;
-    rec->has_flow = has_flow;
-    rec->measurement = meas;
-    rec->flow = flow;
-    rec->stream = stream;
-    rec->direction = mi ? mi->direction : DIR_A2P;
-    rec->frame = pinfo->num;
-    tap_queue_packet(npmp_tap, pinfo, rec);
-  }
+  npmp_tap_rec_t *rec = wmem_new0(pinfo->pool, npmp_tap_rec_t);
+  rec->type = type;
+  rec->length = (length >= NPMP_HDR_LEN) ? length : (uint16_t)consumed;
+  rec->has_flow = m.has_flow;
+  rec->measurement = m.meas;
+  rec->flow = m.flow;
+  rec->stream = m.stream;
+  rec->direction = m.mi ? m.mi->direction : DIR_A2P;
+  rec->frame = pinfo->num;
+  tap_queue_packet(npmp_tap, pinfo, rec);
 
   return consumed;
 }
@@ -782,7 +892,7 @@ set_columns(packet_info *pinfo)
   }
 }
 
-static gboolean
+static bool
 conv_confirmed(packet_info *pinfo)
 {
   conversation_t *conv = find_conversation_pinfo(pinfo, 0);
@@ -794,16 +904,16 @@ confirm_conv(packet_info *pinfo)
 {
   conversation_t *conv = find_or_create_conversation(pinfo);
   if (!wmem_map_contains(confirmed_convs, conv)) {
-    wmem_map_insert(confirmed_convs, conv, GUINT_TO_POINTER(1));
+    wmem_map_insert(confirmed_convs, conv, (void *)(uintptr_t)1);
     conversation_set_dissector(conv, npmp_handle);
   }
 }
 
 /* TCP framing */
-static guint
+static unsigned
 get_npmp_pdu_len(packet_info *pinfo _U_, tvbuff_t *tvb, int offset, void *data _U_)
 {
-  guint len = tvb_get_ntohs(tvb, offset + 2);
+  unsigned len = tvb_get_ntohs(tvb, offset + 2);
   return (len < NPMP_HDR_LEN) ? NPMP_HDR_LEN : len;
 }
 
@@ -811,21 +921,21 @@ static int
 dissect_npmp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
   set_columns(pinfo);
-  return (int)dissect_one(tvb, pinfo, tree);
+  return (int)dissect_npmp_message(tvb, pinfo, tree);
 }
 
 /* Datagram transports (SCTP, UDP, DCCP): messages back to back. */
 static int
 dissect_datagram(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-  guint offset = 0, total = tvb_reported_length(tvb);
+  unsigned offset = 0, total = tvb_reported_length(tvb);
   set_columns(pinfo);
   while (offset < total) {
-    guint remaining = total - offset;
-    guint16 len = (remaining >= 4) ? tvb_get_ntohs(tvb, offset + 2) : 0;
-    guint sublen = (len >= NPMP_HDR_LEN && len <= remaining) ? len : remaining;
+    unsigned remaining = total - offset;
+    uint16_t len = (remaining >= 4) ? tvb_get_ntohs(tvb, offset + 2) : 0;
+    unsigned sublen = (len >= NPMP_HDR_LEN && len <= remaining) ? len : remaining;
     tvbuff_t *sub = tvb_new_subset_length(tvb, offset, sublen);
-    guint used = dissect_one(sub, pinfo, tree);
+    unsigned used = dissect_npmp_message(sub, pinfo, tree);
     if (used == 0)
       break;
     offset += used;
@@ -875,18 +985,18 @@ dissect_npmp_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
 
 /* ---- Statistics: -z npmp,stat ----------------------------------------- */
 typedef struct {
-  guint64 measurement;
-  guint32 flow;
-  guint16 stream;
-  guint8 direction;
-  guint64 messages, bytes, frames;
-  guint32 last_frame;
+  uint64_t measurement;
+  uint32_t flow;
+  uint16_t stream;
+  uint8_t direction;
+  uint64_t messages, bytes, frames;
+  uint32_t last_frame;
 } npmp_stat_flow_t;
 
 typedef struct {
-  gchar *filter;
-  guint64 type_msgs[256];
-  guint64 type_bytes[256];
+  char *filter;
+  uint64_t type_msgs[256];
+  uint64_t type_bytes[256];
   GHashTable *flows; /* key string -> npmp_stat_flow_t* */
 } npmp_stat_t;
 
@@ -908,7 +1018,7 @@ npmp_stat_packet(void *tapdata, packet_info *pinfo _U_, epan_dissect_t *edt _U_,
   st->type_msgs[rec->type]++;
   st->type_bytes[rec->type] += rec->length;
   if (rec->type == NPMP_DATA && rec->has_flow) {
-    gchar *key = g_strdup_printf("%016" PRIx64 ":%u:%u:%u", rec->measurement, rec->flow,
+    char *key = g_strdup_printf("%016" PRIx64 ":%u:%u:%u", rec->measurement, rec->flow,
                                  rec->stream, rec->direction);
     npmp_stat_flow_t *f = (npmp_stat_flow_t *)g_hash_table_lookup(st->flows, key);
     if (!f) {
@@ -931,8 +1041,8 @@ npmp_stat_packet(void *tapdata, packet_info *pinfo _U_, epan_dissect_t *edt _U_,
   return TAP_PACKET_REDRAW;
 }
 
-static gint
-compare_flows(gconstpointer a, gconstpointer b)
+static int
+compare_flows(const void *a, const void *b)
 {
   const npmp_stat_flow_t *x = *(const npmp_stat_flow_t * const *)a;
   const npmp_stat_flow_t *y = *(const npmp_stat_flow_t * const *)b;
@@ -954,12 +1064,12 @@ npmp_stat_draw(void *tapdata)
   for (int t = 0; t < 256; t++) {
     if (!st->type_msgs[t])
       continue;
-    gchar name[32];
-    const gchar *s = try_val_to_str((guint32)t, npmp_type_vals);
+    char name[32];
+    const char *s = try_val_to_str((uint32_t)t, npmp_type_vals);
     if (s)
-      g_strlcpy(name, s, sizeof(name));
+      snprintf(name, sizeof(name), "%s", s);
     else
-      g_snprintf(name, sizeof(name), "Unknown (%d)", t);
+      snprintf(name, sizeof(name), "Unknown (%d)", t);
     printf("  %-16s %12" PRIu64 " %14" PRIu64 "\n", name, st->type_msgs[t], st->type_bytes[t]);
   }
   printf("Data flows:\n");
@@ -967,18 +1077,18 @@ npmp_stat_draw(void *tapdata)
          "Messages", "Bytes", "Frames");
   GPtrArray *arr = g_ptr_array_new();
   GHashTableIter iter;
-  gpointer k, v;
+  void *k, *v;
   g_hash_table_iter_init(&iter, st->flows);
   while (g_hash_table_iter_next(&iter, &k, &v))
     g_ptr_array_add(arr, v);
   g_ptr_array_sort(arr, compare_flows);
-  for (guint i = 0; i < arr->len; i++) {
+  for (unsigned i = 0; i < arr->len; i++) {
     const npmp_stat_flow_t *f = (const npmp_stat_flow_t *)g_ptr_array_index(arr, i);
     printf("  0x%016" PRIx64 " %10u %6u %-4s %12" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
            f->measurement, f->flow, f->stream, f->direction == DIR_A2P ? "A->P" : "P->A",
            f->messages, f->bytes, f->frames);
   }
-  g_ptr_array_free(arr, TRUE);
+  g_ptr_array_free(arr, true);
   printf("================================================================================\n");
 }
 
@@ -1004,7 +1114,7 @@ npmp_stat_init(const char *opt_arg, void *userdata _U_)
                                        npmp_stat_packet, npmp_stat_draw, npmp_stat_finish);
   if (err) {
     fprintf(stderr, "tshark: Couldn't register npmp,stat tap: %s\n", err->str);
-    g_string_free(err, TRUE);
+    g_string_free(err, true);
     g_hash_table_destroy(st->flows);
     g_free(st->filter);
     g_free(st);
@@ -1048,6 +1158,8 @@ proto_register_npmp(void)
     { &hf_start_flags_compress_scalars, { "Compress Scalars", "npmp.start.flags.compress_scalars", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_no_vectors, { "No Vectors", "npmp.start.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
     { &hf_start_flags_no_scalars, { "No Scalars", "npmp.start.flags.no_scalars", FT_BOOLEAN, 8, NULL, 0x08, NULL, HFILL } },
+    { &hf_start_warmup, { "Warm-up", "npmp.start.warmup", FT_UINT32, BASE_DEC, NULL, 0x0,
+        "Milliseconds from START before statistics count, 0 = none (the reference's Padding)", HFILL } },
     { &hf_results_flags_eof, { "End of File", "npmp.results.flags.eof", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_flowid, { "Flow ID", "npmp.flowid", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_measurementid, { "Measurement ID", "npmp.measurementid", FT_UINT64, BASE_HEX, NULL, 0x0, NULL, HFILL } },
@@ -1111,7 +1223,7 @@ proto_register_npmp(void)
     { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
   };
 
-  static gint *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports };
+  static int *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports };
 
   static ei_register_info ei[] = {
     { &ei_unknown_type, { "npmp.expert.unknown_type", PI_MALFORMED, PI_ERROR, "Unknown message type", EXPFILL } },
@@ -1166,7 +1278,7 @@ update_ports(const char *table, range_t **cur, range_t *pref)
 static void
 proto_reg_handoff_npmp(void)
 {
-  static gboolean initialised = FALSE;
+  static bool initialised = false;
   if (!initialised) {
     dissector_add_uint("sctp.ppi", PPID_NPMP_CONTROL, npmp_handle);
     dissector_add_uint("sctp.ppi", PPID_NPMP_DATA, npmp_handle);
@@ -1177,7 +1289,7 @@ proto_reg_handoff_npmp(void)
     heur_dissector_add("tcp", dissect_npmp_heur, "NetPerfMeter (NPMP) over TCP", "npmp_tcp", proto_npmp, HEURISTIC_ENABLE);
     heur_dissector_add("udp", dissect_npmp_heur, "NetPerfMeter (NPMP) over UDP", "npmp_udp", proto_npmp, HEURISTIC_ENABLE);
     heur_dissector_add("dccp", dissect_npmp_heur, "NetPerfMeter (NPMP) over DCCP", "npmp_dccp", proto_npmp, HEURISTIC_ENABLE);
-    initialised = TRUE;
+    initialised = true;
   }
   update_ports("tcp.port", &cur_tcp_ports, pref_tcp_ports);
   update_ports("udp.port", &cur_udp_ports, pref_udp_ports);

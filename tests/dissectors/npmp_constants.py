@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The NPMP wire constants are written three times: in the C++ codec (src/npmp/messages.h), the C
 plugin and its Lua twin. This test reads all three and fails on any disagreement: message types,
-sizes, statuses, and every flag bit with its mask.
+sizes, statuses, every flag bit with its mask, and the fields this project puts into the reference's
+padding (C and Lua only: the same name and width).
 
     npmp_constants.py SOURCE_DIR
 """
@@ -80,7 +81,7 @@ def main(source):
     fail(errors, "RESULTS maximum", {"C++": cxx["kResultsMaxData"] + cxx["kHeaderSize"], "C": c_defs["NPMP_RESULTS_MAX"],
                                      "Lua": lua_sizes["RESULTS_MAX"]})
     fail(errors, "IDENTIFY magic", {"C++": cxx["kIdentifyMagic"],
-                                    "C": number(re.search(r"NPMP_MAGIC G_GUINT64_CONSTANT\((0x[0-9a-f]+)\)", c).group(1))})
+                                    "C": number(re.search(r"NPMP_MAGIC UINT64_C\((0x[0-9a-f]+)\)", c).group(1))})
 
     # Statuses: every C++ kStatus* value has the same name in C and Lua.
     c_status = {int(v): n for v, n in re.findall(r"\{ (\d+), \"([^\"]+)\" \}", c.split("npmp_status_vals[]")[1]
@@ -120,10 +121,20 @@ def main(source):
         fail(errors, f"flag {field}", {"C++": mask, "C": number(cm.group(1)) if cm else None,
                                        "Lua": number(lm.group(1)) if lm else None})
 
+    # Fields this project puts where the reference has padding (no C++ constant to compare):
+    # the same name and width in C and Lua.
+    own = {"npmp.start.warmup": ("FT_UINT32", "uint32")}
+    for field, (ctype, ltype) in own.items():
+        cm = re.search(r"\"%s\", (FT_\w+)," % re.escape(field), c)
+        lm = re.search(r"ProtoField\.(\w+)\(\"%s\"" % re.escape(field), lua)
+        if not cm or cm.group(1) != ctype or not lm or lm.group(1) != ltype:
+            errors.append(f"field {field}: C {cm.group(1) if cm else None}, Lua {lm.group(1) if lm else None}, "
+                          f"want {ctype}/{ltype}")
+
     for e in errors:
         print("MISMATCH " + e)
     print(f"{len(wire)} types, {len(sizes) + 2} sizes, {len([k for k in cxx if k.startswith('kStatus')])} statuses, "
-          f"{len(flags)} flag fields compared; {len(errors)} mismatches")
+          f"{len(flags)} flag fields, {len(own)} own fields compared; {len(errors)} mismatches")
     return 1 if errors else 0
 
 

@@ -5,7 +5,7 @@ Writes classic libpcap files (Ethernet/IPv4) with NPMP messages over TCP,
 UDP, SCTP over UDP (RFC 6951, port 9899) and DCCP.  The message encoders
 follow reference section 3.3 byte for byte.
 
-    python3 npmp_pcap.py OUTDIR      # writes tcp.pcap, sctp.pcap, dccp.pcap
+    python3 npmp_pcap.py OUTDIR      # writes tcp.pcap, sctp.pcap, dccp.pcap, warmup.pcap
 
 The module also exports the constants the assertions use (MEAS, flow IDs,
 frame numbers), so test and pcap cannot disagree silently.
@@ -86,8 +86,9 @@ def data(flow, meas, seq, stream=0, frame=None, byteseq=None, payload_len=0,
     return hdr(5, flags, 48 + payload_len) + body + payload_pattern(payload_len, active)
 
 
-def start(meas, flags=0):
-    return hdr(6, flags, 16) + struct.pack("!IQ", 0, meas)
+def start(meas, flags=0, warmup=0):
+    """warmup: milliseconds at offset 4 (the reference's Padding, always 0 there)."""
+    return hdr(6, flags, 16) + struct.pack("!IQ", warmup, meas)
 
 
 def stop(meas):
@@ -377,13 +378,33 @@ def build_dccp():
     return f
 
 
+# warmup.pcap: START with the warm-up (offset 4) over TCP control and SCTP.
+WARMUP_MS = 2500
+WARMUP_BIG_MS = 100000          # > 65535: the field is a u32
+
+
+def build_warmup():
+    ctl = TcpConn(ACTIVE, 40030, PASSIVE, 9001)
+    sc = SctpAssoc(5010, 9001)
+    f = []
+    # 1 START warm-up 2500 ms, 2 ACK, 3 STOP (its Padding stays padding)
+    f.append(ctl.send(0, start(MEAS, flags=0x05, warmup=WARMUP_MS)))
+    f.append(ctl.send(1, ack(0, MEAS)))
+    f.append(ctl.send(0, stop(MEAS)))
+    # 4 START without warm-up (what the reference sends), 5 START warm-up 100000 ms over SCTP
+    f.append(ctl.send(0, start(MEAS2)))
+    f.append(sc.send(0, [(0, 36, start(MEAS2, warmup=WARMUP_BIG_MS))]))
+    return f
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: npmp_pcap.py OUTDIR", file=sys.stderr)
         return 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, builder in (("tcp", build_tcp), ("sctp", build_sctp), ("dccp", build_dccp)):
+    for name, builder in (("tcp", build_tcp), ("sctp", build_sctp), ("dccp", build_dccp),
+                          ("warmup", build_warmup)):
         path = os.path.join(out, name + ".pcap")
         write_pcap(path, builder())
         os.chmod(path, 0o644)

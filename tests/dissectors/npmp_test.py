@@ -462,6 +462,42 @@ def check_dccp(c, ts, pcap):
     c.eq(F[3]["npmp.type"], [], "DCCP random bytes not claimed")
 
 
+WARMUP_FIELDS = ["npmp.type", "npmp.start.warmup", "npmp.padding32", "npmp.measurementid",
+                 "npmp.start.flags.compress_vectors", "npmp.start.flags.no_vectors", "npmp.expert.length_mismatch",
+                 "_ws.malformed"]
+
+
+def check_warmup(c, ts, pcap, tcp_pcap, sctp_pcap):
+    """START carries this project's warm-up (u32 ms, big-endian) at offset 4, where the reference
+    has Padding (0); STOP keeps its padding."""
+    F = ts.fields(pcap, WARMUP_FIELDS)
+    c.eq(len(F), 5, "warmup.pcap frame count")
+    f = F[1]
+    c.eq((f["npmp.type"], f["npmp.start.warmup"], f["npmp.padding32"], f["npmp.measurementid"]),
+         (["6"], [str(P.WARMUP_MS)], [], [MEAS]), "W1 START warm-up 2500 ms")
+    c.eq((f["npmp.start.flags.compress_vectors"], f["npmp.start.flags.no_vectors"]), (["1"], ["1"]),
+         "W1 START flags unchanged")
+    c.eq((F[3]["npmp.type"], F[3]["npmp.start.warmup"], F[3]["npmp.padding32"]), (["7"], [], ["0x00000000"]),
+         "W3 STOP keeps its padding")
+    c.eq((F[4]["npmp.type"], F[4]["npmp.start.warmup"], F[4]["npmp.measurementid"]), (["6"], ["0"], [MEAS2]),
+         "W4 START without warm-up")
+    c.eq((F[5]["npmp.type"], F[5]["npmp.start.warmup"]), (["6"], [str(P.WARMUP_BIG_MS)]), "W5 SCTP START u32 warm-up")
+    for n, fr in F.items():
+        c.eq((fr["_ws.malformed"], fr["npmp.expert.length_mismatch"]), ([], []), "W%d well-formed" % n)
+    D = ts.fields(pcap, ["npmp.type"], ["-Y", "npmp.start.warmup == %d" % P.WARMUP_MS])
+    c.eq(sorted(D), [1], "display filter npmp.start.warmup == 2500")
+    text = ts.run(["-n", "-r", pcap] + ts.ours() + ["-V"]).stdout
+    c.eq(text.count("Warm-up: %d ms" % P.WARMUP_MS), 1, "label 'Warm-up: 2500 ms'")
+    c.eq(text.count("Warm-up: %d ms" % P.WARMUP_BIG_MS), 1, "label 'Warm-up: 100000 ms'")
+    c.eq(text.count("Warm-up: none"), 1, "label 'Warm-up: none' for 0")
+    # the STARTs of the other crafted captures carry no warm-up
+    for label, path, frames in (("tcp", tcp_pcap, [5]), ("sctp", sctp_pcap, [5, 19])):
+        G = ts.fields(path, ["npmp.start.warmup", "npmp.padding32"], ["-Y", "npmp.type == 6"])
+        c.eq(sorted(G), frames, "%s: START frames" % label)
+        for n in frames:
+            c.eq((G[n]["npmp.start.warmup"], G[n]["npmp.padding32"]), (["0"], []), "%s F%d START warm-up 0" % (label, n))
+
+
 def cmd_crafted(args):
     work = make_world_dir()
     try:
@@ -472,6 +508,8 @@ def cmd_crafted(args):
         check_tcp(c, ts, os.path.join(work, "tcp.pcap"))
         check_sctp(c, ts, os.path.join(work, "sctp.pcap"))
         check_dccp(c, ts, os.path.join(work, "dccp.pcap"))
+        check_warmup(c, ts, os.path.join(work, "warmup.pcap"), os.path.join(work, "tcp.pcap"),
+                     os.path.join(work, "sctp.pcap"))
         return 0 if c.finish() else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -505,7 +543,7 @@ def cmd_parity(args):
                 "C plugin + npmp.lua together: rc %d, %r" % (r.returncode, r.stderr[-500:]))
         names = all_npmp_fields(tc) + ["_ws.col.Info", "_ws.col.Protocol", "_ws.expert.message",
                                         "_ws.expert.severity", "_ws.expert.group", "_ws.malformed"]
-        for pc in ("tcp", "sctp", "dccp"):
+        for pc in ("tcp", "sctp", "dccp", "warmup"):
             pcap = os.path.join(work, pc + ".pcap")
             for extra in ([], ["-2"], ["-d", "tcp.port==15001,npmp", "-o", "npmp.udp_ports:15002"]):
                 a = tc.fields(pcap, names, extra)
@@ -543,7 +581,7 @@ def cmd_robust(args):
         c = Checker("robust")
         names = all_npmp_fields(tc) + ["_ws.expert.message", "_ws.malformed"]
         prefs = ["-o", "npmp.udp_ports:8999-9001,15002", "-o", "npmp.tcp_ports:8999-9001,15001"]
-        for pc in ("tcp", "sctp", "dccp"):
+        for pc in ("tcp", "sctp", "dccp", "warmup"):
             for seed in range(1, args.seeds + 1):
                 src = os.path.join(work, pc + ".pcap")
                 dst = os.path.join(work, "%s-%d.pcap" % (pc, seed))
