@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
       if (!splitFields(varNames)) throw UsageError("unbalanced quotes in the variable names");
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
 

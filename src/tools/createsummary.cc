@@ -657,8 +657,8 @@ int main(int argc, char** argv) {
       haveVarNames = true;
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
   installInterruptHandler();

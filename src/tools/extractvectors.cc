@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
 
