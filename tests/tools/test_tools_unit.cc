@@ -240,7 +240,8 @@ TEST_CASE("gzip output is one member that zlib reads back whole") {
   std::string expected;
   for (int i = 0; i < 200000; ++i) expected += std::to_string(i) + "\tsome text to make it longer\n";
   int members = 0;
-  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), new ThreadPool(3)}) {
+  ThreadPool threads(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &threads}) {
     const std::string path = (dir / "big.data.gz").string();
     {
       ParallelOutput out(path, Compression::kGzip, 6, pool);
@@ -254,7 +255,6 @@ TEST_CASE("gzip output is one member that zlib reads back whole") {
     CHECK(gunzip(data, members) == expected);
     CHECK(members == 1);
     CHECK(data.substr(0, 3) == std::string("\x1f\x8b\x08", 3));
-    delete pool;
   }
   {
     ParallelOutput out((dir / "empty.gz").string(), Compression::kGzip, 9, nullptr);
