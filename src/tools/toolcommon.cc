@@ -34,9 +34,8 @@ void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& spec
       const std::string_view c(candidate->longName);
       bool beginsAll = true;
       for (const OptionSpec* other : matches) {
-        if (other->id != candidate->id && std::string_view(other->longName).substr(0, c.size()) != c) {
-          beginsAll = false;
-        }
+        const std::string_view o(other->longName);
+        if (other->id != candidate->id && o.substr(0, c.size()) != c) beginsAll = false;
       }
       if (beginsAll) return candidate;
     }

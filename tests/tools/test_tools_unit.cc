@@ -238,7 +238,9 @@ TEST_CASE("gzip output is one member that zlib reads back whole") {
   char templ[] = "/tmp/npm-tools-unit-XXXXXX";
   const fs::path dir = ::mkdtemp(templ);
   std::string expected;
-  for (int i = 0; i < 200000; ++i) expected += std::to_string(i) + "\tsome text to make it longer\n";
+  for (int i = 0; i < 200000; ++i) {
+    expected += std::to_string(i) + "\tsome text to make it longer\n";
+  }
   int members = 0;
   ThreadPool threads(3);
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &threads}) {
