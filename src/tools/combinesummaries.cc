@@ -3,7 +3,8 @@
 // command line and command language; see combinesummaries(1).
 //
 // Inputs are decompressed on a thread pool a few files ahead of the writer; the output is
-// compressed in parallel as concatenated bzip2 streams and renamed into place at the end.
+// compressed in parallel (concatenated bzip2 streams, or one gzip member made of deflate
+// pieces) and renamed into place at the end.
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -33,11 +34,11 @@ void usage(std::FILE* to) {
   std::fprintf(to,
       "Usage: %s output_file [variable_names] [options] <commands\n"
       "Concatenates the tables named by commands on standard input into output_file\n"
-      "(bzip2-compressed if the name ends in .bz2), prefixing each row with the values of\n"
-      "its input.\n"
+      "(bzip2-compressed if the name ends in .bz2, gzip-compressed if it ends in .gz),\n"
+      "prefixing each row with the values of its input.\n"
       "\n"
       "Options:\n"
-      "  -c, --compress N         bzip2 level 1-9 (default 9)\n"
+      "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
       "  -s, --separator S        separator between the values and the row (default TAB)\n"
       "  -l, --line-numbers       inputs carry line numbers (R row names): keep them as\n"
       "                           SubLineNo and number the output rows\n"
@@ -150,8 +151,8 @@ int main(int argc, char** argv) {
       if (!splitFields(varNames)) throw UsageError("unbalanced quotes in the variable names");
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
 
@@ -214,7 +215,7 @@ int main(int argc, char** argv) {
   // a few inputs ahead of the writer: memory stays bounded however large the inputs are.
   // The readers have their own threads, so a reader waiting for room never holds up the
   // compressors.
-  const bool compress = wantsBz2(outputName);
+  const Compression compression = compressionForName(outputName);
   const unsigned threads = opt.threads();
   // Destroyed in reverse order: readers are cancelled, then joined, then their queues go.
   std::vector<std::unique_ptr<BlockQueue>> queues;
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
   Progress progress(kProgram, !opt.quiet);
   std::uint64_t outLines = 0, rows = 0;
   try {
-    ParallelOutput out(outputName, compress, opt.level, &pool);
+    ParallelOutput out(outputName, compression, opt.level, &pool);
     const std::size_t window = threads + 1;
     std::size_t next = 0;
     std::string firstHeader, firstHeaderFile;

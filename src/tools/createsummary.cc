@@ -36,6 +36,7 @@ const std::vector<OptionSpec> kOptions = {
     {"interactive", 'i', false, kInteractive},
     {"batch", 'b', false, kBatch},
     {"compress", 'c', true, kOptCompress},
+    {"compression", 0, true, kOptCompression},
     {"separator", 's', true, kOptSeparator},
     {"line-numbers", 'l', false, kOptLineNumbers},
     {"no-line-numbers", 'n', false, kOptNoLineNumbers},
@@ -59,7 +60,9 @@ void usage(std::FILE* to) {
       "Options:\n"
       "  -i, --interactive        prompt for commands, report bad commands and go on (default)\n"
       "  -b, --batch              no prompts; any bad command is an error (exit 1)\n"
-      "  -c, --compress N         bzip2 level 1-9, 0 = plain .data files (default 9)\n"
+      "  -c, --compress N         compression level 1-9, 0 = plain .data files (default 9)\n"
+      "      --compression=F      bzip2 (<name>.data.bz2, default), gzip (<name>.data.gz)\n"
+      "                           or none (<name>.data)\n"
       "  -s, --separator S        column separator (default TAB; \",\" with --csv)\n"
       "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
       "  -n, --no-line-numbers    no line numbers (default)\n"
@@ -67,8 +70,9 @@ void usage(std::FILE* to) {
       "  -a, --no-split           do not split (default)\n"
       "  -r, --ignore-scalar-file-errors\n"
       "                           warn about and skip unreadable or bad input files\n"
-      "      --csv                strict CSV (<name>.csv.bz2): quoted text, one column per\n"
-      "                           variable and aggregate\n"
+      "      --csv                strict CSV (<name>.csv.bz2; .csv.gz, .csv with\n"
+      "                           --compression): RFC 4180 quoting, one column per variable\n"
+      "                           and aggregate, a header field for every column\n"
       "  -j, --jobs N             worker threads (default: number of CPUs)\n"
       "  -q, --quiet              no banner, no progress\n"
       "  -h, --help               this help\n"
@@ -128,7 +132,8 @@ struct Settings : OutputOptions {
 struct TableStats {
   std::uint64_t lines = 0, bytesIn = 0, bytesOut = 0;
   std::string error;
-  std::string path, otherPath, content;  // between formatting and storing
+  std::string path, content;  // between formatting and storing
+  std::vector<std::string> otherPaths;  // the same table, otherwise compressed
 };
 
 TableStats failedTable(std::string error) {
@@ -193,6 +198,8 @@ TableStats prepareTable(const std::string& name, Table& table, const std::vector
   std::vector<std::string> aggNameFields;
   if (settings.csv) {
     aggNameFields = splitFields(table.aggNames).value_or(std::vector<std::string>{});
+    // Every row has as many fields as the header: the line numbers get a column too.
+    if (settings.lineNumbers) text += "\"LineNo\"" + sep;
     text += "\"RunNo\"" + sep + "\"ValueNo\"" + sep + "\"Split\"";
     for (const auto& f : aggNameFields) text += sep + csvField(f, sep, true);
     for (const auto& f : varNameFields) text += sep + csvField(f, sep, true);
@@ -220,7 +227,7 @@ TableStats prepareTable(const std::string& name, Table& table, const std::vector
       while (!rest.empty()) {
         const auto space = rest.find(' ');
         text += sep;
-        text += rest.substr(0, space);
+        text += csvField(rest.substr(0, space), sep);
         rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
       }
       for (const auto& f : inputs[r.input].valueFields) {
@@ -248,11 +255,13 @@ TableStats prepareTable(const std::string& name, Table& table, const std::vector
 
   const std::string ext = settings.csv ? ".csv" : ".data";
   const std::string base = joinPath(directory, name + ext);
-  stats.path = settings.level > 0 ? base + ".bz2" : base;
-  stats.otherPath = settings.level > 0 ? base : base + ".bz2";
+  stats.path = base + compressionSuffix(settings.compression);
+  for (const Compression c : {Compression::kBzip2, Compression::kGzip, Compression::kNone}) {
+    if (c != settings.compression) stats.otherPaths.push_back(base + compressionSuffix(c));
+  }
   if (interrupted()) throw FileError("interrupted");
-  if (settings.level > 0) {
-    stats.content = bz2Compress(text, settings.level);
+  if (settings.compression != Compression::kNone) {
+    stats.content = compressText(text, settings.compression, settings.level);
   } else {
     stats.content = std::move(text);
   }
@@ -268,7 +277,9 @@ TableStats storeTable(TableStats stats) {
   }
   if (interrupted()) throw FileError("interrupted");
   out.commit();
-  ::unlink(stats.otherPath.c_str());  // the other variant (.data vs .data.bz2)
+  for (const auto& other : stats.otherPaths) {
+    ::unlink(other.c_str());  // the other variants (.data, .data.bz2, .data.gz)
+  }
   stats.bytesOut = stats.content.size();
   stats.content = std::string();
   return stats;
@@ -571,9 +582,11 @@ int CreateSummary::writeTables() {
 
 int CreateSummary::run() {
   if (!s_.quiet) {
-    std::printf("CreateSummary %s\n* Compression Level: %d\n* Interactive Mode:  %s\n"
+    std::printf("CreateSummary %s\n* Compression Level: %d\n* Compression:       %s\n"
+                "* Interactive Mode:  %s\n"
                 "* Line Numbers:      %s\n* Split:             %s\n* Format:            %s\n\n",
-                NPM_VERSION, s_.level, s_.interactive ? "on" : "off",
+                NPM_VERSION, s_.level, compressionName(s_.compression),
+                s_.interactive ? "on" : "off",
                 s_.lineNumbers ? "on" : "off", s_.split ? "on" : "off",
                 s_.csv ? "strict CSV" : "reference (whitespace-separated)");
   }
@@ -630,6 +643,10 @@ int main(int argc, char** argv) {
         case kVersion: std::printf("CreateSummary %s\n", NPM_VERSION); return 0;
       }
     }
+    if (settings.level == 0) settings.compression = Compression::kNone;  // -c 0: plain
+    if (settings.csv && settings.separator.find_first_of("\"\r\n") != std::string::npos) {
+      throw UsageError("with --csv, the separator must not contain a quote or a line break");
+    }
     if (positional.size() > 1) {
       throw UsageError("unexpected argument \"" + positional[1] +
                        "\" (give the variable names as one argument)");
@@ -640,8 +657,8 @@ int main(int argc, char** argv) {
       haveVarNames = true;
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
   installInterruptHandler();

@@ -109,19 +109,19 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    usage(stderr);
     return 1;
   }
 
   if (!opt.quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
-  const bool compress = wantsBz2(outputName);
+  const Compression compression = wantsBz2(outputName) ? Compression::kBzip2 : Compression::kNone;
   installInterruptHandler();
   ThreadPool pool(opt.threads());
   std::uint64_t rows = 0;
   try {
     InputFile in(inputName);
-    ParallelOutput out(outputName, compress, opt.level, &pool);
+    ParallelOutput out(outputName, compression, opt.level, &pool);
     std::unordered_map<std::uint64_t, Vector> vectors;  // selected ones only
     std::unordered_map<std::uint64_t, bool> declared;
     std::string line, text;

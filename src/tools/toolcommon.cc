@@ -3,9 +3,11 @@
 #include <bzlib.h>
 #include <signal.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <csignal>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -18,19 +20,26 @@ namespace npm::tools {
 
 void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
                       std::vector<ParsedOption>& options, std::vector<std::string>& positional) {
+  // An abbreviation that fits several options still selects one of them if its name
+  // begins every other's: "-comp" stays --compress although --compression exists.
   auto findLong = [&](std::string_view name) -> const OptionSpec* {
-    const OptionSpec* prefixMatch = nullptr;
-    int prefixMatches = 0;
+    std::vector<const OptionSpec*> matches;
     for (const auto& s : specs) {
       if (s.longName == nullptr) continue;
       std::string_view ln(s.longName);
       if (ln == name) return &s;
-      if (!name.empty() && ln.substr(0, name.size()) == name) {
-        if (prefixMatch == nullptr || prefixMatch->id != s.id) ++prefixMatches;
-        prefixMatch = &s;
-      }
+      if (!name.empty() && ln.substr(0, name.size()) == name) matches.push_back(&s);
     }
-    return prefixMatches == 1 ? prefixMatch : nullptr;
+    for (const OptionSpec* candidate : matches) {
+      const std::string_view c(candidate->longName);
+      bool beginsAll = true;
+      for (const OptionSpec* other : matches) {
+        const std::string_view o(other->longName);
+        if (other->id != candidate->id && o.substr(0, c.size()) != c) beginsAll = false;
+      }
+      if (beginsAll) return candidate;
+    }
+    return nullptr;
   };
   auto findShort = [&](char c) -> const OptionSpec* {
     for (const auto& s : specs) {
@@ -127,8 +136,43 @@ bool applyOutputOption(const ParsedOption& o, OutputOptions& options, int minLev
     case kOptJobs:
       options.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs"));
       return true;
+    case kOptCompression: options.compression = parseCompression(o.value); return true;
     default: return false;
   }
+}
+
+Compression parseCompression(const std::string& text) {
+  if (text == "bzip2") return Compression::kBzip2;
+  if (text == "gzip") return Compression::kGzip;
+  if (text == "none") return Compression::kNone;
+  throw UsageError("invalid compression \"" + text + "\" (expected bzip2, gzip or none)");
+}
+
+const char* compressionName(Compression c) {
+  switch (c) {
+    case Compression::kBzip2: return "bzip2";
+    case Compression::kGzip: return "gzip";
+    case Compression::kNone: break;
+  }
+  return "none";
+}
+
+const char* compressionSuffix(Compression c) {
+  switch (c) {
+    case Compression::kBzip2: return ".bz2";
+    case Compression::kGzip: return ".gz";
+    case Compression::kNone: break;
+  }
+  return "";
+}
+
+Compression compressionForName(std::string_view name) {
+  if (wantsBz2(name)) return Compression::kBzip2;
+  if (name.size() >= 3 &&
+      (name.substr(name.size() - 3) == ".gz" || name.substr(name.size() - 3) == ".GZ")) {
+    return Compression::kGzip;
+  }
+  return Compression::kNone;
 }
 
 unsigned OutputOptions::threads() const { return jobs > 0 ? jobs : defaultThreads(); }
@@ -341,18 +385,102 @@ std::string bz2Compress(std::string_view text, int level) {
   return out;
 }
 
+DeflatePiece deflatePiece(std::string_view text, int level, bool final) {
+  if (level < 1) level = 1;
+  if (level > 9) level = 9;
+  z_stream z{};
+  // Raw deflate (no zlib/gzip wrapper): the caller writes the gzip header and trailer.
+  if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw FileError("gzip compression failed (out of memory)");
+  }
+  DeflatePiece piece;
+  piece.length = text.size();
+  piece.crc = crc32(0L, Z_NULL, 0);
+  std::string& out = piece.data;
+  out.resize(deflateBound(&z, static_cast<uLong>(text.size())) + 64);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  std::size_t fed = 0, produced = 0;
+  int rc = Z_OK;
+  for (;;) {
+    // zlib counts in uInt: feed at most 1 GiB at a time.
+    const std::size_t feed = std::min<std::size_t>(text.size() - fed, std::size_t{1} << 30);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + fed));
+    z.avail_in = static_cast<uInt>(feed);
+    const bool last = fed + feed == text.size();
+    const int flush = !last ? Z_NO_FLUSH : final ? Z_FINISH : Z_SYNC_FLUSH;
+    do {
+      if (out.size() - produced < 4096) out.resize(out.size() * 2 + 4096);
+      const std::size_t room = std::min<std::size_t>(out.size() - produced, std::size_t{1} << 30);
+      z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+      z.avail_out = static_cast<uInt>(room);
+      rc = deflate(&z, flush);
+      produced += room - z.avail_out;
+      if (rc == Z_STREAM_ERROR) break;
+    } while (z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+    piece.crc = crc32_z(piece.crc, reinterpret_cast<const Bytef*>(text.data() + fed), feed);
+    fed += feed;
+    if (rc == Z_STREAM_ERROR || last) break;
+  }
+  deflateEnd(&z);
+  if (rc == Z_STREAM_ERROR || (final && rc != Z_STREAM_END)) {
+    throw FileError("gzip compression failed (code " + std::to_string(rc) + ")");
+  }
+  out.resize(produced);
+  return piece;
+}
+
+std::string gzipHeader(int level) {
+  // ID1 ID2 CM=deflate FLG=0 MTIME=0 (reproducible) XFL OS=3 (Unix)
+  const char xfl = level >= 9 ? 2 : level <= 1 ? 4 : 0;
+  return std::string{'\x1f', '\x8b', '\x08', '\0', '\0', '\0', '\0', '\0', xfl, '\x03'};
+}
+
+std::string gzipTrailer(unsigned long crc, std::uint64_t length) {
+  std::string t(8, '\0');
+  for (int i = 0; i < 4; ++i) {
+    t[static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
+    t[static_cast<std::size_t>(4 + i)] = static_cast<char>((length >> (8 * i)) & 0xff);
+  }
+  return t;
+}
+
+std::string gzCompress(std::string_view text, int level) {
+  DeflatePiece piece = deflatePiece(text, level, true);
+  std::string out = gzipHeader(level);
+  out += piece.data;
+  out += gzipTrailer(piece.crc, piece.length);
+  return out;
+}
+
+std::string compressText(std::string_view text, Compression c, int level) {
+  switch (c) {
+    case Compression::kBzip2: return bz2Compress(text, level);
+    case Compression::kGzip: return gzCompress(text, level);
+    case Compression::kNone: break;
+  }
+  return std::string(text);
+}
+
 namespace {
 constexpr std::size_t kChunk = 850 * 1000;  // below one 900k bzip2 block
 }
 
-ParallelOutput::ParallelOutput(const std::string& path, bool compress, int level, ThreadPool* pool)
-    : file_(path, false, 0), compress_(compress), level_(level), pool_(pool) {
-  chunk_.reserve(compress ? kChunk + 65536 : 0);
+ParallelOutput::ParallelOutput(const std::string& path, Compression compression, int level,
+                               ThreadPool* pool)
+    : file_(path, false, 0), compression_(compression), level_(level), pool_(pool) {
+  if (compression_ == Compression::kNone) return;
+  chunk_.reserve(kChunk + 65536);
+  if (compression_ == Compression::kGzip) {
+    const std::string header = gzipHeader(level_);
+    file_.write(header);
+    bytesOut_ += header.size();
+    crc_ = crc32(0L, Z_NULL, 0);
+  }
 }
 
 void ParallelOutput::write(std::string_view text) {
   bytesIn_ += text.size();
-  if (!compress_) {
+  if (compression_ == Compression::kNone) {
     file_.write(text);
     bytesOut_ += text.size();
     return;
@@ -362,36 +490,53 @@ void ParallelOutput::write(std::string_view text) {
 }
 
 void ParallelOutput::flushChunk(bool final) {
-  if (chunk_.empty() && !(final && bytesIn_ == 0 && pending_.empty())) return;
+  const bool gzip = compression_ == Compression::kGzip;
+  // bzip2: an empty file still gets one (empty) stream; gzip: the last piece carries the
+  // final deflate block, even if empty.
+  if (chunk_.empty() && !(final && (gzip || (bytesIn_ == 0 && pending_.empty())))) return;
+  auto compress = [text = std::move(chunk_), level = level_, gzip, final] {
+    if (gzip) return deflatePiece(text, level, final);
+    DeflatePiece p;
+    p.data = bz2Compress(text, level);
+    return p;
+  };
+  chunk_ = std::string();
   if (pool_ != nullptr) {
-    auto future = pool_->submit([text = std::move(chunk_), level = level_] {
-      return bz2Compress(text, level);
-    });
-    pending_.push_back(std::move(future));
-    chunk_ = std::string();
+    pending_.push_back(pool_->submit(std::move(compress)));
     chunk_.reserve(final ? 0 : kChunk + 65536);
     drain(final ? 0 : pool_->size() * 2);
   } else {
-    const std::string packed = bz2Compress(chunk_, level_);
-    file_.write(packed);
-    bytesOut_ += packed.size();
-    chunk_.clear();
+    put(compress());
+    chunk_.reserve(final ? 0 : kChunk + 65536);
+  }
+}
+
+void ParallelOutput::put(const DeflatePiece& piece) {
+  file_.write(piece.data);
+  bytesOut_ += piece.data.size();
+  if (compression_ == Compression::kGzip) {
+    crc_ = crc32_combine(crc_, piece.crc, static_cast<z_off_t>(piece.length));
   }
 }
 
 void ParallelOutput::drain(std::size_t keep) {
   while (pending_.size() > keep) {
-    const std::string packed = pending_.front().get();
+    const DeflatePiece piece = pending_.front().get();
     pending_.pop_front();
-    file_.write(packed);
-    bytesOut_ += packed.size();
+    put(piece);
   }
 }
 
 void ParallelOutput::commit() {
-  if (compress_) {
+  if (compression_ != Compression::kNone && !finished_) {
     flushChunk(true);
     drain(0);
+    finished_ = true;
+    if (compression_ == Compression::kGzip) {
+      const std::string trailer = gzipTrailer(crc_, bytesIn_);
+      file_.write(trailer);
+      bytesOut_ += trailer.size();
+    }
   }
   file_.commit();
 }

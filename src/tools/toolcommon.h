@@ -1,7 +1,7 @@
 // Pieces shared by the result tools (createsummary, combinesummaries, extractvectors,
 // getabstime, runtimeestimator): command-line parsing in the reference's style, the
 // quoting rules of the stdin command languages, number-aware ordering, a small thread
-// pool, parallel bzip2 compression and progress reporting.
+// pool, parallel bzip2/gzip compression and progress reporting.
 #pragma once
 
 #include <atomic>
@@ -53,12 +53,24 @@ void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& spec
 // Parses an integer in [min, max]; throws UsageError naming `what` otherwise.
 long parseInteger(const std::string& text, long min, long max, const std::string& what);
 
+// Compression of an output file.
+enum class Compression { kNone, kBzip2, kGzip };
+// "bzip2", "gzip" or "none" (as given to --compression=); throws UsageError otherwise.
+Compression parseCompression(const std::string& text);
+const char* compressionName(Compression c);    // "bzip2", "gzip", "none"
+const char* compressionSuffix(Compression c);  // ".bz2", ".gz", ""
+// The compression an output name asks for: ".bz2"/".BZ2" bzip2 (as the reference),
+// ".gz"/".GZ" gzip, anything else none.
+Compression compressionForName(std::string_view name);
+
 // Options of every program that writes a table (ids shared, so one handler serves all).
 enum OutputOptionId {
-  kOptCompress = 1000, kOptSeparator, kOptLineNumbers, kOptNoLineNumbers, kOptQuiet, kOptJobs
+  kOptCompress = 1000, kOptSeparator, kOptLineNumbers, kOptNoLineNumbers, kOptQuiet, kOptJobs,
+  kOptCompression
 };
 struct OutputOptions {
   int level = 9;
+  Compression compression = Compression::kBzip2;  // --compression= (level 0 = none)
   std::string separator = "\t";
   bool separatorGiven = false;
   bool lineNumbers = false;
@@ -142,12 +154,33 @@ unsigned defaultThreads();
 // Compresses one complete text with bzip2 into a single stream.
 std::string bz2Compress(std::string_view text, int level);
 
-// Writes a text file, bzip2-compressed or plain, atomically (OutputFile), compressing
-// large outputs in ~900 kB pieces on the pool as concatenated bzip2 streams (which bzip2,
-// R and InputFile read as one file). Producer calls write() from one thread.
+// Compresses one complete text into a single gzip member (RFC 1952).
+std::string gzCompress(std::string_view text, int level);
+
+// One piece of a gzip member: raw deflate data ending on a byte boundary (sync flush), or
+// with the final block if `final`; pieces compressed independently (in parallel) and
+// concatenated in order form one deflate stream. `crc` is the CRC-32 of `text`.
+struct DeflatePiece {
+  std::string data;
+  unsigned long crc = 0;
+  std::uint64_t length = 0;
+};
+DeflatePiece deflatePiece(std::string_view text, int level, bool final);
+// The 10-byte gzip header and the 8-byte trailer around the pieces.
+std::string gzipHeader(int level);
+std::string gzipTrailer(unsigned long crc, std::uint64_t length);
+
+// Compresses a whole text as `c` asks (kNone: a copy).
+std::string compressText(std::string_view text, Compression c, int level);
+
+// Writes a text file, bzip2- or gzip-compressed or plain, atomically (OutputFile),
+// compressing large outputs in ~850 kB pieces on the pool: concatenated bzip2 streams
+// (which bzip2, R and InputFile read as one file), or deflate pieces joined into one gzip
+// member (as pigz does; readable by every gzip reader, also those that stop after the first
+// member). Producer calls write() from one thread.
 class ParallelOutput {
 public:
-  ParallelOutput(const std::string& path, bool compress, int level, ThreadPool* pool);
+  ParallelOutput(const std::string& path, Compression compression, int level, ThreadPool* pool);
   void write(std::string_view text);
   void commit();  // flushes, waits for the compressor, renames into place
   std::uint64_t bytesIn() const { return bytesIn_; }
@@ -157,13 +190,17 @@ private:
   void flushChunk(bool final);
   void drain(std::size_t keep);
 
+  void put(const DeflatePiece& piece);
+
   OutputFile file_;
-  bool compress_;
+  Compression compression_;
   int level_;
   ThreadPool* pool_;
   std::string chunk_;
-  std::deque<std::future<std::string>> pending_;
+  std::deque<std::future<DeflatePiece>> pending_;  // bzip2: data only
   std::uint64_t bytesIn_ = 0, bytesOut_ = 0;
+  unsigned long crc_ = 0;  // gzip: of the pieces written so far
+  bool finished_ = false;
 };
 
 // ------------------------------------------------------------ progress

@@ -25,8 +25,12 @@ for tool in createsummary combinesummaries extractvectors runtimeestimator; do
   bash -n "$DIR/$tool" || { fail "$tool completion has a syntax error"; continue; }
   source "$DIR/$tool"
 done
-[ "$(complete_words _createsummary createsummary --comp)" == "--compress" ] &&
-  pass "createsummary --comp -> --compress" || fail "createsummary --comp"
+[ "$(complete_words _createsummary createsummary --comp)" == "--compress --compression" ] &&
+  pass "createsummary --comp -> --compress --compression" || fail "createsummary --comp"
+[ "$(complete_words _createsummary createsummary --compression g)" == "gzip" ] &&
+  pass "--compression g -> gzip" || fail "createsummary --compression g"
+[ "$(complete_words _createsummary createsummary --compression '')" == "bzip2 gzip none" ] &&
+  pass "--compression kinds" || fail "createsummary --compression kinds"
 [ "$(complete_words _createsummary createsummary -c 1)" == "1" ] && pass "-c levels" ||
   fail "createsummary -c 1"
 [ "$(complete_words _combinesummaries combinesummaries out)" == "<files>" ] &&

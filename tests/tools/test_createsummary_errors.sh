@@ -165,6 +165,25 @@ rm -f o1/*
 run '--resultsdirectory=o1\n--values=a\n--input=big.sca.bz2\n' Run >/dev/null &&
   [ "$(bzip2 -dc o1/active.flow-ReceivedBitRate.data.bz2 | wc -l)" -eq 20001 ] &&
   pass "compressed tables fit into the small tmpfs" || fail "compressed run on the small tmpfs"
+# gzip CSV (~100 kB for big.sca.bz2) does not fit either: one line on stderr, exit 1, no
+# temporary files, and the table written before (same name) is still there, whole.
+rm -f o1/*
+run '--resultsdirectory=o1\n--values=a\n--input=good.sca\n' Run --csv --compression=gzip >/dev/null ||
+  fail "small gzip CSV run"
+before=$(gzip -dc o1/active.flow-ReceivedBitRate.csv.gz)
+err=$(run '--resultsdirectory=o1\n--values=a\n--input=big.sca.bz2\n--values=b\n--input=good.sca\n' Run \
+  --csv --compression=gzip 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <<<"$err")" -eq 1 ] &&
+   grep -qE "^createsummary: error: cannot write o1/.*No space left on device" <<<"$err"; then
+  pass "full disk with gzip -> $err"
+else
+  fail "full disk with gzip: exit code $rc, stderr: $err"
+fi
+compgen -G "o1/*.tmp-*" >/dev/null && fail "gzip: temporary files left on the full disk: $(ls o1)"
+for f in o1/*.gz; do gzip -t "$f" 2>/dev/null || fail "gzip: incomplete $f"; done
+[ "$(gzip -dc o1/active.flow-ReceivedBitRate.csv.gz)" == "$before" ] &&
+  pass "gzip: the table of the earlier run is intact" || fail "gzip: the earlier table changed"
 
 # A line of 3 MiB (not a result file): one line naming file and line, no memory blow-up.
 { echo "$good"; head -c $((3 << 20)) /dev/zero | tr '\0' x; echo; } >longline.sca

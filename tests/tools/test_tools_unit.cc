@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <filesystem>
@@ -165,13 +166,29 @@ TEST_CASE("parseCommandLine accepts the reference's spellings") {
   CHECK_THROWS_AS(parseCommandLine(2, missing.argv.data(), kSpecs, o, pos), UsageError);
 }
 
+TEST_CASE("an abbreviation that begins one option's name and all others' selects that one") {
+  const std::vector<OptionSpec> specs = {{"compress", 'c', true, 1}, {"compression", 0, true, 2},
+                                         {"csv", 0, false, 3}};
+  std::vector<ParsedOption> o;
+  std::vector<std::string> pos;
+  Argv a{"prog", "-comp", "9", "--compr=8", "--compressi", "gzip", "--compression=none"};
+  parseCommandLine(static_cast<int>(a.argv.size()), a.argv.data(), specs, o, pos);
+  REQUIRE(o.size() == 4);
+  CHECK((o[0].id == 1 && o[0].value == "9"));
+  CHECK((o[1].id == 1 && o[1].value == "8"));
+  CHECK((o[2].id == 2 && o[2].value == "gzip"));
+  CHECK((o[3].id == 2 && o[3].value == "none"));
+  Argv ambiguous{"prog", "--c"};  // compress, compression, csv
+  CHECK_THROWS_AS(parseCommandLine(2, ambiguous.argv.data(), specs, o, pos), UsageError);
+}
+
 TEST_CASE("ParallelOutput writes concatenated bzip2 streams that read back whole") {
   char templ[] = "/tmp/npm-tools-unit-XXXXXX";
   const fs::path dir = ::mkdtemp(templ);
   std::string expected;
   {
     ThreadPool pool(2);
-    ParallelOutput out((dir / "big.data.bz2").string(), true, 9, &pool);
+    ParallelOutput out((dir / "big.data.bz2").string(), Compression::kBzip2, 9, &pool);
     for (int i = 0; i < 200000; ++i) {
       const std::string line = std::to_string(i) + "\tsome text to make it longer\n";
       expected += line;
@@ -182,11 +199,91 @@ TEST_CASE("ParallelOutput writes concatenated bzip2 streams that read back whole
   }
   CHECK(npm::readWholeFile((dir / "big.data.bz2").string()) == expected);
   {
-    ParallelOutput out((dir / "empty.bz2").string(), true, 9, nullptr);
+    ParallelOutput out((dir / "empty.bz2").string(), Compression::kBzip2, 9, nullptr);
     out.commit();
   }
   CHECK(npm::readWholeFile((dir / "empty.bz2").string()).empty());
   fs::remove_all(dir);
+}
+
+namespace {
+// Decompresses a gzip file with zlib; `members` = number of gzip members in it.
+std::string gunzip(const std::string& data, int& members) {
+  std::string out;
+  members = 0;
+  std::size_t at = 0;
+  while (at < data.size()) {
+    z_stream z{};
+    REQUIRE(inflateInit2(&z, 16 + 15) == Z_OK);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + at));
+    z.avail_in = static_cast<uInt>(data.size() - at);
+    int rc = Z_OK;
+    char buffer[65536];
+    while (rc == Z_OK) {
+      z.next_out = reinterpret_cast<Bytef*>(buffer);
+      z.avail_out = sizeof(buffer);
+      rc = inflate(&z, Z_NO_FLUSH);
+      out.append(buffer, sizeof(buffer) - z.avail_out);
+    }
+    REQUIRE(rc == Z_STREAM_END);
+    at = data.size() - z.avail_in;
+    inflateEnd(&z);
+    ++members;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("gzip output is one member that zlib reads back whole") {
+  char templ[] = "/tmp/npm-tools-unit-XXXXXX";
+  const fs::path dir = ::mkdtemp(templ);
+  std::string expected;
+  for (int i = 0; i < 200000; ++i) {
+    expected += std::to_string(i) + "\tsome text to make it longer\n";
+  }
+  int members = 0;
+  ThreadPool threads(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &threads}) {
+    const std::string path = (dir / "big.data.gz").string();
+    {
+      ParallelOutput out(path, Compression::kGzip, 6, pool);
+      for (std::size_t at = 0; at < expected.size(); at += 100000) {
+        out.write(std::string_view(expected).substr(at, 100000));
+      }
+      out.commit();
+      CHECK(out.bytesIn() == expected.size());
+    }
+    const std::string data = npm::readWholeFile(path);  // plain: InputFile knows no gzip
+    CHECK(gunzip(data, members) == expected);
+    CHECK(members == 1);
+    CHECK(data.substr(0, 3) == std::string("\x1f\x8b\x08", 3));
+  }
+  {
+    ParallelOutput out((dir / "empty.gz").string(), Compression::kGzip, 9, nullptr);
+    out.commit();
+  }
+  CHECK(gunzip(npm::readWholeFile((dir / "empty.gz").string()), members).empty());
+  CHECK(members == 1);
+  CHECK(gunzip(gzCompress("a,b\n1,2\n", 9), members) == "a,b\n1,2\n");
+  CHECK(gunzip(compressText(expected, Compression::kGzip, 1), members) == expected);
+  CHECK(compressText("x", Compression::kNone, 9) == "x");
+  CHECK(npm::readWholeFile((dir / "empty.gz").string()).size() > 18);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("compression names and suffixes") {
+  CHECK(parseCompression("gzip") == Compression::kGzip);
+  CHECK(parseCompression("bzip2") == Compression::kBzip2);
+  CHECK(parseCompression("none") == Compression::kNone);
+  CHECK_THROWS_AS(parseCompression("zstd"), UsageError);
+  CHECK_THROWS_AS(parseCompression("GZIP"), UsageError);
+  CHECK(compressionForName("t.csv.gz") == Compression::kGzip);
+  CHECK(compressionForName("t.csv.GZ") == Compression::kGzip);
+  CHECK(compressionForName("t.data.bz2") == Compression::kBzip2);
+  CHECK(compressionForName("t.csv") == Compression::kNone);
+  CHECK(compressionForName("gz") == Compression::kNone);
+  CHECK(std::string(compressionSuffix(Compression::kGzip)) == ".gz");
+  CHECK(std::string(compressionName(Compression::kNone)) == "none");
 }
 
 TEST_CASE("numericAwareLess is a strict total order on a mixed sample") {
