@@ -19,10 +19,25 @@ double rate(std::uint64_t count, std::uint64_t from, std::uint64_t to, double fa
 class Rows {
 public:
   explicit Rows(std::vector<ScalarRow>& rows) : rows_(rows) {}
-  void add(const std::string& object, const char* name, std::uint64_t v) {
-    rows_.push_back({object, name, std::to_string(v), true});
+  void add(const std::string& object, std::string name, std::uint64_t v) {
+    rows_.push_back({object, std::move(name), std::to_string(v), true});
   }
-  void add(const std::string& object, const char* name, double v) { rows_.push_back({object, name, format("%1.6f", v), true}); }
+  void add(const std::string& object, std::string name, double v) {
+    rows_.push_back({object, std::move(name), format("%1.6f", v), true});
+  }
+  // "<what> Bytes/Packets/Frames", then (with `rates`) their rates over from..to, the bit rate
+  // first if asked for.
+  void counts(const std::string& object, const std::string& what, const Counters& c, std::uint64_t from,
+              std::uint64_t to, bool bitRate, bool rates) {
+    add(object, what + " Bytes", c.bytes);
+    add(object, what + " Packets", c.packets);
+    add(object, what + " Frames", c.frames);
+    if (!rates) return;
+    if (bitRate) add(object, what + " Bit Rate", rate(c.bytes, from, to, 8.0));
+    add(object, what + " Byte Rate", rate(c.bytes, from, to));
+    add(object, what + " Packet Rate", rate(c.packets, from, to));
+    add(object, what + " Frame Rate", rate(c.frames, from, to));
+  }
   void cpu(const std::string& object, const char* name, double v) { rows_.push_back({object, name, format("%1.3f", v), false}); }
 
 private:
@@ -48,25 +63,10 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
     out.add(object, "Last Transmission", tx.last);
     out.add(object, "First Reception", f.firstReception);
     out.add(object, "Last Reception", f.lastReception);
-    out.add(object, "Transmitted Bytes", tx.total.bytes);
-    out.add(object, "Transmitted Packets", tx.total.packets);
-    out.add(object, "Transmitted Frames", tx.total.frames);
-    out.add(object, "Transmitted Bit Rate", rate(tx.total.bytes, tx.first, tx.last, 8.0));
-    out.add(object, "Transmitted Byte Rate", rate(tx.total.bytes, tx.first, tx.last));
-    out.add(object, "Transmitted Packet Rate", rate(tx.total.packets, tx.first, tx.last));
-    out.add(object, "Transmitted Frame Rate", rate(tx.total.frames, tx.first, tx.last));
-    const auto from = f.firstReception, to = f.lastReception;
-    out.add(object, "Received Bytes", f.received.bytes);
-    out.add(object, "Received Packets", f.received.packets);
-    out.add(object, "Received Frames", f.received.frames);
-    out.add(object, "Received Bit Rate", rate(f.received.bytes, from, to, 8.0));
-    out.add(object, "Received Byte Rate", rate(f.received.bytes, from, to));
-    out.add(object, "Received Packet Rate", rate(f.received.packets, from, to));
-    out.add(object, "Received Frame Rate", rate(f.received.frames, from, to));
+    out.counts(object, "Transmitted", tx.total, tx.first, tx.last, true, true);
+    out.counts(object, "Received", f.received, f.firstReception, f.lastReception, true, true);
     // Not in the reference: per-flow loss.
-    out.add(object, "Lost Bytes", f.lost.bytes);
-    out.add(object, "Lost Packets", f.lost.packets);
-    out.add(object, "Lost Frames", f.lost.frames);
+    out.counts(object, "Lost", f.lost, 0, 0, false, false);
     out.add(object, "Jitter", f.jitterMs);
     out.add(object, "Mean Delay", f.meanDelayMs);
     for (const auto& p : f.paths) {
@@ -88,24 +88,9 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
   const auto from = r.firstStatisticsEvent, to = r.lastStatisticsEvent;
   out.add(total, "First Statistics Event", from);
   out.add(total, "Last Statistics Event", to);
-  out.add(total, "Transmitted Bytes", totalTx.bytes);
-  out.add(total, "Transmitted Packets", totalTx.packets);
-  out.add(total, "Transmitted Frames", totalTx.frames);
-  out.add(total, "Transmitted Byte Rate", rate(totalTx.bytes, from, to));
-  out.add(total, "Transmitted Packet Rate", rate(totalTx.packets, from, to));
-  out.add(total, "Transmitted Frame Rate", rate(totalTx.frames, from, to));
-  out.add(total, "Received Bytes", totalRx.bytes);
-  out.add(total, "Received Packets", totalRx.packets);
-  out.add(total, "Received Frames", totalRx.frames);
-  out.add(total, "Received Byte Rate", rate(totalRx.bytes, from, to));
-  out.add(total, "Received Packet Rate", rate(totalRx.packets, from, to));
-  out.add(total, "Received Frame Rate", rate(totalRx.frames, from, to));
-  out.add(total, "Lost Bytes", totalLost.bytes);
-  out.add(total, "Lost Packets", totalLost.packets);
-  out.add(total, "Lost Frames", totalLost.frames);
-  out.add(total, "Lost Byte Rate", rate(totalLost.bytes, from, to));
-  out.add(total, "Lost Packet Rate", rate(totalLost.packets, from, to));
-  out.add(total, "Lost Frame Rate", rate(totalLost.frames, from, to));
+  out.counts(total, "Transmitted", totalTx, from, to, false, true);
+  out.counts(total, "Received", totalRx, from, to, false, true);
+  out.counts(total, "Lost", totalLost, from, to, false, true);
   // Per CPU first (CPU[1..n]), then the total, as the reference.
   for (std::size_t i = 1; i <= r.cpu.cpus(); ++i) {
     const std::string object = base + ".CPU[" + std::to_string(i) + "]";
