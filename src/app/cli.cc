@@ -23,7 +23,7 @@ namespace {
 
 using npmp::Protocol;
 
-enum class Arg { None, Required };
+enum class Arg { None, Required, Optional };  // Optional: only as --name=VALUE
 
 struct OptionDef {
   const char* name;
@@ -61,6 +61,7 @@ constexpr OptionDef kOptions[] = {
     {"max-spool-total", 0, Arg::Required},    {"max-download", 0, Arg::Required},
     {"auth-key-file", 0, Arg::Required},      {"path-interval", 0, Arg::Required},
     {"warmup", 0, Arg::Required},
+    {"json", 0, Arg::Optional},               {"json-stream", 0, Arg::None},
 };
 
 struct Parsed {
@@ -156,6 +157,9 @@ std::string usage() {
          "  --path-interval=MS           sample each flow's paths (TCP, MPTCP subflows, SCTP addresses) every MS\n"
          "                               into NAME-paths-active/passive-FLOW-STREAM.vec (100; 0 = none)\n"
          "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
+         "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
+         "                               the status line then goes to standard error)\n"
+         "  --json-stream                a JSON line per second on standard output (status line to standard error)\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
@@ -222,6 +226,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     if (def->arg == Arg::Required && !hasValue) {
       if (i + 1 >= args.size()) return CliError{"option \"" + a + "\" needs a value"};
       value = args[++i];
+    } else if (def->arg == Arg::Optional && !hasValue) {
+      value = "-";
     } else if (def->arg == Arg::None && hasValue) {
       return CliError{"option \"" + a + "\" takes no value"};
     }
@@ -373,6 +379,11 @@ Command parseCommandLine(const std::vector<std::string>& args) {
           else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
           else limits.idleTimeout = std::chrono::seconds(*n);
           passiveOnly = true;
+        } else if (name == "json") {
+          if (v.empty()) return bad("expected --json (standard output) or --json=FILE");
+          active.jsonFile = v;
+        } else if (name == "json-stream") {
+          active.jsonStream = true;
         } else if (name == "logfile" || name == "logappend") {
           logSettings.file = v;
           logSettings.append = name == "logappend";
@@ -393,6 +404,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     if (active.warmup.count() > 0) {
       return CliError{"--warmup is given to the active side (HOST:PORT); a passive takes it from the active's START"};
     }
+    if (!active.jsonFile.empty() || active.jsonStream) return CliError{"--json and --json-stream are options of the active side"};
     if (noSctp && noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
     PassiveCommand c;
     c.options.controlOverSctp = !noSctp;
@@ -444,6 +456,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (noSctp || noTcp || noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
   if (passiveOnly) return CliError{"--allow, --max-* and --idle-timeout are options of the passive side"};
+  active.commandLine = args;
   active.sctpStack = sctpStack;
   active.sctpUdpPort = sctpUdpPort;
   active.sctpRemoteUdpPort = sctpRemoteUdpPort;
@@ -505,7 +518,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     }
   }
   for (const auto& [pattern, what] : {std::pair{active.configFile, "config"}, std::pair{active.scalarPattern, "scalar"},
-                                      std::pair{active.vectorPattern, "vector"}}) {
+                                      std::pair{active.vectorPattern, "vector"},
+                                      std::pair{active.jsonFile == "-" ? std::string() : active.jsonFile, "JSON"}}) {
     if (auto error = checkWritable(pattern, what); !error.empty()) return CliError{error};
   }
   std::string why;

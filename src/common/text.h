@@ -34,4 +34,35 @@ inline std::string hex64(std::uint64_t v) {
   return b;
 }
 
+// Next word of an OMNeT++-style line (scalar files): "quoted with \" escapes" or up to a
+// space or TAB; `rest` moves past it. False if there is no word or a quote is not closed.
+inline bool nextQuotedWord(std::string_view& rest, std::string& word) {
+  word.clear();
+  std::size_t i = 0;
+  while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+  if (i >= rest.size()) return false;
+  if (rest[i] == '"') {
+    ++i;
+    for (;;) {
+      if (i >= rest.size()) return false;  // unterminated quote
+      const char c = rest[i];
+      if (c == '\\' && i + 1 < rest.size()) {
+        word += rest[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '"') {
+        ++i;
+        break;
+      }
+      word += c;
+      ++i;
+    }
+  } else {
+    while (i < rest.size() && rest[i] != ' ' && rest[i] != '\t') word += rest[i++];
+  }
+  rest.remove_prefix(i);
+  return true;
+}
+
 }  // namespace npm

@@ -28,6 +28,7 @@
 #include "control/auth.h"
 #include "control/display.h"
 #include "control/flow_mapping.h"
+#include "control/json_output.h"
 #include "control/stop_flows.h"
 #include "measure/measurement.h"
 #include "transport/channel.h"
@@ -80,7 +81,7 @@ struct FlowRun {
 class Active {
 public:
   Active(asio::io_context& io, const ActiveOptions& o)
-      : io_(io), o_(o), runEvent_(io.get_executor()), signals_(io, SIGINT, SIGTERM) {}
+      : io_(io), o_(o), runEvent_(io.get_executor()), signals_(io, SIGINT, SIGTERM), json_(o) {}
 
   asio::awaitable<int> run();
   void onSignal(int number);
@@ -107,7 +108,7 @@ private:
   bool samplesPaths(npmp::Protocol protocol) const;
   bool recordsPaths(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
-  asio::awaitable<void> download(const std::string& fileName, const char* what);
+  asio::awaitable<void> download(const std::string& fileName, const char* what, std::string* keep = nullptr);
   void openOwnFiles();
   void writeConfig();
   void writeOwnResults(const measure::MeasurementResult& result);
@@ -132,6 +133,7 @@ private:
   bool pathsUnsupportedSaid_ = false;
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
+  JsonOutput json_;
 };
 
 void Active::onSignal(int number) {
@@ -173,6 +175,10 @@ asio::awaitable<void> Active::connectControl() {
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
   co_await connectWithin(socket, to, kConnectTimeout);
+  boost::system::error_code ignored;
+  const auto local = socket.local_endpoint(ignored);
+  json_.control(npmp::protocolName(protocol), ignored ? "" : transport::endpointName(local.address(), local.port()),
+                transport::endpointName(to.address(), to.port()));
   control_ = std::make_shared<ControlChannel>(
       io_.get_executor(), tcpControl(std::move(socket), npmp::Channel::ControlToActive, protocol == Protocol::MPTCP),
       transport::endpointName(to.address(), to.port()), to.address());
@@ -249,6 +255,8 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
   socket->connect(o_.remotes, port);
   auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
   co_await waitConnected(*association, timeout);
+  json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
+  json_.sctpStack(sctp::stackName(stack));
   control_ = std::make_shared<ControlChannel>(io_.get_executor(),
                                               sctpControl(association, npmp::Channel::ControlToActive), name, o_.remote);
   control_->watchFailure(&runEvent_);
@@ -263,6 +271,7 @@ asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association
     log::info("Flow #" + std::to_string(*spec.flowId) + ": CMT-SCTP needs the userland SCTP stack; using it");
   }
   const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  json_.sctpStack(sctp::stackName(stack));
   auto socket = sctp::open(stack, io_, family, sctpSettings());
   sctp::SocketOptions options;
   options.streams = static_cast<std::uint16_t>(std::count_if(o_.flows.begin(), o_.flows.end(), [&](const auto& f) {
@@ -533,9 +542,12 @@ std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {
   return flows;
 }
 
-asio::awaitable<void> Active::download(const std::string& fileName, const char* what) {
-  log::info(std::string("Downloading ") + what + " results [" + fileName + "]");
-  OutputFile out(fileName, false, 9);  // the passive has compressed it already if asked to
+asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::string* keep) {
+  // No file name: kept in memory only (`keep`).
+  log::info(std::string("Downloading ") + what + " results" + (fileName.empty() ? std::string() : " [" + fileName + "]"));
+  OutputFile out;
+  if (!fileName.empty()) out = OutputFile(fileName, false, 9);  // the passive has compressed it already if asked to
+  const std::string name = fileName.empty() ? std::string("the passive's ") + what + " results" : fileName;
   // A passive is a peer like any other: a file may not exceed --max-download, and one
   // trickled in more slowly than kMinDownloadRate (after a grace period) is given up.
   const auto begin = Clock::now();
@@ -545,29 +557,30 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
     try {
       message = co_await control_->next(kResultsTimeout);
     } catch (const ControlError& e) {
-      throw ActiveError(std::string("lost the control connection while downloading ") + fileName + ": " + e.what());
+      throw ActiveError(std::string("lost the control connection while downloading ") + name + ": " + e.what());
     }
-    if (!message) throw ActiveError("the passive stopped sending " + fileName);
+    if (!message) throw ActiveError("the passive stopped sending " + name);
     const auto decoded = npmp::decode(*message);
     const auto* r = decoded ? std::get_if<npmp::Results>(&*decoded.message) : nullptr;
     if (r == nullptr) {
-      throw ActiveError("expected RESULTS for " + fileName + ", got " +
+      throw ActiveError("expected RESULTS for " + name + ", got " +
                         (decoded ? npmp::typeName((*message)[0]) : decoded.error));
     }
-    out.write(r->data.data(), r->data.size());
+    if (out.isOpen()) out.write(r->data.data(), r->data.size());
+    if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());
     bytes += r->data.size();
     if (r->eof()) break;
     if (bytes > o_.maxDownloadBytes) {
       throw ActiveError("the passive sends more than " + std::to_string(o_.maxDownloadBytes >> 20) + " MiB for " +
-                        fileName + " (--max-download)");
+                        name + " (--max-download)");
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
     if (seconds > kDownloadGrace.count() && static_cast<double>(bytes) / seconds < kMinDownloadRate) {
-      throw ActiveError("the passive sends " + fileName + " too slowly (" + std::to_string(bytes) + " bytes in " +
+      throw ActiveError("the passive sends " + name + " too slowly (" + std::to_string(bytes) + " bytes in " +
                         std::to_string(static_cast<int>(seconds)) + " s)");
     }
   }
-  out.commit();
+  if (out.isOpen()) out.commit();
 }
 
 void Active::writeOwnResults(const measure::MeasurementResult& result) {
@@ -621,6 +634,7 @@ void Active::statusTick() {
     rx += f.flow->received().received();
   }
   status_->update(flows_.size(), 1, tx, rx);
+  json_.tick(measurementId_, transport::nowMicros(), measurement_->startTime(), flowPointers(), status_->cpuUsage());
   statusTimer_->expires_after(std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) statusTick();
@@ -654,7 +668,7 @@ asio::awaitable<int> Active::run() {
     start.warmupMs = static_cast<std::uint32_t>(o_.warmup.count());
     if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
     if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
-    if (o_.scalarPattern.empty()) start.flags |= npmp::kStartNoScalars;
+    if (o_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
     if (hasBz2Suffix(o_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
     npmp::Bytes message;
     npmp::encode(start, message);
@@ -662,15 +676,15 @@ asio::awaitable<int> Active::run() {
     const auto started = co_await awaitAck(0, 0, "START");
     if (started.status != npmp::kStatusOk) throw ActiveError("the passive could not start the measurement");
   } catch (const std::exception& e) {
-    log::error(e.what());
-    co_return 1;
+    json_.error(e.what());
+    co_return json_.finish(1, measurementId_, nullptr);
   }
 
   // ---- run
   log::info("Starting measurement $" + hex64(measurementId_) +
             (o_.runtime ? " for " + std::to_string(*o_.runtime) + " s" : std::string(" until interrupted (Ctrl+C)")));
   measurement_->start(transport::nowMicros(), o_.warmup);
-  status_ = std::make_unique<StatusLine>(o_.display);
+  status_ = std::make_unique<StatusLine>(o_.display, json_.humanOut());
   statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) statusTick();
@@ -704,7 +718,9 @@ asio::awaitable<int> Active::run() {
     writeOwnResults(own);
     if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
     if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
-    if (!o_.scalarPattern.empty()) co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar");
+    if (!o_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
+      co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
+    }
     for (auto& f : flows_) {
       npmp::Bytes remove;
       npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
@@ -723,7 +739,7 @@ asio::awaitable<int> Active::run() {
             log::info("The passive records no per-path vectors (an older NetPerfMeter?)");
           }
         } else {
-          log::error("Flow #" + std::to_string(f.flow->flowId()) +
+          json_.error("Flow #" + std::to_string(f.flow->flowId()) +
                      ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
                      "passive's log)");
           passiveVectorLost = true;
@@ -733,7 +749,7 @@ asio::awaitable<int> Active::run() {
     co_await control_->drained(0);
     if (passiveVectorLost) exitCode = 1;
   } catch (const std::exception& e) {
-    log::error(e.what());
+    json_.error(e.what());
     exitCode = 1;
   }
   if (!ownWritten) {
@@ -744,13 +760,13 @@ asio::awaitable<int> Active::run() {
       writeOwnResults(own);
       log::info("The active's own results have been written");
     } catch (const std::exception& e) {
-      log::error(e.what());
+      json_.error(e.what());
     }
     exitCode = 1;
   }
   printStatistics(own);
   if (!flowFailure_.empty()) {
-    log::error(flowFailure_);
+    json_.error(flowFailure_);
     exitCode = 1;
   }
   co_await endAssociations();
@@ -758,7 +774,7 @@ asio::awaitable<int> Active::run() {
   for (auto& [id, a] : associations_) a->close();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
-  co_return exitCode;
+  co_return json_.finish(exitCode, measurementId_, own.lastStatisticsEvent != 0 ? &own : nullptr);
 }
 
 }  // namespace

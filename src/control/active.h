@@ -43,6 +43,11 @@ struct ActiveOptions {
   std::vector<flowspec::FlowSpec> flows;  // validated, IDs assigned
   std::uint64_t maxDownloadBytes = std::uint64_t{32} << 30;  // --max-download: per result file of the passive
   std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: prove it to the passive
+  // --json[=FILE]: the result document ("-" = standard output); --json-stream: one line per
+  // status interval on standard output. Either on standard output moves the status line to stderr.
+  std::string jsonFile;
+  bool jsonStream = false;
+  std::vector<std::string> commandLine;  // the arguments, for the result document
 };
 
 // Runs the whole measurement; returns the process exit code.

@@ -8,7 +8,7 @@
 
 namespace npm::control {
 
-StatusLine::StatusLine(bool enabled) : enabled_(enabled), colour_(::isatty(STDOUT_FILENO)) {
+StatusLine::StatusLine(bool enabled, std::FILE* out) : enabled_(enabled), out_(out), colour_(::isatty(::fileno(out))) {
   started_ = last_ = transport::nowMicros();
   lastCpu_ = cpu_.sample();
 }
@@ -20,7 +20,8 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
   const double txRate = 8.0 * static_cast<double>(tx.bytes - std::min(tx.bytes, lastTx_)) / interval / 1000.0;
   const double rxRate = 8.0 * static_cast<double>(rx.bytes - std::min(rx.bytes, lastRx_)) / interval / 1000.0;
   const auto cpuNow = cpu_.sample();
-  const auto usage = measure::cpuUsage(lastCpu_, cpuNow);
+  usage_ = measure::cpuUsage(lastCpu_, cpuNow);
+  const auto& usage = usage_;
   lastCpu_ = cpuNow;
   last_ = now;
   lastTx_ = tx.bytes;
@@ -44,21 +45,21 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
     cpu += b;
   }
   // On a terminal the line rewrites itself; into a file or pipe it is one line per second.
-  std::printf("%s%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
+  std::fprintf(out_, "%s%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
               "Received: %1.3f MiB at %1.1f Kbit/s   CPU: %s -->%s%s",
               colour_ ? "\r" : "", colour_ ? "\x1b[34m" : "", static_cast<unsigned long long>(elapsed / 3600),
               static_cast<unsigned long long>(elapsed / 60 % 60), static_cast<unsigned long long>(elapsed % 60),
               flows, measurements, static_cast<double>(tx.bytes) / 1048576.0, txRate,
               static_cast<double>(rx.bytes) / 1048576.0, rxRate, cpu.c_str(), colour_ ? "\x1b[0m" : "",
               colour_ ? "\x1b[0K" : "\n");
-  std::fflush(stdout);
+  std::fflush(out_);
   printed_ = true;
 }
 
 void StatusLine::finish() {
   if (printed_ && colour_) {
-    std::printf("\n");
-    std::fflush(stdout);
+    std::fputc('\n', out_);
+    std::fflush(out_);
     printed_ = false;
   }
 }

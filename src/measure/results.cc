@@ -4,9 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <tuple>
 
 #include "flowspec/random.h"
+#include "measure/scalar_rows.h"
 
 namespace npm::measure {
 
@@ -46,118 +46,8 @@ std::string shellQuote(std::string_view value) {
   return out;
 }
 
-namespace {
-
-double rate(std::uint64_t count, std::uint64_t from, std::uint64_t to, double factor = 1.0) {
-  if (to <= from) return 0.0;
-  return factor * static_cast<double>(count) / (static_cast<double>(to - from) / 1e6);
-}
-
-void scalar(OutputFile& out, const std::string& object, const char* name, std::uint64_t v) {
-  char quoted[64];
-  std::snprintf(quoted, sizeof(quoted), "\"%s\"", name);
-  out.printf("scalar \"%s\" %-25s %llu\n", object.c_str(), quoted, static_cast<unsigned long long>(v));
-}
-
-void scalar(OutputFile& out, const std::string& object, const char* name, double v) {
-  char quoted[64];
-  std::snprintf(quoted, sizeof(quoted), "\"%s\"", name);
-  out.printf("scalar \"%s\" %-25s %1.6f\n", object.c_str(), quoted, v);
-}
-
-}  // namespace
-
 void writeScalars(OutputFile& out, std::string_view role, const MeasurementResult& r) {
-  const std::string base = "netPerfMeter." + std::string(role);
-  Counters totalTx, totalRx, totalLost;
-  for (const FlowResult& f : r.flows) {
-    const std::string object = base + ".flow[" + std::to_string(f.flowId) + "]";
-    const auto& tx = f.transmitted;
-    scalar(out, object, "First Transmission", tx.first);
-    scalar(out, object, "Last Transmission", tx.last);
-    scalar(out, object, "First Reception", f.firstReception);
-    scalar(out, object, "Last Reception", f.lastReception);
-    scalar(out, object, "Transmitted Bytes", tx.total.bytes);
-    scalar(out, object, "Transmitted Packets", tx.total.packets);
-    scalar(out, object, "Transmitted Frames", tx.total.frames);
-    scalar(out, object, "Transmitted Bit Rate", rate(tx.total.bytes, tx.first, tx.last, 8.0));
-    scalar(out, object, "Transmitted Byte Rate", rate(tx.total.bytes, tx.first, tx.last));
-    scalar(out, object, "Transmitted Packet Rate", rate(tx.total.packets, tx.first, tx.last));
-    scalar(out, object, "Transmitted Frame Rate", rate(tx.total.frames, tx.first, tx.last));
-    const auto from = f.firstReception, to = f.lastReception;
-    scalar(out, object, "Received Bytes", f.received.bytes);
-    scalar(out, object, "Received Packets", f.received.packets);
-    scalar(out, object, "Received Frames", f.received.frames);
-    scalar(out, object, "Received Bit Rate", rate(f.received.bytes, from, to, 8.0));
-    scalar(out, object, "Received Byte Rate", rate(f.received.bytes, from, to));
-    scalar(out, object, "Received Packet Rate", rate(f.received.packets, from, to));
-    scalar(out, object, "Received Frame Rate", rate(f.received.frames, from, to));
-    // Not in the reference: per-flow loss.
-    scalar(out, object, "Lost Bytes", f.lost.bytes);
-    scalar(out, object, "Lost Packets", f.lost.packets);
-    scalar(out, object, "Lost Frames", f.lost.frames);
-    scalar(out, object, "Jitter", f.jitterMs);
-    scalar(out, object, "Mean Delay", f.meanDelayMs);
-    for (const auto& p : f.paths) {
-      const std::string path = p.id == transport::PathSample::kConnection
-                                   ? object + ".connection"
-                                   : object + ".path[" + std::to_string(p.id) + "]";
-      scalar(out, path, "Samples", p.samples);
-      for (const auto& [name, mean] : {std::pair{"Mean Cwnd", &p.cwnd}, std::pair{"Mean RTT", &p.rtt},
-                                       std::pair{"Mean Unacked", &p.unacked}, std::pair{"Mean Rwnd", &p.rwnd},
-                                       std::pair{"Mean Pending", &p.pending}}) {
-        if (!mean->empty()) scalar(out, path, name, mean->value());
-      }
-      const std::tuple<const char*, double, double> counters[] = {
-          {"Bytes Sent", p.bytesSent, p.baseSent},
-          {"Bytes Acked", p.bytesAcked, p.baseAcked},
-          {"Bytes Received", p.bytesReceived, p.baseReceived},
-          {"Retransmissions", p.retransmissions, p.baseRetransmissions}};
-      for (const auto& [name, value, base] : counters) {
-        if (std::isnan(value)) continue;
-        const double since = std::isnan(base) ? value : std::max(0.0, value - base);
-        scalar(out, path, name, static_cast<std::uint64_t>(since));
-      }
-    }
-    totalTx += tx.total;
-    totalRx += f.received;
-    totalLost += f.lost;
-  }
-  const std::string total = base + ".total";
-  const auto from = r.firstStatisticsEvent, to = r.lastStatisticsEvent;
-  scalar(out, total, "First Statistics Event", from);
-  scalar(out, total, "Last Statistics Event", to);
-  scalar(out, total, "Transmitted Bytes", totalTx.bytes);
-  scalar(out, total, "Transmitted Packets", totalTx.packets);
-  scalar(out, total, "Transmitted Frames", totalTx.frames);
-  scalar(out, total, "Transmitted Byte Rate", rate(totalTx.bytes, from, to));
-  scalar(out, total, "Transmitted Packet Rate", rate(totalTx.packets, from, to));
-  scalar(out, total, "Transmitted Frame Rate", rate(totalTx.frames, from, to));
-  scalar(out, total, "Received Bytes", totalRx.bytes);
-  scalar(out, total, "Received Packets", totalRx.packets);
-  scalar(out, total, "Received Frames", totalRx.frames);
-  scalar(out, total, "Received Byte Rate", rate(totalRx.bytes, from, to));
-  scalar(out, total, "Received Packet Rate", rate(totalRx.packets, from, to));
-  scalar(out, total, "Received Frame Rate", rate(totalRx.frames, from, to));
-  scalar(out, total, "Lost Bytes", totalLost.bytes);
-  scalar(out, total, "Lost Packets", totalLost.packets);
-  scalar(out, total, "Lost Frames", totalLost.frames);
-  scalar(out, total, "Lost Byte Rate", rate(totalLost.bytes, from, to));
-  scalar(out, total, "Lost Packet Rate", rate(totalLost.packets, from, to));
-  scalar(out, total, "Lost Frame Rate", rate(totalLost.frames, from, to));
-  // Per CPU first (CPU[1..n]), then the total, as the reference.
-  for (std::size_t i = 1; i <= r.cpu.cpus(); ++i) {
-    const std::string object = base + ".CPU[" + std::to_string(i) + "]";
-    for (std::size_t s = 0; s < kCpuStates; ++s) {
-      out.printf("scalar \"%s\" \"%s\" %1.3f\n", object.c_str(), kCpuStateNames[s], r.cpu.percent[i][s]);
-    }
-  }
-  if (!r.cpu.percent.empty()) {
-    const std::string object = base + ".totalCPU";
-    for (std::size_t s = 0; s < kCpuStates; ++s) {
-      out.printf("scalar \"%s\" \"%s\" %1.3f\n", object.c_str(), kCpuStateNames[s], r.cpu.percent[0][s]);
-    }
-  }
+  for (const ScalarRow& row : scalarRows(role, r)) out.write(formatScalarRow(row));
 }
 
 // ------------------------------------------------------------ measurement vector

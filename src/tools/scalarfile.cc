@@ -2,6 +2,7 @@
 
 
 #include "common/fileio.h"
+#include "common/text.h"
 #include "tools/toolcommon.h"
 
 namespace npm::tools {
@@ -38,34 +39,7 @@ std::string trimmed(std::string_view s) {
 
 }  // namespace
 
-bool nextScalarWord(std::string_view& rest, std::string& word) {
-  word.clear();
-  std::size_t i = 0;
-  while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
-  if (i >= rest.size()) return false;
-  if (rest[i] == '"') {
-    ++i;
-    for (;;) {
-      if (i >= rest.size()) return false;  // unterminated quote
-      const char c = rest[i];
-      if (c == '\\' && i + 1 < rest.size()) {
-        word += rest[i + 1];
-        i += 2;
-        continue;
-      }
-      if (c == '"') {
-        ++i;
-        break;
-      }
-      word += c;
-      ++i;
-    }
-  } else {
-    while (i < rest.size() && rest[i] != ' ' && rest[i] != '\t') word += rest[i++];
-  }
-  rest.remove_prefix(i);
-  return true;
-}
+bool nextScalarWord(std::string_view& rest, std::string& word) { return nextQuotedWord(rest, word); }
 
 Scalar transformName(std::string_view objectIn, std::string_view statisticIn, bool split,
                      bool removeScenario) {

@@ -1,0 +1,50 @@
+// The active's JSON output (--json, --json-stream): what the run loop tells it along the way
+// (errors, the control connection, the SCTP stack, the passive's scalar file) and the writing
+// of the stream lines and the result document. The document itself is measure/json_report.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control/active.h"
+#include "measure/flow.h"
+#include "measure/json_report.h"
+#include "measure/results.h"
+
+namespace npm::control {
+
+class JsonOutput {
+public:
+  explicit JsonOutput(const ActiveOptions& options);
+
+  // Where the human output (status line) goes: standard error if JSON is on standard output.
+  std::FILE* humanOut() const;
+  // The passive's scalar file is needed (and downloaded into memory) even without -scalar.
+  bool wantsPassiveScalars() const { return !o_.jsonFile.empty(); }
+
+  // The first error of the run is the document's "error".
+  void error(const std::string& message);
+  void control(std::string protocol, std::string local, std::string remote);
+  void sctpStack(const char* name) { info_.sctpStack = name; }
+  // The passive's scalar file as uploaded (bzip2 or plain).
+  std::string& passiveScalars() { return passiveScalars_; }
+
+  // A stream line for the flows now (nothing without --json-stream).
+  void tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start, const std::vector<std::shared_ptr<measure::Flow>>& flows,
+            const measure::CpuUsage& cpu);
+  // Writes the result document (nothing without --json); `own` is null if the active has no
+  // results. Returns the exit code: 1 if the document could not be written.
+  int finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own);
+
+private:
+  const ActiveOptions& o_;
+  measure::JsonRunInfo info_;
+  std::string error_;
+  std::string passiveScalars_;
+  std::unique_ptr<measure::JsonStream> stream_;
+};
+
+}  // namespace npm::control

@@ -1,0 +1,70 @@
+// The machine-readable output of the active (--json, --json-stream), documented by the JSON
+// Schemas in src/app/schema/ and in netperfmeter(1):
+//  * the result document: the run's metadata and, per flow and direction, the figures of both
+//    sides' scalar files — taken from their rows (scalar_rows.h) as printed, never re-derived;
+//  * the stream: one line (NDJSON) per status interval with the status line's figures per flow.
+// Pure: times are passed in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure/cpu.h"
+#include "measure/scalar_rows.h"
+#include "measure/statistics.h"
+
+namespace npm::measure {
+
+constexpr int kJsonSchemaVersion = 1;
+
+struct JsonFlowInfo {
+  std::uint32_t flowId = 0;
+  std::uint16_t streamId = 0;
+  std::string protocol;  // "TCP", "UDP", ...
+  std::string description;
+};
+
+struct JsonRunInfo {
+  std::string version;  // of netperfmeter
+  std::uint64_t measurementId = 0;
+  std::vector<std::string> commandLine;  // argv, program name first
+  std::optional<double> runtime;         // requested (-T), seconds
+  std::string remote;                    // as given: "host:port"
+  std::string controlProtocol;           // "TCP", "MPTCP", "SCTP (kernel)"; empty: not connected
+  std::string controlLocal, controlRemote;  // "address:port"; empty if unknown
+  std::vector<std::string> localAddresses;  // -L
+  std::string sctpStack;                 // "kernel", "userland"; empty: no SCTP used
+  std::vector<JsonFlowInfo> flows;
+};
+
+// The result document (one JSON object, with its final newline). `active` and `passive` are
+// the rows of each side's scalar file, null where that side has none (a failed run); `error`
+// is empty for a run without one.
+std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>* active,
+                           const std::vector<ScalarRow>* passive, const std::string& error, bool indent);
+
+// Decompresses a bzip2 text (the passive's upload when -scalar ends in .bz2); plain text as is.
+std::string bzip2Text(std::string data);
+
+// What a flow has done so far, for a stream line.
+struct JsonFlowSample {
+  JsonFlowInfo info;
+  Counters transmitted, received, lost;
+  double jitterMs = 0.0;
+};
+
+// The stream lines of one measurement; rates are over the time since the previous line.
+class JsonStream {
+public:
+  JsonStream(std::uint64_t measurementId, std::uint64_t start) : measurementId_(measurementId), start_(start), last_(start) {}
+  // One line (with its '\n').
+  std::string line(std::uint64_t now, const std::vector<JsonFlowSample>& flows, const CpuUsage& cpu);
+
+private:
+  std::uint64_t measurementId_, start_, last_;
+  std::vector<JsonFlowSample> previous_;
+};
+
+}  // namespace npm::measure

@@ -1,0 +1,259 @@
+"""--json and --json-stream on loopback: the result document against its JSON Schema and,
+figure by figure, against the scalar files of both sides (the same printed values); JSON on
+standard output with the human output on standard error; the stream's lines; a failed run."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import unittest
+
+from harness import NETPERFMETER, Passive, main, read_text
+
+try:
+    import jsonschema
+except ImportError:  # python3-jsonschema
+    jsonschema = None
+
+PORT = 21600
+SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "app", "schema")
+FLOWS = ["-tcp", "const20:const1000:const20:const1000:description=Bulk \"TCP\"",
+         "-udp", "const25:const500:const25:const700:description=Voice",
+         "-mptcp", "const10:const1000:const10:const1000:description=Multipath"]
+SCALAR = re.compile(r'^scalar\s+"([^"]*)"\s+"([^"]*)"\s+(\S+)\s*$')
+
+
+def schema(name):
+    with open(os.path.join(SCHEMAS, f"netperfmeter-{name}.schema.json")) as f:
+        return json.load(f)
+
+
+def validate(document, name):
+    if jsonschema is None:
+        raise unittest.SkipTest("python3-jsonschema is not installed")
+    jsonschema.Draft202012Validator(schema(name)).validate(document)
+
+
+def printed_scalars(path):
+    """{(object, name): value as printed} of a .sca[.bz2] file."""
+    rows = {}
+    for line in read_text(path).splitlines():
+        m = SCALAR.match(line)
+        assert m, f"{path}: {line!r}"
+        rows[(m.group(1), m.group(2))] = m.group(3)
+    return rows
+
+
+def as_printed(path):
+    """The document with every number as the text it was written as."""
+    with open(path) as f:
+        return json.load(f, parse_float=str, parse_int=str)
+
+
+def active(*args, cwd, timeout=60):
+    return subprocess.run([NETPERFMETER, f"127.0.0.1:{PORT}", "-control-over-tcp", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+COUNTS = [("bytes", "Bytes"), ("packets", "Packets"), ("frames", "Frames"), ("bit_rate", "Bit Rate"),
+          ("byte_rate", "Byte Rate"), ("packet_rate", "Packet Rate"), ("frame_rate", "Frame Rate")]
+PATH_FIGURES = [("samples", "Samples"), ("mean_cwnd", "Mean Cwnd"), ("mean_rtt_ms", "Mean RTT"),
+                ("mean_unacked", "Mean Unacked"), ("mean_rwnd", "Mean Rwnd"), ("mean_pending", "Mean Pending"),
+                ("bytes_sent", "Bytes Sent"), ("bytes_acked", "Bytes Acked"), ("bytes_received", "Bytes Received"),
+                ("retransmissions", "Retransmissions")]
+
+
+def figures(doc):
+    """Every figure of the document: (where in the document, side, scalar object, scalar name, value)."""
+    out = []
+    base = {side: f"netPerfMeter.{side}" for side in ("active", "passive")}
+    for flow in doc["flows"]:
+        fid = flow["flow_id"]
+        for key, sender, receiver in (("active_to_passive", "active", "passive"),
+                                      ("passive_to_active", "passive", "active")):
+            d = flow[key]
+            so, ro = f"{base[sender]}.flow[{fid}]", f"{base[receiver]}.flow[{fid}]"
+            t, r = d["transmitted"], d["received"]
+            out.append((f"{fid}.{key}.transmitted.first_us", sender, so, "First Transmission", t["first_us"]))
+            out.append((f"{fid}.{key}.transmitted.last_us", sender, so, "Last Transmission", t["last_us"]))
+            out.append((f"{fid}.{key}.received.first_us", receiver, ro, "First Reception", r["first_us"]))
+            out.append((f"{fid}.{key}.received.last_us", receiver, ro, "Last Reception", r["last_us"]))
+            for k, name in COUNTS:
+                out.append((f"{fid}.{key}.transmitted.{k}", sender, so, f"Transmitted {name}", t[k]))
+                out.append((f"{fid}.{key}.received.{k}", receiver, ro, f"Received {name}", r[k]))
+            for k, name in COUNTS[:3]:
+                out.append((f"{fid}.{key}.lost.{k}", receiver, ro, f"Lost {name}", d["lost"][k]))
+            out.append((f"{fid}.{key}.jitter_ms", receiver, ro, "Jitter", d["jitter_ms"]))
+            out.append((f"{fid}.{key}.mean_delay_ms", receiver, ro, "Mean Delay", d["mean_delay_ms"]))
+        for side in ("active", "passive"):
+            for p in flow["paths"][side]:
+                obj = f"{base[side]}.flow[{fid}].path[{p['path_id']}]"
+                for k, name in PATH_FIGURES:
+                    if k in p:
+                        out.append((f"{fid}.paths.{side}.{k}", side, obj, name, p[k]))
+            whole = flow["connection"][side]
+            for k, name in PATH_FIGURES if whole is not None else []:
+                if k in whole:
+                    out.append((f"{fid}.connection.{side}.{k}", side, f"{base[side]}.flow[{fid}].connection", name,
+                                whole[k]))
+    for side in ("active", "passive"):
+        total, obj = doc["totals"][side], f"{base[side]}.total"
+        out.append((f"totals.{side}.first_us", side, obj, "First Statistics Event", total["first_us"]))
+        out.append((f"totals.{side}.last_us", side, obj, "Last Statistics Event", total["last_us"]))
+        for what in ("transmitted", "received", "lost"):
+            for k, name in COUNTS:
+                if k != "bit_rate":
+                    out.append((f"totals.{side}.{what}.{k}", side, obj, f"{what.capitalize()} {name}", total[what][k]))
+        cpu = doc["cpu"][side]
+        for index, states in [(None, cpu["total"])] + list(enumerate(cpu["cores"], 1)):
+            obj = f"{base[side]}.totalCPU" if index is None else f"{base[side]}.CPU[{index}]"
+            for k, v in states.items():
+                name = {"iowait": "IOWait"}.get(k, " ".join(w.capitalize() for w in k.split("_")))
+                out.append((f"cpu.{side}.{index}.{k}", side, obj, name, v))
+    return out
+
+
+class JsonResult(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="npm-json-")
+        with Passive(PORT) as passive:
+            cls.result = active("-nodisplay", "-runtime=3", "--json=run.json", "-scalar=run.sca", *FLOWS, cwd=cls.dir)
+            cls.compressed = active("-nodisplay", "-runtime=1.5", "--json=bz2.json", "-scalar=bz2.sca.bz2", *FLOWS,
+                                    cwd=cls.dir)
+            cls.alone = active("-nodisplay", "-runtime=1.5", "-json=alone.json", *FLOWS, cwd=cls.dir)
+            cls.stdout = active("-display", "-runtime=2", "--json", *FLOWS, cwd=cls.dir)
+            cls.stream = active("-display", "-runtime=3", "--json-stream", *FLOWS, cwd=cls.dir)
+            cls.passive_alive = passive.alive()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def compare(self, document, scalar_pattern):
+        doc = as_printed(self.path(document))
+        sca = {side: printed_scalars(self.path(scalar_pattern.replace(".sca", f"-{side}.sca")))
+               for side in ("active", "passive")}
+        used = set()
+        for where, side, obj, name, value in figures(doc):
+            self.assertIn((obj, name), sca[side], f"{where}: no such scalar in the {side}'s file")
+            printed = sca[side][(obj, name)]
+            if value is None:
+                self.assertIn(printed.lstrip("-"), ("nan", "inf"), f"{where}: null but {printed} in the .sca")
+            else:
+                self.assertEqual(value, printed, f"{where}: {value} != {printed} ({side} {obj} {name})")
+            used.add((side, obj, name))
+        every = {(side, obj, name) for side in sca for (obj, name) in sca[side]}
+        self.assertEqual(every - used, set(), "scalars missing from the JSON document")
+        return doc
+
+    def test_document_is_valid_and_every_figure_is_the_scalar_files(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+        self.assertTrue(self.passive_alive)
+        with open(self.path("run.json")) as f:
+            document = json.load(f)
+        validate(document, "result")
+        doc = self.compare("run.json", "run.sca")
+        self.assertIsNone(doc["error"])
+        self.assertEqual(doc["type"], "result")
+        self.assertEqual(len(doc["flows"]), 3)
+        self.assertEqual([f["protocol"] for f in doc["flows"]], ["TCP", "UDP", "MPTCP"])
+        # the whole connection is there for MPTCP only, on both sides
+        self.assertEqual([f["connection"]["active"] is None for f in doc["flows"]], [True, True, False])
+        self.assertIsNotNone(doc["flows"][2]["connection"]["passive"])
+        self.assertEqual(doc["flows"][0]["description"], 'Bulk "TCP"')
+        self.assertEqual(document["runtime_s"], 3)
+        self.assertAlmostEqual(document["duration_s"], 3.0, delta=0.5)
+        self.assertEqual(document["command_line"][0], "netperfmeter")
+        self.assertIn("--json=run.json", document["command_line"])
+        self.assertEqual(document["control"]["protocol"], "TCP")
+        self.assertEqual(document["control"]["remote"], f"127.0.0.1:{PORT + 1}")
+        self.assertTrue(document["control"]["local"].startswith("127.0.0.1:"))
+        self.assertEqual(document["remote"], f"127.0.0.1:{PORT}")
+        self.assertRegex(document["start_time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+        self.assertIn("$" + format(int(document["measurement_id"], 16), "x"), self.result.stderr)
+        # Both directions carried data and arrived.
+        for flow in document["flows"]:
+            for d in ("active_to_passive", "passive_to_active"):
+                self.assertGreater(flow[d]["transmitted"]["bytes"], 0)
+                self.assertGreater(flow[d]["received"]["bytes"], 0.8 * flow[d]["transmitted"]["bytes"])
+                self.assertIsNotNone(flow[d]["mean_delay_ms"])
+        self.assertTrue(document["cpu"]["active"]["cores"])
+        self.assertTrue(document["cpu"]["passive"]["cores"])
+
+    def test_bzip2_scalar_files(self):
+        self.assertEqual(self.compressed.returncode, 0, self.compressed.stderr)
+        with open(self.path("bz2.json")) as f:
+            validate(json.load(f), "result")
+        self.compare("bz2.json", "bz2.sca.bz2")
+
+    def test_without_scalar_files_the_passive_figures_are_there(self):
+        self.assertEqual(self.alone.returncode, 0, self.alone.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)).count("alone.json"), 1)
+        self.assertFalse([n for n in os.listdir(self.dir) if n.startswith("alone-")])
+        with open(self.path("alone.json")) as f:
+            doc = json.load(f)
+        validate(doc, "result")
+        self.assertGreater(doc["flows"][0]["active_to_passive"]["received"]["bytes"], 0)
+        self.assertIsNotNone(doc["totals"]["passive"])
+
+    def test_json_on_stdout_human_output_on_stderr(self):
+        self.assertEqual(self.stdout.returncode, 0, self.stdout.stderr)
+        doc = json.loads(self.stdout.stdout)  # nothing else on standard output
+        validate(doc, "result")
+        self.assertIsNone(doc["error"])
+        self.assertIn("<-- ", self.stdout.stderr)  # the status line
+        self.assertIn("Flow #0", self.stdout.stderr)  # the log
+
+    def test_stream_lines(self):
+        self.assertEqual(self.stream.returncode, 0, self.stream.stderr)
+        lines = self.stream.stdout.splitlines()
+        self.assertGreaterEqual(len(lines), 2, self.stream.stdout)
+        previous = 0
+        for line in lines:
+            doc = json.loads(line)
+            validate(doc, "stream")
+            self.assertEqual([f["flow_id"] for f in doc["flows"]], [0, 1, 2])
+            self.assertGreaterEqual(doc["flows"][0]["transmitted"]["bytes"], previous)
+            previous = doc["flows"][0]["transmitted"]["bytes"]
+        self.assertGreater(previous, 0)
+        self.assertIn("<-- ", self.stream.stderr)
+
+
+class JsonError(unittest.TestCase):
+    def test_unreachable_passive(self):
+        with tempfile.TemporaryDirectory() as d, socket.socket() as s:
+            s.bind(("127.0.0.1", 0))  # a port nobody listens on (PORT and PORT + 1 closed)
+            port = s.getsockname()[1] - 1
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp", "-nodisplay", "--json=err.json",
+                                "-tcp", "const10:const100"], cwd=d, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            with open(os.path.join(d, "err.json")) as f:
+                doc = json.load(f)
+            validate(doc, "result")
+            self.assertIn("cannot connect", doc["error"])
+            self.assertIsNone(doc["totals"]["active"])
+            self.assertEqual(len(doc["flows"]), 1)
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp", "--json", "-tcp",
+                                "const10:const100"], cwd=d, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cannot connect", json.loads(r.stdout)["error"])
+            self.assertIn("ERROR", r.stderr)
+
+    def test_command_line(self):
+        r = subprocess.run([NETPERFMETER, "9000", "--json"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("options of the active side", r.stderr)
+        r = subprocess.run([NETPERFMETER, "127.0.0.1:9000", "--json=", "-tcp", "const1:const100"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--json=FILE", r.stderr)
+        r = subprocess.run([NETPERFMETER, "127.0.0.1:9000", "--json=/nonexistent/x.json", "-tcp", "const1:const100"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("JSON", r.stderr)
+
+
+if __name__ == "__main__":
+    main()
