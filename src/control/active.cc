@@ -513,10 +513,11 @@ void Active::openOwnFiles() {
   }
 }
 
-// Per-path state is sampled for the scalars and the vectors; recorded as vectors with -vector.
+// Per-path state is sampled for the scalars, the JSON document and the vectors; recorded as
+// vectors with -vector.
 bool Active::samplesPaths(npmp::Protocol protocol) const {
-  return (!o_.vectorPattern.empty() || !o_.scalarPattern.empty()) && o_.pathInterval.count() > 0 &&
-         measure::hasPaths(protocol);
+  return (!o_.vectorPattern.empty() || !o_.scalarPattern.empty() || !o_.jsonFile.empty()) &&
+         o_.pathInterval.count() > 0 && measure::hasPaths(protocol);
 }
 
 bool Active::recordsPaths(npmp::Protocol protocol) const {
