@@ -197,6 +197,10 @@ class JsonResult(unittest.TestCase):
         validate(doc, "result")
         self.assertGreater(doc["flows"][0]["active_to_passive"]["received"]["bytes"], 0)
         self.assertIsNotNone(doc["totals"]["passive"])
+        # both sides' paths are sampled for the document alone
+        for side in ("active", "passive"):
+            self.assertEqual(len(doc["flows"][0]["paths"][side]), 1, side)
+            self.assertGreater(doc["flows"][0]["paths"][side][0]["samples"], 5, side)
 
     def test_json_on_stdout_human_output_on_stderr(self):
         self.assertEqual(self.stdout.returncode, 0, self.stdout.stderr)
