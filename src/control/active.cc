@@ -254,7 +254,19 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
   log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
   socket->connect(o_.remotes, port);
   auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
-  co_await waitConnected(*association, timeout);
+  try {
+    co_await waitConnected(*association, timeout);
+  } catch (const ActiveError& e) {
+    // Userland SCTP reaches the passive through its UDP encapsulation port. When another
+    // userland SCTP process on the passive's host holds that port, the passive serves no SCTP
+    // (it says so in its log) and the INIT goes to the other process: a timeout, nothing else.
+    if (stack != sctp::Stack::Userland || std::string_view(e.what()).find("timed out") == std::string_view::npos) {
+      throw;
+    }
+    throw ActiveError(std::string(e.what()) + " (userland SCTP via UDP port " + std::to_string(o_.sctpRemoteUdpPort) +
+                      ": does the passive own that port, or did another userland SCTP process take it? See the "
+                      "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)");
+  }
   json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
   json_.sctpStack(sctp::stackName(stack));
   control_ = std::make_shared<ControlChannel>(io_.get_executor(),

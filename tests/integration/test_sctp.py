@@ -105,6 +105,23 @@ class LoopbackSctp(unittest.TestCase):
             self.assertEqual(result.returncode, 1)  # -x given explicitly: no fallback
             self.assertIn("control over SCTP (-x)", result.stderr)
 
+    def test_an_encapsulation_port_taken_by_another_process_is_named(self):
+        # The cause of the old "-x: cannot connect: timed out" in a loopback run: another
+        # userland SCTP process held the UDP encapsulation port, so the passive served no SCTP
+        # and the INIT went to the other process. The passive says so; the active's error
+        # names the port and what to do.
+        taken = [f"--sctp-udp-port={UDP + 1}"]
+        with Passive(PORT + 60, "--sctp-stack=userland", *taken), \
+                Passive(PORT + 70, "--sctp-stack=userland", *taken) as second, tempfile.TemporaryDirectory() as d:
+            result = run_active(f"127.0.0.1:{PORT + 70}", "-x", f"--sctp-remote-udp-port={UDP + 1}", "-runtime=1",
+                                "-sctp", "const0:const1000", cwd=d, check=False)
+            self.assertIn(f"encapsulation port {UDP + 1} is in use", second.output())
+        self.assertEqual(result.returncode, 1)
+        errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+        self.assertEqual(len(errors), 1, result.stderr)
+        self.assertIn("timed out (userland SCTP via UDP port", errors[0])
+        self.assertIn("--sctp-remote-udp-port", errors[0])
+
     def test_the_kernel_stack_is_requested_but_missing(self):
         if kernel_has_sctp():
             self.skipTest("this kernel has SCTP")
