@@ -102,6 +102,10 @@ class StudyFiles(unittest.TestCase):
         self.check(TINY.format(runtime=2, repetitions=1).replace("goodput(0) / 1e6", "__import__('os')"), 21,
                    "metrics[1].value")
 
+    def test_warmup_not_shorter_than_the_runtime(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\nwarmup = 2", 1), 5,
+                   "warmup")
+
     def test_shipped_studies_load(self):
         r = lab("list")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -275,7 +279,7 @@ class Runs(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="npmlab-test-")
         self.study = os.path.join(self.dir, "tiny.toml")
         with open(self.study, "w") as f:
-            f.write(TINY.format(runtime=1.5, repetitions=2))
+            f.write(TINY.format(runtime=1.5, repetitions=2).replace("runtime = 1.5", "runtime = 1.5\nwarmup = 0.25"))
         self.out = os.path.join(self.dir, "out")
 
     def tearDown(self):
@@ -306,8 +310,11 @@ class Runs(unittest.TestCase):
         self.assertTrue(os.path.getsize(os.path.join(self.out, "goodput.pdf")) > 1000)
         self.assertTrue(os.path.exists(os.path.join(self.out, "tables", "passive.flow-ReceivedBitRate.data.bz2")))
         env = open(os.path.join(self.out, "runs", "proto=tcp-r1", "environment.txt")).read()
-        for needle in ("kernel:", "active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control", "netperfmeter:"):
+        for needle in ("kernel:", "active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control", "netperfmeter:",
+                       "--warmup=0.25"):
             self.assertIn(needle, env)
+        with open(os.path.join(self.out, "runs", "proto=tcp-r1", "run.config")) as f:
+            self.assertIn("WARMUP=0.250\n", f.read())
         mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
                   for e in os.listdir(os.path.join(self.out, "runs"))}
         # a second run without --resume refuses to mix; with --resume it re-runs nothing

@@ -179,6 +179,8 @@ class Runner:
         active = ["ip", "netns", "exec", topo.A, self.tools["netperfmeter"],
                   f"{topo.address('passive', 0)}:{topology.PASSIVE_PORT}", "-control-over-tcp",
                   f"-runtime={study.runtime:g}", "-config=run.config", "-scalar=run.sca.bz2", "-nodisplay"]
+        if study.warmup > 0:
+            active.append(f"--warmup={study.warmup:g}")
         if any(f.protocol == "sctp" for f in flows) and len(topo.paths) > 1:
             active.append("-L" + ",".join(topo.active_addresses()))
         active += study.args_for("active", values)

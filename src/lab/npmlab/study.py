@@ -140,6 +140,7 @@ class Study:
         self.name = self.description = self.reproduces = ""
         self.topology = "disjoint"
         self.runtime = 10.0
+        self.warmup = 0.0          # seconds of each run that its scalars leave out (--warmup)
         self.repetitions = 3
         self.min_repetitions, self.max_repetitions = 2, 20
         self.sweep = {}            # variable -> list of values (file order)
@@ -235,7 +236,7 @@ class Study:
             self.args_for("passive", values)
 
 
-_TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "repetitions", "min_repetitions",
+_TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
              "bottleneck"}
 
@@ -292,10 +293,10 @@ def load(path, quick=False):
                     if var not in data.get("sweep", {}):
                         checker.fail(f"quick.sweep.{var}", "is not a variable of the sweep")
                     data["sweep"][var] = values
-            elif key in ("runtime", "repetitions", "min_repetitions", "max_repetitions"):
+            elif key in ("runtime", "warmup", "repetitions", "min_repetitions", "max_repetitions"):
                 data[key] = value
             else:
-                checker.fail(f"quick.{key}", "unknown key (runtime, repetitions, min_repetitions, "
+                checker.fail(f"quick.{key}", "unknown key (runtime, warmup, repetitions, min_repetitions, "
                              "max_repetitions, sweep)")
 
     study.name = _expect(checker, "name", data.get("name", ""), str, "a string")
@@ -309,6 +310,9 @@ def load(path, quick=False):
     study.runtime = float(_expect(checker, "runtime", data.get("runtime", 10), (int, float), "a number of seconds"))
     if not 0.5 <= study.runtime <= 86400:
         checker.fail("runtime", "must be 0.5 to 86400 seconds")
+    study.warmup = float(_expect(checker, "warmup", data.get("warmup", 0), (int, float), "a number of seconds"))
+    if not 0 <= study.warmup < study.runtime:
+        checker.fail("warmup", f"must be 0 to less than the runtime ({study.runtime:g} s)")
     for key in ("repetitions", "min_repetitions", "max_repetitions"):
         value = _expect(checker, key, data.get(key, getattr(study, key)), int, "an integer")
         if not 1 <= value <= 10000:
