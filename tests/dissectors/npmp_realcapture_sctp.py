@@ -25,10 +25,12 @@ logs), DATA counts per flow equal to the active's "Transmission" lines.
 """
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from npmp_realcapture import decode_with_each, listening, parse_flow_stats, stop_process
@@ -43,8 +45,24 @@ FLOWS = [
     ("-sctp", "const10:const500:unordered=1" + KNOBS, 132, 1, 500, None),
     ("-tcp", "const10:const800", 6, 0, 800, None),
 ]
+# Kernel SCTP, not encapsulated, captured in a VM running Debian's kernel (tests/vm; this
+# host's kernel has no SCTP): the same flows without the CMT knobs (CMT needs the userland stack).
+KERNEL_FLOWS = [
+    ("-sctp", "const10:const1000:const10:const1000", 132, 0, 1000, 1000),
+    ("-sctp", "const10:const500:unordered=1", 132, 1, 500, None),
+    ("-tcp", "const10:const800", 6, 0, 800, None),
+]
+KERNEL_BASE = 9000
 RUNTIME = 2
 PPID_CONTROL, PPID_DATA = 36, 37
+
+
+class Setup:
+    """What a capture holds: its flows, the CMT knobs their ADD_FLOWs carry, and how tshark finds
+    the SCTP in it (-d udp.port==P,sctp for SCTP over UDP; nothing for kernel SCTP)."""
+
+    def __init__(self, name, flows, knobs, decode):
+        self.name, self.flows, self.knobs, self.decode = name, flows, knobs, decode
 PI_ERROR = "8388608"
 
 
@@ -86,19 +104,18 @@ def udp_bound(port):
     return False
 
 
-def build_active_cmd(args, base, outdir):
-    cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-x", "--sctp-stack=userland",
-           "--sctp-remote-udp-port=%d" % args.sctp_udp_port, "-runtime=%d" % RUNTIME, "-nodisplay",
+def build_active_cmd(netperfmeter, base, outdir, stack_args, flows):
+    cmd = [netperfmeter, "127.0.0.1:%d" % base, "-x", *stack_args, "-runtime=%d" % RUNTIME, "-nodisplay",
            "-scalar=" + os.path.join(outdir, "run.sca"), "-vector=" + os.path.join(outdir, "run.vec"),
            "-loglevel=1"]
     # -sctp swallows every following non-option argument as another stream,
     # so the streams of the one association follow it directly.
     i = 0
-    while i < len(FLOWS):
-        opt = FLOWS[i][0]
+    while i < len(flows):
+        opt = flows[i][0]
         cmd.append(opt)
-        while i < len(FLOWS) and FLOWS[i][0] == opt:
-            cmd.append(FLOWS[i][1])
+        while i < len(flows) and flows[i][0] == opt:
+            cmd.append(flows[i][1])
             i += 1
             if opt != "-sctp":
                 break
@@ -153,7 +170,8 @@ def capture_run(args, work, skip):
                                    % (passive.returncode, open(plog_name).read()))
             time.sleep(0.1)
         time.sleep(0.3)  # the userland SCTP listeners come up with the TCP ones
-        active_cmd = build_active_cmd(args, base, outdir)
+        active_cmd = build_active_cmd(args.netperfmeter, base, outdir, [
+            "--sctp-stack=userland", "--sctp-remote-udp-port=%d" % args.sctp_udp_port], FLOWS)
         print("active:", " ".join(active_cmd))
         act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
         out = act.stdout + act.stderr
@@ -180,10 +198,50 @@ FRAME_FIELDS = ["tcp.stream", "tcp.srcport", "tcp.dstport", "tcp.len", "tcp.anal
                 "_ws.malformed", "_ws.expert.severity", "_ws.expert.message"]
 
 
-def analyse(c, ts, pcap, base, active_out, label, args):
+def capture_in_vm(args, work, skip):
+    """Kernel SCTP: the run and the capture (dumpcap on lo) in a VM; returns (pcap, base, active output)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
+    import npmvm
+    why = npmvm.missing()
+    if why:
+        skip(why)
+    base = KERNEL_BASE
+    active = build_active_cmd(args.netperfmeter, base, "results", ["--sctp-stack=kernel"], KERNEL_FLOWS)
+    script = f"""
+modprobe sctp || exit 3
+mkdir -p results
+dumpcap -i lo -f 'sctp or tcp portrange {base - 1}-{base + 1}' -w run.pcapng 2>capture.err &
+C=$!
+for i in $(seq 100); do grep -q 'Capturing on' capture.err && break; sleep 0.1; done
+{shlex.quote(args.netperfmeter)} {base} -nodisplay -loglevel=1 --sctp-stack=kernel >passive.log 2>&1 &
+P=$!
+for i in $(seq 300); do grep -q 'waiting for incoming connections' passive.log && break; sleep 0.1; done
+{" ".join(shlex.quote(a) for a in active)} >active.log 2>&1
+rc=$?
+sleep 1
+kill -INT $P; wait $P
+kill -INT $C; wait $C
+exit $rc
+"""
+    rc, output = npmvm.VM().run(script, timeout=180, workdir=work)
+    logs = {}
+    for name in ("active.log", "passive.log", "capture.err"):
+        path = os.path.join(work, name)
+        logs[name] = open(path, errors="replace").read() if os.path.exists(path) else ""
+    if rc != 0:
+        raise RuntimeError("the run in the VM exited with %d:\n%s\n%s" % (rc, output[-3000:], "\n".join(
+            "--- %s\n%s" % (k, v[-3000:]) for k, v in logs.items())))
+    pcap = os.path.join(work, "run.pcapng")
+    os.chmod(pcap, 0o644)  # tshark runs as nobody
+    if args.keep:
+        shutil.copy(pcap, args.keep)
+    return pcap, base, logs["active.log"]
+
+
+def analyse(c, ts, pcap, base, active_out, label, setup):
+    FLOWS, KNOB_FIELDS = setup.flows, setup.knobs
     n_flows = len(FLOWS)
-    prefs = ["-d", "udp.port==%d,sctp" % args.sctp_udp_port,
-             "-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
+    prefs = setup.decode + ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
     F = ts.fields(pcap, FRAME_FIELDS, prefs)
     M = ts.messages(pcap, "npmp", prefs)
     c.check(len(F) > 50, "%s: capture has %d frames" % (label, len(F)))
@@ -198,7 +256,7 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     # --- SCTP: one decoded message per complete DATA chunk with PPID 36/37,
     # in chunk order; TCP: every payload byte inside a decoded message.
     sctp_frames = [n for n, f in F.items() if f["sctp.srcport"]]
-    c.check(len(sctp_frames) > 20, "%s: %d SCTP-over-UDP frames decoded as SCTP" % (label, len(sctp_frames)))
+    c.check(len(sctp_frames) > 20, "%s: %d SCTP frames" % (label, len(sctp_frames)))
     chunks = []        # (frame, sid, ppid, payload length) of complete DATA chunks
     n_chunks, n_sctp_msgs = {PPID_CONTROL: 0, PPID_DATA: 0}, 0
     per_frame_ok = []
@@ -385,7 +443,8 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     return msgs
 
 
-def main(args, Tshark, Checker, make_world_dir, skip):
+def main(args, Tshark, Checker, make_world_dir, skip, kernel=False):
+    """Userland SCTP over UDP on this host's loopback; with `kernel`, kernel SCTP in a VM."""
     if os.geteuid() != 0:
         skip("capturing on lo needs root")
     if not args.netperfmeter or not os.access(args.netperfmeter, os.X_OK):
@@ -394,19 +453,25 @@ def main(args, Tshark, Checker, make_world_dir, skip):
     help_text = subprocess.run([args.netperfmeter, "--help"], capture_output=True, text=True).stdout
     if "--sctp-stack" not in help_text:
         skip("this netperfmeter has no userland SCTP (--sctp-stack)")
+    if kernel:
+        setup = Setup("realcapture-kernel-sctp", KERNEL_FLOWS, {k: 0 for k in KNOB_FIELDS}, [])
+        capture = capture_in_vm
+    else:
+        setup = Setup("realcapture-sctp", FLOWS, KNOB_FIELDS, ["-d", "udp.port==%d,sctp" % args.sctp_udp_port])
+        capture = capture_run
     work = make_world_dir()
     ok = True
     try:
         t0 = time.time()
         try:
-            pcap, base, out = capture_run(args, work, skip)
+            pcap, base, out = capture(args, work, skip)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print("ERROR: the netperfmeter run failed, nothing to decode:\n%s" % e)
             return 1
         print("run and capture: %.1f s" % (time.time() - t0))
         impls, results, decoded = decode_with_each(
-            args, work, Tshark, Checker, "realcapture-sctp-",
-            lambda c, ts: analyse(c, ts, pcap, base, out, ts.impl, args))
+            args, work, Tshark, Checker, setup.name + "-",
+            lambda c, ts: analyse(c, ts, pcap, base, out, ts.impl, setup))
         ok = decoded and ok
         if args.plugin and os.path.exists(args.plugin):
             # The built-in dissector decodes SCTP PPIDs 36/37 completely (and
@@ -415,20 +480,19 @@ def main(args, Tshark, Checker, make_world_dir, skip):
             import npmp_test as T
             tb = Tshark("builtin", work)
             tb.verify_loaded()
-            d = ["-d", "udp.port==%d,sctp" % args.sctp_udp_port]
-            prefs = d + ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
-            c = Checker("realcapture-sctp-builtin")
-            T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter", d),
+            prefs = setup.decode + ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
+            c = Checker(setup.name + "-builtin")
+            T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter", setup.decode),
                               "real-sctp", True, 20)
             ok = c.finish() and ok
         if len(results) == 2:
-            c = Checker("realcapture-sctp-parity")
+            c = Checker(setup.name + "-parity")
             c.eq(results["lua"], results["c"], "C and Lua decode the real SCTP capture identically")
             ok = c.finish() and ok
         if not ok:
             print("--- active output (tail) ---\n" + out[-3000:])
             if not args.keep:
-                keep = os.path.join("/tmp", "npmp-realcapture-sctp-failed.pcapng")
+                keep = os.path.join("/tmp", "npmp-%s-failed.pcapng" % setup.name)
                 shutil.copy(pcap, keep)
                 print("capture kept as " + keep)
         print("total: %.1f s" % (time.time() - t0))

@@ -8,6 +8,7 @@
     npmp_test.py profile  --plugin npmp.so --profile-dir dissectors/profile
     npmp_test.py realcapture --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)
     npmp_test.py realcapture-sctp --netperfmeter BIN (--plugin npmp.so --lua npmp.lua) [--sctp-udp-port P]
+    npmp_test.py realcapture-kernel-sctp --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)   (in a VM)
     npmp_test.py install  --build-dir B --plugin npmp.so --plugin-dir D --datadir S
 
 Everything asserts on `tshark -T fields` / `-T json` output.  The C plugin is
@@ -782,10 +783,15 @@ def cmd_realcapture_sctp(args):
     return npmp_realcapture_sctp.main(args, Tshark, Checker, make_world_dir, skip)
 
 
+def cmd_realcapture_kernel_sctp(args):
+    import npmp_realcapture_sctp
+    return npmp_realcapture_sctp.main(args, Tshark, Checker, make_world_dir, skip, kernel=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["crafted", "parity", "robust", "builtin", "profile", "realcapture",
-                                     "realcapture-sctp", "install"])
+                                     "realcapture-sctp", "realcapture-kernel-sctp", "install"])
     ap.add_argument("--impl", choices=["c", "lua"], default="c")
     ap.add_argument("--plugin")
     ap.add_argument("--lua")
@@ -809,7 +815,8 @@ def main():
     try:
         return {"crafted": cmd_crafted, "parity": cmd_parity, "robust": cmd_robust, "builtin": cmd_builtin,
                 "profile": cmd_profile, "realcapture": cmd_realcapture,
-                "realcapture-sctp": cmd_realcapture_sctp, "install": cmd_install}[args.mode](args)
+                "realcapture-sctp": cmd_realcapture_sctp, "realcapture-kernel-sctp": cmd_realcapture_kernel_sctp,
+                "install": cmd_install}[args.mode](args)
     except Failure as e:
         print("ERROR: %s" % e)
         return 1
