@@ -280,16 +280,37 @@ void Listeners::acceptDccp() {
   });
 }
 
+// With --sctp-stack=auto on a kernel with SCTP, both stacks listen: the kernel's for what
+// actives send by default, the userland one (over UDP) for the flows that need it (CMT). The
+// userland stack reads no raw SCTP, so it never sees, let alone answers, the kernel's packets.
 void Listeners::openSctp() {
-  sctp::Stack stack;
-  try {
-    stack = sctp::resolve(options_.sctpStack, false);
-  } catch (const transport::TransportError& e) {
-    log::warning(std::string("No SCTP listeners: ") + e.what());
-    return;
+  std::vector<sctp::Stack> stacks;
+  if (options_.sctpStack == sctp::StackChoice::Auto) {
+    if (sctp::kernelAvailable()) stacks.push_back(sctp::Stack::Kernel);
+    stacks.push_back(sctp::Stack::Userland);
+  } else {
+    try {
+      stacks.push_back(sctp::resolve(options_.sctpStack, false));
+    } catch (const transport::TransportError& e) {
+      log::warning(std::string("No SCTP listeners: ") + e.what());
+      return;
+    }
   }
+  for (const sctp::Stack stack : stacks) {
+    try {
+      openSctp(stack);
+    } catch (const transport::TransportError& e) {
+      const bool besideKernel = stack == sctp::Stack::Userland && stacks.size() > 1;
+      log::warning(std::string(besideKernel ? "No userland SCTP listeners (for CMT flows): " : "No SCTP listeners: ") +
+                   e.what());
+    }
+  }
+}
+
+void Listeners::openSctp(sctp::Stack stack) {
   const int family = this->family(options_.localAddresses);
   const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort};
+  std::vector<std::shared_ptr<sctp::Socket>> opened;
   try {
     for (const bool control : {true, false}) {
       std::shared_ptr<sctp::Socket> listener = sctp::open(stack, io_, family, settings);
@@ -313,14 +334,15 @@ void Listeners::openSctp() {
       const auto& addresses = control ? options_.controlAddresses : options_.localAddresses;
       listener->bind(addresses, static_cast<std::uint16_t>(control ? options_.port + 1 : options_.port));
       listener->listen();
-      sctpListeners_.push_back(listener);
-      acceptSctp(listener, control);
+      opened.push_back(listener);
     }
-  } catch (const transport::TransportError& e) {
-    log::warning(std::string("No SCTP listeners: ") + e.what());
-    for (auto& l : sctpListeners_) l->close();
-    sctpListeners_.clear();
-    return;
+  } catch (const transport::TransportError&) {
+    for (auto& l : opened) l->close();
+    throw;
+  }
+  for (std::size_t i = 0; i < opened.size(); ++i) {
+    sctpListeners_.push_back(opened[i]);
+    acceptSctp(opened[i], i == 0);
   }
   if (stack == sctp::Stack::Userland) {
     log::info("SCTP: userland stack (usrsctp) over UDP port " + std::to_string(sctp::userlandEncapsulationPort()));

@@ -50,6 +50,7 @@ private:
   void openDccp();
   void openDccp(int family);
   void openSctp();
+  void openSctp(sctp::Stack stack);  // throws transport::TransportError
   void acceptControl(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
   void acceptData(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, npmp::Protocol protocol);
   void acceptDccp();

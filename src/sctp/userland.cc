@@ -1,13 +1,16 @@
 // The userland SCTP backend: usrsctp with UDP encapsulation, threaded stack, non-blocking
 // sockets; the upcall only posts to the io_context, every socket call runs on the Asio thread.
 #include <boost/asio/post.hpp>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <usrsctp.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -104,6 +107,34 @@ bool udpPortFree(std::uint16_t port) {
   return ok;
 }
 
+// usrsctp_init opens, besides its UDP sockets, raw SCTP sockets (IP protocol 132) when it may:
+// as root. Those would see every SCTP packet of the host, the kernel stack's included, and the
+// receive threads would parse them all. This takes CAP_NET_RAW out of the calling thread's
+// effective set while usrsctp_init runs (capabilities are per thread; the permitted set keeps
+// it, so it is restored afterwards): the raw sockets fail quietly and only UDP is used.
+class WithoutRawSockets {
+public:
+  WithoutRawSockets() {
+    if (::syscall(SYS_capget, &header_, data_) != 0) return;
+    if ((data_[0].effective & kNetRaw) == 0) return;
+    data_[0].effective &= ~kNetRaw;
+    lowered_ = ::syscall(SYS_capset, &header_, data_) == 0;
+  }
+  ~WithoutRawSockets() {
+    if (!lowered_) return;
+    data_[0].effective |= kNetRaw;
+    ::syscall(SYS_capset, &header_, data_);
+  }
+  WithoutRawSockets(const WithoutRawSockets&) = delete;
+  WithoutRawSockets& operator=(const WithoutRawSockets&) = delete;
+
+private:
+  static constexpr std::uint32_t kNetRaw = 1U << CAP_NET_RAW;  // CAP_NET_RAW (13) is in the first word
+  __user_cap_header_struct header_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data_[_LINUX_CAPABILITY_U32S_3]{};
+  bool lowered_ = false;
+};
+
 void start(const StackSettings& settings) {
   std::lock_guard lock(gMutex);
   if (gStarted) return;
@@ -114,9 +145,12 @@ void start(const StackSettings& settings) {
     throw TransportError("the SCTP/UDP encapsulation port " + std::to_string(port) +
                          " is in use (another userland SCTP process?); choose one with --sctp-udp-port");
   }
-  usrsctp_init(port, nullptr, nullptr);
-  // Never answer SCTP packets that belong to someone else (as root usrsctp also reads raw
-  // SCTP, i.e. the kernel's and other processes' packets).
+  {
+    WithoutRawSockets udpOnly;
+    usrsctp_init(port, nullptr, nullptr);
+  }
+  // Never answer SCTP packets that belong to someone else (should raw SCTP reach the stack
+  // after all, e.g. where the capabilities cannot be lowered).
   usrsctp_sysctl_set_sctp_blackhole(2);
   // CMT can only be set per socket once the stack allows it; new sockets are set to 0.
   usrsctp_sysctl_set_sctp_cmt_on_off(1);

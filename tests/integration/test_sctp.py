@@ -105,6 +105,25 @@ class LoopbackSctp(unittest.TestCase):
             self.assertEqual(result.returncode, 1)  # -x given explicitly: no fallback
             self.assertIn("control over SCTP (-x)", result.stderr)
 
+    def test_the_userland_stack_reads_no_raw_sctp(self):
+        # As root usrsctp would also open raw SCTP sockets (IP protocol 132) and see every SCTP
+        # packet of the host, a kernel stack's included; it runs over UDP only.
+        with Passive(PORT + 80, "--sctp-stack=userland", f"--sctp-udp-port={UDP + 2}") as passive:
+            time.sleep(0.5)
+            pid = passive.proc.pid
+            sockets = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            inodes = {s[len("socket:["):-1] for s in sockets if s.startswith("socket:[")}
+            raw = []
+            for name in ("raw", "raw6", "udp", "udp6"):
+                with open(f"/proc/{pid}/net/{name}") as f:
+                    for line in list(f)[1:]:
+                        fields = line.split()
+                        if fields[9] in inodes:
+                            raw.append((name, int(fields[1].rsplit(":", 1)[1], 16)))
+            # its encapsulation sockets (IPv4 and IPv6) are there, and no raw one
+            self.assertEqual([p for kind, p in raw if kind.startswith("udp") and p == UDP + 2], [UDP + 2] * 2, raw)
+            self.assertEqual([p for kind, p in raw if kind.startswith("raw")], [], "raw sockets of the passive")
+
     def test_an_encapsulation_port_taken_by_another_process_is_named(self):
         # The cause of the old "-x: cannot connect: timed out" in a loopback run: another
         # userland SCTP process held the UDP encapsulation port, so the passive served no SCTP

@@ -22,7 +22,8 @@ def passive_and_active(passive_args, active_args, before_active=""):
 NPM={NETPERFMETER}
 $NPM 9000 -nodisplay -loglevel=2 {passive_args} >passive.log 2>&1 &
 P=$!
-sleep 1
+# Under emulation the passive takes seconds to come up: wait for it (at most 30 s).
+for i in $(seq 300); do grep -q 'waiting for incoming connections' passive.log && break; sleep 0.1; done
 {before_active}
 $NPM 127.0.0.1:9000 -nodisplay {active_args} >active.log 2>&1
 rc=$?
@@ -96,6 +97,29 @@ class KernelStacks(unittest.TestCase):
                 self.assertTrue(all(float(r["Rwnd"]) >= 0 and r["Pending"] != "NA" for r in association))
                 self.assertGreater(max(float(r["Rwnd"]) for r in association), 0)
             self.assertFalse(os.path.exists(os.path.join(work, "run-paths-active-00000004-0000.vec")))
+
+    def test_a_passive_serves_both_stacks_at_once(self):
+        # On a kernel with SCTP the passive listens with the kernel's stack and, beside it, with
+        # the userland one over UDP: a CMT association (userland) reaches it while control and
+        # another association use the kernel's stack. The userland stack opens no raw SCTP
+        # sockets, so it never sees the kernel's packets.
+        script = "modprobe sctp || exit 3\n" + passive_and_active(
+            "", "-x -runtime=2 -scalar=run.sca -sctp const10:const1000:const10:const1000 "
+                "-sctp const0:const1000:cmt=cmt",
+            before_active="grep -c ':0084 ' /proc/net/raw /proc/net/raw6 >raw.txt")
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
+            rc, log = self.run_in_vm(script, work)
+            self.assertEqual(rc, 0, log)
+            self.assertIn("SCTP: kernel stack", log)
+            self.assertIn("SCTP: userland stack (usrsctp) over UDP port 9899", log)
+            self.assertIn("control over SCTP, kernel stack", log)
+            self.assertRegex(log, r"Flow #1: connecting SCTP association \(userland")
+            self.assertNotIn("WARNING", log)
+            with open(os.path.join(work, "raw.txt")) as f:
+                self.assertEqual(f.read().split(), ["/proc/net/raw:0", "/proc/net/raw6:0"])
+            passive = read_scalars(os.path.join(work, "run-passive.sca"))
+            for flow in (0, 1):
+                self.assertGreater(passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Packets")], 10, log)
 
     def test_stack_selection_and_a_passive_without_dccp(self):
         # The passive starts before the DCCP modules are loaded: it serves no DCCP, and the
