@@ -10,8 +10,10 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <span>
 
 #include "common/numbers.h"
+#include "common/options.h"
 #include "control/auth.h"
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
@@ -286,20 +288,15 @@ constexpr OptionDef kOptions[] = {
 
 // ------------------------------------------------------------- the scanner
 
-// Finds a long option by exact name or unique prefix; "" error if none, ambiguous message if many.
+// Finds a long option by exact name or unique prefix (getopt_long_only: unlike the tools,
+// an abbreviation of several names is ambiguous, and "--" abbreviates them all); "" error if
+// none, the ambiguous message if many.
 const OptionDef* findLong(const std::string& name, std::string& error) {
-  const OptionDef* found = nullptr;
-  int matches = 0;
-  for (const auto& o : kOptions) {
-    if (name == o.name) return &o;
-    if (std::string_view(o.name).substr(0, name.size()) == name) {
-      found = &o;
-      ++matches;
-    }
-  }
-  if (matches == 1) return found;
-  if (matches > 1) error = "option \"" + name + "\" is ambiguous";
-  return nullptr;
+  const auto match = options::findLongOption(
+      std::span<const OptionDef>(kOptions), name, options::Abbreviations::Unique,
+      [](const OptionDef& o) { return o.name; }, [](const OptionDef& a, const OptionDef& b) { return &a == &b; });
+  if (match.ambiguous) error = "option \"" + name + "\" is ambiguous";
+  return match.option;
 }
 
 const OptionDef* findShort(char c) {
