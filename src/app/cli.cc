@@ -65,7 +65,8 @@ struct OptionDef {
   Handler handler;
 };
 
-// The command line's numbers: as the reference, at most 19 digits.
+// The command line's numbers: digits only, at most 19 characters (a longer zero-padded
+// number is refused here, as it always was, although FLOWSPEC takes 20).
 std::optional<std::uint64_t> parseNumber(const std::string& s, std::uint64_t max) {
   return npm::parseUnsigned(s, max, 19);
 }
