@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/numbers.h"
 #include "common/text.h"
 #include "flowspec/random.h"
 
@@ -35,17 +36,6 @@ std::optional<double> parseNumber(std::string_view text) {
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
-std::optional<std::uint64_t> parseUnsigned(std::string_view text, std::uint64_t max) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  std::uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-    if (v > max) return std::nullopt;
-  }
   return v;
 }
 
@@ -240,6 +230,247 @@ const char* bufferSplittingName(std::uint8_t value) {
   return value < 4 ? names[value] : "unknown";
 }
 
+namespace {
+
+// ------------------------------------------------------------ FLOWSPEC options
+// One handler per option: it reads `value` into `spec` and returns "" or why the value is bad.
+using OptionHandler = std::string (*)(std::string_view key, std::string_view value, FlowSpec& spec);
+
+std::string setFlowId(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 0xFFFFFFFFULL);
+  if (!v) return "expected a flow ID from 0 to 4294967295";
+  spec.flowId = static_cast<std::uint32_t>(*v);
+  return {};
+}
+
+std::string setDescription(std::string_view, std::string_view value, FlowSpec& spec) {
+  if (value.size() > 255) return "a description has at most 255 characters";
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7F) return "a description must not contain control characters";
+  }
+  spec.description = std::string(value);
+  return {};
+}
+
+std::string setMaxMsgSize(std::string_view, std::string_view value, FlowSpec& spec) {
+  const bool udp = spec.protocol == Protocol::UDP;
+  const std::uint64_t limit = udp ? 65507 : 65535;
+  const auto v = parseUnsigned(value, 1000000);
+  if (!v || *v < 128 || *v > limit) {
+    return "expected a message size from 128 to " + std::to_string(limit) + (udp ? " (the largest UDP datagram)" : "");
+  }
+  spec.maxMsgSize = static_cast<std::uint16_t>(*v);
+  return {};
+}
+
+std::string setDefragTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 3600000);
+  if (!v) return "expected milliseconds from 0 to 3600000";
+  spec.defragTimeoutMs = static_cast<std::uint32_t>(*v);
+  return {};
+}
+
+// ordered=, unordered=, reliable=, unreliable=
+std::string setFraction(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const auto v = parseNumber(value);
+  if (!v || *v < 0.0 || *v > 1.0) return "expected a fraction from 0 to 1";
+  if (key == "ordered") spec.ordered = *v;
+  if (key == "unordered") spec.ordered = 1.0 - *v;
+  if (key == "reliable") spec.reliable = *v;
+  if (key == "unreliable") spec.reliable = 1.0 - *v;
+  return {};
+}
+
+std::string setRtxTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
+  if (!v) return "expected milliseconds";
+  spec.retransmissionTrials = npmp::kRetransmitTimeFlag | static_cast<std::uint32_t>(*v);
+  return {};
+}
+
+std::string setRtxTrials(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
+  if (!v) return "expected a number of retransmissions";
+  spec.retransmissionTrials = static_cast<std::uint32_t>(*v);
+  return {};
+}
+
+// rcvbuf=, sndbuf=
+std::string setBuffer(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 0x7FFFFFFFULL);
+  if (!v) return "expected a buffer size in bytes";
+  (key == "rcvbuf" ? spec.rcvBufferSize : spec.sndBufferSize) = static_cast<std::uint32_t>(*v);
+  return {};
+}
+
+std::string setCmt(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseCmt(value);
+  if (!v) return "expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255";
+  spec.cmt = *v;
+  return {};
+}
+
+std::string setSctpCc(std::string_view, std::string_view value, FlowSpec& spec) {
+  static const char* const names[] = {"rfc2581", "hstcp", "htcp", "rtcc"};
+  auto it = std::find(std::begin(names), std::end(names), value);
+  if (it == std::end(names)) return "expected rfc2581, hstcp, htcp or rtcc";
+  spec.sctpCc = static_cast<std::uint8_t>(it - std::begin(names));
+  return {};
+}
+
+std::string setBufSplit(std::string_view, std::string_view value, FlowSpec& spec) {
+  static const char* const names[] = {"none", "sender", "receiver", "both"};
+  auto it = std::find(std::begin(names), std::end(names), value);
+  if (it == std::end(names)) return "expected none, sender, receiver or both";
+  spec.bufferSplitting = static_cast<std::uint8_t>(it - std::begin(names));
+  return {};
+}
+
+// nrsack=, dac=, error_on_abort=, nodelay=, debug=
+std::string setSwitch(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const auto b = parseBool(value);
+  if (!b) return "expected on or off";
+  bool& target = key == "nrsack"           ? spec.nrSack
+                 : key == "dac"            ? spec.dac
+                 : key == "error_on_abort" ? spec.errorOnAbort
+                 : key == "nodelay"        ? spec.noDelay
+                                           : spec.debug;
+  target = *b;
+  return {};
+}
+
+std::string setRtoMin(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, npmp::kSctpRtoMinMask);
+  if (!v || *v == 0) return "expected milliseconds from 1 to 32767";
+  spec.rtoMinMs = static_cast<std::uint16_t>(*v);
+  return {};
+}
+
+std::string setCcid(std::string_view, std::string_view value, FlowSpec& spec) {
+  const auto v = parseUnsigned(value, 255);
+  if (!v) return "expected a DCCP CCID from 0 to 255";
+  spec.ccid = static_cast<std::uint8_t>(*v);
+  return {};
+}
+
+std::string setCongestionControl(std::string_view, std::string_view value, FlowSpec& spec) {
+  if (value.empty() || value.size() >= npmp::kCongestionControlSize) {
+    return "a congestion control name has 1 to 15 characters";
+  }
+  for (char c : value) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
+      return "a congestion control name consists of letters, digits, '_' and '-'";
+    }
+  }
+  spec.congestionControl = value == "default" ? "" : std::string(value);
+  return {};
+}
+
+std::string setOnOff(std::string_view, std::string_view value, FlowSpec& spec) {
+  std::string why;
+  auto events = parseOnOff(value, spec.repeatOnOff, why);
+  if (!events) return why;
+  spec.onOff = std::move(*events);
+  return {};
+}
+
+struct FlowOption {
+  std::string_view key;
+  OptionHandler handler;
+};
+
+constexpr FlowOption kFlowOptions[] = {
+    {"id", setFlowId},         {"description", setDescription}, {"maxmsgsize", setMaxMsgSize},
+    {"defragtimeout", setDefragTimeout},
+    {"ordered", setFraction},  {"unordered", setFraction},      {"reliable", setFraction},
+    {"unreliable", setFraction},
+    {"rtx_timeout", setRtxTimeout}, {"rtx_trials", setRtxTrials},
+    {"rcvbuf", setBuffer},     {"sndbuf", setBuffer},
+    {"cmt", setCmt},           {"sctpcc", setSctpCc},           {"bufsplit", setBufSplit},
+    {"nrsack", setSwitch},     {"dac", setSwitch},              {"rtomin", setRtoMin},
+    {"ccid", setCcid},
+    {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
+    {"cc", setCongestionControl},  {"onoff", setOnOff},
+};
+
+// Applies the option `token` (the `index`th field of the FLOWSPEC); returns "" or the error
+// (without the "invalid FLOWSPEC" prefix).
+std::string applyOption(std::string_view token, std::size_t index, FlowSpec& spec) {
+  if (token.empty()) return "empty field between two ':'";
+  const std::size_t eq = token.find('=');
+  const std::string_view key = token.substr(0, eq);
+  const std::string_view value = eq == std::string_view::npos ? std::string_view() : token.substr(eq + 1);
+  auto bad = [&](const std::string& why) { return "option \"" + std::string(token) + "\": " + why; };
+  if (key == "v6only") {  // the one option that may stand alone
+    const auto b = eq == std::string_view::npos ? std::optional<bool>(true) : parseBool(value);
+    if (!b) return bad("expected on or off");
+    spec.v6only = *b;
+    return {};
+  }
+  if (eq == std::string_view::npos) {
+    return index < 4 ? "\"" + std::string(token) + "\" is neither a traffic entry nor an option"
+                     : "unknown option \"" + std::string(token) + "\"";
+  }
+  for (const auto& option : kFlowOptions) {
+    if (option.key != key) continue;
+    if (auto why = option.handler(key, value, spec); !why.empty()) return bad(why);
+    return {};
+  }
+  return "unknown option \"" + std::string(token) + "\"";
+}
+
+// Reads "default" or up to four traffic entries from the front of `tokens`; `index` is left
+// at the first option. Returns "" or the error.
+std::string parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec& spec, std::size_t& index) {
+  if (tokens[0] == "default") {
+    spec.outbound = defaultTraffic(spec.protocol);
+    index = 1;
+    return {};
+  }
+  RandomSpec* entries[4] = {&spec.outbound.rate, &spec.outbound.size, &spec.inbound.rate, &spec.inbound.size};
+  static const char* const names[4] = {"outbound frame rate", "outbound frame size", "inbound frame rate",
+                                       "inbound frame size"};
+  for (; index < tokens.size() && index < 4 && !looksLikeOption(tokens[index]); ++index) {
+    if (tokens[index].empty()) return "empty field between two ':'";
+    std::string why;
+    const auto r = parseDistribution(tokens[index], &why);
+    if (!r) return std::string(names[index]) + " \"" + std::string(tokens[index]) + "\": " + why;
+    *entries[index] = *r;
+  }
+  if (index == 0) return "it must start with the outbound frame rate or \"default\"";
+  return {};
+}
+
+// The rules between options and the protocol (`protocol`: the one the FLOWSPEC was given to;
+// TCP with cmt=mptcp becomes MPTCP here). Returns "" or the error.
+std::string checkProtocolRules(FlowSpec& spec, Protocol protocol) {
+  if (spec.cmt != 0) {
+    if (protocol == Protocol::TCP && spec.cmt == kCmtLikeMptcp) {
+      spec.protocol = Protocol::MPTCP;  // as the reference: TCP with cmt=mptcp is an MPTCP flow
+    } else if (protocol == Protocol::MPTCP && spec.cmt == kCmtLikeMptcp) {
+      // fine
+    } else if (protocol != Protocol::SCTP) {
+      return std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
+             (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "");
+    }
+  }
+  const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac;
+  if (sctpTuning && spec.protocol != Protocol::SCTP) {
+    return "sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows";
+  }
+  if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
+    // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
+    return "PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
+           "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association";
+  }
+  if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
+    return "both directions have frame size 0, so the flow would send nothing";
+  }
+  return {};
+}
+
+}  // namespace
+
 ParseResult parse(std::string_view text, Protocol protocol) {
   ParseResult result;
   FlowSpec spec;
@@ -253,163 +484,11 @@ ParseResult parse(std::string_view text, Protocol protocol) {
 
   const auto tokens = split(text, ':');
   std::size_t index = 0;
-  if (tokens[0] == "default") {
-    spec.outbound = defaultTraffic(protocol);
-    index = 1;
-  } else {
-    RandomSpec* entries[4] = {&spec.outbound.rate, &spec.outbound.size, &spec.inbound.rate,
-                              &spec.inbound.size};
-    static const char* const names[4] = {"outbound frame rate", "outbound frame size",
-                                         "inbound frame rate", "inbound frame size"};
-    for (; index < tokens.size() && index < 4 && !looksLikeOption(tokens[index]); ++index) {
-      if (tokens[index].empty()) return fail("empty field between two ':'");
-      std::string why;
-      const auto r = parseDistribution(tokens[index], &why);
-      if (!r) {
-        return fail(std::string(names[index]) + " \"" + std::string(tokens[index]) + "\": " + why);
-      }
-      *entries[index] = *r;
-    }
-    if (index == 0) return fail("it must start with the outbound frame rate or \"default\"");
-  }
-
+  if (auto why = parseTraffic(tokens, spec, index); !why.empty()) return fail(why);
   for (; index < tokens.size(); ++index) {
-    const std::string_view token = tokens[index];
-    const std::size_t eq = token.find('=');
-    const std::string_view key = token.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? std::string_view() : token.substr(eq + 1);
-    auto bad = [&](const std::string& why) {
-      return fail("option \"" + std::string(token) + "\": " + why);
-    };
-    if (token.empty()) return fail("empty field between two ':'");
-    if (key == "v6only") {
-      if (eq == std::string_view::npos) {
-        spec.v6only = true;
-      } else if (auto b = parseBool(value)) {
-        spec.v6only = *b;
-      } else {
-        return bad("expected on or off");
-      }
-      continue;
-    }
-    if (eq == std::string_view::npos) {
-      return fail(index < 4 ? "\"" + std::string(token) + "\" is neither a traffic entry nor an option"
-                            : "unknown option \"" + std::string(token) + "\"");
-    }
-    if (key == "id") {
-      const auto v = parseUnsigned(value, 0xFFFFFFFFULL);
-      if (!v) return bad("expected a flow ID from 0 to 4294967295");
-      spec.flowId = static_cast<std::uint32_t>(*v);
-    } else if (key == "description") {
-      if (value.size() > 255) return bad("a description has at most 255 characters");
-      for (unsigned char c : value) {
-        if (c < 0x20 || c == 0x7F) return bad("a description must not contain control characters");
-      }
-      spec.description = std::string(value);
-    } else if (key == "maxmsgsize") {
-      const std::uint64_t limit = protocol == Protocol::UDP ? 65507 : 65535;
-      const auto v = parseUnsigned(value, 1000000);
-      if (!v || *v < 128 || *v > limit) {
-        return bad("expected a message size from 128 to " + std::to_string(limit) +
-                   (protocol == Protocol::UDP ? " (the largest UDP datagram)" : ""));
-      }
-      spec.maxMsgSize = static_cast<std::uint16_t>(*v);
-    } else if (key == "defragtimeout") {
-      const auto v = parseUnsigned(value, 3600000);
-      if (!v) return bad("expected milliseconds from 0 to 3600000");
-      spec.defragTimeoutMs = static_cast<std::uint32_t>(*v);
-    } else if (key == "ordered" || key == "unordered" || key == "reliable" || key == "unreliable") {
-      const auto v = parseNumber(value);
-      if (!v || *v < 0.0 || *v > 1.0) return bad("expected a fraction from 0 to 1");
-      if (key == "ordered") spec.ordered = *v;
-      if (key == "unordered") spec.ordered = 1.0 - *v;
-      if (key == "reliable") spec.reliable = *v;
-      if (key == "unreliable") spec.reliable = 1.0 - *v;
-    } else if (key == "rtx_timeout") {
-      const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
-      if (!v) return bad("expected milliseconds");
-      spec.retransmissionTrials = npmp::kRetransmitTimeFlag | static_cast<std::uint32_t>(*v);
-    } else if (key == "rtx_trials") {
-      const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
-      if (!v) return bad("expected a number of retransmissions");
-      spec.retransmissionTrials = static_cast<std::uint32_t>(*v);
-    } else if (key == "rcvbuf" || key == "sndbuf") {
-      const auto v = parseUnsigned(value, 0x7FFFFFFFULL);
-      if (!v) return bad("expected a buffer size in bytes");
-      (key == "rcvbuf" ? spec.rcvBufferSize : spec.sndBufferSize) = static_cast<std::uint32_t>(*v);
-    } else if (key == "cmt") {
-      const auto v = parseCmt(value);
-      if (!v) return bad("expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255");
-      spec.cmt = *v;
-    } else if (key == "sctpcc") {
-      static const char* const names[] = {"rfc2581", "hstcp", "htcp", "rtcc"};
-      auto it = std::find(std::begin(names), std::end(names), value);
-      if (it == std::end(names)) return bad("expected rfc2581, hstcp, htcp or rtcc");
-      spec.sctpCc = static_cast<std::uint8_t>(it - std::begin(names));
-    } else if (key == "bufsplit") {
-      static const char* const names[] = {"none", "sender", "receiver", "both"};
-      auto it = std::find(std::begin(names), std::end(names), value);
-      if (it == std::end(names)) return bad("expected none, sender, receiver or both");
-      spec.bufferSplitting = static_cast<std::uint8_t>(it - std::begin(names));
-    } else if (key == "nrsack" || key == "dac") {
-      const auto b = parseBool(value);
-      if (!b) return bad("expected on or off");
-      (key == "nrsack" ? spec.nrSack : spec.dac) = *b;
-    } else if (key == "rtomin") {
-      const auto v = parseUnsigned(value, npmp::kSctpRtoMinMask);
-      if (!v || *v == 0) return bad("expected milliseconds from 1 to 32767");
-      spec.rtoMinMs = static_cast<std::uint16_t>(*v);
-    } else if (key == "ccid") {
-      const auto v = parseUnsigned(value, 255);
-      if (!v) return bad("expected a DCCP CCID from 0 to 255");
-      spec.ccid = static_cast<std::uint8_t>(*v);
-    } else if (key == "error_on_abort" || key == "nodelay" || key == "debug") {
-      const auto b = parseBool(value);
-      if (!b) return bad("expected on or off");
-      (key == "error_on_abort" ? spec.errorOnAbort : key == "nodelay" ? spec.noDelay : spec.debug) = *b;
-    } else if (key == "cc") {
-      if (value.empty() || value.size() >= npmp::kCongestionControlSize) {
-        return bad("a congestion control name has 1 to 15 characters");
-      }
-      for (char c : value) {
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
-          return bad("a congestion control name consists of letters, digits, '_' and '-'");
-        }
-      }
-      spec.congestionControl = value == "default" ? "" : std::string(value);
-    } else if (key == "onoff") {
-      std::string why;
-      auto events = parseOnOff(value, spec.repeatOnOff, why);
-      if (!events) return bad(why);
-      spec.onOff = std::move(*events);
-    } else {
-      return fail("unknown option \"" + std::string(token) + "\"");
-    }
+    if (auto why = applyOption(tokens[index], index, spec); !why.empty()) return fail(why);
   }
-
-  // Protocol-specific rules.
-  if (spec.cmt != 0) {
-    if (protocol == Protocol::TCP && spec.cmt == kCmtLikeMptcp) {
-      spec.protocol = Protocol::MPTCP;  // as the reference: TCP with cmt=mptcp is an MPTCP flow
-    } else if (protocol == Protocol::MPTCP && spec.cmt == kCmtLikeMptcp) {
-      // fine
-    } else if (protocol != Protocol::SCTP) {
-      return fail(std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
-                  (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : ""));
-    }
-  }
-  const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac;
-  if (sctpTuning && spec.protocol != Protocol::SCTP) {
-    return fail("sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows");
-  }
-  if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
-    // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
-    return fail("PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
-                "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association");
-  }
-  if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
-    return fail("both directions have frame size 0, so the flow would send nothing");
-  }
+  if (auto why = checkProtocolRules(spec, protocol); !why.empty()) return fail(why);
   result.spec = std::move(spec);
   return result;
 }

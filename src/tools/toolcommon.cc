@@ -13,41 +13,82 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+
+#include "common/options.h"
 
 namespace npm::tools {
 
 // ------------------------------------------------------------ command line
 
+namespace {
+
+// An abbreviation that fits several options still selects one of them if its name begins
+// every other's: "-comp" stays --compress although --compression exists. Two names of one
+// id ("split", "splitall") are one option.
+const OptionSpec* findLong(const std::vector<OptionSpec>& specs, std::string_view name) {
+  if (name.empty()) return nullptr;  // "--=x" names no option
+  return options::findLongOption(
+             std::span<const OptionSpec>(specs), name, options::Abbreviations::PreferBeginning,
+             [](const OptionSpec& s) { return s.longName; },
+             [](const OptionSpec& a, const OptionSpec& b) { return a.id == b.id; })
+      .option;
+}
+
+const OptionSpec* findShort(const std::vector<OptionSpec>& specs, char c) {
+  for (const auto& s : specs) {
+    if (s.shortName == c) return &s;
+  }
+  return nullptr;
+}
+
+// The long option `spec` as given in argv[i] (`body`: without its dashes); a value that is
+// the next argument moves `i` on.
+ParsedOption takeLong(const OptionSpec& spec, const std::string& arg, const std::string& body, int argc,
+                      char** argv, int& i) {
+  const auto eq = body.find('=');
+  ParsedOption o{spec.id, {}, "--" + std::string(spec.longName)};
+  if (spec.hasArgument) {
+    if (eq != std::string::npos) {
+      o.value = body.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      o.value = argv[++i];
+    } else {
+      throw UsageError("option " + arg + " needs a value");
+    }
+  } else if (eq != std::string::npos) {
+    throw UsageError("option " + arg + " takes no value");
+  }
+  return o;
+}
+
+// A cluster of short options such as -bq, -c9, -c=9 or -c 9 (argv[i]; `body`: without the dash).
+void takeShorts(const std::vector<OptionSpec>& specs, const std::string& arg, const std::string& body, int argc,
+                char** argv, int& i, std::vector<ParsedOption>& options) {
+  for (std::size_t k = 0; k < body.size(); ++k) {
+    const OptionSpec* s = findShort(specs, body[k]);
+    if (s == nullptr) throw UsageError("unknown option " + arg);
+    ParsedOption o{s->id, {}, std::string("-") + body[k]};
+    if (s->hasArgument) {
+      if (k + 1 < body.size()) {
+        o.value = body.substr(k + 1);
+        if (!o.value.empty() && o.value[0] == '=') o.value.erase(0, 1);
+      } else if (i + 1 < argc) {
+        o.value = argv[++i];
+      } else {
+        throw UsageError("option -" + std::string(1, body[k]) + " needs a value");
+      }
+      options.push_back(std::move(o));
+      return;
+    }
+    options.push_back(std::move(o));
+  }
+}
+
+}  // namespace
+
 void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
                       std::vector<ParsedOption>& options, std::vector<std::string>& positional) {
-  // An abbreviation that fits several options still selects one of them if its name
-  // begins every other's: "-comp" stays --compress although --compression exists.
-  auto findLong = [&](std::string_view name) -> const OptionSpec* {
-    std::vector<const OptionSpec*> matches;
-    for (const auto& s : specs) {
-      if (s.longName == nullptr) continue;
-      std::string_view ln(s.longName);
-      if (ln == name) return &s;
-      if (!name.empty() && ln.substr(0, name.size()) == name) matches.push_back(&s);
-    }
-    for (const OptionSpec* candidate : matches) {
-      const std::string_view c(candidate->longName);
-      bool beginsAll = true;
-      for (const OptionSpec* other : matches) {
-        const std::string_view o(other->longName);
-        if (other->id != candidate->id && o.substr(0, c.size()) != c) beginsAll = false;
-      }
-      if (beginsAll) return candidate;
-    }
-    return nullptr;
-  };
-  auto findShort = [&](char c) -> const OptionSpec* {
-    for (const auto& s : specs) {
-      if (s.shortName == c) return &s;
-    }
-    return nullptr;
-  };
-
   bool optionsEnded = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -61,50 +102,16 @@ void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& spec
     }
     const bool doubleDash = arg[1] == '-';
     const std::string body = arg.substr(doubleDash ? 2 : 1);
-    const auto eq = body.find('=');
-    const std::string name = body.substr(0, eq);
     const OptionSpec* spec = nullptr;
     if (doubleDash || body.size() > 1) {
       // -x alone is always the short option; longer words are long options first.
-      spec = findLong(name);
-      if (spec == nullptr && doubleDash) {
-        throw UsageError("unknown or ambiguous option " + arg);
-      }
+      spec = findLong(specs, body.substr(0, body.find('=')));
+      if (spec == nullptr && doubleDash) throw UsageError("unknown or ambiguous option " + arg);
     }
     if (spec != nullptr) {
-      ParsedOption o{spec->id, {}, "--" + std::string(spec->longName)};
-      if (spec->hasArgument) {
-        if (eq != std::string::npos) {
-          o.value = body.substr(eq + 1);
-        } else if (i + 1 < argc) {
-          o.value = argv[++i];
-        } else {
-          throw UsageError("option " + arg + " needs a value");
-        }
-      } else if (eq != std::string::npos) {
-        throw UsageError("option " + arg + " takes no value");
-      }
-      options.push_back(std::move(o));
-      continue;
-    }
-    // Cluster of short options.
-    for (std::size_t k = 0; k < body.size(); ++k) {
-      const OptionSpec* s = findShort(body[k]);
-      if (s == nullptr) throw UsageError("unknown option " + arg);
-      ParsedOption o{s->id, {}, std::string("-") + body[k]};
-      if (s->hasArgument) {
-        if (k + 1 < body.size()) {
-          o.value = body.substr(k + 1);
-          if (!o.value.empty() && o.value[0] == '=') o.value.erase(0, 1);
-        } else if (i + 1 < argc) {
-          o.value = argv[++i];
-        } else {
-          throw UsageError("option -" + std::string(1, body[k]) + " needs a value");
-        }
-        options.push_back(std::move(o));
-        break;
-      }
-      options.push_back(std::move(o));
+      options.push_back(takeLong(*spec, arg, body, argc, argv, i));
+    } else {
+      takeShorts(specs, arg, body, argc, argv, i, options);
     }
   }
 }
