@@ -353,7 +353,10 @@ std::optional<CliError> scanArguments(const std::vector<std::string>& args, std:
       hasValue = true;
     }
     std::string error;
-    const OptionDef* def = findLong(body, error);
+    // As getopt_long_only: a single letter that is a short option is that option ("-w" is
+    // --control-over-mptcp, not --warmup, the only long option beginning with w).
+    const bool shortLetter = !doubleDash && !hasValue && body.size() == 1 && findShort(body[0]) != nullptr;
+    const OptionDef* def = shortLetter ? nullptr : findLong(body, error);
     if (def == nullptr && !doubleDash && !hasValue) {
       if (auto e = findShortOptions(a, body, def, value, hasValue, options)) return e;
     }

@@ -57,6 +57,15 @@ class CommandLine(unittest.TestCase):
                             "--warmup (2 s) must be shorter than --runtime (2 s)")
         self.assertRejected([], "no flows specified")
 
+    def test_a_single_letter_is_its_short_option(self):
+        # As getopt_long_only: "-i" is --rcvbuf and "-w" --control-over-mptcp, although "i" and
+        # "w" alone would also abbreviate --idle-timeout and --warmup.
+        self.assertRejected(["-tcp", "const0:const1400", "-i", "lots"], "expected a buffer size in bytes")
+        result = run(f"127.0.0.1:{PORT + 5}", "-w", "-tcp", "const0:const1400")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("(control over MPTCP)", result.stderr)
+        self.assertRejected(["-tcp", "const0:const1400", "-warm", "-1"], "expected seconds from 0 (no warm-up)")
+
     def test_kernel_capabilities(self):
         self.assertRejected(["-tcp", "const0:const1400:cc=nosuchcc"], 'congestion control "nosuchcc" is not available')
         try:
