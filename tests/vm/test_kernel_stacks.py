@@ -121,6 +121,25 @@ class KernelStacks(unittest.TestCase):
             for flow in (0, 1):
                 self.assertGreater(passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Packets")], 10, log)
 
+    def test_kernel_sctp_over_udp_reaches_a_userland_passive(self):
+        # RFC 6951 on both sides: the kernel encapsulates in UDP (net.sctp.udp_port: its own
+        # port, net.sctp.encap_port: the peer's; Linux 5.11 and later) and reaches a passive
+        # whose only SCTP is the userland stack on UDP port 9899.
+        script = ("modprobe sctp || exit 3\nsysctl -qw net.sctp.udp_port=9900 net.sctp.encap_port=9899 || exit 3\n" +
+                  passive_and_active("--sctp-stack=userland",
+                                     "-x --sctp-stack=kernel -runtime=2 -scalar=run.sca "
+                                     "-sctp const10:const1000:const10:const1000 const20:const500"))
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
+            rc, log = self.run_in_vm(script, work)
+            self.assertEqual(rc, 0, log)
+            self.assertIn("SCTP: userland stack (usrsctp) over UDP port 9899", log)
+            self.assertIn("control over SCTP, kernel stack", log)
+            passive = read_scalars(os.path.join(work, "run-passive.sca"))
+            active = read_scalars(os.path.join(work, "run-active.sca"))
+            for flow in (0, 1):
+                self.assertGreater(passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Packets")], 10, log)
+            self.assertGreater(active[("netPerfMeter.active.flow[0]", "Received Packets")], 10, log)
+
     def test_stack_selection_and_a_passive_without_dccp(self):
         # The passive starts before the DCCP modules are loaded: it serves no DCCP, and the
         # active learns that before START, in one line. CMT cannot be forced onto the kernel stack.
