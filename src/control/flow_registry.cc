@@ -297,7 +297,10 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     }
   }
   flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<Session>(session)](const std::string& reason) {
-    log::warning("Data connection of " + keyName(key) + " from " + peer + ": " + reason);
+    // An orderly close is what a reference active does with its data connections just before
+    // STOP: no warning (the session warns if the measurement is not stopped soon after).
+    const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + reason;
+    if (reason == transport::kClosedByPeer) log::info(line); else log::warning(line);
     if (auto s = weak.lock()) s->flowFailed(key.measurementId);
   });
   if (!udpPeer) {

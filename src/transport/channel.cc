@@ -157,7 +157,7 @@ private:
   void onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
     if (ec) {
-      fail(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
+      fail(ec == asio::error::eof ? std::string(kClosedByPeer) : ec.message());
       return;
     }
     end_ += n;

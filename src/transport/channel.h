@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "npmp/messages.h"
@@ -27,6 +28,8 @@ namespace asio = boost::asio;
 using MessageHandler = std::function<void(std::span<const std::uint8_t> message, std::uint64_t now)>;
 // The channel failed or the peer sent something that is not NPMP; the channel is unusable.
 using ErrorHandler = std::function<void(const std::string& reason)>;
+// The reason of an orderly close by the peer (EOF on a stream), as ErrorHandler gets it.
+inline constexpr std::string_view kClosedByPeer = "connection closed by the peer";
 // A batch finished: `sent` messages went out, `dropped` datagrams could not be sent
 // (UDP/DCCP errors such as ICMP unreachable). A set error code means the channel failed.
 using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,

@@ -14,6 +14,7 @@ import npmvm  # noqa: E402
 from harness import read_config, read_connection, read_paths, read_scalars  # noqa: E402
 
 NETPERFMETER = os.path.abspath(os.environ.get("NETPERFMETER", "netperfmeter"))
+REFERENCE = os.environ.get("NPM_REFERENCE_NETPERFMETER", "")
 
 
 def passive_and_active(passive_args, active_args, before_active=""):
@@ -139,6 +140,45 @@ class KernelStacks(unittest.TestCase):
             for flow in (0, 1):
                 self.assertGreater(passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Packets")], 10, log)
             self.assertGreater(active[("netPerfMeter.active.flow[0]", "Received Packets")], 10, log)
+
+    @unittest.skipUnless(REFERENCE and os.access(REFERENCE, os.X_OK),
+                         "set NPM_REFERENCE_NETPERFMETER to a reference netperfmeter (2.0.10) binary")
+    def test_reference_default_deployment_both_directions(self):
+        # The reference's default: control over kernel SCTP, here with a kernel SCTP flow of two
+        # streams and a TCP flow; our passive with its active, then its passive with our active.
+        flows = "-sctp const0:const1400:const0:const1400 const20:const500 -tcp const10:const1000:const10:const1000"
+        pair = '''
+$PASSIVE 9000 -nodisplay >$DIR/passive.log 2>&1 &
+P=$!
+for i in $(seq 300); do grep -q 'waiting for incoming connections\\|Passive Mode' $DIR/passive.log && break; sleep 0.1; done
+sleep 1
+(cd $DIR && $ACTIVE 127.0.0.1:9000 -runtime=2 -nodisplay -config=run.config -scalar=run.sca -vector=run.vec {flows} \\
+  >active.log 2>&1)
+echo "active exit $?" >>$DIR/active.log
+kill -INT $P; wait $P
+'''.format(flows=flows)
+        script = "modprobe sctp || exit 3\nmkdir -p ours-passive reference-passive\n" + "".join(
+            f"PASSIVE={passive} ACTIVE={active} DIR={d}\n{pair}" for passive, active, d in
+            ((NETPERFMETER, REFERENCE, "ours-passive"), (REFERENCE, NETPERFMETER, "reference-passive")))
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
+            rc, log = self.vm.run(script, timeout=240, workdir=work)
+            for d in ("ours-passive", "reference-passive"):
+                logs = ""
+                for name in ("passive.log", "active.log"):
+                    path = os.path.join(work, d, name)
+                    logs += f"--- {d}/{name}\n" + (open(path, errors="replace").read() if os.path.exists(path) else "")
+                self.assertIn("active exit 0", logs, log + logs)
+                for role in ("active", "passive"):
+                    scalars = read_scalars(os.path.join(work, d, f"run-{role}.sca"))
+                    for flow in (0, 1, 2) if role == "passive" else (0, 2):  # flow 1 sends one way
+                        self.assertGreater(scalars[(f"netPerfMeter.{role}.flow[{flow}]", "Received Bytes")], 0,
+                                           f"{d}: {role} flow {flow}\n{logs}")
+                ours = "passive.log" if d == "ours-passive" else "active.log"
+                with open(os.path.join(work, d, ours), errors="replace") as f:
+                    text = f.read()
+                self.assertIn("kernel stack", text, logs)
+                self.assertNotIn("WARNING", text, logs)
+                self.assertNotIn("ERROR", text, logs)
 
     def test_stack_selection_and_a_passive_without_dccp(self):
         # The passive starts before the DCCP modules are loaded: it serves no DCCP, and the
