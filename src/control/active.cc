@@ -71,36 +71,45 @@ asio::awaitable<int> Active::run() {
   });
   log::info("Active mode: measurement ID $" + hex64(measurementId_));
   try {
-    co_await connectControl();
-    if (o_.authKey) co_await authenticate();
-    for (const auto& spec : o_.flows) {
-      flows_.push_back(FlowRun{spec, nullptr});
-      co_await setupFlow(flows_.back());
-      if (interrupted_) throw ActiveError("interrupted while setting up the flows");
-    }
-    writeConfig();
-    measurement_ = std::make_shared<measure::Measurement>(io_, measurementId_);
-    for (auto& f : flows_) measurement_->flows().push_back(f.flow);
-    openOwnFiles();
-
-    npmp::Start start;
-    start.measurementId = measurementId_;
-    start.warmupMs = static_cast<std::uint32_t>(o_.warmup.count());
-    if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
-    if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
-    if (o_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
-    if (hasBz2Suffix(o_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
-    npmp::Bytes message;
-    npmp::encode(start, message);
-    control_->send(std::move(message));
-    const auto started = co_await awaitAck(0, 0, "START");
-    if (started.status != npmp::kStatusOk) throw ActiveError("the passive could not start the measurement");
+    co_await setUp();
   } catch (const std::exception& e) {
     json_.error(e.what());
     co_return json_.finish(1, measurementId_, nullptr);
   }
+  co_await runMeasurement();
+  co_return co_await stopAndCollect();
+}
 
-  // ---- run
+// Control connection, authentication, the flows one by one, the config file, START.
+asio::awaitable<void> Active::setUp() {
+  co_await connectControl();
+  if (o_.authKey) co_await authenticate();
+  for (const auto& spec : o_.flows) {
+    flows_.push_back(FlowRun{spec, nullptr});
+    co_await setupFlow(flows_.back());
+    if (interrupted_) throw ActiveError("interrupted while setting up the flows");
+  }
+  writeConfig();
+  measurement_ = std::make_shared<measure::Measurement>(io_, measurementId_);
+  for (auto& f : flows_) measurement_->flows().push_back(f.flow);
+  openOwnFiles();
+
+  npmp::Start start;
+  start.measurementId = measurementId_;
+  start.warmupMs = static_cast<std::uint32_t>(o_.warmup.count());
+  if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
+  if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
+  if (o_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
+  if (hasBz2Suffix(o_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
+  npmp::Bytes message;
+  npmp::encode(start, message);
+  control_->send(std::move(message));
+  const auto started = co_await awaitAck(0, 0, "START");
+  if (started.status != npmp::kStatusOk) throw ActiveError("the passive could not start the measurement");
+}
+
+// Runs the measurement until the runtime has passed, a signal comes, or something fails.
+asio::awaitable<void> Active::runMeasurement() {
   log::info("Starting measurement $" + hex64(measurementId_) +
             (o_.runtime ? " for " + std::to_string(*o_.runtime) + " s" : std::string(" until interrupted (Ctrl+C)")));
   measurement_->start(transport::nowMicros(), o_.warmup);
@@ -114,15 +123,17 @@ asio::awaitable<int> Active::run() {
   co_await runEvent_.wait(deadline);
   statusTimer_->cancel();
   status_->finish();
+}
 
-  // ---- stop
+// Stops the flows and the measurement on both sides, writes or downloads every result, ends
+// the connections; returns the exit code.
+asio::awaitable<int> Active::stopAndCollect() {
   int exitCode = 0;
   log::info("Shutdown");
   co_await stopFlows();
   const bool controlLost = control_->failed();
   measure::MeasurementResult own;
   bool ownWritten = false;
-  bool passiveVectorLost = false;
   try {
     if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
     // The passive gets what the transports still hold for it (TCP, MPTCP, SCTP), for at most a second.
@@ -137,35 +148,7 @@ asio::awaitable<int> Active::run() {
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried
     writeOwnResults(own);
     if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
-    if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
-    if (!o_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
-      co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
-    }
-    for (auto& f : flows_) {
-      npmp::Bytes remove;
-      npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
-      control_->send(std::move(remove));
-      if (!o_.vectorPattern.empty()) {
-        const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
-        if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
-          co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
-                            "per-flow vector");
-          if (a.status == npmp::kStatusOkPathVectorFollows) {
-            co_await download(
-                measure::pathVectorFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
-                "per-path vector");
-          } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
-            pathsUnsupportedSaid_ = true;
-            log::info("The passive records no per-path vectors (an older NetPerfMeter?)");
-          }
-        } else {
-          json_.error("Flow #" + std::to_string(f.flow->flowId()) +
-                     ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
-                     "passive's log)");
-          passiveVectorLost = true;
-        }
-      }
-    }
+    const bool passiveVectorLost = co_await downloadPassiveResults();
     co_await control_->drained(0);
     if (passiveVectorLost) exitCode = 1;
   } catch (const std::exception& e) {

@@ -87,12 +87,16 @@ private:
 
   // active_results.cc
   asio::awaitable<void> download(const std::string& fileName, const char* what, std::string* keep = nullptr);
+  asio::awaitable<bool> downloadPassiveResults();
   void openOwnFiles();
   void writeConfig();
   void writeOwnResults(const measure::MeasurementResult& result);
   void printStatistics(const measure::MeasurementResult& own) const;
 
-  // active.cc
+  // active.cc: run() is setUp(), runMeasurement(), stopAndCollect()
+  asio::awaitable<void> setUp();
+  asio::awaitable<void> runMeasurement();
+  asio::awaitable<int> stopAndCollect();
   void statusTick();
 
   asio::io_context& io_;

@@ -1,5 +1,5 @@
 // The active's result files: the config file, its own scalars and vectors, the passive's files
-// downloaded over the control connection, and the per-flow statistics printed at the end.
+// downloaded after STOP and at each REMOVE_FLOW, and the per-flow statistics printed at the end.
 #include "control/active_internal.h"
 
 #include <algorithm>
@@ -80,6 +80,42 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
     }
   }
   if (out.isOpen()) out.commit();
+}
+
+// After STOP: the passive's vector and scalar files, then per flow REMOVE_FLOW and (with
+// -vector) its per-flow and per-path vectors. True if the passive lost a per-flow vector.
+asio::awaitable<bool> Active::downloadPassiveResults() {
+  bool passiveVectorLost = false;
+  if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
+  if (!o_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
+    co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
+  }
+  for (auto& f : flows_) {
+    npmp::Bytes remove;
+    npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
+    control_->send(std::move(remove));
+    if (!o_.vectorPattern.empty()) {
+      const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
+      if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
+        co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+                          "per-flow vector");
+        if (a.status == npmp::kStatusOkPathVectorFollows) {
+          co_await download(
+              measure::pathVectorFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+              "per-path vector");
+        } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
+          pathsUnsupportedSaid_ = true;
+          log::info("The passive records no per-path vectors (an older NetPerfMeter?)");
+        }
+      } else {
+        json_.error("Flow #" + std::to_string(f.flow->flowId()) +
+                   ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
+                   "passive's log)");
+        passiveVectorLost = true;
+      }
+    }
+  }
+  co_return passiveVectorLost;
 }
 
 void Active::writeOwnResults(const measure::MeasurementResult& result) {
