@@ -130,7 +130,7 @@ asio::awaitable<void> Active::runMeasurement() {
 asio::awaitable<int> Active::stopAndCollect() {
   int exitCode = 0;
   log::info("Shutdown");
-  co_await stopFlows();
+  co_await stopSending(io_.get_executor(), flowPointers());  // as the passive does at STOP
   const bool controlLost = control_->failed();
   measure::MeasurementResult own;
   bool ownWritten = false;

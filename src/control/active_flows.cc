@@ -1,5 +1,5 @@
 // The active's flows: per flow ADD_FLOW, the data connection (TCP, MPTCP, UDP, DCCP, or a stream
-// of an SCTP association), IDENTIFY on it; which flows sample paths; stopping their senders.
+// of an SCTP association), IDENTIFY on it; which flows sample paths.
 #include "control/active_internal.h"
 
 #include <boost/asio/ip/udp.hpp>
@@ -16,7 +16,6 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "control/flow_mapping.h"
-#include "control/stop_flows.h"
 #include "sctp/sockaddr.h"
 #include "transport/sockets.h"
 
@@ -225,10 +224,6 @@ bool Active::samplesPaths(npmp::Protocol protocol) const {
 
 bool Active::recordsPaths(npmp::Protocol protocol) const {
   return !o_.vectorPattern.empty() && samplesPaths(protocol);
-}
-
-asio::awaitable<void> Active::stopFlows() {
-  co_await stopSending(io_.get_executor(), flowPointers());
 }
 
 std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {

@@ -80,7 +80,6 @@ private:
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
   asio::awaitable<void> setupFlow(FlowRun& run);
   asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
-  asio::awaitable<void> stopFlows();
   bool samplesPaths(npmp::Protocol protocol) const;
   bool recordsPaths(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
