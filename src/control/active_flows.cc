@@ -134,12 +134,21 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
 }
 
 asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const npmp::Bytes& message) {
-  // The channel keeps the buffers until its send completes; `message` lives in the caller's frame,
-  // so a send that outlives the wait here is given up on the channel (closed) before returning.
+  // The send owns what the channel keeps until it completes (a copy of the message and the
+  // buffers, held by its handler): a send that outlives the wait here touches nothing of this
+  // frame. One that has not completed in time is also given up on the channel (closed).
+  struct Outgoing {
+    npmp::Bytes message;
+    std::vector<asio::const_buffer> buffers;
+  };
+  auto outgoing = std::make_shared<Outgoing>();
+  outgoing->message = message;
+  outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};
   Completion<boost::system::error_code> sent(io_.get_executor());
-  std::vector<asio::const_buffer> buffers{asio::buffer(message), asio::const_buffer()};
   auto report = sent.reporter();
-  channel.send(buffers, [report](const boost::system::error_code& ec, std::size_t, std::size_t) { report(ec); });
+  channel.send(outgoing->buffers, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
+    report(ec);
+  });
   const auto result = co_await sent.wait(Clock::now() + kAckTimeout);
   if (!result) {
     channel.close();
