@@ -1,0 +1,198 @@
+// The active's control connection: connecting to the passive over SCTP (the default), TCP or
+// MPTCP, proving the shared key, waiting for acknowledgements, and the SCTP shutdown at the end.
+#include "control/active_internal.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <sys/socket.h>
+
+#include <string_view>
+
+#include "common/log.h"
+#include "control/auth.h"
+#include "sctp/sockaddr.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+using asio::ip::tcp;
+using npmp::Protocol;
+
+// Connects a non-blocking socket within the timeout.
+asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout) {
+  Deadline deadline(socket.get_executor(), timeout, [&socket] {
+    boost::system::error_code ignored;
+    socket.cancel(ignored);
+  });
+  boost::system::error_code ec;
+  co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
+  if (deadline.expired()) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
+  if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
+}
+
+asio::awaitable<void> Active::connectControl() {
+  ControlProtocol transport = o_.control;
+  if (transport == ControlProtocol::Default || transport == ControlProtocol::Sctp) {
+    // SCTP is the reference's default. Without -x, a passive without SCTP is not an error.
+    try {
+      co_await connectSctpControl(transport == ControlProtocol::Sctp ? kConnectTimeout : std::chrono::seconds(2));
+      co_return;
+    } catch (const std::exception& e) {
+      if (transport == ControlProtocol::Sctp) throw ActiveError(std::string("control over SCTP (-x): ") + e.what());
+      log::info(std::string("No SCTP path to the passive (") + e.what() + "); using TCP for the control connection");
+    }
+    transport = ControlProtocol::Tcp;
+  }
+  const Protocol protocol = transport == ControlProtocol::Mptcp ? Protocol::MPTCP : Protocol::TCP;
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const int fd = transport::openSocket(protocol, family);
+  tcp::socket socket(io_);
+  socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+  transport::SocketOptions options;
+  if (family == AF_INET6) options.v6only = o_.v6only;
+  options.noDelay = true;
+  transport::configureSocket(fd, protocol, family, options);
+  if (!o_.controlAddresses.empty()) transport::bindSocket(fd, o_.controlAddresses.front(), 0);
+  const tcp::endpoint to(o_.remote, static_cast<std::uint16_t>(o_.port + 1));
+  log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
+            " (control over " + npmp::protocolName(protocol) + ")");
+  co_await connectWithin(socket, to, kConnectTimeout);
+  boost::system::error_code ignored;
+  const auto local = socket.local_endpoint(ignored);
+  json_.control(npmp::protocolName(protocol), ignored ? "" : transport::endpointName(local.address(), local.port()),
+                transport::endpointName(to.address(), to.port()));
+  control_ = std::make_shared<ControlChannel>(
+      io_.get_executor(), tcpControl(std::move(socket), npmp::Channel::ControlToActive, protocol == Protocol::MPTCP),
+      transport::endpointName(to.address(), to.port()), to.address());
+  control_->watchFailure(&runEvent_);
+  control_->start();
+}
+
+// Proves the shared key to the passive, and makes it prove the key too (see auth.h).
+asio::awaitable<void> Active::authenticate() {
+  const npmp::AuthHello hello{newNonce()};
+  npmp::Bytes out;
+  npmp::encode(hello, out);
+  control_->send(std::move(out));
+  const std::string passive = "the passive at " + control_->peerName();
+  auto next = [&]() -> asio::awaitable<npmp::Message> {
+    std::optional<npmp::Bytes> message;
+    try {
+      message = co_await control_->next(kAckTimeout);
+    } catch (const ControlError& e) {
+      throw ActiveError(passive + " closed the control connection when asked to authenticate (" + e.what() +
+                        "); it may not know authentication (the reference NetPerfMeter does not)");
+    }
+    if (!message) throw ActiveError(passive + " did not answer the authentication in time");
+    auto decoded = npmp::decode(*message);
+    if (!decoded) throw ActiveError(passive + " answered the authentication with garbage: " + decoded.error);
+    co_return *decoded.message;
+  };
+  auto refused = [&](const npmp::Acknowledge& a) -> ActiveError {
+    if (a.status == npmp::kStatusError) return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
+    if (a.status == npmp::kStatusNotAllowed) return ActiveError(passive + " refused the key (wrong key, or its --allow list)");
+    return ActiveError(passive + " refused the authentication (status " + std::to_string(a.status) + ")");
+  };
+  const npmp::Message first = co_await next();
+  if (const auto* a = std::get_if<npmp::Acknowledge>(&first)) throw refused(*a);
+  const auto* challenge = std::get_if<npmp::AuthChallenge>(&first);
+  if (challenge == nullptr) throw ActiveError(passive + " answered the authentication with something else");
+  if (!sameProof(challenge->mac, passiveProof(*o_.authKey, hello.nonce, challenge->nonce))) {
+    throw ActiveError(passive + " could not prove the shared key: the keys differ, or it is not the passive you meant");
+  }
+  npmp::Bytes response;
+  npmp::encode(npmp::AuthResponse{activeProof(*o_.authKey, challenge->nonce, hello.nonce)}, response);
+  control_->send(std::move(response));
+  const npmp::Message result = co_await next();
+  const auto* a = std::get_if<npmp::Acknowledge>(&result);
+  if (a == nullptr) throw ActiveError(passive + " answered the authentication with something else");
+  if (a->status != npmp::kStatusOk) throw refused(*a);
+  log::info("Authenticated with the passive (shared key)");
+}
+
+asio::awaitable<void> Active::waitConnected(transport::SctpAssociation& association, Clock::duration timeout) {
+  Completion<std::string> connected(io_.get_executor());
+  association.onConnected(connected.reporter());
+  const auto error = co_await connected.wait(Clock::now() + timeout);
+  if (!error) {
+    association.onConnected(nullptr);
+    association.close();
+    throw ActiveError("cannot connect to " + association.peerName() + ": timed out");
+  }
+  if (!error->empty()) throw ActiveError("cannot connect to " + association.peerName() + ": " + *error);
+}
+
+asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
+  const sctp::Stack stack = sctp::resolve(o_.sctpStack, false);
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  auto socket = sctp::open(stack, io_, family, sctpSettings());
+  sctp::SocketOptions options;
+  options.streams = 1;
+  if (family == AF_INET6) options.v6only = o_.v6only;
+  socket->configure(options);
+  if (!o_.controlAddresses.empty()) socket->bind(o_.controlAddresses, 0);
+  const std::uint16_t port = static_cast<std::uint16_t>(o_.port + 1);
+  const std::string name = transport::endpointName(o_.remote, port);
+  log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
+  socket->connect(o_.remotes, port);
+  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+  try {
+    co_await waitConnected(*association, timeout);
+  } catch (const ActiveError& e) {
+    // Userland SCTP reaches the passive through its UDP encapsulation port. When another
+    // userland SCTP process on the passive's host holds that port, the passive serves no SCTP
+    // (it says so in its log) and the INIT goes to the other process: a timeout, nothing else.
+    if (stack != sctp::Stack::Userland || std::string_view(e.what()).find("timed out") == std::string_view::npos) {
+      throw;
+    }
+    throw ActiveError(std::string(e.what()) + " (userland SCTP via UDP port " + std::to_string(o_.sctpRemoteUdpPort) +
+                      ": does the passive own that port, or did another userland SCTP process take it? See the "
+                      "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)");
+  }
+  json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
+  json_.sctpStack(sctp::stackName(stack));
+  control_ = std::make_shared<ControlChannel>(io_.get_executor(),
+                                              sctpControl(association, npmp::Channel::ControlToActive), name, o_.remote);
+  control_->watchFailure(&runEvent_);
+  control_->start();
+}
+
+asio::awaitable<std::optional<npmp::Acknowledge>> Active::nextAck(std::uint32_t flowId, std::uint16_t streamId,
+                                                                  const char* what, Clock::duration timeout) {
+  std::optional<npmp::Bytes> message;
+  try {
+    message = co_await control_->next(timeout);
+  } catch (const ControlError& e) {
+    throw ActiveError(std::string("lost the control connection while waiting for the acknowledgement of ") + what +
+                      ": " + e.what());
+  }
+  if (!message) co_return std::nullopt;
+  const auto decoded = npmp::decode(*message);
+  const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
+  if (a == nullptr) {
+    throw ActiveError(std::string("expected the acknowledgement of ") + what + ", got " +
+                      (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+  }
+  if (a->measurementId != measurementId_ || a->flowId != flowId || a->streamId != streamId) {
+    throw ActiveError(std::string("the passive acknowledged something else than ") + what);
+  }
+  co_return *a;
+}
+
+asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
+                                                    Clock::duration timeout) {
+  const auto a = co_await nextAck(flowId, streamId, what, timeout);
+  if (!a) throw ActiveError(std::string("the passive did not acknowledge ") + what + " in time");
+  co_return *a;
+}
+
+// Userland SCTP runs in this process's threads: an association still open when the process
+// exits is never shut down, and the passive keeps it (and its session) until heartbeats fail.
+// So the control association ends with SHUTDOWN first (at most 2 s); the passive then ends the
+// session and closes the data associations itself.
+asio::awaitable<void> Active::endAssociations() {
+  if (!control_->shutdown()) co_return;
+  co_await pollUntil(io_.get_executor(), [this] { return control_->failed(); }, std::chrono::seconds(2));
+}
+
+}  // namespace npm::control

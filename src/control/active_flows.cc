@@ -1,0 +1,244 @@
+// The active's flows: per flow ADD_FLOW, the data connection (TCP, MPTCP, UDP, DCCP, or a stream
+// of an SCTP association), IDENTIFY on it; which flows sample paths.
+#include "control/active_internal.h"
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/fileio.h"
+#include "common/log.h"
+#include "control/flow_mapping.h"
+#include "sctp/sockaddr.h"
+#include "transport/sockets.h"
+
+namespace npm::control {
+
+using asio::ip::tcp;
+using asio::ip::udp;
+using npmp::Protocol;
+
+asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association(const flowspec::FlowSpec& spec) {
+  if (auto it = associations_.find(spec.association); it != associations_.end()) co_return it->second;
+  const sctp::Tuning tuning = sctpTuning(spec);
+  const sctp::Stack stack = sctp::resolve(o_.sctpStack, tuning.needsUserland());
+  if (o_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
+    log::info("Flow #" + std::to_string(*spec.flowId) + ": CMT-SCTP needs the userland SCTP stack; using it");
+  }
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  json_.sctpStack(sctp::stackName(stack));
+  auto socket = sctp::open(stack, io_, family, sctpSettings());
+  sctp::SocketOptions options;
+  options.streams = static_cast<std::uint16_t>(std::count_if(o_.flows.begin(), o_.flows.end(), [&](const auto& f) {
+    return f.protocol == Protocol::SCTP && f.association == spec.association;
+  }));
+  options.rcvBufferSize = spec.rcvBufferSize;
+  options.sndBufferSize = spec.sndBufferSize;
+  options.noDelay = spec.noDelay;
+  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  socket->configure(options);
+  socket->tune(tuning);
+  // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
+  if (!o_.localAddresses.empty()) socket->bind(o_.localAddresses, 0);
+  const std::string name = transport::endpointName(o_.remote, o_.port);
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
+            " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
+            name + " from " + (o_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(o_.localAddresses)));
+  socket->connect(o_.remotes, o_.port);  // connectx: every address the peer's name has
+  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+  co_await waitConnected(*association, kConnectTimeout);
+  association->start(nullptr, nullptr);
+  associations_[spec.association] = association;
+  co_return association;
+}
+
+asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec) {
+  const Protocol protocol = spec.protocol;
+  if (protocol == Protocol::SCTP) {
+    auto a = co_await association(spec);
+    co_return a->stream(spec.streamId, transport::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials));
+  }
+  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const std::uint16_t port = protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(o_.port - 1) : o_.port;
+  const int fd = transport::openSocket(protocol, family);
+  transport::SocketOptions options;
+  options.reuseAddress = !o_.localAddresses.empty();
+  options.rcvBufferSize = spec.rcvBufferSize;
+  options.sndBufferSize = spec.sndBufferSize;
+  options.noDelay = spec.noDelay;
+  options.congestionControl = spec.congestionControl;
+  options.ccid = spec.ccid;
+  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  try {
+    transport::configureSocket(fd, protocol, family, options);
+    if (!o_.localAddresses.empty()) transport::bindSocket(fd, o_.localAddresses.front(), 0);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting " + npmp::protocolName(protocol) + " socket to " +
+            transport::endpointName(o_.remote, port) + " from " +
+            (o_.localAddresses.empty() ? std::string("(any)") : o_.localAddresses.front().to_string()));
+  switch (protocol) {
+    case Protocol::TCP:
+    case Protocol::MPTCP: {
+      tcp::socket socket(io_);
+      socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+      co_await connectWithin(socket, tcp::endpoint(o_.remote, port), kConnectTimeout);
+      co_return transport::makeStreamChannel(std::move(socket));
+    }
+    case Protocol::UDP: {
+      udp::socket socket(io_);
+      socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
+      boost::system::error_code ec;
+      socket.connect(udp::endpoint(o_.remote, port), ec);
+      if (ec) throw ActiveError("cannot connect the UDP socket to " + transport::endpointName(o_.remote, port) + ": " + ec.message());
+      co_return transport::makeUdpChannel(std::move(socket));
+    }
+    case Protocol::DCCP: {
+      udp::endpoint to(o_.remote, port);  // only for its sockaddr
+      if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " + why);
+      }
+      asio::posix::stream_descriptor waiter(io_, fd);
+      boost::system::error_code ec;
+      {
+        Deadline deadline(io_.get_executor(), kConnectTimeout, [&waiter] { waiter.cancel(); });
+        co_await waiter.async_wait(asio::posix::stream_descriptor::wait_write,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+      }
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+      waiter.release();
+      if (ec || error != 0) {
+        ::close(fd);
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " +
+                          (error != 0 ? std::strerror(error) : "timed out"));
+      }
+      co_return transport::makeDccpChannel(io_, fd, transport::endpointName(o_.remote, port));
+    }
+    default:
+      ::close(fd);
+      throw ActiveError(std::string(npmp::protocolName(protocol)) + " flows are not supported yet");
+  }
+}
+
+asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const npmp::Bytes& message) {
+  // The send owns what the channel keeps until it completes (a copy of the message and the
+  // buffers, held by its handler): a send that outlives the wait here touches nothing of this
+  // frame. One that has not completed in time is also given up on the channel (closed).
+  struct Outgoing {
+    npmp::Bytes message;
+    std::vector<asio::const_buffer> buffers;
+  };
+  auto outgoing = std::make_shared<Outgoing>();
+  outgoing->message = message;
+  outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};
+  Completion<boost::system::error_code> sent(io_.get_executor());
+  auto report = sent.reporter();
+  channel.send(outgoing->buffers, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
+    report(ec);
+  });
+  const auto result = co_await sent.wait(Clock::now() + kAckTimeout);
+  if (!result) {
+    channel.close();
+    throw ActiveError("cannot send IDENTIFY on the data connection: timed out");
+  }
+  if (*result) throw ActiveError("cannot send IDENTIFY on the data connection: " + result->message());
+}
+
+asio::awaitable<void> Active::setupFlow(FlowRun& run) {
+  const flowspec::FlowSpec& spec = run.spec;
+  const std::uint32_t flowId = *spec.flowId;
+  // ADD_FLOW first: a passive that cannot serve the transport says so before anything connects.
+  npmp::Bytes message;
+  npmp::encode(toAddFlow(spec, measurementId_), message);
+  control_->send(std::move(message));
+  const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
+  if (added.status == npmp::kStatusNotAllowed) {
+    throw ActiveError("the passive at " + control_->peerName() + " does not allow this host (its --allow list)");
+  }
+  if (added.status == npmp::kStatusUnsupported) {
+    throw ActiveError("the passive at " + control_->peerName() + " cannot serve " + npmp::protocolName(spec.protocol) +
+                      " flows (flow #" + std::to_string(flowId) + "): its kernel lacks " +
+                      npmp::protocolName(spec.protocol) + ", or its listener could not be opened (see its log)");
+  }
+  if (added.status == npmp::kStatusAuthenticationRequired) {
+    throw ActiveError("the passive at " + control_->peerName() +
+                      " requires authentication: give the shared key with --auth-key-file");
+  }
+  if (added.status != npmp::kStatusOk) {
+    throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
+  }
+
+  auto channel = co_await connectData(spec);
+
+  run.flow = std::make_shared<measure::Flow>(io_, activeFlowParameters(spec, measurementId_), true);
+  channel->expect(npmp::Channel::Data);
+  run.flow->attach(channel);
+  run.flow->onFailure([this, flowId](const std::string& reason) {
+    if (stopSent_) return;
+    if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
+    runEvent_.notify();
+  });
+  run.flow->startReceiving();
+
+  npmp::IdentifyFlow identify;
+  identify.flowId = flowId;
+  identify.measurementId = measurementId_;
+  identify.streamId = spec.streamId;
+  if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
+  if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
+  if (samplesPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
+  npmp::Bytes identifyMessage;
+  npmp::encode(identify, identifyMessage);
+  if (channel->reliable()) {
+    co_await sendOnData(*channel, identifyMessage);
+    const auto a = co_await awaitAck(flowId, spec.streamId, "IDENTIFY_FLOW");
+    if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
+    co_return;
+  }
+  // Datagrams may be lost: repeat IDENTIFY with growing intervals (≈10 s in all).
+  auto interval = std::chrono::milliseconds(250);
+  for (int attempt = 1;; ++attempt) {
+    co_await sendOnData(*channel, identifyMessage);
+    if (const auto a = co_await nextAck(flowId, 0, "IDENTIFY_FLOW", interval)) {
+      if (a->status != npmp::kStatusOk) throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
+      co_return;
+    }
+    if (attempt == 7) {
+      throw ActiveError("the passive did not acknowledge the IDENTIFY of flow #" + std::to_string(flowId) +
+                        " (is UDP to port " + std::to_string(o_.port) + " blocked?)");
+    }
+    interval = std::min(interval * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+// Per-path state is sampled for the scalars, the JSON document and the vectors; recorded as
+// vectors with -vector.
+bool Active::samplesPaths(npmp::Protocol protocol) const {
+  return (!o_.vectorPattern.empty() || !o_.scalarPattern.empty() || !o_.jsonFile.empty()) &&
+         o_.pathInterval.count() > 0 && measure::hasPaths(protocol);
+}
+
+bool Active::recordsPaths(npmp::Protocol protocol) const {
+  return !o_.vectorPattern.empty() && samplesPaths(protocol);
+}
+
+std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {
+  std::vector<std::shared_ptr<measure::Flow>> flows;
+  for (const auto& f : flows_) flows.push_back(f.flow);
+  return flows;
+}
+
+}  // namespace npm::control

@@ -1,0 +1,122 @@
+// The active controller inside (not a public interface; that is active.h): the Active class,
+// its limits and its error. Its members live in active.cc (the run), active_control.cc (the
+// control connection), active_flows.cc (the flows) and active_results.cc (the result files).
+#pragma once
+
+#include <utility>  // before Boost 1.74's awaitable.hpp, which needs std::exchange
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "control/active.h"
+#include "control/async.h"
+#include "control/control_channel.h"
+#include "control/display.h"
+#include "control/json_output.h"
+#include "measure/measurement.h"
+#include "transport/channel.h"
+#include "transport/sctp_channel.h"
+
+namespace npm::control {
+
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
+constexpr auto kAckTimeout = std::chrono::seconds(10);
+constexpr auto kStopTimeout = std::chrono::seconds(30);
+constexpr auto kResultsTimeout = std::chrono::seconds(30);  // for each RESULTS message
+constexpr auto kDownloadGrace = std::chrono::seconds(60);
+constexpr double kMinDownloadRate = 8192.0;  // bytes/s over a whole file, after the grace period
+
+class ActiveError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Connects a non-blocking socket within the timeout.
+asio::awaitable<void> connectWithin(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint& to,
+                                    Clock::duration timeout);
+
+struct FlowRun {
+  flowspec::FlowSpec spec;
+  std::shared_ptr<measure::Flow> flow;
+};
+
+class Active {
+public:
+  Active(asio::io_context& io, const ActiveOptions& o);
+
+  asio::awaitable<int> run();
+  void onSignal(int number);
+
+private:
+  // active_control.cc
+  asio::awaitable<void> connectControl();
+  asio::awaitable<void> authenticate();
+  asio::awaitable<void> connectSctpControl(Clock::duration timeout);
+  asio::awaitable<void> waitConnected(transport::SctpAssociation& association, Clock::duration timeout);
+  // The next message must be the acknowledgement of `what`; nullopt on timeout.
+  asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
+                                                            const char* what, Clock::duration timeout);
+  asio::awaitable<npmp::Acknowledge> awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
+                                              Clock::duration timeout = kAckTimeout);
+  asio::awaitable<void> endAssociations();
+
+  // active_flows.cc
+  asio::awaitable<std::shared_ptr<transport::SctpAssociation>> association(const flowspec::FlowSpec& spec);
+  sctp::StackSettings sctpSettings() const {
+    return sctp::StackSettings{o_.sctpUdpPort, o_.sctpRemoteUdpPort};
+  }
+  asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
+  asio::awaitable<void> setupFlow(FlowRun& run);
+  asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
+  bool samplesPaths(npmp::Protocol protocol) const;
+  bool recordsPaths(npmp::Protocol protocol) const;
+  std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
+
+  // active_results.cc
+  asio::awaitable<void> download(const std::string& fileName, const char* what, std::string* keep = nullptr);
+  asio::awaitable<bool> downloadPassiveResults();
+  void openOwnFiles();
+  void writeConfig();
+  void writeOwnResults(const measure::MeasurementResult& result);
+  void printStatistics(const measure::MeasurementResult& own) const;
+
+  // active.cc: run() is setUp(), runMeasurement(), stopAndCollect()
+  asio::awaitable<void> setUp();
+  asio::awaitable<void> runMeasurement();
+  asio::awaitable<int> stopAndCollect();
+  void statusTick();
+
+  asio::io_context& io_;
+  const ActiveOptions& o_;
+  std::uint64_t measurementId_;
+  std::shared_ptr<ControlChannel> control_;
+  std::vector<FlowRun> flows_;
+  std::map<std::uint32_t, std::shared_ptr<transport::SctpAssociation>> associations_;
+  std::shared_ptr<measure::Measurement> measurement_;
+  Event runEvent_;
+  asio::signal_set signals_;
+  int signalCount_ = 0;
+  bool interrupted_ = false;
+  std::string flowFailure_;
+  // Once STOP is on its way, a passive may close data connections (the reference does when it
+  // stops the measurement): their end is no failure any more.
+  bool stopSent_ = false;
+  bool pathsUnsupportedSaid_ = false;
+  std::unique_ptr<StatusLine> status_;
+  std::unique_ptr<asio::steady_timer> statusTimer_;
+  JsonOutput json_;
+};
+
+}  // namespace npm::control

@@ -1,0 +1,164 @@
+// The active's result files: the config file, its own scalars and vectors, the passive's files
+// downloaded after STOP and at each REMOVE_FLOW, and the per-flow statistics printed at the end.
+#include "control/active_internal.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/fileio.h"
+#include "common/log.h"
+
+namespace npm::control {
+
+void Active::writeConfig() {
+  if (o_.configFile.empty()) return;
+  measure::ConfigInfo info;
+  info.activeNodeName = o_.activeNodeName;
+  info.passiveNodeName = o_.passiveNodeName;
+  info.scalarPattern = o_.scalarPattern;
+  info.vectorPattern = o_.vectorPattern;
+  info.pathVectors = o_.pathInterval.count() > 0;
+  info.warmup = o_.warmup;
+  for (const auto& f : flows_) info.flows.push_back(f.spec);
+  OutputFile out(o_.configFile, false, 9);
+  measure::writeConfig(out, info);
+  out.commit();
+}
+
+void Active::openOwnFiles() {
+  for (auto& f : flows_) {
+    if (samplesPaths(f.flow->parameters().protocol)) f.flow->samplePathsEvery(o_.pathInterval);
+  }
+  if (o_.vectorPattern.empty()) return;
+  measurement_->setVector(measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(o_.vectorPattern, "active"))));
+  for (auto& f : flows_) {
+    f.flow->setVector(measure::FlowVectorWriter(
+        OutputFile(measure::resultFileName(o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+    if (recordsPaths(f.flow->parameters().protocol)) {
+      f.flow->setPathVector(measure::PathVectorWriter(OutputFile(measure::pathVectorFileName(
+          o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+    }
+  }
+}
+
+asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::string* keep) {
+  // No file name: kept in memory only (`keep`).
+  log::info(std::string("Downloading ") + what + " results" + (fileName.empty() ? std::string() : " [" + fileName + "]"));
+  OutputFile out;
+  if (!fileName.empty()) out = OutputFile(fileName, false, 9);  // the passive has compressed it already if asked to
+  const std::string name = fileName.empty() ? std::string("the passive's ") + what + " results" : fileName;
+  // A passive is a peer like any other: a file may not exceed --max-download, and one
+  // trickled in more slowly than kMinDownloadRate (after a grace period) is given up.
+  const auto begin = Clock::now();
+  std::uint64_t bytes = 0;
+  for (;;) {
+    std::optional<npmp::Bytes> message;
+    try {
+      message = co_await control_->next(kResultsTimeout);
+    } catch (const ControlError& e) {
+      throw ActiveError(std::string("lost the control connection while downloading ") + name + ": " + e.what());
+    }
+    if (!message) throw ActiveError("the passive stopped sending " + name);
+    const auto decoded = npmp::decode(*message);
+    const auto* r = decoded ? std::get_if<npmp::Results>(&*decoded.message) : nullptr;
+    if (r == nullptr) {
+      throw ActiveError("expected RESULTS for " + name + ", got " +
+                        (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+    }
+    if (out.isOpen()) out.write(r->data.data(), r->data.size());
+    if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());
+    bytes += r->data.size();
+    if (r->eof()) break;
+    if (bytes > o_.maxDownloadBytes) {
+      throw ActiveError("the passive sends more than " + std::to_string(o_.maxDownloadBytes >> 20) + " MiB for " +
+                        name + " (--max-download)");
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+    if (seconds > kDownloadGrace.count() && static_cast<double>(bytes) / seconds < kMinDownloadRate) {
+      throw ActiveError("the passive sends " + name + " too slowly (" + std::to_string(bytes) + " bytes in " +
+                        std::to_string(static_cast<int>(seconds)) + " s)");
+    }
+  }
+  if (out.isOpen()) out.commit();
+}
+
+// After STOP: the passive's vector and scalar files, then per flow REMOVE_FLOW and (with
+// -vector) its per-flow and per-path vectors. True if the passive lost a per-flow vector.
+asio::awaitable<bool> Active::downloadPassiveResults() {
+  bool passiveVectorLost = false;
+  if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
+  if (!o_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
+    co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
+  }
+  for (auto& f : flows_) {
+    npmp::Bytes remove;
+    npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
+    control_->send(std::move(remove));
+    if (!o_.vectorPattern.empty()) {
+      const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
+      if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
+        co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+                          "per-flow vector");
+        if (a.status == npmp::kStatusOkPathVectorFollows) {
+          co_await download(
+              measure::pathVectorFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+              "per-path vector");
+        } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
+          pathsUnsupportedSaid_ = true;
+          log::info("The passive records no per-path vectors (an older NetPerfMeter?)");
+        }
+      } else {
+        json_.error("Flow #" + std::to_string(f.flow->flowId()) +
+                   ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
+                   "passive's log)");
+        passiveVectorLost = true;
+      }
+    }
+  }
+  co_return passiveVectorLost;
+}
+
+void Active::writeOwnResults(const measure::MeasurementResult& result) {
+  if (!o_.scalarPattern.empty()) {
+    OutputFile out(measure::resultFileName(o_.scalarPattern, "active"));
+    measure::writeScalars(out, "active", result);
+    out.commit();
+  }
+  if (auto* v = measurement_->vector()) v->file().commit();
+  for (auto& f : flows_) {
+    if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
+    if (auto* v = f.flow->vector()) {
+      v->flush();
+      v->file().commit();
+    }
+    if (!f.flow->pathVectorError().empty()) throw ActiveError(f.flow->pathVectorError());
+    if (auto* v = f.flow->pathVector()) {
+      v->flush();
+      v->file().commit();
+    }
+  }
+}
+
+void Active::printStatistics(const measure::MeasurementResult& own) const {
+  for (const auto& f : own.flows) {
+    const auto& spec = std::find_if(flows_.begin(), flows_.end(), [&](const FlowRun& r) { return *r.spec.flowId == f.flowId; })->spec;
+    auto line = [](const char* what, const measure::Counters& c, std::uint64_t from, std::uint64_t to) {
+      const double seconds = to > from ? static_cast<double>(to - from) / 1e6 : 0.0;
+      const double s = seconds > 0 ? seconds : 1.0;
+      char b[512];
+      std::snprintf(b, sizeof(b),
+                    "  - %-12s %llu bytes (%1.3f MiB, %1.1f Kbit/s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s",
+                    what, static_cast<unsigned long long>(c.bytes), static_cast<double>(c.bytes) / 1048576.0,
+                    seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s / 1000.0 : 0.0,
+                    static_cast<unsigned long long>(c.packets), seconds > 0 ? static_cast<double>(c.packets) / s : 0.0,
+                    static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
+      return std::string(b);
+    };
+    log::info("Flow #" + std::to_string(f.flowId) + " (" + npmp::protocolName(spec.protocol) + ", \"" + f.description + "\"):");
+    log::info(line("Transmission", f.transmitted.total, f.transmitted.first, f.transmitted.last));
+    log::info(line("Reception", f.received, f.firstReception, f.lastReception));
+    log::info(line("Loss", f.lost, own.firstStatisticsEvent, own.lastStatisticsEvent));
+  }
+}
+
+}  // namespace npm::control
