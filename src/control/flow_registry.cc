@@ -298,10 +298,16 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   }
   flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<Session>(session)](const std::string& reason) {
     // An orderly close is what a reference active does with its data connections just before
-    // STOP: no warning (the session warns if the measurement is not stopped soon after).
+    // STOP (the session warns if the measurement is not stopped soon after); and once the
+    // measurement is stopped, the peer may end them as it likes. Neither is a warning.
+    const auto session = weak.lock();
     const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + reason;
-    if (reason == transport::kClosedByPeer) log::info(line); else log::warning(line);
-    if (auto s = weak.lock()) s->flowFailed(key.measurementId);
+    if (transport::closedByPeer(reason) || (session && !session->measuring(key.measurementId))) {
+      log::info(line);
+    } else {
+      log::warning(line);
+    }
+    if (session) session->flowFailed(key.measurementId);
   });
   if (!udpPeer) {
     channel->expect(npmp::Channel::Data);

@@ -62,6 +62,12 @@ void Session::flowFailed(std::uint64_t measurementId) {
   });
 }
 
+bool Session::measuring(std::uint64_t measurementId) const {
+  auto it = measurements_.find(measurementId);
+  return it != measurements_.end() && it->second.measurement && it->second.measurement->running() &&
+         !it->second.stopping;
+}
+
 bool Session::allFlowsGone(std::uint64_t measurementId) const {
   auto it = measurements_.find(measurementId);
   if (it == measurements_.end() || !it->second.measurement->running()) return false;
@@ -231,6 +237,7 @@ void Session::handleStart(const npmp::Start& m) {
   }
   pm.measurement = std::make_shared<measure::Measurement>(state_->io, m.measurementId);
   pm.flags = m.flags;
+  pm.stopping = false;
   std::uint32_t status = npmp::kStatusOk;
   try {
     if (!(m.flags & npmp::kStartNoVectors)) {
@@ -262,6 +269,7 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   // Owned here: the measurement outlives this frame's waits whatever happens to the session.
   const std::shared_ptr<measure::Measurement> measurement = it->second.measurement;
   const std::uint8_t flags = it->second.flags;
+  it->second.stopping = true;
   auto& flows = measurement->flows();
   co_await stopSending(state_->io.get_executor(), flows);
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer

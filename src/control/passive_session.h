@@ -41,6 +41,8 @@ public:
   // control association does not know it yet (SCTP notices a dead peer only after minutes).
   // The session ends if the measurement is still running kDataGoneGrace later.
   void flowFailed(std::uint64_t measurementId);
+  // The measurement was started, and no STOP for it has come yet.
+  bool measuring(std::uint64_t measurementId) const;
   static constexpr std::chrono::seconds kDataGoneGrace{3};
   // Sends an ACKNOWLEDGE on the control connection.
   void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId, std::uint32_t status);
@@ -49,6 +51,7 @@ private:
   struct PassiveMeasurement {
     std::shared_ptr<measure::Measurement> measurement;
     std::uint8_t flags = 0;  // of START: which result files, compressed or not
+    bool stopping = false;   // STOP received: the flows are being stopped
   };
 
   asio::awaitable<void> run();

@@ -28,8 +28,14 @@ namespace asio = boost::asio;
 using MessageHandler = std::function<void(std::span<const std::uint8_t> message, std::uint64_t now)>;
 // The channel failed or the peer sent something that is not NPMP; the channel is unusable.
 using ErrorHandler = std::function<void(const std::string& reason)>;
-// The reason of an orderly close by the peer (EOF on a stream), as ErrorHandler gets it.
+// The reasons of an orderly close by the peer, as ErrorHandler gets them: EOF on a stream, an
+// SCTP association's EOF or SHUTDOWN.
 inline constexpr std::string_view kClosedByPeer = "connection closed by the peer";
+inline constexpr std::string_view kAssociationClosedByPeer = "association closed by the peer";
+inline constexpr std::string_view kAssociationShutDownByPeer = "association shut down by the peer";
+inline bool closedByPeer(std::string_view reason) {
+  return reason == kClosedByPeer || reason == kAssociationClosedByPeer || reason == kAssociationShutDownByPeer;
+}
 // A batch finished: `sent` messages went out, `dropped` datagrams could not be sent
 // (UDP/DCCP errors such as ICMP unreachable). A set error code means the channel failed.
 using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,

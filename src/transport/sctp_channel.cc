@@ -34,7 +34,7 @@ public:
     if (closed_) return;
     closed_ = true;
     association_->release(stream_);
-    if (!association_->hasClaims()) association_->close();
+    if (!association_->hasClaims()) association_->finish();
   }
 
   int fd() const override { return -1; }
@@ -150,9 +150,12 @@ void SctpAssociation::start(StreamMessage unclaimed, ErrorHandler onError) {
 
 void SctpAssociation::claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError) {
   streams_[stream] = Claim{std::move(onMessage), std::move(onError)};
+  released_.erase(stream);
 }
 
-void SctpAssociation::release(std::uint16_t stream) { streams_.erase(stream); }
+void SctpAssociation::release(std::uint16_t stream) {
+  if (streams_.erase(stream) > 0) released_.insert(stream);
+}
 
 void SctpAssociation::readMore() {
   if (closed_) return;
@@ -173,7 +176,7 @@ void SctpAssociation::onReadable() {
       return;
     }
     if (n == 0) {
-      fail("association closed by the peer");
+      fail(std::string(kAssociationClosedByPeer));
       return;
     }
     const std::uint8_t* data = buffer_.data();
@@ -192,7 +195,7 @@ void SctpAssociation::onReadable() {
       switch (socket_->notification(data, length)) {
         case sctp::AssociationEvent::CommLost: fail("association lost (COMM_LOST)"); return;
         case sctp::AssociationEvent::ShutdownComplete:
-        case sctp::AssociationEvent::Shutdown: fail("association shut down by the peer"); return;
+        case sctp::AssociationEvent::Shutdown: fail(std::string(kAssociationShutDownByPeer)); return;
         case sctp::AssociationEvent::CantStart: fail("cannot start the association"); return;
         case sctp::AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
         default: break;
@@ -204,7 +207,7 @@ void SctpAssociation::onReadable() {
       if (it != streams_.end()) {
         auto handler = it->second.onMessage;  // the handler may release the stream
         handler(message, now);
-      } else if (unclaimed_) {
+      } else if (unclaimed_ && !released_.count(info.stream)) {
         unclaimed_(info.stream, info.ppid, message, now);
       }
     }
@@ -259,9 +262,25 @@ void SctpAssociation::shutdown() {
   if (!closed_ && !failed_) socket_->shutdownWrite();
 }
 
+void SctpAssociation::finish() {
+  if (closed_ || finishing_) return;
+  finishing_ = true;
+  if (failed_) {
+    close();
+    return;
+  }
+  unclaimed_ = nullptr;  // drop what still arrives
+  onError_ = [this](const std::string&) { close(); };  // the peer's SHUTDOWN (or a failure)
+  socket_->shutdownWrite();
+  // The timer holds the association until it is closed.
+  finishTimer_ = std::make_shared<asio::steady_timer>(io_, kFinishWait);
+  finishTimer_->async_wait([self = shared_from_this()](const boost::system::error_code&) { self->close(); });
+}
+
 void SctpAssociation::close() {
   if (closed_) return;
   closed_ = true;
+  if (finishTimer_) finishTimer_->cancel();
   socket_->close();
 }
 

@@ -3,9 +3,13 @@
 // DATA with PPID 37.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +43,8 @@ public:
   // Waits for the association to come up (after Socket::connect); "" or the error.
   void onConnected(std::function<void(const std::string& error)> handler);
 
-  // Starts reading. Messages of a stream with a handler go there; others to `unclaimed`.
+  // Starts reading. Messages of a stream with a handler go there; those of a released stream
+  // (its flow is done; the peer may still have sent some) are dropped; others go to `unclaimed`.
   using StreamMessage = std::function<void(std::uint16_t stream, std::uint32_t ppid,
                                            std::span<const std::uint8_t> message, std::uint64_t now)>;
   void start(StreamMessage unclaimed, ErrorHandler onError);
@@ -59,6 +64,11 @@ public:
   bool closed() const { return closed_; }
   // The graceful end: SHUTDOWN after what was sent is acknowledged; reported like a failure.
   void shutdown();
+  // The last stream is done: SHUTDOWN (what the peer still sends is read and dropped), and
+  // close once the peer has shut down too, or after kFinishWait. Closing at once with unread
+  // data would ABORT the association, which a reference active does not survive.
+  void finish();
+  static constexpr std::chrono::seconds kFinishWait{3};
 
 private:
   void readMore();
@@ -76,10 +86,12 @@ private:
     ErrorHandler onError;
   };
   std::map<std::uint16_t, Claim> streams_;
+  std::set<std::uint16_t> released_;
   std::vector<std::function<void()>> writeWaiters_;
   bool waitingWritable_ = false;
   std::function<void(const std::string&)> connected_;
-  bool up_ = false, closed_ = false, failed_ = false;
+  bool up_ = false, closed_ = false, failed_ = false, finishing_ = false;
+  std::shared_ptr<asio::steady_timer> finishTimer_;
 };
 
 }  // namespace npm::transport
