@@ -11,6 +11,7 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : o_(o) {
   info_.commandLine.push_back("netperfmeter");
   info_.commandLine.insert(info_.commandLine.end(), o.commandLine.begin(), o.commandLine.end());
   info_.runtime = o.runtime;
+  info_.warmup = static_cast<double>(o.warmup.count()) / 1000.0;
   info_.remote = o.remoteName;
   for (const auto& a : o.localAddresses) info_.localAddresses.push_back(a.to_string());
   for (const auto& f : o.flows) {

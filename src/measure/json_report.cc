@@ -24,7 +24,7 @@ Rows index(const std::vector<ScalarRow>* rows) {
   return out;
 }
 
-std::string hex64(std::uint64_t v) {
+std::string paddedHex64(std::uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof(b), "%016" PRIx64, v);
   return b;
@@ -209,7 +209,7 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   w.key("schema_version").value(kJsonSchemaVersion);
   w.key("program").value("netperfmeter");
   w.key("version").value(info.version);
-  w.key("measurement_id").value(hex64(info.measurementId));
+  w.key("measurement_id").value(paddedHex64(info.measurementId));
   const auto first = a.find({activeBase + ".total", "First Statistics Event"});
   const auto last = a.find({activeBase + ".total", "Last Statistics Event"});
   w.key("start_time");
@@ -221,6 +221,7 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   w.key("runtime_s");
   if (info.runtime) w.value(*info.runtime);
   else w.null();
+  w.key("warmup_s").value(info.warmup);
   w.key("duration_s");
   if (first != a.end() && last != a.end()) {
     const std::uint64_t from = std::strtoull(first->second.c_str(), nullptr, 10);
@@ -312,7 +313,7 @@ std::string JsonStream::line(std::uint64_t now, const std::vector<JsonFlowSample
   w.beginObject();
   w.key("type").value("interval");
   w.key("schema_version").value(kJsonSchemaVersion);
-  w.key("measurement_id").value(hex64(measurementId_));
+  w.key("measurement_id").value(paddedHex64(measurementId_));
   w.key("time_us").value(now);
   w.key("elapsed_s").value(elapsed);
   w.key("interval_s").value(interval);

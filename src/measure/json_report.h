@@ -31,6 +31,7 @@ struct JsonRunInfo {
   std::uint64_t measurementId = 0;
   std::vector<std::string> commandLine;  // argv, program name first
   std::optional<double> runtime;         // requested (-T), seconds
+  double warmup = 0.0;                   // --warmup, seconds (0: none)
   std::string remote;                    // as given: "host:port"
   std::string controlProtocol;           // "TCP", "MPTCP", "SCTP (kernel)"; empty: not connected
   std::string controlLocal, controlRemote;  // "address:port"; empty if unknown

@@ -121,8 +121,8 @@ class JsonResult(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="npm-json-")
         with Passive(PORT) as passive:
             cls.result = active("-nodisplay", "-runtime=3", "--json=run.json", "-scalar=run.sca", *FLOWS, cwd=cls.dir)
-            cls.compressed = active("-nodisplay", "-runtime=1.5", "--json=bz2.json", "-scalar=bz2.sca.bz2", *FLOWS,
-                                    cwd=cls.dir)
+            cls.compressed = active("-nodisplay", "-runtime=1.5", "--warmup=0.5", "--json=bz2.json",
+                                    "-scalar=bz2.sca.bz2", *FLOWS, cwd=cls.dir)
             cls.alone = active("-nodisplay", "-runtime=1.5", "-json=alone.json", *FLOWS, cwd=cls.dir)
             cls.stdout = active("-display", "-runtime=2", "--json", *FLOWS, cwd=cls.dir)
             cls.stream = active("-display", "-runtime=3", "--json-stream", *FLOWS, cwd=cls.dir)
@@ -164,6 +164,7 @@ class JsonResult(unittest.TestCase):
         self.assertIsNotNone(doc["flows"][2]["connection"]["passive"])
         self.assertEqual(doc["flows"][0]["description"], 'Bulk "TCP"')
         self.assertEqual(document["runtime_s"], 3)
+        self.assertEqual(document["warmup_s"], 0)
         self.assertAlmostEqual(document["duration_s"], 3.0, delta=0.5)
         self.assertEqual(document["command_line"][0], "netperfmeter")
         self.assertIn("--json=run.json", document["command_line"])
@@ -182,11 +183,14 @@ class JsonResult(unittest.TestCase):
         self.assertTrue(document["cpu"]["active"]["cores"])
         self.assertTrue(document["cpu"]["passive"]["cores"])
 
-    def test_bzip2_scalar_files(self):
+    def test_bzip2_scalar_files_and_a_warmup(self):
         self.assertEqual(self.compressed.returncode, 0, self.compressed.stderr)
         with open(self.path("bz2.json")) as f:
-            validate(json.load(f), "result")
+            document = json.load(f)
+        validate(document, "result")
         self.compare("bz2.json", "bz2.sca.bz2")
+        self.assertEqual(document["warmup_s"], 0.5)
+        self.assertAlmostEqual(document["duration_s"], 1.0, delta=0.3)  # the scalars' interval
 
     def test_without_scalar_files_the_passive_figures_are_there(self):
         self.assertEqual(self.alone.returncode, 0, self.alone.stderr)

@@ -112,7 +112,7 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
   const std::string doc = measure::resultDocument(info, &activeRows, &passiveRows, "", false);
   CHECK_THAT(doc, Catch::StartsWith(R"({"type":"result","schema_version":1,"program":"netperfmeter","version":"9.9",)"
                                     R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
-                                    R"("start_time_us":1700000000000000,"runtime_s":null,"duration_s":2,)"));
+                                    R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"duration_s":2,)"));
   CHECK_THAT(doc, Catch::Contains(R"("description":"Bulk \"1\"","active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
                                   R"("last_us":1700000001000000,"bytes":1000,"packets":10,"frames":5,"bit_rate":8000.000000,)"));
   CHECK_THAT(doc, Catch::Contains(R"("received":{"first_us":0,"last_us":0,"bytes":900,"packets":9,"frames":4,"bit_rate":0.000000,)"));
