@@ -227,7 +227,10 @@ exit $rc
     logs = {}
     for name in ("active.log", "passive.log", "capture.err"):
         path = os.path.join(work, name)
-        logs[name] = open(path, errors="replace").read() if os.path.exists(path) else ""
+        logs[name] = ""
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                logs[name] = f.read()
     if rc != 0:
         raise RuntimeError("the run in the VM exited with %d:\n%s\n%s" % (rc, output[-3000:], "\n".join(
             "--- %s\n%s" % (k, v[-3000:]) for k, v in logs.items())))

@@ -35,6 +35,18 @@ exit $rc
 """
 
 
+def logs_of(directory, names=("passive.log", "active.log"), label=""):
+    """The named logs of a directory, each under a "--- name" line (missing ones empty)."""
+    text = ""
+    for name in names:
+        path = os.path.join(directory, name)
+        text += f"--- {label}{name}\n"
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                text += f.read()
+    return text
+
+
 class KernelStacks(unittest.TestCase):
     vm = None
 
@@ -44,13 +56,7 @@ class KernelStacks(unittest.TestCase):
 
     def run_in_vm(self, script, work):
         rc, output = self.vm.run(script, timeout=180, workdir=work)
-        logs = ""
-        for name in ("passive.log", "active.log"):
-            path = os.path.join(work, name)
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    logs += f"--- {name}\n{f.read()}"
-        return rc, output + logs
+        return rc, output + logs_of(work)
 
     def test_kernel_sctp_control_streams_and_dccp(self):
         flows = ("-sctp const0:const1400:const0:const1400 const20:const500:const20:const500 "
@@ -163,10 +169,7 @@ kill -INT $P; wait $P
         with tempfile.TemporaryDirectory(dir="/var/tmp") as work:
             rc, log = self.vm.run(script, timeout=240, workdir=work)
             for d in ("ours-passive", "reference-passive"):
-                logs = ""
-                for name in ("passive.log", "active.log"):
-                    path = os.path.join(work, d, name)
-                    logs += f"--- {d}/{name}\n" + (open(path, errors="replace").read() if os.path.exists(path) else "")
+                logs = logs_of(os.path.join(work, d), label=f"{d}/")
                 self.assertIn("active exit 0", logs, log + logs)
                 for role in ("active", "passive"):
                     scalars = read_scalars(os.path.join(work, d, f"run-{role}.sca"))
