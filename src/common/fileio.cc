@@ -7,7 +7,10 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace npm {
 
@@ -89,6 +92,7 @@ OutputFile::OutputFile(const std::string& path, bool compress, int level) : path
 OutputFile OutputFile::anonymous(bool compress, int level) {
   OutputFile out;
   out.path_ = "(temporary file)";
+  out.anonymous_ = true;
   out.file_ = std::tmpfile();
   if (out.file_ == nullptr) {
     throw FileError("cannot create a temporary file: " + errnoText(errno));
@@ -99,6 +103,7 @@ OutputFile OutputFile::anonymous(bool compress, int level) {
 
 void OutputFile::openFile(bool compress, int level) {
   std::setvbuf(file_, nullptr, _IOFBF, kBufferSize);
+  level_ = level < 1 ? 1 : (level > 9 ? 9 : level);
   if (compress) {
     int bzerror = BZ_OK;
     bz_ = BZ2_bzWriteOpen(&bzerror, file_, level < 1 ? 1 : (level > 9 ? 9 : level), 0, 30);
@@ -119,7 +124,10 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     path_ = std::move(other.path_);
     tmpPath_ = std::move(other.tmpPath_);
     unnamed_ = other.unnamed_;
+    anonymous_ = other.anonymous_;
     written_ = other.written_;
+    level_ = other.level_;
+    parallel_ = std::move(other.parallel_);
     other.file_ = nullptr;
     other.bz_ = nullptr;
     other.tmpPath_.clear();
@@ -135,11 +143,77 @@ void OutputFile::fail(const std::string& what) {
   throw FileError(message);
 }
 
+void OutputFile::compressInParallel(unsigned threads, std::size_t chunkBytes) {
+  if (file_ == nullptr || threads < 2 || parallel_ || (bz_ == nullptr)) return;
+  // The stream begun so far (a header, say) ends here; an empty one is dropped.
+  int bzerror = BZ_OK;
+  BZ2_bzWriteClose(&bzerror, bz_, written_ == 0 ? 1 : 0, nullptr, nullptr);
+  bz_ = nullptr;
+  if (bzerror != BZ_OK) fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
+  parallel_ = std::make_unique<Parallel>();
+  parallel_->threads = threads;
+  parallel_->level = level_;
+  parallel_->chunkBytes = chunkBytes < 64 * 1024 ? 64 * 1024 : chunkBytes;
+  parallel_->chunk.reserve(parallel_->chunkBytes);
+}
+
+namespace {
+// One whole bzip2 stream of `text`.
+std::string compressStream(const std::string& text, int level) {
+  // The bound of bzip2's documentation: 1 % + 600 bytes more than the input.
+  std::string out(text.size() + text.size() / 100 + 601, '\0');
+  auto length = static_cast<unsigned int>(out.size());
+  const int result = BZ2_bzBuffToBuffCompress(out.data(), &length, const_cast<char*>(text.data()),
+                                              static_cast<unsigned int>(text.size()), level, 0, 30);
+  if (result != BZ_OK) throw FileError(bzErrorText(result));
+  out.resize(length);
+  return out;
+}
+}  // namespace
+
+void OutputFile::writeRaw(std::string_view data) {
+  if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) fail(errnoText(errno));
+}
+
+// Hands the current chunk to a worker; writes finished streams while too many are busy.
+void OutputFile::compressChunk() {
+  Parallel& p = *parallel_;
+  if (!p.chunk.empty()) {
+    p.busy.push_back(std::async(std::launch::async, [text = std::move(p.chunk), level = p.level] {
+      return compressStream(text, level);
+    }));
+    p.chunk = std::string();
+    p.chunk.reserve(p.chunkBytes);
+  }
+  while (p.busy.size() >= p.threads) {
+    std::string stream;
+    try {
+      stream = p.busy.front().get();
+    } catch (const FileError& e) {
+      p.busy.pop_front();
+      fail(e.what());
+    }
+    p.busy.pop_front();
+    writeRaw(stream);
+  }
+}
+
 void OutputFile::write(std::string_view data) {
   if (file_ == nullptr) {
     throw FileError("cannot write " + path_ + ": file is not open");
   }
   if (data.empty()) return;
+  if (parallel_) {
+    Parallel& p = *parallel_;
+    while (!data.empty()) {
+      const std::size_t n = std::min(data.size(), p.chunkBytes - p.chunk.size());
+      p.chunk.append(data.substr(0, n));
+      data.remove_prefix(n);
+      written_ += n;
+      if (p.chunk.size() >= p.chunkBytes) compressChunk();
+    }
+    return;
+  }
   if (bz_ != nullptr) {
     int bzerror = BZ_OK;
     BZ2_bzWrite(&bzerror, bz_, const_cast<char*>(data.data()), static_cast<int>(data.size()));
@@ -172,6 +246,12 @@ void OutputFile::printf(const char* format, ...) {
 }
 
 void OutputFile::finishStream() {
+  if (parallel_) {
+    parallel_->threads = 1;  // the last chunk, then every stream still being compressed
+    compressChunk();
+    if (written_ == 0) writeRaw(compressStream(std::string(), parallel_->level));  // still a bzip2 file
+    parallel_.reset();
+  }
   if (bz_ != nullptr) {
     int bzerror = BZ_OK;
     BZ2_bzWriteClose(&bzerror, bz_, 0, nullptr, nullptr);
@@ -234,6 +314,7 @@ std::FILE* OutputFile::takeForReading() {
 }
 
 void OutputFile::discard() noexcept {
+  parallel_.reset();  // waits for the workers (their results are dropped)
   if (bz_ != nullptr) {
     int bzerror = BZ_OK;
     BZ2_bzWriteClose(&bzerror, bz_, 1, nullptr, nullptr);
@@ -247,6 +328,76 @@ void OutputFile::discard() noexcept {
     ::unlink(tmpPath_.c_str());
     tmpPath_.clear();
   }
+}
+
+// --------------------------------------------------------------- ScratchFile
+
+ScratchFile::ScratchFile(const std::string& nearPath) {
+  std::string dir;
+  if (nearPath.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  } else {
+    const auto slash = nearPath.rfind('/');
+    dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : nearPath.substr(0, slash));
+  }
+  where_ = "a temporary file in " + dir;
+  fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    std::string name = dir + "/.npm-scratch-XXXXXX";
+    fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd_ >= 0) ::unlink(name.c_str());
+  }
+  if (fd_ < 0) throw FileError("cannot create " + where_ + ": " + errnoText(errno));
+}
+
+ScratchFile::ScratchFile(ScratchFile&& other) noexcept { *this = std::move(other); }
+
+ScratchFile& ScratchFile::operator=(ScratchFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = std::exchange(other.size_, 0);
+    where_ = std::move(other.where_);
+  }
+  return *this;
+}
+
+ScratchFile::~ScratchFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ScratchFile::append(const void* data, std::size_t length) {
+  if (fd_ < 0) throw FileError("cannot write a scratch file: not open");
+  const char* p = static_cast<const char*>(data);
+  while (length > 0) {
+    const ssize_t n = ::pwrite(fd_, p, length, static_cast<off_t>(size_));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw FileError("cannot write " + where_ + ": " + errnoText(errno));
+    }
+    p += n;
+    length -= static_cast<std::size_t>(n);
+    size_ += static_cast<std::uint64_t>(n);
+  }
+}
+
+std::size_t ScratchFile::read(std::uint64_t offset, void* buffer, std::size_t length) const {
+  if (fd_ < 0 || offset >= size_) return 0;
+  length = static_cast<std::size_t>(std::min<std::uint64_t>(length, size_ - offset));
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd_, static_cast<char*>(buffer) + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw FileError("cannot read " + where_ + ": " + (n < 0 ? errnoText(errno) : "unexpected end"));
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+void ScratchFile::clear() {
+  if (fd_ >= 0 && ::ftruncate(fd_, 0) != 0) throw FileError("cannot empty " + where_ + ": " + errnoText(errno));
+  size_ = 0;
 }
 
 // ----------------------------------------------------------------- InputFile

@@ -7,6 +7,10 @@
 // Every I/O failure (full disk, read-only directory, ...) throws FileError with a
 // one-line message naming the file.
 //
+// A compressed OutputFile can compress on several threads (compressInParallel): the text is
+// cut into chunks that become independent bzip2 streams, written in order — one file of
+// several streams, which bzip2, Python and InputFile read as one.
+//
 // InputFile reads plain or bzip2 input (recognised by its magic, so a misnamed
 // file still works), including multi-stream bzip2 files, and reports truncated or
 // corrupt compressed data as FileError instead of returning short data.
@@ -14,6 +18,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,8 +53,14 @@ public:
 
   bool isOpen() const { return file_ != nullptr; }
   const std::string& path() const { return path_; }
+  bool anonymous() const { return anonymous_; }
   bool compressed() const { return bz_ != nullptr; }
   std::uint64_t bytesWritten() const { return written_; }  // uncompressed
+
+  // From here on (if the file is compressed and threads > 1), compresses on `threads`
+  // threads: what is written goes into chunks of `chunkBytes`, each its own bzip2 stream.
+  // Memory stays within about threads × 2 chunks.
+  void compressInParallel(unsigned threads, std::size_t chunkBytes = 4u << 20);
 
   void write(std::string_view data);
   void write(const void* data, std::size_t length) {
@@ -69,14 +81,54 @@ private:
   void openFile(bool compress, int level);
   void finishStream();
   void giveName();
+  void writeRaw(std::string_view data);
+  void compressChunk();
   [[noreturn]] void fail(const std::string& what);
+
+  struct Parallel {
+    unsigned threads = 1;
+    int level = 9;
+    std::size_t chunkBytes = 0;
+    std::string chunk;                           // being filled
+    std::deque<std::future<std::string>> busy;   // compressed streams, in file order
+  };
 
   std::FILE* file_ = nullptr;
   void* bz_ = nullptr;  // BZFILE*
   std::string path_;
   std::string tmpPath_;
   bool unnamed_ = false;  // O_TMPFILE: no name until commit()
+  bool anonymous_ = false;
   std::uint64_t written_ = 0;
+  int level_ = 9;
+  std::unique_ptr<Parallel> parallel_;
+};
+
+// Bytes kept on disk while a program runs: an unnamed file (O_TMPFILE; unlinked at once where
+// the file system lacks it) that disappears when closed or when the process dies. Placed in
+// the directory of `nearPath` (for a result file's spool), or in $TMPDIR (/tmp) if it is empty.
+class ScratchFile {
+public:
+  ScratchFile() = default;
+  explicit ScratchFile(const std::string& nearPath);
+  ScratchFile(ScratchFile&& other) noexcept;
+  ScratchFile& operator=(ScratchFile&& other) noexcept;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile();
+
+  bool isOpen() const { return fd_ >= 0; }
+  std::uint64_t size() const { return size_; }
+  void append(const void* data, std::size_t length);
+  // Up to `length` bytes from `offset`; throws FileError on a read error.
+  std::size_t read(std::uint64_t offset, void* buffer, std::size_t length) const;
+  // Empties the file (gives its blocks back).
+  void clear();
+
+private:
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::string where_;
 };
 
 class InputFile {

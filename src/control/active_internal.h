@@ -33,6 +33,10 @@ namespace npm::control {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
 constexpr auto kAckTimeout = std::chrono::seconds(10);
+// What the wait for REMOVE_FLOW's answer allows per message sent on the flow: the passive
+// formats and compresses its per-flow vector then (bzip2: about 7 µs a row on one core of a
+// small host; 25 leaves room for a loaded or sanitizer-built passive).
+constexpr std::uint64_t kPassiveMicrosPerVectorRow = 25;
 constexpr auto kStopTimeout = std::chrono::seconds(30);
 constexpr auto kResultsTimeout = std::chrono::seconds(30);  // for each RESULTS message
 constexpr auto kDownloadGrace = std::chrono::seconds(60);

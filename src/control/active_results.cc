@@ -95,7 +95,16 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
     npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
     control_->send(std::move(remove));
     if (!o_.vectorPattern.empty()) {
-      const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW");
+      // The passive answers once it has written the flow's vector: a row per message it
+      // received, formatted and compressed after the measurement (a few µs per row on a
+      // small host), so the wait grows with what was sent.
+      const std::uint64_t rows = f.flow->transmitted().total.packets;
+      const auto formatting = std::chrono::microseconds(rows * kPassiveMicrosPerVectorRow);
+      if (formatting > std::chrono::seconds(5)) {
+        log::info("Waiting for the passive to write the per-flow vector of flow #" + std::to_string(f.flow->flowId()) +
+                  " (up to " + std::to_string(rows) + " rows)");
+      }
+      const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW", kAckTimeout + formatting);
       if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
         co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
                           "per-flow vector");
@@ -128,7 +137,7 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   for (auto& f : flows_) {
     if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
     if (auto* v = f.flow->vector()) {
-      v->flush();
+      v->flush(measure::compressionThreads());
       v->file().commit();
     }
     if (!f.flow->pathVectorError().empty()) throw ActiveError(f.flow->pathVectorError());

@@ -72,6 +72,7 @@ public:
     const auto sessions = state_->sessions;  // closing may end a session
     for (Session* s : sessions) s->close();
     state_->flows->closeAll();
+    state_->workers->join();  // a vector being formatted is finished (and then dropped)
   }
 
   PassiveStatus status() const {

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "flowspec/random.h"
 #include "measure/scalar_rows.h"
@@ -109,16 +111,33 @@ void MeasurementVectorWriter::writeBlock(std::uint64_t now, std::uint64_t start,
 SpoolBudget::SpoolBudget(std::uint64_t limit, std::string name, std::shared_ptr<SpoolBudget> parent)
     : limit_(limit), name_(std::move(name)), parent_(std::move(parent)) {}
 
+namespace {
+// Budgets are drawn from by the network thread and by the workers that format vectors after
+// a measurement; one lock for all (they are taken a few times per megabyte).
+std::mutex budgetMutex;
+}  // namespace
+
 SpoolBudget::~SpoolBudget() {
+  std::lock_guard lock(budgetMutex);
   if (parent_) parent_->release(used_);
 }
 
+std::uint64_t SpoolBudget::used() const {
+  std::lock_guard lock(budgetMutex);
+  return used_;
+}
+
 bool SpoolBudget::take(std::uint64_t bytes) {
+  std::lock_guard lock(budgetMutex);
+  return takeLocked(bytes);
+}
+
+bool SpoolBudget::takeLocked(std::uint64_t bytes) {
   if (used_ + bytes > limit_) {
     exhausted_ = this;
     return false;
   }
-  if (parent_ && !parent_->take(bytes)) {
+  if (parent_ && !parent_->takeLocked(bytes)) {
     exhausted_ = parent_->exhausted_;
     return false;
   }
@@ -129,18 +148,14 @@ bool SpoolBudget::take(std::uint64_t bytes) {
 void SpoolBudget::release(std::uint64_t bytes) { used_ -= std::min(bytes, used_); }
 
 std::string SpoolBudget::describe() const {
+  std::lock_guard lock(budgetMutex);
   const SpoolBudget* b = exhausted_ != nullptr ? exhausted_ : this;
   return std::to_string(b->limit_ >> 20) + " MiB " + b->name_;
 }
 
-FlowVectorWriter::FlowVectorWriter(OutputFile file) : file_(std::move(file)) {
-  file_.write(
-      "AbsTime\tRelTime\tSeqNumber\tAbsBytes\tAbsPackets\tAbsFrames\tRelBytes\tRelPackets\tRelFrames\t"
-      "Delay\tPrevPacketDelayDiff\tJitter\n");
-  buffer_.reserve(256 * 1024);
-}
-
 namespace {
+constexpr std::size_t kRecordsPerSpill = 8192;  // 640 KiB
+
 void appendUnsigned(std::string& s, std::uint64_t v) {
   char b[24];
   auto [end, ec] = std::to_chars(b, b + sizeof(b), v);
@@ -155,26 +170,33 @@ void appendFixed(std::string& s, double v, int precision) {
   }
   s.append(b, end);
 }
-}  // namespace
 
-void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counters& c) {
-  std::string& s = buffer_;
-  char line[16];
-  std::snprintf(line, sizeof(line), "%06llu\t", static_cast<unsigned long long>(++line_));
-  s += line;
+// Writes a vector writer's buffered rows, drawing them from its spool budget (if it has one).
+void flushBuffered(OutputFile& file, std::string& buffer, SpoolBudget* budget, const char* what) {
+  if (budget != nullptr && !budget->take(buffer.size())) {
+    throw FileError(std::string(what) + ": the passive's result spool is full (" + budget->describe() + ")");
+  }
+  file.write(buffer);
+  buffer.clear();
+}
+
+void formatFlowRow(std::string& s, std::uint64_t line, const FlowVectorWriter::Record& r) {
+  char number[24];
+  std::snprintf(number, sizeof(number), "%06llu\t", static_cast<unsigned long long>(line));
+  s += number;
   appendUnsigned(s, r.now);
   s += '\t';
-  appendFixed(s, r.now > start ? static_cast<double>(r.now - start) / 1e6 : 0.0, 6);
+  appendFixed(s, static_cast<double>(r.relTime) / 1e6, 6);
   s += '\t';
   appendUnsigned(s, r.seqNumber);
   s += '\t';
-  appendUnsigned(s, c.bytes);
-  s += '\t';
-  appendUnsigned(s, c.packets);
-  s += '\t';
-  appendUnsigned(s, c.frames);
-  s += '\t';
   appendUnsigned(s, r.bytes);
+  s += '\t';
+  appendUnsigned(s, r.packets);
+  s += '\t';
+  appendUnsigned(s, r.frames);
+  s += '\t';
+  appendUnsigned(s, r.messageBytes);
   s += "\t1\t";
   appendUnsigned(s, r.framesCompleted);
   s += '\t';
@@ -184,21 +206,52 @@ void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counte
   s += '\t';
   appendFixed(s, r.jitterMs, 3);
   s += '\n';
-  if (s.size() >= 200 * 1024) flush();
-}
-
-namespace {
-// Writes a vector writer's buffered rows, drawing them from its spool budget (if it has one).
-void flushBuffered(OutputFile& file, std::string& buffer, SpoolBudget* budget, const char* what) {
-  if (budget != nullptr && !budget->take(buffer.size())) {
-    throw FileError(std::string(what) + ": the passive's result spool is full (" + budget->describe() + ")");
-  }
-  file.write(buffer);
-  buffer.clear();
 }
 }  // namespace
 
-void FlowVectorWriter::flush() { flushBuffered(file_, buffer_, budget_.get(), "per-flow vector"); }
+FlowVectorWriter::FlowVectorWriter(OutputFile file)
+    : file_(std::move(file)), spool_(file_.anonymous() ? std::string() : file_.path()) {
+  file_.write(
+      "AbsTime\tRelTime\tSeqNumber\tAbsBytes\tAbsPackets\tAbsFrames\tRelBytes\tRelPackets\tRelFrames\t"
+      "Delay\tPrevPacketDelayDiff\tJitter\n");
+  records_.reserve(kRecordsPerSpill);
+}
+
+void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counters& c) {
+  records_.push_back(Record{r.now, r.now > start ? r.now - start : 0, r.seqNumber, c.bytes, c.packets, c.frames,
+                            static_cast<std::uint32_t>(r.bytes), static_cast<std::uint32_t>(r.framesCompleted),
+                            r.delayMs, r.delayDiffMs, r.jitterMs});
+  ++recorded_;
+  if (records_.size() >= kRecordsPerSpill) spill();
+}
+
+unsigned compressionThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+void FlowVectorWriter::spill() {
+  if (records_.empty()) return;
+  const std::size_t bytes = records_.size() * sizeof(Record);
+  if (budget_ != nullptr && !budget_->take(bytes)) {
+    throw FileError("per-flow vector: the passive's result spool is full (" + budget_->describe() + ")");
+  }
+  spool_.append(records_.data(), bytes);
+  spooled_ += bytes;
+  records_.clear();
+}
+
+void FlowVectorWriter::flush(unsigned threads) {
+  spill();
+  // Many rows are worth several independent bzip2 streams; a short vector stays one stream.
+  if (spool_.size() / sizeof(Record) >= 100000) file_.compressInParallel(threads);
+  std::vector<Record> chunk(kRecordsPerSpill);
+  for (std::uint64_t offset = 0; offset < spool_.size();) {
+    const std::size_t n = spool_.read(offset, chunk.data(), chunk.size() * sizeof(Record));
+    offset += n;
+    for (std::size_t i = 0; i < n / sizeof(Record); ++i) formatFlowRow(buffer_, ++line_, chunk[i]);
+    if (buffer_.size() >= 512 * 1024) flushBuffered(file_, buffer_, budget_.get(), "per-flow vector");
+  }
+  flushBuffered(file_, buffer_, budget_.get(), "per-flow vector");
+  spool_.clear();
+}
 
 PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(

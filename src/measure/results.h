@@ -107,7 +107,7 @@ private:
 // A limit on the bytes (uncompressed) that result files may take while they are spooled —
 // the passive's temporary files — shared by the writers that draw from it; a budget may draw
 // from a larger one as well (a session's from the passive's), and gives back what it took
-// when it goes.
+// when it goes. Thread-safe (vectors are formatted on worker threads).
 class SpoolBudget {
 public:
   SpoolBudget(std::uint64_t limit, std::string name, std::shared_ptr<SpoolBudget> parent = nullptr);
@@ -116,11 +116,12 @@ public:
   SpoolBudget& operator=(const SpoolBudget&) = delete;
   // Takes `bytes` from this budget and its parents; false (nothing taken) if one is used up.
   bool take(std::uint64_t bytes);
-  std::uint64_t used() const { return used_; }
+  std::uint64_t used() const;
   // The budget that ran out, e.g. "2048 MiB per session (--max-spool)".
   std::string describe() const;
 
 private:
+  bool takeLocked(std::uint64_t bytes);
   void release(std::uint64_t bytes);
   std::uint64_t limit_, used_ = 0;
   std::string name_;
@@ -128,18 +129,38 @@ private:
   const SpoolBudget* exhausted_ = nullptr;
 };
 
+// Rows are recorded as fixed-size binary records (a copy, no formatting, on the receive
+// path) and spooled to an unnamed scratch file beside the result (bounded memory: one buffer
+// of records); flush() formats them into the file, compressing on several threads — after
+// the measurement, so that recording does not disturb it. The formatted rows are exactly
+// those that formatting each row on arrival gives.
 class FlowVectorWriter {
 public:
   explicit FlowVectorWriter(OutputFile file);
   void setBudget(std::shared_ptr<SpoolBudget> budget) { budget_ = std::move(budget); }
   void row(const Reception& r, std::uint64_t start, const Counters& cumulative);
-  // Writes the buffered rows to the file; call before committing or reading it back.
-  void flush();
+  // Formats the recorded rows into the file (compressed on `threads` threads if it is
+  // compressed and has many rows); call before committing or reading it back. Rows recorded
+  // later are formatted by the next flush().
+  void flush(unsigned threads = 1);
   OutputFile& file() { return file_; }
+  std::uint64_t rowCount() const { return recorded_; }
+  // Bytes of the binary spool so far (what recording costs on disk).
+  std::uint64_t spooledBytes() const { return spooled_; }
+
+  struct Record {
+    std::uint64_t now, relTime, seqNumber, bytes, packets, frames;  // relTime: µs since start
+    std::uint32_t messageBytes, framesCompleted;
+    double delayMs, delayDiffMs, jitterMs;
+  };
 
 private:
+  void spill();
+
   OutputFile file_;
-  std::uint64_t line_ = 0;
+  std::uint64_t line_ = 0, recorded_ = 0, spooled_ = 0;
+  std::vector<Record> records_;  // not spooled yet
+  ScratchFile spool_;
   std::string buffer_;
   std::shared_ptr<SpoolBudget> budget_;
 };
@@ -161,6 +182,9 @@ private:
   std::string buffer_;
   std::shared_ptr<SpoolBudget> budget_;
 };
+
+// The threads that compress a large vector after the measurement: one per core.
+unsigned compressionThreads();
 
 // Transports with per-path state to sample (TCP, MPTCP, SCTP; not UDP, DCCP).
 bool hasPaths(npmp::Protocol protocol);

@@ -3,7 +3,12 @@
 the same write size, alternating, several rounds. Prints goodput ratio netperfmeter/iperf3 and
 CPU seconds per GB (both processes of each tool) per write size.
 
-    tests/bench/throughput.py NETPERFMETER [--seconds 5] [--rounds 3] [--sizes 1400,16000]
+    tests/bench/throughput.py NETPERFMETER [--seconds 5] [--rounds 3] [--sizes 1400,16000] [--vectors]
+
+With --vectors, netperfmeter records per-message vectors on both sides (-vector=bench.vec.bz2);
+iperf3 records nothing. Goodput is over the measurement (first to last reception); the vectors
+are written after it, which the last column shows (seconds the run took beyond its runtime), and
+their CPU time counts in CPU s/GB. Figures are medians over the rounds.
 """
 
 import argparse
@@ -20,6 +25,7 @@ from benchlib import cpu_seconds, passive_goodput, wait_port
 
 
 def run_client(cmd, server_pid):
+    """(result, CPU seconds of client and server, wall seconds of the client)."""
     before = cpu_seconds(server_pid)
     start = os.times()
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -27,18 +33,21 @@ def run_client(cmd, server_pid):
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{result.stderr}")
     client_cpu = (end.children_user - start.children_user) + (end.children_system - start.children_system)
-    return result, client_cpu + cpu_seconds(server_pid) - before
+    return result, client_cpu + cpu_seconds(server_pid) - before, end.elapsed - start.elapsed
 
 
-def netperfmeter_round(npm, port, size, seconds, workdir, server_pid):
-    result, cpu = run_client([npm, f"127.0.0.1:{port}", "-control-over-tcp", "-nodisplay", "-q",
-                              f"-runtime={seconds}", "-scalar=bench.sca", "-tcp", f"const0:const{size}"], server_pid)
+def netperfmeter_round(npm, port, size, seconds, workdir, server_pid, vectors):
+    extra = ["-vector=bench.vec.bz2"] if vectors else []
+    result, cpu, wall = run_client([npm, f"127.0.0.1:{port}", "-control-over-tcp", "-nodisplay", "-q",
+                                    f"-runtime={seconds}", "-scalar=bench.sca", *extra, "-tcp", f"const0:const{size}"],
+                                   server_pid)
     received, rate = passive_goodput(os.path.join(workdir, "bench-passive.sca"))
-    return rate, cpu / (received / 1e9)
+    # What the run took beyond its runtime: set-up, and with vectors writing them.
+    return rate, cpu / (received / 1e9), wall - seconds
 
 
 def iperf3_round(port, size, seconds, server_pid):
-    result, cpu = run_client(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", str(size), "-t", str(seconds),
+    result, cpu, _ = run_client(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", str(size), "-t", str(seconds),
                               "-J"], server_pid)
     end = json.loads(result.stdout)["end"]
     received = end["sum_received"]["bytes"]
@@ -52,6 +61,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="1400,16000")
     parser.add_argument("--port", type=int, default=23000)
+    parser.add_argument("--vectors", action="store_true", help="netperfmeter records per-message vectors")
     args = parser.parse_args()
     if not shutil.which("iperf3"):
         print("SKIP: iperf3 is not installed")
@@ -66,21 +76,24 @@ def main():
         wait_port(args.port + 1)
         wait_port(args.port + 10)
         print(f"saturated TCP on loopback, {args.seconds:g} s per run, {args.rounds} rounds, alternating; "
-              f"{os.cpu_count()} cores")
+              f"{os.cpu_count()} cores; netperfmeter {'with' if args.vectors else 'without'} vectors; medians")
         print(f"{'write':>6} {'netperfmeter Gbit/s':>20} {'iperf3 Gbit/s':>14} {'ratio':>6} "
-              f"{'npm CPU s/GB':>13} {'iperf3 CPU s/GB':>16}")
+              f"{'npm CPU s/GB':>13} {'iperf3 CPU s/GB':>16} {'npm after run s':>16}")
         for size in (int(s) for s in args.sizes.split(",")):
-            npm_rates, iperf_rates, npm_cpu, iperf_cpu = [], [], [], []
+            npm_rates, iperf_rates, npm_cpu, iperf_cpu, npm_after = [], [], [], [], []
             for _ in range(args.rounds):
-                rate, cpu = netperfmeter_round(npm, args.port, size, args.seconds, workdir, passive.pid)
+                rate, cpu, after = netperfmeter_round(npm, args.port, size, args.seconds, workdir, passive.pid,
+                                                      args.vectors)
                 npm_rates.append(rate)
                 npm_cpu.append(cpu)
+                npm_after.append(after)
                 rate, cpu = iperf3_round(args.port + 10, size, args.seconds, iperf.pid)
                 iperf_rates.append(rate)
                 iperf_cpu.append(cpu)
-            a, b = statistics.mean(npm_rates), statistics.mean(iperf_rates)
+            a, b = statistics.median(npm_rates), statistics.median(iperf_rates)
             print(f"{size:>6} {a / 1e9:>20.2f} {b / 1e9:>14.2f} {a / b:>6.2f} "
-                  f"{statistics.mean(npm_cpu):>13.3f} {statistics.mean(iperf_cpu):>16.3f}")
+                  f"{statistics.median(npm_cpu):>13.3f} {statistics.median(iperf_cpu):>16.3f} "
+                  f"{statistics.median(npm_after):>16.1f}")
     finally:
         passive.send_signal(signal.SIGINT)
         iperf.terminate()

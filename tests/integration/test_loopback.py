@@ -1,5 +1,6 @@
 """A real measurement on loopback: saturated TCP, rate-driven UDP and MPTCP, all files checked."""
 
+import bz2
 import fnmatch
 import os
 import re
@@ -262,6 +263,47 @@ class WarmupRun(unittest.TestCase):
         total = max(number(r["BytesAcked"]) for r in rows)
         self.assertLess(sent, total, "the path's bytes count from the end of the warm-up")
         self.assertGreater(sent, 0.4 * total)
+
+
+class SaturatedVectorsRun(unittest.TestCase):
+    """Saturated TCP both ways with per-message vectors on both sides: every received message has
+    its row (the rows are spooled during the run and written after it, compressed on several
+    threads into a multi-stream bzip2 file)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="npm-satvec-")
+        with Passive(PORT + 30) as passive:
+            run_active(f"127.0.0.1:{PORT + 30}", "-runtime=2", "-scalar=run.sca", "-vector=run.vec.bz2",
+                       "-tcp", "const0:const1400:const0:const1400", cwd=cls.dir)
+            cls.passive_alive = passive.alive()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_every_received_message_has_its_row(self):
+        self.assertTrue(self.passive_alive)
+        for role in ("active", "passive"):
+            received = read_scalars(os.path.join(self.dir, f"run-{role}.sca"))[
+                (f"netPerfMeter.{role}.flow[0]", "Received Packets")]
+            self.assertGreater(received, 10000, role)
+            path = os.path.join(self.dir, f"run-{role}-00000000-0000.vec.bz2")
+            rows, last, previous_line = 0, None, 0
+            with bz2.open(path, "rt") as f:
+                self.assertEqual(f.readline().rstrip("\n").split("\t"), FLOW_COLUMNS)
+                for line in f:
+                    fields = line.rstrip("\n").split("\t")
+                    self.assertEqual(len(fields), len(FLOW_COLUMNS) + 1)
+                    self.assertEqual(int(fields[0]), previous_line + 1)  # no row lost or repeated
+                    previous_line = int(fields[0])
+                    rows += 1
+                    last = fields
+            self.assertEqual(rows, received, role)
+            self.assertEqual(int(last[1 + FLOW_COLUMNS.index("AbsPackets")]), rows, role)
+            if rows >= 100000:  # compressed in parallel: several streams, read as one file above
+                with open(path, "rb") as f:
+                    self.assertGreater(f.read().count(b"BZh9"), 2, role)
 
 
 if __name__ == "__main__":

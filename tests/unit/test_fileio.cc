@@ -120,3 +120,78 @@ TEST_CASE("anonymous OutputFile can be read back") {
   CHECK(line == "hello");
   std::fclose(f);
 }
+
+namespace {
+// Independent bzip2 streams in a file: each starts with "BZh" + level digit + a block or
+// end-of-stream magic.
+std::size_t countStreams(const std::string& raw) {
+  std::size_t n = 0;
+  for (std::size_t i = raw.find("BZh9"); i != std::string::npos; i = raw.find("BZh9", i + 1)) {
+    const std::string next = raw.substr(i + 4, 6);
+    if (next == "\x31\x41\x59\x26\x53\x59" || next == "\x17\x72\x45\x38\x50\x90") ++n;
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("OutputFile compresses in parallel into streams that read as one file") {
+  TempDir dir;
+  const auto target = dir.path / "big.vec.bz2";
+  std::string expected = "header\n";
+  {
+    npm::OutputFile out(target.string());
+    out.write("header\n");
+    out.compressInParallel(3, 256 * 1024);
+    for (int i = 0; i < 200000; ++i) {
+      const std::string line = std::to_string(i) + "\t" + std::to_string(i * 7919 % 10007) + "\n";
+      out.write(line);
+      expected += line;
+    }
+    CHECK(out.bytesWritten() == expected.size());
+    out.commit();
+  }
+  const std::string raw = slurpRaw(target);
+  // The header's own stream, then one per 256 KiB chunk.
+  CHECK(countStreams(raw) == 1 + (expected.size() - 7 + 256 * 1024 - 1) / (256 * 1024));
+  CHECK(npm::readWholeFile(target.string()) == expected);
+  // bzip2 itself reads it as one file.
+  if (std::system("command -v bzip2 >/dev/null") == 0) {
+    const auto plain = dir.path / "big.vec";
+    REQUIRE(std::system(("bzip2 -dc " + target.string() + " > " + plain.string()).c_str()) == 0);
+    CHECK(slurpRaw(plain) == expected);
+  }
+}
+
+TEST_CASE("OutputFile in parallel mode with nothing written is still a bzip2 file") {
+  TempDir dir;
+  const auto target = dir.path / "empty.bz2";
+  {
+    npm::OutputFile out(target.string());
+    out.compressInParallel(2);
+    out.commit();
+  }
+  CHECK(slurpRaw(target).substr(0, 3) == "BZh");
+  CHECK(npm::readWholeFile(target.string()).empty());
+}
+
+TEST_CASE("ScratchFile keeps bytes without a name, and gives them back") {
+  TempDir dir;
+  npm::ScratchFile scratch((dir.path / "result.vec").string());
+  std::string data(3 << 20, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 31);
+  scratch.append(data.data(), data.size());
+  scratch.append("tail", 4);
+  CHECK(scratch.size() == data.size() + 4);
+  CHECK(fs::is_empty(dir.path));  // nothing a killed process would leave behind
+  std::string back(data.size() + 10, '\0');
+  CHECK(scratch.read(0, back.data(), back.size()) == data.size() + 4);
+  CHECK(back.substr(0, data.size() + 4) == data + "tail");
+  char four[4];
+  CHECK(scratch.read(data.size(), four, 4) == 4);
+  CHECK(std::string(four, 4) == "tail");
+  CHECK(scratch.read(data.size() + 4, four, 4) == 0);
+  scratch.clear();
+  CHECK(scratch.size() == 0);
+  CHECK(scratch.read(0, four, 4) == 0);
+  CHECK_THROWS_WITH(npm::ScratchFile("/proc/npm-no-such-dir/x.vec"), Catch::Contains("/proc/npm-no-such-dir"));
+}

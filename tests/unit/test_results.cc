@@ -126,6 +126,79 @@ TEST_CASE("per-flow vector: one row per received message") {
         "000001\t1000500\t0.000500\t7\t1460\t1\t1\t1460\t1\t1\t0.072\t0.072\t0.004\n");
 }
 
+namespace {
+// A row as the writer formatted each one on arrival before rows were spooled (printf).
+std::string printfRow(std::uint64_t line, const Reception& r, std::uint64_t start, const Counters& c) {
+  char b[512];
+  std::snprintf(b, sizeof(b), "%06llu\t%llu\t%.6f\t%llu\t%llu\t%llu\t%llu\t%llu\t1\t%llu\t%.3f\t%.3f\t%.3f\n",
+                static_cast<unsigned long long>(line), static_cast<unsigned long long>(r.now),
+                r.now > start ? static_cast<double>(r.now - start) / 1e6 : 0.0,
+                static_cast<unsigned long long>(r.seqNumber), static_cast<unsigned long long>(c.bytes),
+                static_cast<unsigned long long>(c.packets), static_cast<unsigned long long>(c.frames),
+                static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.framesCompleted),
+                r.delayMs, r.delayDiffMs, r.jitterMs);
+  return b;
+}
+}  // namespace
+
+TEST_CASE("per-flow vector: spooled rows format exactly as rows formatted on arrival") {
+  // Enough rows to spill the record buffer many times and to compress on several threads.
+  const std::uint64_t start = 1700000000000000;
+  std::string expected;
+  std::uint64_t rows = 0;
+  auto out = OutputFile::anonymous(true);
+  FlowVectorWriter w(std::move(out));
+  Counters c;
+  for (std::uint64_t i = 0; i < 150000; ++i) {
+    Reception r;
+    r.now = start - 3 + i * 7;  // the first rows before the start: RelTime 0
+    r.seqNumber = i * 2;
+    r.bytes = 1400 + i % 3;
+    r.framesCompleted = i % 2;
+    r.delayMs = static_cast<double>(i % 1000) * 0.0375 + 0.0005;  // halfway cases too
+    r.delayDiffMs = -static_cast<double>(i % 17) / 3.0;
+    r.jitterMs = static_cast<double>(i) / 7.0;
+    c.bytes += r.bytes;
+    c.packets += 1;
+    c.frames += r.framesCompleted;
+    w.row(r, start, c);
+    expected += printfRow(++rows, r, start, c);
+    if (i == 99999) w.flush(3);  // a flush in between: later rows continue the numbering
+  }
+  CHECK(w.rowCount() == rows);
+  w.flush(3);
+  CHECK(w.spooledBytes() == rows * sizeof(FlowVectorWriter::Record));
+  std::FILE* f = w.file().takeForReading();
+  InputFile in(f, "vector");
+  std::string text, line;
+  REQUIRE(in.getline(line));
+  CHECK(line.substr(0, 16) == "AbsTime\tRelTime\t");
+  while (in.getline(line)) text += line + "\n";
+  std::fclose(f);
+  CHECK(text.size() == expected.size());
+  CHECK(text == expected);
+}
+
+TEST_CASE("per-flow vector: the spool budget bounds the recorded rows") {
+  auto budget = std::make_shared<SpoolBudget>(1 << 20, "per session (--max-spool)");
+  FlowVectorWriter w(OutputFile::anonymous(false));
+  w.setBudget(budget);
+  Reception r;
+  bool refused = false;
+  std::string message;
+  for (int i = 0; i < 100000 && !refused; ++i) {
+    try {
+      w.row(r, 0, Counters{});
+    } catch (const FileError& e) {
+      refused = true;
+      message = e.what();
+    }
+  }
+  CHECK(refused);
+  CHECK_THAT(message, Catch::Contains("spool is full") && Catch::Contains("1 MiB per session (--max-spool)"));
+  CHECK(budget->used() <= (1u << 20));
+}
+
 TEST_CASE("config file") {
   auto spec = *flowspec::parse("const10:exp1000:const5:const500:description=It's \"$(rm -rf /)\"`x`",
                                npmp::Protocol::UDP).spec;
