@@ -68,17 +68,13 @@ void Flow::startReceiving() {
 
 bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
   if (finished_) return true;  // in flight at STOP: after the end of the measurement
-  if (message.size() < npmp::kDataHeaderSize || message[0] != static_cast<std::uint8_t>(npmp::Type::Data)) {
-    fail("unexpected " + std::string(message.empty() ? "empty" : npmp::typeName(message[0])) +
-         " message of " + std::to_string(message.size()) + " bytes on the data channel");
+  std::string error;
+  const auto header = npmp::decodeData(message, error);
+  if (!header) {
+    fail(error);
     return false;
   }
-  const auto decoded = npmp::decode(message);
-  if (!decoded) {
-    fail(decoded.error);
-    return false;
-  }
-  const auto& h = std::get<npmp::DataHeader>(*decoded.message);
+  const npmp::DataHeader& h = *header;
   if (h.flowId != p_.flowId || h.measurementId != p_.measurementId || h.streamId != p_.streamId) {
     fail("DATA for flow " + std::to_string(h.flowId) + " on the data channel of flow " +
          std::to_string(p_.flowId));

@@ -301,6 +301,36 @@ std::string checkHeader(const std::uint8_t* h, Channel channel) {
   return bad("?");
 }
 
+namespace {
+// The fields of a DATA message of at least kDataHeaderSize bytes.
+DataHeader readDataHeader(const std::uint8_t* p) {
+  DataHeader h;
+  h.flags = p[1];
+  h.length = get16(p + 2);
+  h.flowId = get32(p + 4);
+  h.measurementId = get64(p + 8);
+  h.streamId = get16(p + 16);
+  h.frameId = get32(p + 20);
+  h.seqNumber = get64(p + 24);
+  h.byteSeqNumber = get64(p + 32);
+  h.timeStamp = get64(p + 40);
+  return h;
+}
+}  // namespace
+
+std::optional<DataHeader> decodeData(std::span<const std::uint8_t> msg, std::string& error) {
+  if (msg.size() < kDataHeaderSize || msg[0] != static_cast<std::uint8_t>(Type::Data)) {
+    error = "unexpected " + std::string(msg.empty() ? "empty" : typeName(msg[0])) + " message of " +
+            std::to_string(msg.size()) + " bytes on the data channel";
+    return std::nullopt;
+  }
+  if (get16(msg.data() + 2) != msg.size()) {
+    error = decode(msg).error;  // the length it declares
+    return std::nullopt;
+  }
+  return readDataHeader(msg.data());
+}
+
 DecodeResult decode(std::span<const std::uint8_t> msg) {
   if (msg.size() < kHeaderSize) {
     return fail("message of " + std::to_string(msg.size()) + " bytes is shorter than its header");
@@ -375,17 +405,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
     }
     case Type::Data: {
       if (length < kDataHeaderSize) return fail(sizeError("DATA", length, kDataHeaderSize));
-      DataHeader h;
-      h.flags = flags;
-      h.length = static_cast<std::uint16_t>(length);
-      h.flowId = get32(p + 4);
-      h.measurementId = get64(p + 8);
-      h.streamId = get16(p + 16);
-      h.frameId = get32(p + 20);
-      h.seqNumber = get64(p + 24);
-      h.byteSeqNumber = get64(p + 32);
-      h.timeStamp = get64(p + 40);
-      r.message = h;
+      r.message = readDataHeader(p);
       return r;
     }
     case Type::Start:

@@ -257,4 +257,8 @@ std::string checkHeader(const std::uint8_t* header, Channel channel);
 // Decodes exactly one complete message (buffer.size() must equal its Length field).
 DecodeResult decode(std::span<const std::uint8_t> message);
 
+// A DATA message's header, as decode() gives it but without its variant (the receive path
+// decodes every message); nullopt with `error` saying what the message is instead.
+std::optional<DataHeader> decodeData(std::span<const std::uint8_t> message, std::string& error);
+
 }  // namespace npm::npmp

@@ -111,6 +111,19 @@ TEST_CASE("DATA header is 48 bytes with all fields big-endian") {
   CHECK(b == hex("05 03 0034 00000001 0000000000000002 0003 0000 00000004 0000000000000005 "
                  "0000000000000006 0006123456789abc 1e1f2021"));
   CHECK(decodeAs<DataHeader>(b) == h);
+  // The receive path's decoder agrees, and says what is wrong as decode() does.
+  std::string error;
+  CHECK(decodeData(b, error) == h);
+  CHECK(error.empty());
+  CHECK_FALSE(decodeData(std::span<const std::uint8_t>(b.data(), 51), error));
+  CHECK_THAT(error, Catch::Contains("declares length 52"));
+  Bytes stop(16, 0);
+  stop[0] = static_cast<std::uint8_t>(Type::Stop);
+  stop[3] = 16;
+  CHECK_FALSE(decodeData(stop, error));
+  CHECK(error == "unexpected STOP message of 16 bytes on the data channel");
+  CHECK_FALSE(decodeData(Bytes{}, error));
+  CHECK(error == "unexpected empty message of 0 bytes on the data channel");
 }
 
 TEST_CASE("payload patterns of both directions") {
