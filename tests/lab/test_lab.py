@@ -332,6 +332,36 @@ class Runs(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.out, "goodput.pdf")))
 
+    def test_ci_target_repeats_until_converged_and_reports_what_did_not(self):
+        with open(self.study, "w") as f:
+            # A rate-driven flow: its goodput varies little from run to run, but never by nothing.
+            f.write(TINY.format(runtime=1, repetitions=2)
+                    .replace("repetitions = 2", "min_repetitions = 2\nmax_repetitions = 3")
+                    .replace('proto = ["tcp", "mptcp"]', 'proto = ["udp"]')
+                    .replace("const0:const1400:const0:const0", "const200:const1000:const0:const0"))
+
+        def summary_n(out):
+            with open(os.path.join(out, "summary.csv")) as f:
+                rows = [line.split(",") for line in f.read().splitlines()[1:]]
+            self.assertEqual([row[0] for row in rows], ["udp"])
+            return int(rows[0][2])
+
+        # A loose target: two runs (the minimum) already agree within 50 % of their mean (with two
+        # samples the 95 % half-width is 6.4 times their difference).
+        loose = os.path.join(self.dir, "loose")
+        r = lab("run", self.study, "-o", loose, "--ci-target=50")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(summary_n(loose), 2)
+        self.assertNotIn("not converged", r.stdout)
+        # A target no measurement meets: the maximum number of runs, and the combination named.
+        tight = os.path.join(self.dir, "tight")
+        r = lab("run", self.study, "-o", tight, "--ci-target=0.000001")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(summary_n(tight), 3)
+        self.assertIn("not converged within max_repetitions: proto=udp", r.stdout)
+        self.assertEqual(sorted(e for e in os.listdir(os.path.join(tight, "runs")) if not e.startswith(".")),
+                         ["proto=udp-r1", "proto=udp-r2", "proto=udp-r3"])
+
     def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
         proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
