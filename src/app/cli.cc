@@ -76,9 +76,8 @@ CliError bad(const Parsed& p, const std::string& why) { return CliError{"option 
 // -------------------------------------------------------------- option handlers
 
 std::optional<CliError> setAddresses(Settings& s, const Parsed& p) {  // -L, -l
-  std::string why;
-  auto list = transport::parseAddressList(p.value, &why);
-  if (!list) return bad(p, why);
+  auto list = transport::parseAddressList(p.value);
+  if (!list) return bad(p, list.error());
   (p.def->shortName == 'L' ? s.active.localAddresses : s.active.controlAddresses) = *list;
   return std::nullopt;
 }
@@ -311,7 +310,7 @@ bool looksLikeFlowSpec(const std::string& word) {
   if (word.empty() || word[0] == '-') return false;
   const std::string first = word.substr(0, word.find(':'));
   if (first == "default") return true;
-  return flowspec::parseDistribution(first, nullptr).has_value() && word.find(':') != std::string::npos;
+  return flowspec::parseDistribution(first).ok() && word.find(':') != std::string::npos;
 }
 
 // getopt_long_only: a word that is no long option is short option(s), e.g. -T3 or -q, or
@@ -470,16 +469,16 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
   texts.push_back(text.substr(start));
   for (const auto& t : texts) {
     auto r = flowspec::parse(t, protocol);
-    if (!r.spec) return CliError{r.error};
-    if (r.spec->rcvBufferSize == 0) r.spec->rcvBufferSize = s.defaultRcvBuf;
-    if (r.spec->sndBufferSize == 0) r.spec->sndBufferSize = s.defaultSndBuf;
-    r.spec->streamId = static_cast<std::uint16_t>(group.size());
+    if (!r) return CliError{r.error()};
+    if (r->rcvBufferSize == 0) r->rcvBufferSize = s.defaultRcvBuf;
+    if (r->sndBufferSize == 0) r->sndBufferSize = s.defaultSndBuf;
+    r->streamId = static_cast<std::uint16_t>(group.size());
     if (!group.empty() && protocol == Protocol::SCTP &&
-        control::sctpTuning(*r.spec) != control::sctpTuning(group[0])) {
+        control::sctpTuning(*r) != control::sctpTuning(group[0])) {
       return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
                       "bufsplit=, nrsack=, rtomin= and dac= settings (give them on every stream or on none)"};
     }
-    group.push_back(*r.spec);
+    group.push_back(*r);
   }
   return std::nullopt;
 }
@@ -499,7 +498,7 @@ std::optional<CliError> buildFlows(const Settings& s, std::vector<flowspec::Flow
       ++associations;
     }
   }
-  if (auto error = flowspec::assignFlowIds(flows); !error.empty()) return CliError{error};
+  if (auto ids = flowspec::assignFlowIds(flows); !ids) return CliError{ids.error()};
   return std::nullopt;
 }
 
@@ -516,11 +515,12 @@ std::optional<CliError> checkHostCapabilities(const Settings& s, const std::vect
       continue;
     }
     if (checked.insert(f.protocol).second) {
-      std::string why;
-      if (!transport::protocolAvailable(f.protocol, &why)) return CliError{"flow #" + std::to_string(*f.flowId) + ": " + why};
+      if (auto available = transport::protocolAvailable(f.protocol); !available) {
+        return CliError{"flow #" + std::to_string(*f.flowId) + ": " + available.error()};
+      }
     }
-    if (auto error = transport::checkCongestionControl(f.congestionControl); !error.empty()) {
-      return CliError{"flow #" + std::to_string(*f.flowId) + ": " + error};
+    if (auto usable = transport::checkCongestionControl(f.congestionControl); !usable) {
+      return CliError{"flow #" + std::to_string(*f.flowId) + ": " + usable.error()};
     }
   }
   const auto& active = s.active;
@@ -551,9 +551,8 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   std::vector<flowspec::FlowSpec> flows;
   if (auto error = buildFlows(s, flows)) return *error;
   if (auto error = checkHostCapabilities(s, flows)) return *error;
-  std::string why;
-  const auto address = transport::resolveHost(host, 0, &why);
-  if (!address) return CliError{why};
+  const auto address = transport::resolveHost(host, 0);
+  if (!address) return CliError{address.error()};
 
   if (s.runtime && active.warmup.count() > 0 && static_cast<double>(active.warmup.count()) >= *s.runtime * 1000.0) {
     char text[160];

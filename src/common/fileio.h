@@ -122,7 +122,7 @@ public:
   void append(const void* data, std::size_t length);
   // Up to `length` bytes from `offset`; throws FileError on a read error.
   std::size_t read(std::uint64_t offset, void* buffer, std::size_t length) const;
-  // Empties the file (gives its blocks back).
+  // Empties the file (and gives its blocks back where the file system can).
   void clear();
 
 private:

@@ -85,8 +85,8 @@ asio::awaitable<void> Active::authenticate() {
     }
     if (!message) throw ActiveError(passive + " did not answer the authentication in time");
     auto decoded = npmp::decode(*message);
-    if (!decoded) throw ActiveError(passive + " answered the authentication with garbage: " + decoded.error);
-    co_return *decoded.message;
+    if (!decoded) throw ActiveError(passive + " answered the authentication with garbage: " + decoded.error());
+    co_return *decoded;
   };
   auto refused = [&](const npmp::Acknowledge& a) -> ActiveError {
     if (a.status == npmp::kStatusError) return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
@@ -168,10 +168,10 @@ asio::awaitable<std::optional<npmp::Acknowledge>> Active::nextAck(std::uint32_t 
   }
   if (!message) co_return std::nullopt;
   const auto decoded = npmp::decode(*message);
-  const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded.message) : nullptr;
+  const auto* a = decoded ? std::get_if<npmp::Acknowledge>(&*decoded) : nullptr;
   if (a == nullptr) {
     throw ActiveError(std::string("expected the acknowledgement of ") + what + ", got " +
-                      (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+                      (decoded ? npmp::typeName((*message)[0]) : decoded.error()));
   }
   if (a->measurementId != measurementId_ || a->flowId != flowId || a->streamId != streamId) {
     throw ActiveError(std::string("the passive acknowledged something else than ") + what);

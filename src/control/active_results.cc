@@ -60,10 +60,10 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
     }
     if (!message) throw ActiveError("the passive stopped sending " + name);
     const auto decoded = npmp::decode(*message);
-    const auto* r = decoded ? std::get_if<npmp::Results>(&*decoded.message) : nullptr;
+    const auto* r = decoded ? std::get_if<npmp::Results>(&*decoded) : nullptr;
     if (r == nullptr) {
       throw ActiveError("expected RESULTS for " + name + ", got " +
-                        (decoded ? npmp::typeName((*message)[0]) : decoded.error));
+                        (decoded ? npmp::typeName((*message)[0]) : decoded.error()));
     }
     if (out.isOpen()) out.write(r->data.data(), r->data.size());
     if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());

@@ -61,10 +61,10 @@ private:
     asio::async_read(socket_, asio::buffer(message_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
       if (self->closed_) return;
       if (ec) return self->onError_(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
-      if (auto error = npmp::checkHeader(self->message_.data(), self->incoming_); !error.empty()) {
-        return self->onError_(error);
+      if (auto header = npmp::checkHeader(self->message_.data(), self->incoming_); !header) {
+        return self->onError_(header.error());
       }
-      const std::size_t length = npmp::declaredLength(self->message_);
+      const std::size_t length = *npmp::declaredLength(self->message_);  // checked: at least 4
       self->message_.resize(length);
       if (length == 4) return self->deliver();
       asio::async_read(self->socket_, asio::buffer(self->message_.data() + 4, length - 4),
@@ -107,8 +107,8 @@ public:
           auto self = weak.lock();
           if (!self) return;
           if (m.size() < 4) return onError("not NPMP: a message of " + std::to_string(m.size()) + " bytes");
-          if (auto error = npmp::checkHeader(m.data(), self->incoming_); !error.empty()) return onError(error);
-          if (npmp::declaredLength(m) != m.size()) {
+          if (auto header = npmp::checkHeader(m.data(), self->incoming_); !header) return onError(header.error());
+          if (*npmp::declaredLength(m) != m.size()) {  // checked: at least 4
             return onError("not NPMP: the length field does not match the SCTP message");
           }
           onMessage(npmp::Bytes(m.begin(), m.end()));
@@ -120,12 +120,12 @@ public:
     sctp::SendInfo info;
     info.stream = 0;
     info.ppid = npmp::kPpidControl;
-    bool failed = false;
-    if (association_->trySend(message.data(), message.size(), info, failed)) {
+    const auto sent = association_->trySend(message.data(), message.size(), info);
+    if (sent == transport::SctpAssociation::Sent::Yes) {
       asio::post(association_->io(), [done] { done({}); });
       return;
     }
-    if (failed) {
+    if (sent == transport::SctpAssociation::Sent::Failed) {
       asio::post(association_->io(), [done] { done("the SCTP association failed"); });
       return;
     }

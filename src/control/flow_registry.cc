@@ -101,7 +101,7 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<Session>& session, const n
   if (m.maxMsgSize < npmp::kDataHeaderSize) {
     return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
   }
-  if (auto error = transport::checkCongestionControl(m.congestionControl); !error.empty()) return reject(error);
+  if (auto usable = transport::checkCongestionControl(m.congestionControl); !usable) return reject(usable.error());
   if (m.protocol != Protocol::SCTP && m.cmt != 0 &&
       !(m.cmt == flowspec::kCmtLikeMptcp && m.protocol == Protocol::MPTCP)) {
     return reject("CMT applies to SCTP flows only");
@@ -144,10 +144,10 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
         auto channel = self->pendingConnections_.take(raw);
         if (!channel) return;
         const auto decoded = npmp::decode(message);
-        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
+        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr) {
           log::warning("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
-                       (decoded ? std::string(npmp::typeName(message[0])) : decoded.error));
+                       (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
           channel->close();
           return;
         }
@@ -179,10 +179,10 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<transport::SctpAssociation> 
         auto association = weakAssociation.lock();
         if (!self || !association) return;
         const auto decoded = npmp::decode(message);
-        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded.message) : nullptr;
+        const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr || id->streamId != stream) {
           log::warning("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
-                       std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error));
+                       std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error()));
           association->close();
           self->pendingAssociations_.take(raw);
           return;
@@ -220,7 +220,7 @@ void FlowRegistry::deliverDatagram(std::span<const std::uint8_t> message, const 
     if (refuse(from.address(), "UDP data")) return;
     const auto decoded = npmp::decode(message);
     if (decoded) {
-      identify(std::get<npmp::IdentifyFlow>(*decoded.message), nullptr, Protocol::UDP, from.address(), from);
+      identify(std::get<npmp::IdentifyFlow>(*decoded), nullptr, Protocol::UDP, from.address(), from);
       return;
     }
   }

@@ -108,7 +108,7 @@ asio::awaitable<void> Session::refuse(std::uint32_t status, const npmp::Bytes& m
         if constexpr (requires { m.flowId; }) flowId = m.flowId;
         if constexpr (requires { m.streamId; }) streamId = m.streamId;
       },
-      *decoded.message);
+      *decoded);
   acknowledge(flowId, measurementId, streamId, status);
   co_await control_->drained(0);
 }
@@ -118,7 +118,7 @@ asio::awaitable<bool> Session::authenticate() {
   const auto hello = co_await control_->next(state_->limits.firstMessageTimeout);
   if (!hello) co_return false;
   const auto decoded = npmp::decode(*hello);
-  const auto* h = decoded ? std::get_if<npmp::AuthHello>(&*decoded.message) : nullptr;
+  const auto* h = decoded ? std::get_if<npmp::AuthHello>(&*decoded) : nullptr;
   if (h == nullptr) {
     log::warning("Refused control connection from " + control_->peerName() +
                  ": it does not authenticate (this passive requires --auth-key-file)");
@@ -132,8 +132,8 @@ asio::awaitable<bool> Session::authenticate() {
   npmp::encode(challenge, out);
   control_->send(std::move(out));
   const auto response = co_await control_->next(state_->limits.firstMessageTimeout);
-  const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult{};
-  const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer.message) : nullptr;
+  const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult(Failure{"no answer"});
+  const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer) : nullptr;
   if (r == nullptr || !sameProof(r->mac, activeProof(*state_->authKey, challenge.nonce, h->nonce))) {
     if (++authFailures_ <= 10 || (authFailures_ & (authFailures_ - 1)) == 0) {
       log::warning("Refused control connection from " + control_->peerName() + ": authentication failed (" +
@@ -175,10 +175,10 @@ asio::awaitable<void> Session::run() {
       }
       const auto decoded = npmp::decode(*message);
       if (!decoded) {
-        log::warning("Closing control connection from " + control_->peerName() + ": " + decoded.error);
+        log::warning("Closing control connection from " + control_->peerName() + ": " + decoded.error());
         break;
       }
-      const npmp::Message& m = *decoded.message;
+      const npmp::Message& m = *decoded;
       if (const auto* add = std::get_if<npmp::AddFlow>(&m)) {
         handleAddFlow(*add);
       } else if (const auto* start = std::get_if<npmp::Start>(&m)) {

@@ -55,24 +55,28 @@ constexpr DistributionName kDistributions[] = {
     {"normal", Rng::Normal},           {"const", Rng::Constant},  {"exp", Rng::Exponential},
 };
 
-// Checks the parameters of a distribution; returns an error text or "".
-std::string checkParameters(const RandomSpec& r) {
+// Checks the parameters of a distribution.
+Result<void> checkParameters(const RandomSpec& r) {
   const auto& p = r.values;
   switch (static_cast<Rng>(r.rng)) {
     case Rng::Constant:
-      return p[0] < 0 ? "a constant must not be negative" : "";
+      if (p[0] < 0) return Failure{"a constant must not be negative"};
+      return {};
     case Rng::Uniform:
-      if (p[0] < 0 || p[1] < p[0]) return "uniform needs 0 <= lower <= upper";
-      return "";
+      if (p[0] < 0 || p[1] < p[0]) return Failure{"uniform needs 0 <= lower <= upper"};
+      return {};
     case Rng::Exponential:
-      return p[0] <= 0 ? "exp needs a mean > 0" : "";
+      if (p[0] <= 0) return Failure{"exp needs a mean > 0"};
+      return {};
     case Rng::Pareto:
-      return (p[0] <= 0 || p[1] <= 0) ? "pareto needs location > 0 and shape > 0" : "";
+      if (p[0] <= 0 || p[1] <= 0) return Failure{"pareto needs location > 0 and shape > 0"};
+      return {};
     case Rng::Normal:
     case Rng::TruncNormal:
-      return p[1] < 0 ? "the standard deviation must not be negative" : "";
+      if (p[1] < 0) return Failure{"the standard deviation must not be negative"};
+      return {};
   }
-  return "unknown distribution";
+  return Failure{"unknown distribution"};
 }
 
 // Default traffic of the "default" FLOWSPEC, as the reference.
@@ -95,8 +99,7 @@ bool looksLikeOption(std::string_view token) {
   return token.find('=') != std::string_view::npos || token == "v6only";
 }
 
-std::optional<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& repeat,
-                                                        std::string& error) {
+Result<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& repeat) {
   std::vector<npmp::OnOffEvent> events;
   const auto tokens = split(value, ',');
   repeat = false;
@@ -104,8 +107,7 @@ std::optional<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, 
     std::string_view token = tokens[i];
     if (token == "repeat") {
       if (i + 1 != tokens.size()) {
-        error = "\"repeat\" must be the last entry of onoff=";
-        return std::nullopt;
+        return Failure{"\"repeat\" must be the last entry of onoff="};
       }
       repeat = true;
       break;
@@ -126,33 +128,25 @@ std::optional<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, 
         break;
       }
     }
-    std::string why;
-    const auto spec = parseDistribution(text, &why);
-    if (!spec) {
-      error = "bad on/off time \"" + text + "\": " + why;
-      return std::nullopt;
-    }
+    const auto spec = parseDistribution(text);
+    if (!spec) return Failure{"bad on/off time \"" + text + "\": " + spec.error()};
     event.spec = *spec;
     events.push_back(event);
   }
   if (events.empty()) {
-    error = "onoff= needs at least one time";
-    return std::nullopt;
+    return Failure{"onoff= needs at least one time"};
   }
   if (events.size() > npmp::kMaxOnOffEvents) {
-    error = "onoff= has " + std::to_string(events.size()) + " events, at most " +
-            std::to_string(npmp::kMaxOnOffEvents) + " fit into one ADD_FLOW message";
-    return std::nullopt;
+    return Failure{"onoff= has " + std::to_string(events.size()) + " events, at most " +
+            std::to_string(npmp::kMaxOnOffEvents) + " fit into one ADD_FLOW message"};
   }
   if (repeat) {
     if (events.size() % 2 != 0) {
-      error = "onoff=...,repeat needs an even number of times (on/off pairs)";
-      return std::nullopt;
+      return Failure{"onoff=...,repeat needs an even number of times (on/off pairs)"};
     }
     for (const auto& e : events) {
       if (!e.relative) {
-        error = "onoff=...,repeat needs relative times (+...) only";
-        return std::nullopt;
+        return Failure{"onoff=...,repeat needs relative times (+...) only"};
       }
     }
   }
@@ -169,7 +163,7 @@ bool Traffic::saturated() const {
   return rate.rng == static_cast<std::uint8_t>(Rng::Constant) && rate.values[0] == 0.0;
 }
 
-std::optional<RandomSpec> parseDistribution(std::string_view text, std::string* error) {
+Result<RandomSpec> parseDistribution(std::string_view text) {
   RandomSpec r;
   std::string_view rest = text;
   bool named = false;
@@ -183,10 +177,7 @@ std::optional<RandomSpec> parseDistribution(std::string_view text, std::string* 
   }
   const auto params = split(rest, ',');
   const std::size_t wanted = static_cast<std::size_t>(parameterCount(r.rng));
-  auto setError = [&](std::string why) {
-    if (error != nullptr) *error = std::move(why);
-    return std::nullopt;
-  };
+  auto setError = [](std::string why) { return Failure{std::move(why)}; };
   if (!named && (rest.empty() || !(std::isdigit(static_cast<unsigned char>(rest[0])) ||
                                    rest[0] == '.' || rest[0] == '-'))) {
     return setError("not a distribution (const, uniform, exp, pareto, normal, truncnormal) or a number");
@@ -200,7 +191,7 @@ std::optional<RandomSpec> parseDistribution(std::string_view text, std::string* 
     if (!v) return setError("\"" + std::string(params[i]) + "\" is not a number");
     r.values[i] = *v;
   }
-  if (auto why = checkParameters(r); !why.empty()) return setError(why);
+  if (auto checked = checkParameters(r); !checked) return setError(checked.error());
   return r;
 }
 
@@ -233,47 +224,47 @@ const char* bufferSplittingName(std::uint8_t value) {
 namespace {
 
 // ------------------------------------------------------------ FLOWSPEC options
-// One handler per option: it reads `value` into `spec` and returns "" or why the value is bad.
-using OptionHandler = std::string (*)(std::string_view key, std::string_view value, FlowSpec& spec);
+// One handler per option: it reads `value` into `spec`, or says why the value is bad.
+using OptionHandler = Result<void> (*)(std::string_view key, std::string_view value, FlowSpec& spec);
 
-std::string setFlowId(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setFlowId(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 0xFFFFFFFFULL);
-  if (!v) return "expected a flow ID from 0 to 4294967295";
+  if (!v) return Failure{"expected a flow ID from 0 to 4294967295"};
   spec.flowId = static_cast<std::uint32_t>(*v);
   return {};
 }
 
-std::string setDescription(std::string_view, std::string_view value, FlowSpec& spec) {
-  if (value.size() > 255) return "a description has at most 255 characters";
+Result<void> setDescription(std::string_view, std::string_view value, FlowSpec& spec) {
+  if (value.size() > 255) return Failure{"a description has at most 255 characters"};
   for (unsigned char c : value) {
-    if (c < 0x20 || c == 0x7F) return "a description must not contain control characters";
+    if (c < 0x20 || c == 0x7F) return Failure{"a description must not contain control characters"};
   }
   spec.description = std::string(value);
   return {};
 }
 
-std::string setMaxMsgSize(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setMaxMsgSize(std::string_view, std::string_view value, FlowSpec& spec) {
   const bool udp = spec.protocol == Protocol::UDP;
   const std::uint64_t limit = udp ? 65507 : 65535;
   const auto v = parseUnsigned(value, 1000000);
   if (!v || *v < 128 || *v > limit) {
-    return "expected a message size from 128 to " + std::to_string(limit) + (udp ? " (the largest UDP datagram)" : "");
+    return Failure{"expected a message size from 128 to " + std::to_string(limit) + (udp ? " (the largest UDP datagram)" : "")};
   }
   spec.maxMsgSize = static_cast<std::uint16_t>(*v);
   return {};
 }
 
-std::string setDefragTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setDefragTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 3600000);
-  if (!v) return "expected milliseconds from 0 to 3600000";
+  if (!v) return Failure{"expected milliseconds from 0 to 3600000"};
   spec.defragTimeoutMs = static_cast<std::uint32_t>(*v);
   return {};
 }
 
 // ordered=, unordered=, reliable=, unreliable=
-std::string setFraction(std::string_view key, std::string_view value, FlowSpec& spec) {
+Result<void> setFraction(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto v = parseNumber(value);
-  if (!v || *v < 0.0 || *v > 1.0) return "expected a fraction from 0 to 1";
+  if (!v || *v < 0.0 || *v > 1.0) return Failure{"expected a fraction from 0 to 1"};
   if (key == "ordered") spec.ordered = *v;
   if (key == "unordered") spec.ordered = 1.0 - *v;
   if (key == "reliable") spec.reliable = *v;
@@ -281,55 +272,55 @@ std::string setFraction(std::string_view key, std::string_view value, FlowSpec& 
   return {};
 }
 
-std::string setRtxTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setRtxTimeout(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
-  if (!v) return "expected milliseconds";
+  if (!v) return Failure{"expected milliseconds"};
   spec.retransmissionTrials = npmp::kRetransmitTimeFlag | static_cast<std::uint32_t>(*v);
   return {};
 }
 
-std::string setRtxTrials(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setRtxTrials(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 0x7FFFFFFEULL);
-  if (!v) return "expected a number of retransmissions";
+  if (!v) return Failure{"expected a number of retransmissions"};
   spec.retransmissionTrials = static_cast<std::uint32_t>(*v);
   return {};
 }
 
 // rcvbuf=, sndbuf=
-std::string setBuffer(std::string_view key, std::string_view value, FlowSpec& spec) {
+Result<void> setBuffer(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 0x7FFFFFFFULL);
-  if (!v) return "expected a buffer size in bytes";
+  if (!v) return Failure{"expected a buffer size in bytes"};
   (key == "rcvbuf" ? spec.rcvBufferSize : spec.sndBufferSize) = static_cast<std::uint32_t>(*v);
   return {};
 }
 
-std::string setCmt(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setCmt(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseCmt(value);
-  if (!v) return "expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255";
+  if (!v) return Failure{"expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255"};
   spec.cmt = *v;
   return {};
 }
 
-std::string setSctpCc(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setSctpCc(std::string_view, std::string_view value, FlowSpec& spec) {
   static const char* const names[] = {"rfc2581", "hstcp", "htcp", "rtcc"};
   auto it = std::find(std::begin(names), std::end(names), value);
-  if (it == std::end(names)) return "expected rfc2581, hstcp, htcp or rtcc";
+  if (it == std::end(names)) return Failure{"expected rfc2581, hstcp, htcp or rtcc"};
   spec.sctpCc = static_cast<std::uint8_t>(it - std::begin(names));
   return {};
 }
 
-std::string setBufSplit(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setBufSplit(std::string_view, std::string_view value, FlowSpec& spec) {
   static const char* const names[] = {"none", "sender", "receiver", "both"};
   auto it = std::find(std::begin(names), std::end(names), value);
-  if (it == std::end(names)) return "expected none, sender, receiver or both";
+  if (it == std::end(names)) return Failure{"expected none, sender, receiver or both"};
   spec.bufferSplitting = static_cast<std::uint8_t>(it - std::begin(names));
   return {};
 }
 
 // nrsack=, dac=, error_on_abort=, nodelay=, debug=
-std::string setSwitch(std::string_view key, std::string_view value, FlowSpec& spec) {
+Result<void> setSwitch(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto b = parseBool(value);
-  if (!b) return "expected on or off";
+  if (!b) return Failure{"expected on or off"};
   bool& target = key == "nrsack"           ? spec.nrSack
                  : key == "dac"            ? spec.dac
                  : key == "error_on_abort" ? spec.errorOnAbort
@@ -339,37 +330,36 @@ std::string setSwitch(std::string_view key, std::string_view value, FlowSpec& sp
   return {};
 }
 
-std::string setRtoMin(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setRtoMin(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, npmp::kSctpRtoMinMask);
-  if (!v || *v == 0) return "expected milliseconds from 1 to 32767";
+  if (!v || *v == 0) return Failure{"expected milliseconds from 1 to 32767"};
   spec.rtoMinMs = static_cast<std::uint16_t>(*v);
   return {};
 }
 
-std::string setCcid(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setCcid(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseUnsigned(value, 255);
-  if (!v) return "expected a DCCP CCID from 0 to 255";
+  if (!v) return Failure{"expected a DCCP CCID from 0 to 255"};
   spec.ccid = static_cast<std::uint8_t>(*v);
   return {};
 }
 
-std::string setCongestionControl(std::string_view, std::string_view value, FlowSpec& spec) {
+Result<void> setCongestionControl(std::string_view, std::string_view value, FlowSpec& spec) {
   if (value.empty() || value.size() >= npmp::kCongestionControlSize) {
-    return "a congestion control name has 1 to 15 characters";
+    return Failure{"a congestion control name has 1 to 15 characters"};
   }
   for (char c : value) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
-      return "a congestion control name consists of letters, digits, '_' and '-'";
+      return Failure{"a congestion control name consists of letters, digits, '_' and '-'"};
     }
   }
   spec.congestionControl = value == "default" ? "" : std::string(value);
   return {};
 }
 
-std::string setOnOff(std::string_view, std::string_view value, FlowSpec& spec) {
-  std::string why;
-  auto events = parseOnOff(value, spec.repeatOnOff, why);
-  if (!events) return why;
+Result<void> setOnOff(std::string_view, std::string_view value, FlowSpec& spec) {
+  auto events = parseOnOff(value, spec.repeatOnOff);
+  if (!events) return Failure{events.error()};
   spec.onOff = std::move(*events);
   return {};
 }
@@ -393,14 +383,14 @@ constexpr FlowOption kFlowOptions[] = {
     {"cc", setCongestionControl},  {"onoff", setOnOff},
 };
 
-// Applies the option `token` (the `index`th field of the FLOWSPEC); returns "" or the error
-// (without the "invalid FLOWSPEC" prefix).
-std::string applyOption(std::string_view token, std::size_t index, FlowSpec& spec) {
-  if (token.empty()) return "empty field between two ':'";
+// Applies the option `token` (the `index`th field of the FLOWSPEC); the error comes without
+// the "invalid FLOWSPEC" prefix.
+Result<void> applyOption(std::string_view token, std::size_t index, FlowSpec& spec) {
+  if (token.empty()) return Failure{"empty field between two ':'"};
   const std::size_t eq = token.find('=');
   const std::string_view key = token.substr(0, eq);
   const std::string_view value = eq == std::string_view::npos ? std::string_view() : token.substr(eq + 1);
-  auto bad = [&](const std::string& why) { return "option \"" + std::string(token) + "\": " + why; };
+  auto bad = [&](const std::string& why) { return Failure{"option \"" + std::string(token) + "\": " + why}; };
   if (key == "v6only") {  // the one option that may stand alone
     const auto b = eq == std::string_view::npos ? std::optional<bool>(true) : parseBool(value);
     if (!b) return bad("expected on or off");
@@ -408,20 +398,20 @@ std::string applyOption(std::string_view token, std::size_t index, FlowSpec& spe
     return {};
   }
   if (eq == std::string_view::npos) {
-    return index < 4 ? "\"" + std::string(token) + "\" is neither a traffic entry nor an option"
-                     : "unknown option \"" + std::string(token) + "\"";
+    return Failure{index < 4 ? "\"" + std::string(token) + "\" is neither a traffic entry nor an option"
+                     : "unknown option \"" + std::string(token) + "\""};
   }
   for (const auto& option : kFlowOptions) {
     if (option.key != key) continue;
-    if (auto why = option.handler(key, value, spec); !why.empty()) return bad(why);
+    if (auto set = option.handler(key, value, spec); !set) return bad(set.error());
     return {};
   }
-  return "unknown option \"" + std::string(token) + "\"";
+  return Failure{"unknown option \"" + std::string(token) + "\""};
 }
 
 // Reads "default" or up to four traffic entries from the front of `tokens`; `index` is left
-// at the first option. Returns "" or the error.
-std::string parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec& spec, std::size_t& index) {
+// at the first option.
+Result<void> parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec& spec, std::size_t& index) {
   if (tokens[0] == "default") {
     spec.outbound = defaultTraffic(spec.protocol);
     index = 1;
@@ -431,78 +421,74 @@ std::string parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec& 
   static const char* const names[4] = {"outbound frame rate", "outbound frame size", "inbound frame rate",
                                        "inbound frame size"};
   for (; index < tokens.size() && index < 4 && !looksLikeOption(tokens[index]); ++index) {
-    if (tokens[index].empty()) return "empty field between two ':'";
-    std::string why;
-    const auto r = parseDistribution(tokens[index], &why);
-    if (!r) return std::string(names[index]) + " \"" + std::string(tokens[index]) + "\": " + why;
+    if (tokens[index].empty()) return Failure{"empty field between two ':'"};
+    const auto r = parseDistribution(tokens[index]);
+    if (!r) return Failure{std::string(names[index]) + " \"" + std::string(tokens[index]) + "\": " + r.error()};
     *entries[index] = *r;
   }
-  if (index == 0) return "it must start with the outbound frame rate or \"default\"";
+  if (index == 0) return Failure{"it must start with the outbound frame rate or \"default\""};
   return {};
 }
 
 // The rules between options and the protocol (`protocol`: the one the FLOWSPEC was given to;
-// TCP with cmt=mptcp becomes MPTCP here). Returns "" or the error.
-std::string checkProtocolRules(FlowSpec& spec, Protocol protocol) {
+// TCP with cmt=mptcp becomes MPTCP here).
+Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
   if (spec.cmt != 0) {
     if (protocol == Protocol::TCP && spec.cmt == kCmtLikeMptcp) {
       spec.protocol = Protocol::MPTCP;  // as the reference: TCP with cmt=mptcp is an MPTCP flow
     } else if (protocol == Protocol::MPTCP && spec.cmt == kCmtLikeMptcp) {
       // fine
     } else if (protocol != Protocol::SCTP) {
-      return std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
-             (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "");
+      return Failure{std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
+             (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "")};
     }
   }
   const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac;
   if (sctpTuning && spec.protocol != Protocol::SCTP) {
-    return "sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows";
+    return Failure{"sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows"};
   }
   if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
     // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
-    return "PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
-           "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association";
+    return Failure{"PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
+           "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association"};
   }
   if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
-    return "both directions have frame size 0, so the flow would send nothing";
+    return Failure{"both directions have frame size 0, so the flow would send nothing"};
   }
   return {};
 }
 
 }  // namespace
 
-ParseResult parse(std::string_view text, Protocol protocol) {
-  ParseResult result;
+Result<FlowSpec> parse(std::string_view text, Protocol protocol) {
   FlowSpec spec;
   spec.protocol = protocol;
   spec.text = std::string(text);
-  auto fail = [&](std::string why) {
-    result.error = printable("invalid FLOWSPEC \"" + std::string(text) + "\": " + why);  // one line, whatever came in
-    return result;
+  auto fail = [&](const std::string& why) {
+    return Failure{printable("invalid FLOWSPEC \"" + std::string(text) + "\": " + why)};  // one line, whatever came in
   };
   if (text.empty()) return fail("it is empty");
 
   const auto tokens = split(text, ':');
   std::size_t index = 0;
-  if (auto why = parseTraffic(tokens, spec, index); !why.empty()) return fail(why);
+  if (auto traffic = parseTraffic(tokens, spec, index); !traffic) return fail(traffic.error());
   for (; index < tokens.size(); ++index) {
-    if (auto why = applyOption(tokens[index], index, spec); !why.empty()) return fail(why);
+    if (auto option = applyOption(tokens[index], index, spec); !option) return fail(option.error());
   }
-  if (auto why = checkProtocolRules(spec, protocol); !why.empty()) return fail(why);
-  result.spec = std::move(spec);
-  return result;
+  if (auto rules = checkProtocolRules(spec, protocol); !rules) return fail(rules.error());
+  return spec;
 }
 
-std::string assignFlowIds(std::vector<FlowSpec>& flows) {
+Result<void> assignFlowIds(std::vector<FlowSpec>& flows) {
   std::set<std::uint32_t> used;
   std::uint64_t next = 0;
   for (auto& f : flows) {
     if (!f.flowId) {
-      if (next > 0xFFFFFFFFULL) return "no flow ID left after 4294967295";
+      if (next > 0xFFFFFFFFULL) return Failure{"no flow ID left after 4294967295"};
       f.flowId = static_cast<std::uint32_t>(next);
     }
     if (!used.insert(*f.flowId).second) {
-      return "flow ID " + std::to_string(*f.flowId) + " is used twice (in \"" + f.text + "\")";
+      return Failure{"flow ID " + std::to_string(*f.flowId) + " is used twice (in \"" + f.text + "\")"};
     }
     next = std::uint64_t{*f.flowId} + 1;
     if (f.description.empty()) f.description = "Flow " + std::to_string(*f.flowId);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
 #include "npmp/messages.h"
 
 namespace npm::flowspec {
@@ -61,20 +62,15 @@ struct FlowSpec {
   }
 };
 
-struct ParseResult {
-  std::optional<FlowSpec> spec;
-  std::string error;  // one line naming the bad part
-};
-
-// Parses one FLOWSPEC for the given protocol.
-ParseResult parse(std::string_view text, npmp::Protocol protocol);
+// Parses one FLOWSPEC for the given protocol; the error is one line naming the bad part.
+Result<FlowSpec> parse(std::string_view text, npmp::Protocol protocol);
 
 // Parses one distribution ("const5", "5", "uniform1,2", "exp0.5", ...).
-std::optional<npmp::RandomSpec> parseDistribution(std::string_view text, std::string* error);
+Result<npmp::RandomSpec> parseDistribution(std::string_view text);
 
 // Assigns flow IDs in command-line order: id= wins, otherwise the previous ID + 1 (first 0),
-// and fills default descriptions. Returns an error line on a duplicate ID.
-std::string assignFlowIds(std::vector<FlowSpec>& flows);
+// and fills default descriptions. Fails on a duplicate ID.
+Result<void> assignFlowIds(std::vector<FlowSpec>& flows);
 
 // The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255.
 std::optional<std::uint8_t> parseCmt(std::string_view text);

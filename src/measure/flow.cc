@@ -68,10 +68,9 @@ void Flow::startReceiving() {
 
 bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
   if (finished_) return true;  // in flight at STOP: after the end of the measurement
-  std::string error;
-  const auto header = npmp::decodeData(message, error);
+  const auto header = npmp::decodeData(message);
   if (!header) {
-    fail(error);
+    fail(header.error());
     return false;
   }
   const npmp::DataHeader& h = *header;

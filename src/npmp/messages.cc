@@ -66,11 +66,7 @@ std::string getString(const std::uint8_t* p, std::size_t size) {
 
 constexpr std::uint8_t kMaxRng = 5;
 
-DecodeResult fail(std::string reason) {
-  DecodeResult r;
-  r.error = std::move(reason);
-  return r;
-}
+DecodeResult fail(std::string reason) { return Failure{std::move(reason)}; }
 
 std::string sizeError(const char* what, std::size_t got, std::size_t expected) {
   return std::string(what) + " message has length " + std::to_string(got) + ", expected " +
@@ -242,23 +238,18 @@ void fillPayload(std::uint8_t* out, std::size_t length, bool fromActive) {
   }
 }
 
-std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* error) {
+Result<std::size_t> declaredLength(std::span<const std::uint8_t> buffer) {
   const std::size_t length = get16(buffer.data() + 2);
-  if (length < kHeaderSize) {
-    if (error != nullptr) {
-      *error = "message length " + std::to_string(length) + " is below the header size 4";
-    }
-    return 0;
-  }
+  if (length < kHeaderSize) return Failure{"message length " + std::to_string(length) + " is below the header size 4"};
   return length;
 }
 
-std::string checkHeader(const std::uint8_t* h, Channel channel) {
+Result<void> checkHeader(const std::uint8_t* h, Channel channel) {
   const std::uint8_t type = h[0];
   const std::size_t length = get16(h + 2);
   auto bad = [&](const char* expected) {
-    return std::string("not NPMP: got type ") + std::to_string(type) + " (" + typeName(type) + ") of length " +
-           std::to_string(length) + ", expected " + expected;
+    return Failure{std::string("not NPMP: got type ") + std::to_string(type) + " (" + typeName(type) + ") of length " +
+                   std::to_string(length) + ", expected " + expected};
   };
   switch (channel) {
     case Channel::ControlToPassive:
@@ -318,16 +309,12 @@ DataHeader readDataHeader(const std::uint8_t* p) {
 }
 }  // namespace
 
-std::optional<DataHeader> decodeData(std::span<const std::uint8_t> msg, std::string& error) {
+Result<DataHeader> decodeData(std::span<const std::uint8_t> msg) {
   if (msg.size() < kDataHeaderSize || msg[0] != static_cast<std::uint8_t>(Type::Data)) {
-    error = "unexpected " + std::string(msg.empty() ? "empty" : typeName(msg[0])) + " message of " +
-            std::to_string(msg.size()) + " bytes on the data channel";
-    return std::nullopt;
+    return Failure{"unexpected " + std::string(msg.empty() ? "empty" : typeName(msg[0])) + " message of " +
+                   std::to_string(msg.size()) + " bytes on the data channel"};
   }
-  if (get16(msg.data() + 2) != msg.size()) {
-    error = decode(msg).error;  // the length it declares
-    return std::nullopt;
-  }
+  if (get16(msg.data() + 2) != msg.size()) return Failure{decode(msg).error()};  // the length it declares
   return readDataHeader(msg.data());
 }
 
@@ -343,11 +330,11 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
     return fail(std::string(typeName(type)) + " message declares length " +
                 std::to_string(length) + " but has " + std::to_string(msg.size()) + " bytes");
   }
-  DecodeResult r;
+  Message r;
   switch (static_cast<Type>(type)) {
     case Type::Acknowledge: {
       if (length != kAcknowledgeSize) return fail(sizeError("ACKNOWLEDGE", length, kAcknowledgeSize));
-      r.message = Acknowledge{get32(p + 4), get64(p + 8), get16(p + 16), get32(p + 20)};
+      r = Acknowledge{get32(p + 4), get64(p + 8), get16(p + 16), get32(p + 20)};
       return r;
     }
     case Type::AddFlow: {
@@ -387,12 +374,12 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
         if (!readRandom(e + 4, e[0], m.onOffEvents[i].spec, error, "on/off event")) return fail(error);
         m.onOffEvents[i].relative = (e[1] & kOnOffRelativeTime) != 0;
       }
-      r.message = std::move(m);
+      r = std::move(m);
       return r;
     }
     case Type::RemoveFlow: {
       if (length != kRemoveFlowSize) return fail(sizeError("REMOVE_FLOW", length, kRemoveFlowSize));
-      r.message = RemoveFlow{get32(p + 4), get64(p + 8), get16(p + 16)};
+      r = RemoveFlow{get32(p + 4), get64(p + 8), get16(p + 16)};
       return r;
     }
     case Type::IdentifyFlow: {
@@ -400,12 +387,12 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
         return fail(sizeError("IDENTIFY_FLOW", length, kIdentifyFlowSize));
       }
       if (get64(p + 8) != kIdentifyMagic) return fail("IDENTIFY_FLOW message has a wrong magic number");
-      r.message = IdentifyFlow{flags, get32(p + 4), get64(p + 16), get16(p + 24)};
+      r = IdentifyFlow{flags, get32(p + 4), get64(p + 16), get16(p + 24)};
       return r;
     }
     case Type::Data: {
       if (length < kDataHeaderSize) return fail(sizeError("DATA", length, kDataHeaderSize));
-      r.message = readDataHeader(p);
+      r = readDataHeader(p);
       return r;
     }
     case Type::Start:
@@ -414,9 +401,9 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
         return fail(sizeError(typeName(type), length, kStartStopSize));
       }
       if (static_cast<Type>(type) == Type::Start) {
-        r.message = Start{flags, get64(p + 8), get32(p + 4)};
+        r = Start{flags, get64(p + 8), get32(p + 4)};
       } else {
-        r.message = Stop{get64(p + 8)};
+        r = Stop{get64(p + 8)};
       }
       return r;
     }
@@ -425,7 +412,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
         return fail("RESULTS message of " + std::to_string(length) + " bytes exceeds the limit of " +
                     std::to_string(kHeaderSize + kResultsMaxData));
       }
-      r.message = Results{flags, msg.subspan(kHeaderSize)};
+      r = Results{flags, msg.subspan(kHeaderSize)};
       return r;
     }
     case Type::AuthHello:
@@ -435,9 +422,9 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       AuthBlock block;
       std::copy(p + kHeaderSize, p + kHeaderSize + block.size(), block.begin());
       if (static_cast<Type>(type) == Type::AuthHello) {
-        r.message = AuthHello{block};
+        r = AuthHello{block};
       } else {
-        r.message = AuthResponse{block};
+        r = AuthResponse{block};
       }
       return r;
     }
@@ -446,7 +433,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       AuthChallenge m;
       std::copy(p + kHeaderSize, p + kHeaderSize + kAuthNonceSize, m.nonce.begin());
       std::copy(p + kHeaderSize + kAuthNonceSize, p + kAuthChallengeSize, m.mac.begin());
-      r.message = m;
+      r = m;
       return r;
     }
   }

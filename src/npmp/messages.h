@@ -15,6 +15,8 @@
 #include <variant>
 #include <vector>
 
+#include "common/result.h"
+
 namespace npm::npmp {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -233,15 +235,11 @@ void encodeDataHeader(const DataHeader& h, std::uint8_t* out48);
 void fillPayload(std::uint8_t* out, std::size_t length, bool fromActive);
 
 // Result of decoding: the message, or a one-line reason why it is malformed.
-struct DecodeResult {
-  std::optional<Message> message;
-  std::string error;
-  explicit operator bool() const { return message.has_value(); }
-};
+using DecodeResult = Result<Message>;
 
-// Reads the header of a message; needs at least 4 bytes. Returns the declared total
-// length, or 0 with `error` set when it is below the header size.
-std::size_t declaredLength(std::span<const std::uint8_t> buffer, std::string* error = nullptr);
+// Reads the header of a message; needs at least 4 bytes. The declared total length, or why
+// it cannot be one (below the header size).
+Result<std::size_t> declaredLength(std::span<const std::uint8_t> buffer);
 
 // What a connection may carry, to reject a bad header as soon as its 4 bytes arrive
 // instead of waiting for a length that garbage claims.
@@ -251,14 +249,14 @@ enum class Channel {
   DataFirst,         // the first message of a data connection: IDENTIFY_FLOW
   Data,              // afterwards: DATA
 };
-// "" if a message with this 4-byte header may follow on the channel, else the reason.
-std::string checkHeader(const std::uint8_t* header, Channel channel);
+// Whether a message with this 4-byte header may follow on the channel (else the reason).
+Result<void> checkHeader(const std::uint8_t* header, Channel channel);
 
 // Decodes exactly one complete message (buffer.size() must equal its Length field).
 DecodeResult decode(std::span<const std::uint8_t> message);
 
 // A DATA message's header, as decode() gives it but without its variant (the receive path
-// decodes every message); nullopt with `error` saying what the message is instead.
-std::optional<DataHeader> decodeData(std::span<const std::uint8_t> message, std::string& error);
+// decodes every message); or what the message is instead.
+Result<DataHeader> decodeData(std::span<const std::uint8_t> message);
 
 }  // namespace npm::npmp

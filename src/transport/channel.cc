@@ -170,8 +170,8 @@ private:
         return;
       }
       if (expect_) {
-        if (auto error = npmp::checkHeader(p, *expect_); !error.empty()) {
-          fail(error);
+        if (auto header = npmp::checkHeader(p, *expect_); !header) {
+          fail(header.error());
           return;
         }
       }

@@ -66,9 +66,9 @@ private:
           info.prValue = policy_.prValue;
         }
       }
-      bool failed = false;
-      if (!association_->trySend(scratch_.data(), scratch_.size(), info, failed)) {
-        if (failed) {
+      if (const auto sent = association_->trySend(scratch_.data(), scratch_.size(), info);
+          sent != SctpAssociation::Sent::Yes) {
+        if (sent == SctpAssociation::Sent::Failed) {
           finish(asio::error::connection_aborted);
           return;
         }
@@ -216,18 +216,14 @@ void SctpAssociation::onReadable() {
   readMore();
 }
 
-bool SctpAssociation::trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info, bool& failed) {
-  failed = false;
-  if (closed_ || failed_) {
-    failed = true;
-    return false;
-  }
+SctpAssociation::Sent SctpAssociation::trySend(const std::uint8_t* data, std::size_t length,
+                                               const sctp::SendInfo& info) {
+  if (closed_ || failed_) return Sent::Failed;
   const long n = socket_->send(data, length, info);
-  if (n >= 0) return true;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return false;
-  failed = true;
+  if (n >= 0) return Sent::Yes;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return Sent::Full;
   fail(std::string("send failed: ") + std::strerror(errno));
-  return false;
+  return Sent::Failed;
 }
 
 void SctpAssociation::waitWritable(std::function<void()> handler) {

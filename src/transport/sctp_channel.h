@@ -52,9 +52,10 @@ public:
   void release(std::uint16_t stream);
   bool hasClaims() const { return !streams_.empty(); }
 
-  // Sends one message; false when the send buffer is full (retry after waitWritable()).
-  // Throws nothing: a hard error fails the association.
-  bool trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info, bool& failed);
+  // Sends one message: Full when the send buffer is (retry after waitWritable()); Failed
+  // when the association has (a hard error fails it, reported to its streams).
+  enum class Sent { Yes, Full, Failed };
+  Sent trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info);
   void waitWritable(std::function<void()> handler);
 
   // A DataChannel for one stream, for a Flow.

@@ -48,18 +48,14 @@ std::string readFirstLine(const char* path) {
 
 }  // namespace
 
-bool protocolAvailable(npmp::Protocol protocol, std::string* why) {
+Result<void> protocolAvailable(npmp::Protocol protocol) {
   const SocketType t = socketType(protocol);
   const int fd = ::socket(AF_INET, t.type | SOCK_CLOEXEC, t.protocol);
   if (fd >= 0) {
     ::close(fd);
-    return true;
+    return {};
   }
-  if (why != nullptr) {
-    *why = std::string(npmp::protocolName(protocol)) + " is not supported by this kernel (" +
-           errnoText() + ")";
-  }
-  return false;
+  return Failure{std::string(npmp::protocolName(protocol)) + " is not supported by this kernel (" + errnoText() + ")"};
 }
 
 int openSocket(npmp::Protocol protocol, int family) {
@@ -114,18 +110,18 @@ void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOp
       continue;
     }
     if (option.name == TCP_CONGESTION && option.level == IPPROTO_TCP) {
-      const std::string detail = checkCongestionControl(o.congestionControl);
-      throw TransportError(detail.empty() ? "cannot use congestion control \"" + o.congestionControl + "\": " + errnoText()
-                                          : detail);
+      const auto usable = checkCongestionControl(o.congestionControl);
+      throw TransportError(usable ? "cannot use congestion control \"" + o.congestionControl + "\": " + errnoText()
+                                  : usable.error());
     }
     throw TransportError("cannot set " + option.what + ": " + errnoText());
   }
 }
 
-std::string checkCongestionControl(const std::string& name) {
+Result<void> checkCongestionControl(const std::string& name) {
   if (name.empty()) return {};
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) return "cannot create a TCP socket: " + errnoText();
+  if (fd < 0) return Failure{"cannot create a TCP socket: " + errnoText()};
   const int rc = ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
   const int error = errno;
   ::close(fd);
@@ -133,14 +129,14 @@ std::string checkCongestionControl(const std::string& name) {
   const std::string available = readFirstLine("/proc/sys/net/ipv4/tcp_available_congestion_control");
   const std::string allowed = readFirstLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
   if (error == ENOENT) {
-    return "congestion control \"" + name + "\" is not available in this kernel (available: " +
-           available + ")";
+    return Failure{"congestion control \"" + name + "\" is not available in this kernel (available: " +
+           available + ")"};
   }
   if (error == EPERM) {
-    return "congestion control \"" + name + "\" is not allowed for this user (allowed: " + allowed +
-           "; see net.ipv4.tcp_allowed_congestion_control)";
+    return Failure{"congestion control \"" + name + "\" is not allowed for this user (allowed: " + allowed +
+           "; see net.ipv4.tcp_allowed_congestion_control)"};
   }
-  return "cannot use congestion control \"" + name + "\": " + std::strerror(error);
+  return Failure{"cannot use congestion control \"" + name + "\": " + std::strerror(error)};
 }
 
 void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port) {
@@ -169,7 +165,7 @@ void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port) {
   }
 }
 
-std::optional<asio::ip::address> resolveHost(const std::string& host, int family, std::string* error) {
+Result<asio::ip::address> resolveHost(const std::string& host, int family) {
   boost::system::error_code ec;
   auto literal = asio::ip::make_address(host, ec);
   if (!ec) return literal;
@@ -178,10 +174,7 @@ std::optional<asio::ip::address> resolveHost(const std::string& host, int family
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
-  if (rc != 0 || result == nullptr) {
-    if (error != nullptr) *error = "cannot resolve \"" + host + "\": " + ::gai_strerror(rc);
-    return std::nullopt;
-  }
+  if (rc != 0 || result == nullptr) return Failure{"cannot resolve \"" + host + "\": " + ::gai_strerror(rc)};
   asio::ip::address address;
   if (result->ai_family == AF_INET6) {
     const auto* sa = reinterpret_cast<const sockaddr_in6*>(result->ai_addr);
@@ -227,7 +220,7 @@ std::vector<asio::ip::address> resolveAll(const std::string& host, int family) {
   return all;
 }
 
-std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error) {
+Result<std::vector<asio::ip::address>> parseAddressList(const std::string& list) {
   std::vector<asio::ip::address> addresses;
   std::stringstream in(list);
   std::string item;
@@ -235,16 +228,10 @@ std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string
     if (!item.empty() && item.front() == '[' && item.back() == ']') item = item.substr(1, item.size() - 2);
     boost::system::error_code ec;
     auto a = asio::ip::make_address(item, ec);
-    if (ec) {
-      if (error != nullptr) *error = "\"" + item + "\" is not an IPv4 or IPv6 address";
-      return std::nullopt;
-    }
+    if (ec) return Failure{"\"" + item + "\" is not an IPv4 or IPv6 address"};
     addresses.push_back(a);
   }
-  if (addresses.empty()) {
-    if (error != nullptr) *error = "empty address list";
-    return std::nullopt;
-  }
+  if (addresses.empty()) return Failure{"empty address list"};
   return addresses;
 }
 

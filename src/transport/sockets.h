@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "npmp/messages.h"
 
 namespace npm::transport {
@@ -32,8 +33,8 @@ struct SocketOptions {
   std::uint8_t ccid = 0;            // DCCP CCID (0 = default)
 };
 
-// Whether the kernel can create sockets of this protocol; `why` gets a one-line reason.
-bool protocolAvailable(npmp::Protocol protocol, std::string* why = nullptr);
+// Whether the kernel can create sockets of this protocol (else why not).
+Result<void> protocolAvailable(npmp::Protocol protocol);
 
 // Creates a non-blocking, close-on-exec socket. Throws TransportError.
 int openSocket(npmp::Protocol protocol, int family);
@@ -51,22 +52,22 @@ std::vector<SocketOptionValue> socketOptionsFor(npmp::Protocol protocol, int fam
 // Applies the options; throws TransportError naming the option on failure.
 void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& options);
 
-// "" if the congestion control can be used by this process, else a one-line error.
-std::string checkCongestionControl(const std::string& name);
+// Whether this process can use the congestion control (else why not).
+Result<void> checkCongestionControl(const std::string& name);
 
 // Binds to address:port (any address when unspecified), with SO_REUSEADDR.
 void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port);
 
 // Resolves a host name or address literal (numeric first, then getaddrinfo).
-// `family` 0 = any; returns an error text on failure.
-std::optional<asio::ip::address> resolveHost(const std::string& host, int family, std::string* error);
+// `family` 0 = any.
+Result<asio::ip::address> resolveHost(const std::string& host, int family);
 
 // All addresses of a host name of the given family (for SCTP's connectx); the literal itself
 // for an address.
 std::vector<asio::ip::address> resolveAll(const std::string& host, int family);
 
-// Parses "a,b,c" address lists of -L/-l; error text on a bad address.
-std::optional<std::vector<asio::ip::address>> parseAddressList(const std::string& list, std::string* error);
+// Parses "a,b,c" address lists of -L/-l.
+Result<std::vector<asio::ip::address>> parseAddressList(const std::string& list);
 
 // An IPv4-mapped IPv6 address (::ffff:a.b.c.d, as dual-stack sockets report IPv4 peers) as
 // the IPv4 address it is; any other address unchanged.

@@ -26,11 +26,11 @@ void fuzzNpmp(std::span<const std::uint8_t> data) {
   if (!r) return;
   // Whatever decodes must encode again to the same bytes (Results and DATA carry raw bytes).
   Bytes again;
-  if (const auto* m = std::get_if<AddFlow>(&*r.message)) {
+  if (const auto* m = std::get_if<AddFlow>(&*r)) {
     encode(*m, again);
-  } else if (const auto* a = std::get_if<Acknowledge>(&*r.message)) {
+  } else if (const auto* a = std::get_if<Acknowledge>(&*r)) {
     encode(*a, again);
-  } else if (const auto* h = std::get_if<DataHeader>(&*r.message)) {
+  } else if (const auto* h = std::get_if<DataHeader>(&*r)) {
     npm::measure::ReceiveStatistics rx(10);
     (void)rx.onMessage(*h, data.size(), h->timeStamp + 1000);
     rx.expire(h->timeStamp + 100000);
@@ -49,10 +49,10 @@ void fuzzFlowSpec(std::span<const std::uint8_t> data) {
   const std::string text(reinterpret_cast<const char*>(data.data()), data.size());
   for (auto p : {npm::npmp::Protocol::TCP, npm::npmp::Protocol::UDP, npm::npmp::Protocol::SCTP}) {
     const auto r = npm::flowspec::parse(text, p);
-    if (r.spec) {
-      std::vector<npm::flowspec::FlowSpec> one{*r.spec};
+    if (r) {
+      std::vector<npm::flowspec::FlowSpec> one{*r};
       (void)npm::flowspec::assignFlowIds(one);
-    } else if (r.error.empty() || r.error.find('\n') != std::string::npos) {
+    } else if (r.error().empty() || r.error().find('\n') != std::string::npos) {
       __builtin_trap();  // every rejection is one line
     }
   }

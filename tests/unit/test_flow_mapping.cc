@@ -12,10 +12,10 @@ namespace {
 
 flowspec::FlowSpec spec(const std::string& text, Protocol protocol) {
   auto r = flowspec::parse(text, protocol);
-  INFO(text << ": " << r.error);
-  REQUIRE(r.spec);
-  std::vector<flowspec::FlowSpec> one{*r.spec};
-  REQUIRE(flowspec::assignFlowIds(one).empty());
+  INFO(text << ": " << r.error());
+  REQUIRE(r);
+  std::vector<flowspec::FlowSpec> one{*r};
+  REQUIRE(flowspec::assignFlowIds(one));
   return one[0];
 }
 
@@ -24,9 +24,9 @@ control::FlowRequest overTheWire(const flowspec::FlowSpec& s, std::uint64_t meas
   npmp::Bytes bytes;
   npmp::encode(control::toAddFlow(s, measurementId), bytes);
   const auto decoded = npmp::decode(bytes);
-  INFO(decoded.error);
+  INFO(decoded.error());
   REQUIRE(decoded);
-  return control::fromAddFlow(std::get<npmp::AddFlow>(*decoded.message));
+  return control::fromAddFlow(std::get<npmp::AddFlow>(*decoded));
 }
 
 }  // namespace

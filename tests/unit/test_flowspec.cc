@@ -9,15 +9,15 @@ using npm::npmp::Protocol;
 namespace {
 FlowSpec ok(const char* text, Protocol p = Protocol::TCP) {
   auto r = parse(text, p);
-  INFO(text << ": " << r.error);
-  REQUIRE(r.spec);
-  return *r.spec;
+  INFO(text << ": " << r.error());
+  REQUIRE(r);
+  return *r;
 }
 std::string error(const char* text, Protocol p = Protocol::TCP) {
   auto r = parse(text, p);
   INFO(text);
-  REQUIRE_FALSE(r.spec);
-  return r.error;
+  REQUIRE_FALSE(r);
+  return r.error();
 }
 }  // namespace
 
@@ -115,7 +115,7 @@ TEST_CASE("on/off schedules: absolute, +relative, two-parameter distributions, r
 TEST_CASE("assignFlowIds: running counter, explicit IDs, duplicates, default descriptions") {
   std::vector<FlowSpec> flows = {ok("const1:const1"), ok("const1:const1:id=10"), ok("const1:const1"),
                                  ok("const1:const1:description=x")};
-  CHECK(assignFlowIds(flows).empty());
+  CHECK(assignFlowIds(flows));
   CHECK(*flows[0].flowId == 0);
   CHECK(*flows[1].flowId == 10);
   CHECK(*flows[2].flowId == 11);
@@ -123,7 +123,7 @@ TEST_CASE("assignFlowIds: running counter, explicit IDs, duplicates, default des
   CHECK(flows[2].description == "Flow 11");
   CHECK(flows[3].description == "x");
   std::vector<FlowSpec> twice = {ok("const1:const1:id=3"), ok("const1:const1:id=3")};
-  CHECK_THAT(assignFlowIds(twice), Catch::Contains("flow ID 3 is used twice"));
+  CHECK_THAT(assignFlowIds(twice).error(), Catch::Contains("flow ID 3 is used twice"));
 }
 
 TEST_CASE("every error path names the bad part") {
@@ -168,7 +168,7 @@ TEST_CASE("every error path names the bad part") {
 
 TEST_CASE("error messages stay on one line whatever the input holds") {
   const auto r = parse("const1\n:const\x01x", Protocol::TCP);
-  REQUIRE_FALSE(r.spec);
-  CHECK(r.error.find('\n') == std::string::npos);
-  CHECK_THAT(r.error, Catch::Contains("\\x0a"));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().find('\n') == std::string::npos);
+  CHECK_THAT(r.error(), Catch::Contains("\\x0a"));
 }

@@ -201,7 +201,7 @@ TEST_CASE("per-flow vector: the spool budget bounds the recorded rows") {
 
 TEST_CASE("config file") {
   auto spec = *flowspec::parse("const10:exp1000:const5:const500:description=It's \"$(rm -rf /)\"`x`",
-                               npmp::Protocol::UDP).spec;
+                               npmp::Protocol::UDP);
   spec.flowId = 4;
   ConfigInfo info;
   info.scalarPattern = "run.sca.bz2";
@@ -289,9 +289,9 @@ TEST_CASE("per-path vector names are not caught by the globs of per-flow vectors
 }
 
 TEST_CASE("config file names the per-path vectors of TCP, MPTCP and SCTP flows") {
-  auto tcp = *flowspec::parse("const0:const1400", npmp::Protocol::TCP).spec;
+  auto tcp = *flowspec::parse("const0:const1400", npmp::Protocol::TCP);
   tcp.flowId = 0;
-  auto udp = *flowspec::parse("const10:const100", npmp::Protocol::UDP).spec;
+  auto udp = *flowspec::parse("const10:const100", npmp::Protocol::UDP);
   udp.flowId = 1;
   ConfigInfo info;
   info.vectorPattern = "run.vec.bz2";

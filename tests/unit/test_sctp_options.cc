@@ -19,9 +19,9 @@ using npmp::Protocol;
 namespace {
 flowspec::FlowSpec sctpSpec(const char* text) {
   auto r = flowspec::parse(text, Protocol::SCTP);
-  INFO(r.error);
-  REQUIRE(r.spec);
-  return *r.spec;
+  INFO(r.error());
+  REQUIRE(r);
+  return *r;
 }
 }  // namespace
 
@@ -42,20 +42,20 @@ TEST_CASE("CMT-SCTP tuning options") {
 }
 
 TEST_CASE("CMT-SCTP tuning errors") {
-  CHECK_THAT(flowspec::parse("const0:const1400:sctpcc=reno", Protocol::SCTP).error, Catch::Contains("rfc2581"));
-  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit=half", Protocol::SCTP).error, Catch::Contains("receiver"));
-  CHECK_THAT(flowspec::parse("const0:const1400:rtomin=0", Protocol::SCTP).error, Catch::Contains("32767"));
-  CHECK_THAT(flowspec::parse("const0:const1400:nrsack=on", Protocol::TCP).error, Catch::Contains("only to SCTP"));
-  CHECK_THAT(flowspec::parse("const0:const1400:dac=on", Protocol::UDP).error, Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:sctpcc=reno", Protocol::SCTP).error(), Catch::Contains("rfc2581"));
+  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit=half", Protocol::SCTP).error(), Catch::Contains("receiver"));
+  CHECK_THAT(flowspec::parse("const0:const1400:rtomin=0", Protocol::SCTP).error(), Catch::Contains("32767"));
+  CHECK_THAT(flowspec::parse("const0:const1400:nrsack=on", Protocol::TCP).error(), Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:dac=on", Protocol::UDP).error(), Catch::Contains("only to SCTP"));
 }
 
 TEST_CASE("the usrsctp abort (PR-SCTP + NR-SACK + fragmented messages) is refused") {
   const auto bad = flowspec::parse("const0:const5000:unreliable=0.5:nrsack=on", Protocol::SCTP);
-  CHECK_THAT(bad.error, Catch::Contains("maxmsgsize=1200"));
-  CHECK_FALSE(flowspec::parse("const0:const5000:rtx_trials=0:nrsack=on", Protocol::SCTP).spec);
-  CHECK(flowspec::parse("const0:const5000:unreliable=0.5:nrsack=on:maxmsgsize=1200", Protocol::SCTP).spec);
-  CHECK(flowspec::parse("const0:const5000:unreliable=0.5", Protocol::SCTP).spec);
-  CHECK(flowspec::parse("const0:const5000:nrsack=on", Protocol::SCTP).spec);
+  CHECK_THAT(bad.error(), Catch::Contains("maxmsgsize=1200"));
+  CHECK_FALSE(flowspec::parse("const0:const5000:rtx_trials=0:nrsack=on", Protocol::SCTP));
+  CHECK(flowspec::parse("const0:const5000:unreliable=0.5:nrsack=on:maxmsgsize=1200", Protocol::SCTP));
+  CHECK(flowspec::parse("const0:const5000:unreliable=0.5", Protocol::SCTP));
+  CHECK(flowspec::parse("const0:const5000:nrsack=on", Protocol::SCTP));
 }
 
 TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
@@ -77,7 +77,7 @@ TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
   CHECK(b[19] == 0);
   auto r = npmp::decode(b);
   REQUIRE(r);
-  CHECK(std::get<npmp::AddFlow>(*r.message) == m);
+  CHECK(std::get<npmp::AddFlow>(*r) == m);
 }
 
 TEST_CASE("per-message PR-SCTP policy from the flow options") {
@@ -150,9 +150,8 @@ TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
   CHECK(dccp[1].value == std::vector<std::uint8_t>{3});
   o.ccid = 0;
   CHECK(transport::socketOptionsFor(Protocol::DCCP, AF_INET, o).size() == 1);  // default CCID: not set
-  std::string why;
-  if (!transport::protocolAvailable(Protocol::DCCP, &why)) {
-    CHECK_THAT(why, Catch::Contains("DCCP is not supported by this kernel"));
+  if (const auto available = transport::protocolAvailable(Protocol::DCCP); !available) {
+    CHECK_THAT(available.error(), Catch::Contains("DCCP is not supported by this kernel"));
     CHECK_THROWS_WITH(transport::openSocket(Protocol::DCCP, AF_INET), Catch::Contains("not supported by this kernel"));
   }
 }
