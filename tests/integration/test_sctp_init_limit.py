@@ -8,6 +8,8 @@ is not rate-limited)."""
 import os
 import random
 import select
+import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -15,7 +17,7 @@ import tempfile
 import time
 import unittest
 
-from harness import NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root
+from harness import NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root, wait_for_port
 
 PORT = 27100
 UDP = 27190  # own SCTP/UDP encapsulation ports (9899 is for others)
@@ -181,6 +183,33 @@ class InitRateLimit(unittest.TestCase):
             self.assert_received(scalars, range(7))
             self.assertLess(time.monotonic() - start, 15)
             self.assertNotIn("not rate-limited", passive.output())
+
+    @skip_unless_root("needs root to start the passive as another user")
+    def test_without_bpf_privileges_the_passive_says_so_and_serves(self):
+        if not shutil.which("setpriv"):
+            self.skipTest("setpriv is missing")
+        port, udp = PORT + 40, UDP + 4
+        with tempfile.TemporaryDirectory() as d, tempfile.TemporaryFile() as log:
+            os.chmod(d, 0o777)
+            passive = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                        "--inh-caps=-all", NETPERFMETER, str(port), "-nodisplay",
+                                        "--sctp-stack=userland", f"--sctp-udp-port={udp}"],
+                                       cwd=d, stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                wait_for_port(port + 1)
+                time.sleep(0.3)
+                scalars = self.measure_through(port, udp)
+                self.assert_received(scalars, (0, 1, 2, 3))
+                self.assertIsNone(passive.poll())
+            finally:
+                passive.send_signal(signal.SIGINT)
+                passive.wait(timeout=10)
+            log.seek(0)
+            output = log.read().decode(errors="replace")
+        self.assertIn(f"SCTP/UDP port {udp} is not rate-limited for INITs (cannot create the BPF map: Operation not "
+                      f"permitted)", output)
+        self.assertIn(f"nft add rule inet filter input udp dport {udp} @th,160,8 1 limit rate over 500/second "
+                      "burst 1000 packets drop", output)
 
 
 class CommandLine(unittest.TestCase):
