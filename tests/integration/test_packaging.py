@@ -59,6 +59,8 @@ class Packaging(unittest.TestCase):
         self.assertIn("--runtime=", self.complete("netperfmeter", "--run"))
         self.assertIn("const0:const1400:nodelay=", self.complete("netperfmeter", "-tcp", "const0:const1400:no"))
         self.assertIn("--sctp-stack=userland", self.complete("netperfmeter", "--sctp-stack=us"))
+        self.assertIn("--sctp-init-rate=", self.complete("netperfmeter", "--sctp-i"))
+        self.assertIn("--sctp-init-rate=500/1000", self.complete("netperfmeter", "--sctp-init-rate=5"))
 
 
 if __name__ == "__main__":
