@@ -168,6 +168,19 @@ class InitRateLimit(unittest.TestCase):
                   f"({flood.received_bytes} B), amplification {flood.received_bytes / flood.sent_bytes:.2f}")
             self.assertEqual(flood.init_acks, flood.sent)
             self.assertGreater(flood.received_bytes, 10 * flood.sent_bytes)  # what the limit is for
+            # The filter looks at the first chunk only. That is enough: the stack answers an INIT
+            # only as the first and only chunk of a packet, not after (or before) another chunk.
+            flood = InitFlood(UDP + 1, PORT + 10)
+            try:
+                for first, second in ((b"\x84\x00\x00\x04", b""), (b"\xbf\x00\x00\x04", b""),
+                                      (b"\xff\x00\x00\x04", b""), (b"", b"\x84\x00\x00\x04")):
+                    init = init_packet(5000, PORT + 10)[12:]
+                    flood.sock.sendto(sctp_packet(5000, PORT + 10, 0, first + init + second), flood.target)
+                flood.sock.sendto(init_packet(5001, PORT + 10), flood.target)  # and one that is answered
+                flood.receive(1.0)
+            finally:
+                flood.close()
+            self.assertEqual((flood.init_acks, flood.other), (1, 0))
 
     @skip_unless_root("loading a BPF socket filter needs root (CAP_BPF)")
     def test_default_limit_is_on_and_leaves_measurements_alone(self):
