@@ -1,8 +1,8 @@
 // Rate limit for SCTP INIT chunks that reach the userland stack's UDP encapsulation port.
 //
-// An INIT of 32 bytes makes the stack send an INIT-ACK of about 400 bytes (state cookie,
+// An INIT of 32 bytes makes the stack send an INIT-ACK of 400 to 470 bytes (state cookie,
 // parameters) to whatever source address the datagram claims: unlimited, the port would be a
-// 12x traffic amplifier for spoofed packets. usrsctp owns its UDP sockets and offers no hook
+// 12-15x traffic amplifier for spoofed packets. usrsctp owns its UDP sockets and offers no hook
 // for INITs, so the limit sits in the kernel: an eBPF socket filter (hand-assembled, loaded
 // with the bpf() system call, no libbpf) attached to those sockets. It lets through at most
 // `perSecond` datagrams whose first SCTP chunk is an INIT, with bursts of up to `burst`
@@ -31,7 +31,7 @@ struct InitRateLimit {
 };
 // The passive's default: far above what a run sets up (one INIT per SCTP association: the
 // control association and one per -sctp option), far below what makes a useful reflector
-// (500 INIT-ACKs of ~400 bytes per second are 1.6 Mbit/s).
+// (500 INIT-ACKs of ~460 bytes per second are 1.9 Mbit/s).
 constexpr InitRateLimit kDefaultInitRateLimit{500, 1000};
 constexpr std::uint32_t kMaxInitRate = 1000000;  // per second, and the largest burst
 

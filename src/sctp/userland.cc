@@ -143,7 +143,7 @@ void limitInits(std::uint16_t port, const InitRateLimit& limit, const std::set<i
   const std::string where = "SCTP/UDP port " + std::to_string(port);
   if (!limit.enabled()) {
     log::warning(where + ": INITs are not rate-limited (--sctp-init-rate=0); each spoofed INIT is answered "
-                 "with a ~12 times larger INIT-ACK");
+                 "with a 12 to 15 times larger INIT-ACK");
     return;
   }
   const auto sockets = udpSocketsOnPort(port, before);

@@ -36,6 +36,8 @@ class Packaging(unittest.TestCase):
                          root + prefix + "/share/bash-completion/completions/netperfmeter"):
                 self.assertTrue(os.path.exists(path), path)
             self.assertIn("KillSignal=SIGINT", text)
+            # the one capability of the service: the INIT filter of its SCTP/UDP port
+            self.assertIn("\nAmbientCapabilities=CAP_BPF\nCapabilityBoundingSet=CAP_BPF\n", text)
             # The unit's command line, with the settings file's values and another port.
             settings = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', open(conf).read(), re.M))
             settings["NETPERFMETER_PORT"] = "21801"
