@@ -48,6 +48,7 @@ struct Settings {
   std::uint32_t defaultSndBuf = 0, defaultRcvBuf = 0;
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = 0, sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
+  sctp::InitRateLimit sctpInitRate = sctp::kDefaultInitRateLimit;
   std::vector<std::pair<Protocol, std::string>> specs;
   std::vector<transport::AddressPrefix> allow;
   control::PassiveLimits limits;
@@ -144,6 +145,17 @@ std::optional<CliError> setSctpUdpPort(Settings& s, const Parsed& p) {  // --sct
   if (!port || *port == 0) return bad(p, "expected a UDP port from 1 to 65535");
   (std::string_view(p.def->name) == "sctp-udp-port" ? s.sctpUdpPort : s.sctpRemoteUdpPort) =
       static_cast<std::uint16_t>(*port);
+  return std::nullopt;
+}
+
+std::optional<CliError> setSctpInitRate(Settings& s, const Parsed& p) {  // --sctp-init-rate
+  const auto limit = sctp::parseInitRateLimit(p.value);
+  if (!limit) {
+    return bad(p, "expected INITs per second [/burst] (N or N/BURST, N up to " + std::to_string(sctp::kMaxInitRate) +
+                      ", BURST from 1; 0 = unlimited)");
+  }
+  s.sctpInitRate = *limit;
+  s.passiveOnly = true;
   return std::nullopt;
 }
 
@@ -266,6 +278,7 @@ constexpr OptionDef kOptions[] = {
     {"sctp-stack", 0, Arg::Required, setSctpStack},
     {"sctp-udp-port", 0, Arg::Required, setSctpUdpPort},
     {"sctp-remote-udp-port", 0, Arg::Required, setSctpUdpPort},
+    {"sctp-init-rate", 0, Arg::Required, setSctpInitRate},
     // The passive's access control and limits.
     {"allow", 0, Arg::Required, addAllow},
     {"max-sessions", 0, Arg::Required, setLimit},
@@ -411,6 +424,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.controlOverSctp = !s.noSctp;
   c.options.sctpStack = s.sctpStack;
   c.options.sctpUdpPort = s.sctpUdpPort != 0 ? s.sctpUdpPort : sctp::kDefaultUdpEncapsulationPort;
+  c.options.sctpInitRate = s.sctpInitRate;
   if (s.sctpStack == sctp::StackChoice::Kernel && !s.noSctp) {
     std::string why;
     if (!sctp::kernelAvailable(&why)) return CliError{"--sctp-stack=kernel: " + why};
@@ -538,7 +552,9 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   if (auto error = splitRemote(where, host, port)) return *error;
   if (s.specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (s.noSctp || s.noTcp || s.noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
-  if (s.passiveOnly) return CliError{"--allow, --max-* and --idle-timeout are options of the passive side"};
+  if (s.passiveOnly) {
+    return CliError{"--allow, --max-*, --idle-timeout and --sctp-init-rate are options of the passive side"};
+  }
   auto& active = s.active;
   active.commandLine = args;
   active.sctpStack = s.sctpStack;
@@ -615,6 +631,8 @@ std::string usage() {
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
          "  --sctp-udp-port=PORT         local UDP port of userland SCTP (passive default 9899, active: any)\n"
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
+         "  --sctp-init-rate=N[/BURST]   passive: answer at most N SCTP INITs per second on that UDP port, BURST\n"
+         "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n"
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
          "  --max-sessions=N (256)  --max-sessions-per-host=N (32)  --max-flows=N per session (4096)\n"

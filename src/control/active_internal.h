@@ -79,7 +79,7 @@ private:
   // active_flows.cc
   asio::awaitable<std::shared_ptr<transport::SctpAssociation>> association(const flowspec::FlowSpec& spec);
   sctp::StackSettings sctpSettings() const {
-    return sctp::StackSettings{o_.sctpUdpPort, o_.sctpRemoteUdpPort};
+    return sctp::StackSettings{o_.sctpUdpPort, o_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
   }
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
   asio::awaitable<void> setupFlow(FlowRun& run);

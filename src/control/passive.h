@@ -49,6 +49,7 @@ struct PassiveOptions {
   std::uint32_t rcvBufferSize = 0, sndBufferSize = 0;  // -i / -o on the data listeners
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = sctp::kDefaultUdpEncapsulationPort;
+  sctp::InitRateLimit sctpInitRate = sctp::kDefaultInitRateLimit;  // --sctp-init-rate
   std::vector<transport::AddressPrefix> allow;  // --allow: who may use the passive (empty: everyone)
   std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: actives must prove it
   PassiveLimits limits;

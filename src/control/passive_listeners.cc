@@ -309,7 +309,8 @@ void Listeners::openSctp() {
 
 void Listeners::openSctp(sctp::Stack stack) {
   const int family = this->family(options_.localAddresses);
-  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort};
+  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort,
+                                     options_.sctpInitRate};
   std::vector<std::shared_ptr<sctp::Socket>> opened;
   try {
     for (const bool control : {true, false}) {

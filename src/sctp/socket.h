@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sctp/init_filter.h"
 #include "transport/path_sample.h"
 
 namespace npm::sctp {
@@ -131,6 +132,9 @@ public:
 struct StackSettings {
   std::uint16_t udpEncapsulationPort = 0;  // local port; 0 = a free one
   std::uint16_t remoteUdpEncapsulationPort = 9899;
+  // The passive's limit on INITs to the encapsulation port (init_filter.h); nullopt: none and
+  // no word about it (the active, which listens for no associations and answers no INIT).
+  std::optional<InitRateLimit> initRateLimit;
 };
 constexpr std::uint16_t kDefaultUdpEncapsulationPort = 9899;
 

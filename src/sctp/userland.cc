@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -135,6 +136,41 @@ private:
   bool lowered_ = false;
 };
 
+// Keeps the stack's UDP port from being a traffic amplifier (init_filter.h): attaches the INIT
+// rate limit to the sockets usrsctp_init opened on `port` (those not in `before`), or says why
+// it could not and how else to protect the port. The stack works either way.
+void limitInits(std::uint16_t port, const InitRateLimit& limit, const std::set<int>& before) {
+  const std::string where = "SCTP/UDP port " + std::to_string(port);
+  if (!limit.enabled()) {
+    log::warning(where + ": INITs are not rate-limited (--sctp-init-rate=0); each spoofed INIT is answered "
+                 "with a 12 to 15 times larger INIT-ACK");
+    return;
+  }
+  const auto sockets = udpSocketsOnPort(port, before);
+  std::string why;
+  std::unique_ptr<InitRateFilter> filter;
+  if (sockets.empty()) {
+    why = "usrsctp's UDP socket was not found";
+  } else {
+    filter = InitRateFilter::load(limit, &why);
+  }
+  std::size_t attached = 0;
+  if (filter) {
+    for (const int fd : sockets) {
+      if (filter->attach(fd, &why)) ++attached;
+    }
+  }
+  if (filter && attached == sockets.size()) {
+    log::info(where + ": INITs limited to " + describe(limit) + " (BPF socket filter on " +
+              std::to_string(attached) + (attached == 1 ? " socket)" : " sockets)"));
+    // The program stays attached to the sockets; the descriptors are not needed any more.
+    return;
+  }
+  log::warning(where + " is not rate-limited for INITs (" + why +
+               "), so spoofed INITs can use it as a traffic amplifier. Run as root (CAP_BPF), or limit "
+               "INITs in the firewall, e.g.: " + nftablesHint(port, limit));
+}
+
 void start(const StackSettings& settings) {
   std::lock_guard lock(gMutex);
   if (gStarted) return;
@@ -145,10 +181,12 @@ void start(const StackSettings& settings) {
     throw TransportError("the SCTP/UDP encapsulation port " + std::to_string(port) +
                          " is in use (another userland SCTP process?); choose one with --sctp-udp-port");
   }
+  const std::set<int> before = settings.initRateLimit ? openDescriptors() : std::set<int>{};
   {
     WithoutRawSockets udpOnly;
     usrsctp_init(port, nullptr, nullptr);
   }
+  if (settings.initRateLimit) limitInits(port, *settings.initRateLimit, before);
   // Never answer SCTP packets that belong to someone else (should raw SCTP reach the stack
   // after all, e.g. where the capabilities cannot be lowered).
   usrsctp_sysctl_set_sctp_blackhole(2);

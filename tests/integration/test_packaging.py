@@ -36,6 +36,8 @@ class Packaging(unittest.TestCase):
                          root + prefix + "/share/bash-completion/completions/netperfmeter"):
                 self.assertTrue(os.path.exists(path), path)
             self.assertIn("KillSignal=SIGINT", text)
+            # the one capability of the service: the INIT filter of its SCTP/UDP port
+            self.assertIn("\nAmbientCapabilities=CAP_BPF\nCapabilityBoundingSet=CAP_BPF\n", text)
             # The unit's command line, with the settings file's values and another port.
             settings = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', open(conf).read(), re.M))
             settings["NETPERFMETER_PORT"] = "21801"
@@ -59,6 +61,8 @@ class Packaging(unittest.TestCase):
         self.assertIn("--runtime=", self.complete("netperfmeter", "--run"))
         self.assertIn("const0:const1400:nodelay=", self.complete("netperfmeter", "-tcp", "const0:const1400:no"))
         self.assertIn("--sctp-stack=userland", self.complete("netperfmeter", "--sctp-stack=us"))
+        self.assertIn("--sctp-init-rate=", self.complete("netperfmeter", "--sctp-i"))
+        self.assertIn("--sctp-init-rate=500/1000", self.complete("netperfmeter", "--sctp-init-rate=5"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,240 @@
+// The SCTP INIT rate limit (sctp/init_filter): option text, the socket search, and the
+// hand-assembled BPF socket filter on real loopback UDP sockets (loading it needs root).
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "sctp/init_filter.h"
+
+using namespace npm;
+using sctp::InitRateLimit;
+
+namespace {
+
+// A socket that closes itself.
+struct Fd {
+  explicit Fd(int fd) : fd(fd) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int fd;
+};
+
+// A UDP socket bound to the loopback address of `family` (port 0: any).
+int boundUdp(int family, std::uint16_t port = 0) {
+  const int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  if (family == AF_INET) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  } else {
+    const int on = 1;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    sa.sin6_addr = in6addr_loopback;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  }
+  return fd;
+}
+
+std::uint16_t portOf(int fd) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof(sa);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  return ntohs(sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(sa).sin_port
+                                       : reinterpret_cast<sockaddr_in6&>(sa).sin6_port);
+}
+
+// An SCTP packet as the UDP payload: common header, then one chunk of `chunkType` whose
+// value carries `tag` (to tell the datagrams apart on arrival). `size` < 13 cuts it short.
+std::vector<std::uint8_t> packet(std::uint8_t chunkType, std::uint8_t tag, std::size_t size = 32) {
+  std::vector<std::uint8_t> p(size, 0);
+  if (size > 0) p[0] = 0x13;  // source port 5000
+  if (size > 12) p[12] = chunkType;
+  if (size > 31) p[31] = tag;
+  return p;
+}
+
+void sendTo(int from, int to, const std::vector<std::uint8_t>& data) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof(sa);
+  REQUIRE(::getsockname(to, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  REQUIRE(::sendto(from, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&sa), len) ==
+          static_cast<long>(data.size()));
+}
+
+// Everything waiting on `fd`.
+std::vector<std::vector<std::uint8_t>> drain(int fd) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<std::vector<std::uint8_t>> got;
+  std::uint8_t buffer[2048];
+  for (;;) {
+    const long n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n < 0) break;
+    got.emplace_back(buffer, buffer + n);
+  }
+  return got;
+}
+
+std::size_t countInits(const std::vector<std::vector<std::uint8_t>>& got) {
+  return static_cast<std::size_t>(
+      std::count_if(got.begin(), got.end(), [](const auto& d) { return d.size() > 12 && d[12] == 1; }));
+}
+
+// The filter for `limit`, or nullptr when this process may not load BPF (not root: skipped).
+std::unique_ptr<sctp::InitRateFilter> loadOrSkip(const InitRateLimit& limit) {
+  std::string why;
+  auto filter = sctp::InitRateFilter::load(limit, &why);
+  if (!filter && ::geteuid() != 0) {
+    WARN("BPF socket filter not loaded (not root): " << why);
+    return nullptr;
+  }
+  INFO(why);
+  REQUIRE(filter);
+  return filter;
+}
+
+}  // namespace
+
+TEST_CASE("--sctp-init-rate values") {
+  CHECK(sctp::parseInitRateLimit("500") == InitRateLimit{500, 500});
+  CHECK(sctp::parseInitRateLimit("20/5") == InitRateLimit{20, 5});
+  CHECK(sctp::parseInitRateLimit("1/1000000") == InitRateLimit{1, 1000000});
+  CHECK(sctp::parseInitRateLimit("0") == InitRateLimit{});
+  CHECK_FALSE(sctp::parseInitRateLimit("0").value().enabled());
+  CHECK(sctp::parseInitRateLimit("1000000") == InitRateLimit{1000000, 1000000});
+  for (const char* bad : {"", "/", "0/5", "5/0", "5/", "/5", "-1", "1000001", "5/1000001", "1.5", "5/2/1", "x", " 5"}) {
+    INFO(bad);
+    CHECK_FALSE(sctp::parseInitRateLimit(bad));
+  }
+  CHECK(sctp::describe(InitRateLimit{500, 1000}) == "500/s, burst 1000");
+  CHECK(sctp::describe(InitRateLimit{}) == "unlimited");
+  CHECK(sctp::kDefaultInitRateLimit.enabled());
+  CHECK(sctp::kDefaultInitRateLimit.burst >= sctp::kDefaultInitRateLimit.perSecond);
+  CHECK(sctp::nftablesHint(27001, InitRateLimit{20, 5}) ==
+        "nft add rule inet filter input udp dport 27001 @th,160,8 1 limit rate over 20/second burst 5 packets drop");
+}
+
+TEST_CASE("The UDP sockets on a port are found, IPv4 and IPv6, and nothing else") {
+  Fd v4(boundUdp(AF_INET));
+  const std::uint16_t port = portOf(v4.fd);
+  Fd v6(boundUdp(AF_INET6, port));
+  Fd other(boundUdp(AF_INET));
+  Fd tcp(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(tcp.fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+
+  auto found = sctp::udpSocketsOnPort(port);
+  std::sort(found.begin(), found.end());
+  CHECK(found == std::vector<int>{std::min(v4.fd, v6.fd), std::max(v4.fd, v6.fd)});
+  CHECK(sctp::udpSocketsOnPort(port, {v4.fd}) == std::vector<int>{v6.fd});
+  const auto open = sctp::openDescriptors();
+  CHECK(open.count(v4.fd) == 1);
+  CHECK(open.count(tcp.fd) == 1);
+  CHECK(sctp::udpSocketsOnPort(port, open).empty());
+}
+
+TEST_CASE("The INIT filter loads with its configuration in the map") {
+  auto filter = loadOrSkip(InitRateLimit{20, 7});
+  if (!filter) return;
+  const auto s = filter->state();
+  REQUIRE(s);
+  CHECK(s->intervalNs == 50000000);
+  CHECK(s->toleranceNs == 7 * 50000000ULL);
+  CHECK(s->tat == 0);
+  CHECK(s->passed == 0);
+  CHECK(s->dropped == 0);
+  CHECK(filter->limit() == InitRateLimit{20, 7});
+  std::string why;
+  CHECK_FALSE(sctp::InitRateFilter::load(InitRateLimit{}, &why));
+  CHECK(why == "no limit configured");
+}
+
+TEST_CASE("The INIT filter lets a burst of INITs through, then the rate; everything else passes") {
+  constexpr std::uint32_t kRate = 10, kBurst = 5;  // one INIT per 100 ms
+  auto filter = loadOrSkip(InitRateLimit{kRate, kBurst});
+  if (!filter) return;
+  Fd receiver(boundUdp(AF_INET));
+  Fd sender(boundUdp(AF_INET));
+  std::string why;
+  REQUIRE(filter->attach(receiver.fd, &why));
+
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kInits = 40;
+  for (int i = 0; i < kInits; ++i) {
+    sendTo(sender.fd, receiver.fd, packet(1, static_cast<std::uint8_t>(i)));
+    sendTo(sender.fd, receiver.fd, packet(0, static_cast<std::uint8_t>(i)));  // DATA
+  }
+  sendTo(sender.fd, receiver.fd, packet(1, 0, 12));   // a bare common header: no chunk
+  sendTo(sender.fd, receiver.fd, packet(1, 0, 3));    // shorter than an SCTP header
+  sendTo(sender.fd, receiver.fd, packet(0, 0, 0));    // empty datagram
+  sendTo(sender.fd, receiver.fd, packet(6, 0, 13));   // ABORT
+  sendTo(sender.fd, receiver.fd, packet(2, 0, 400));  // INIT-ACK
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto got = drain(receiver.fd);
+
+  const std::size_t inits = countInits(got);
+  CHECK(got.size() - inits == kInits + 5);  // every other datagram, the short and empty ones too
+  CHECK(inits >= kBurst);
+  CHECK(inits <= kBurst + static_cast<std::size_t>(std::ceil(elapsed * kRate)) + 1);
+  auto s = filter->state();
+  REQUIRE(s);
+  CHECK(s->passed == inits);
+  CHECK(s->dropped == kInits - inits);
+
+  // After 300 ms, three more INITs are due (and not many more).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 10; ++i) sendTo(sender.fd, receiver.fd, packet(1, static_cast<std::uint8_t>(i)));
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::size_t later = countInits(drain(receiver.fd));
+  CHECK(later >= 2);
+  CHECK(inits + later <= kBurst + static_cast<std::size_t>(std::ceil(total * kRate)) + 1);
+  s = filter->state();
+  REQUIRE(s);
+  CHECK(s->passed + s->dropped == kInits + 10);
+}
+
+TEST_CASE("IPv4 and IPv6 sockets with the INIT filter share one bucket") {
+  auto filter = loadOrSkip(InitRateLimit{1, 6});
+  if (!filter) return;
+  Fd v4(boundUdp(AF_INET));
+  Fd v6(boundUdp(AF_INET6, portOf(v4.fd)));
+  Fd sender4(boundUdp(AF_INET));
+  Fd sender6(boundUdp(AF_INET6));
+  std::string why;
+  REQUIRE(filter->attach(v4.fd, &why));
+  REQUIRE(filter->attach(v6.fd, &why));
+  for (int i = 0; i < 5; ++i) {
+    sendTo(sender4.fd, v4.fd, packet(1, static_cast<std::uint8_t>(i)));
+    sendTo(sender6.fd, v6.fd, packet(1, static_cast<std::uint8_t>(i)));
+    sendTo(sender6.fd, v6.fd, packet(3, static_cast<std::uint8_t>(i)));  // SACK
+  }
+  const auto got4 = drain(v4.fd);
+  const auto got6 = drain(v6.fd);
+  // Six INITs at once, a seventh after a second at the earliest (the sends take far less).
+  CHECK(countInits(got4) + countInits(got6) >= 6);
+  CHECK(countInits(got4) + countInits(got6) <= 7);
+  CHECK(countInits(got4) >= 3);  // the first six alternate: three on each socket
+  CHECK(countInits(got6) >= 3);
+  CHECK(got6.size() - countInits(got6) == 5);
+}
