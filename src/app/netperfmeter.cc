@@ -30,6 +30,13 @@ bool applyLog(const app::LogSettings& s) {
 }
 
 int runPassive(const app::PassiveCommand& c) {
+  // A descriptor per data connection: the soft limit (often 1024) up to the hard one.
+  const auto descriptors = transport::raiseDescriptorLimit();
+  if (descriptors.soft != 0 && descriptors.soft < c.options.limits.flowsPerSession + 64) {
+    log::warning("This process may open only " + std::to_string(descriptors.soft) +
+                 " file descriptors (its hard limit): fewer flows than --max-flows=" +
+                 std::to_string(c.options.limits.flowsPerSession) + " can connect; raise it (ulimit -Hn, LimitNOFILE=)");
+  }
   boost::asio::io_context io;
   control::PassiveServer server(io, c.options);
   // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
