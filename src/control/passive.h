@@ -36,6 +36,10 @@ struct PassiveLimits {
   std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
   std::uint64_t spoolPerSession = std::uint64_t{2} << 30;  // per-flow vectors waiting for upload (bytes)
   std::uint64_t spoolTotal = std::uint64_t{8} << 30;
+  // The soft limit of open files (set when the passive starts; 0: not checked): ADD_FLOW is
+  // refused while the flows and a reserve would not fit in it.
+  std::size_t descriptors = 0;
+  static constexpr std::size_t kReservedDescriptors = 64;
   // --path-interval: how often flows whose active asks for per-path vectors are sampled.
   std::chrono::milliseconds pathInterval{100};
 };

@@ -111,6 +111,36 @@ class ManyFlows(unittest.TestCase):
             passive.wait(timeout=10)
             log.close()
 
+    @unittest.skipUnless(shutil.which("prlimit"), "needs prlimit")
+    def test_passive_out_of_descriptors_refuses_add_flow_with_one_clear_line(self):
+        # The passive may open 150 descriptors: 150 - 64 (reserve) = 86 flows, not 120.
+        log = tempfile.TemporaryFile()
+        passive = subprocess.Popen(["prlimit", "--nofile=150:150", NETPERFMETER, str(PORT + 40), "-nodisplay",
+                                    "-control-over-tcp"], stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            wait_for_port(PORT + 41)
+            result = run_active(f"127.0.0.1:{PORT + 40}", "-control-over-tcp", "-runtime=1", "--count=120", "-tcp",
+                                FLOW, cwd=self.dir, timeout=60, check=False)
+            self.assertNotEqual(result.returncode, 0)
+            errors = error_lines(result.stderr + result.stdout)
+            self.assertEqual(len(errors), 1, result.stderr[-2000:])
+            self.assertIn("refused flow #86", errors[0])
+            self.assertIn("may not open more file descriptors (86 flows accepted)", errors[0])
+            self.assertIn("ulimit -Hn", errors[0])
+            # Its flows are gone with the session: a run within the limit works.
+            time.sleep(0.5)
+            run_active(f"127.0.0.1:{PORT + 40}", "-control-over-tcp", "-runtime=0.5", "--count=80", "-tcp", FLOW,
+                       cwd=self.dir, timeout=60)
+            self.assertIsNone(passive.poll())
+            log.seek(0)
+            text = log.read().decode(errors="replace")
+            self.assertIn("--max-flows=4096 can connect", text)  # said at start
+            self.assertEqual(text.count("flows use the file descriptors this process may open (150;"), 1)
+        finally:
+            passive.terminate()
+            passive.wait(timeout=10)
+            log.close()
+
 
 if __name__ == "__main__":
     main()
