@@ -159,6 +159,8 @@ static const value_string npmp_status_vals[] = {
   { 3, "Authentication required" },
   { 4, "Unsupported" },
   { 5, "OK, per-path vector follows" },
+  { 6, "Too many flows" },
+  { 7, "No file descriptors" },
   { 0, NULL }
 };
 

@@ -52,6 +52,7 @@ struct Settings {
   std::vector<std::pair<Protocol, std::string>> specs;
   std::vector<transport::AddressPrefix> allow;
   control::PassiveLimits limits;
+  control::GivenLimits givenLimits;  // the others follow the totals (deriveLimits)
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
 };
@@ -100,8 +101,8 @@ std::optional<CliError> setBuffer(Settings& s, const Parsed& p) {  // -o, -i
 }
 
 std::optional<CliError> setCount(Settings& s, const Parsed& p) {
-  const auto n = parseNumber(p.value, 4096);
-  if (!n || *n < 1) return bad(p, "expected a flow count from 1 to 4096");
+  const auto n = parseNumber(p.value, 1000000);
+  if (!n || *n < 1) return bad(p, "expected a flow count from 1 to 1000000");
   s.count = *n;
   return std::nullopt;
 }
@@ -208,10 +209,10 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   if (!n || *n < 1) return bad(p, "expected a whole number from 1 to " + std::to_string(most));
   auto& limits = s.limits;
   if (name == "max-sessions") limits.sessions = *n;
-  else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n;
+  else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n, s.givenLimits.sessionsPerHost = true;
   else if (name == "max-flows") limits.flowsPerSession = *n;
-  else if (name == "max-pending") limits.pendingConnections = *n;
-  else if (name == "max-pending-per-host") limits.pendingPerHost = *n;
+  else if (name == "max-pending") limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
+  else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
   else if (name == "max-spool") limits.spoolPerSession = *n << 20;
   else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
   else limits.idleTimeout = std::chrono::seconds(*n);
@@ -439,7 +440,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.sndBufferSize = s.defaultSndBuf;
   c.options.allow = std::move(s.allow);
   c.options.authKey = std::move(s.authKey);
-  c.options.limits = s.limits;
+  c.options.limits = control::deriveLimits(s.limits, s.givenLimits);
   c.runtime = s.runtime;
   c.display = s.display;
   c.log = s.log;
@@ -635,8 +636,10 @@ std::string usage() {
          "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n"
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
-         "  --max-sessions=N (256)  --max-sessions-per-host=N (32)  --max-flows=N per session (4096)\n"
-         "  --max-pending=N (1024)  --max-pending-per-host=N (128)  data connections not identified yet\n"
+         "  --max-sessions=N (256)  --max-sessions-per-host=N (32; not given: max-sessions/8)\n"
+         "  --max-flows=N (4096)         flows per session\n"
+         "  --max-pending=N (1024; not given: max-flows/4)  --max-pending-per-host=N (128; not given:\n"
+         "                               max-pending/8)  data connections not identified yet\n"
          "  --idle-timeout=SECONDS (120) close a control connection without a running measurement\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
          "  --max-download=MIB (32768)   active: the largest result file it accepts from the passive\n"

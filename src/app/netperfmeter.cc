@@ -30,8 +30,17 @@ bool applyLog(const app::LogSettings& s) {
 }
 
 int runPassive(const app::PassiveCommand& c) {
+  // A descriptor per data connection: the soft limit (often 1024) up to the hard one.
+  const auto descriptors = transport::raiseDescriptorLimit();
+  if (descriptors.soft != 0 && descriptors.soft < c.options.limits.flowsPerSession + control::PassiveLimits::kReservedDescriptors) {
+    log::warning("This process may open only " + std::to_string(descriptors.soft) +
+                 " file descriptors (its hard limit): fewer flows than --max-flows=" +
+                 std::to_string(c.options.limits.flowsPerSession) + " can connect; raise it (ulimit -Hn, LimitNOFILE=)");
+  }
+  control::PassiveOptions options = c.options;
+  options.limits.descriptors = static_cast<std::size_t>(descriptors.soft);
   boost::asio::io_context io;
-  control::PassiveServer server(io, c.options);
+  control::PassiveServer server(io, options);
   // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int signalled = 0;

@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <set>
 
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "control/stop_flows.h"
+#include "transport/sockets.h"
 
 namespace npm::control {
 
@@ -24,7 +26,33 @@ std::uint64_t randomMeasurementId() {
   return (std::uint64_t{device()} << 32) | device();
 }
 
+constexpr std::uint64_t kReservedDescriptors = 64;
+
 }  // namespace
+
+std::uint64_t descriptorsNeeded(const ActiveOptions& o) {
+  std::uint64_t n = kReservedDescriptors;
+  std::set<std::uint32_t> associations;
+  const bool vectors = !o.vectorPattern.empty();
+  for (const auto& f : o.flows) {
+    if (f.protocol == npmp::Protocol::SCTP) {
+      if (associations.insert(f.association).second) ++n;
+    } else {
+      ++n;
+    }
+    if (vectors) n += 1 + (o.pathInterval.count() > 0 && measure::hasPaths(f.protocol) ? 1 : 0);
+  }
+  return n;
+}
+
+std::string checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::uint64_t hard) {
+  const std::uint64_t needed = descriptorsNeeded(o);
+  if (soft == 0 || needed <= soft) return {};
+  return std::to_string(o.flows.size()) + " flows need up to " + std::to_string(needed) +
+         " file descriptors, but this process may open only " + std::to_string(soft) + " (hard limit " +
+         std::to_string(hard) + "): raise it (e.g. ulimit -Hn " + std::to_string(needed) +
+         " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows";
+}
 
 Active::Active(asio::io_context& io, const ActiveOptions& o)
     : io_(io),
@@ -71,6 +99,8 @@ asio::awaitable<int> Active::run() {
   });
   log::info("Active mode: measurement ID $" + hex64(measurementId_));
   try {
+    const auto limit = transport::raiseDescriptorLimit();
+    if (const auto why = checkDescriptors(o_, limit.soft, limit.hard); !why.empty()) throw ActiveError(why);
     co_await setUp();
   } catch (const std::exception& e) {
     json_.error(e.what());

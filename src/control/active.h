@@ -50,6 +50,14 @@ struct ActiveOptions {
   std::vector<std::string> commandLine;  // the arguments, for the result document
 };
 
+// File descriptors a run with these options needs at most: a socket per flow (per association
+// for SCTP), with -vector a file per flow (and per flow whose paths are recorded), and a reserve
+// for the control connection, the event loop, the result and log files.
+std::uint64_t descriptorsNeeded(const ActiveOptions& options);
+// Empty if `soft` descriptors are enough for the run (after raising the soft limit to the hard
+// one); else the one-line reason to refuse it before connecting.
+std::string checkDescriptors(const ActiveOptions& options, std::uint64_t soft, std::uint64_t hard);
+
 // Runs the whole measurement; returns the process exit code.
 int runActive(const ActiveOptions& options);
 

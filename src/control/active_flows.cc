@@ -177,6 +177,17 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     throw ActiveError("the passive at " + control_->peerName() +
                       " requires authentication: give the shared key with --auth-key-file");
   }
+  if (added.status == npmp::kStatusTooManyFlows) {
+    throw ActiveError("the passive at " + control_->peerName() + " refused flow #" + std::to_string(flowId) +
+                      ": more flows than it grants one control connection (" + std::to_string(flows_.size() - 1) +
+                      " accepted); start the passive with a higher --max-flows");
+  }
+  if (added.status == npmp::kStatusNoDescriptors) {
+    throw ActiveError("the passive at " + control_->peerName() + " refused flow #" + std::to_string(flowId) +
+                      ": it may not open more file descriptors (" + std::to_string(flows_.size() - 1) +
+                      " flows accepted); raise the passive's limit of open files (ulimit -Hn, LimitNOFILE=) or run "
+                      "fewer flows");
+  }
   if (added.status != npmp::kStatusOk) {
     throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
   }

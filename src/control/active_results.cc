@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "common/fileio.h"
 #include "common/log.h"
@@ -158,8 +159,10 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
 }
 
 void Active::printStatistics(const measure::MeasurementResult& own) const {
+  std::map<std::uint32_t, const flowspec::FlowSpec*> specs;  // by flow ID: thousands of flows
+  for (const auto& r : flows_) specs.emplace(*r.spec.flowId, &r.spec);
   for (const auto& f : own.flows) {
-    const auto& spec = std::find_if(flows_.begin(), flows_.end(), [&](const FlowRun& r) { return *r.spec.flowId == f.flowId; })->spec;
+    const auto& spec = *specs.at(f.flowId);
     auto line = [](const char* what, const measure::Counters& c, std::uint64_t from, std::uint64_t to) {
       const double seconds = to > from ? static_cast<double>(to - from) / 1e6 : 0.0;
       const double s = seconds > 0 ? seconds : 1.0;

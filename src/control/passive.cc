@@ -2,12 +2,25 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "control/passive_listeners.h"
 #include "control/passive_session.h"
 #include "control/passive_state.h"
 
 namespace npm::control {
+
+PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
+  if (!given.sessionsPerHost) limits.sessionsPerHost = std::max(PassiveLimits::kSessionsPerHost, limits.sessions / 8);
+  if (!given.pendingConnections) {
+    limits.pendingConnections = std::max(PassiveLimits::kPendingConnections, limits.flowsPerSession / 4);
+  }
+  if (!given.pendingPerHost) {
+    limits.pendingPerHost = std::max(PassiveLimits::kPendingPerHost, limits.pendingConnections / 8);
+  }
+  return limits;
+}
 
 std::size_t PassiveState::sessionsOf(const asio::ip::address& host) const {
   std::size_t n = 0;

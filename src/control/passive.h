@@ -22,21 +22,37 @@ namespace asio = boost::asio;
 
 // What one passive grants its peers, in all and per host (documented in netperfmeter(1)).
 struct PassiveLimits {
-  std::size_t sessions = 256;             // control connections at once
-  std::size_t sessionsPerHost = 32;
-  std::size_t flowsPerSession = 4096;
+  static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kFlowsPerSession = 4096,
+                               kPendingConnections = 1024, kPendingPerHost = 128;
+  std::size_t sessions = kSessions;  // control connections at once
+  std::size_t sessionsPerHost = kSessionsPerHost;
+  std::size_t flowsPerSession = kFlowsPerSession;
   std::size_t measurementsPerSession = 16;
   std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
-  std::size_t pendingConnections = 1024;  // data connections accepted, not identified yet
-  std::size_t pendingPerHost = 128;
+  std::size_t pendingConnections = kPendingConnections;  // data connections accepted, not identified yet
+  std::size_t pendingPerHost = kPendingPerHost;
   std::chrono::seconds firstMessageTimeout{10};  // a control connection that says nothing
   std::chrono::seconds idleTimeout{120};  // a session without a running measurement
   std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
   std::uint64_t spoolPerSession = std::uint64_t{2} << 30;  // per-flow vectors waiting for upload (bytes)
   std::uint64_t spoolTotal = std::uint64_t{8} << 30;
+  // The soft limit of open files (set when the passive starts; 0: not checked): ADD_FLOW is
+  // refused while the flows and a reserve would not fit in it.
+  std::size_t descriptors = 0;
+  static constexpr std::size_t kReservedDescriptors = 64;
   // --path-interval: how often flows whose active asks for per-path vectors are sampled.
   std::chrono::milliseconds pathInterval{100};
 };
+
+// Which of the derived limits the command line gave.
+struct GivenLimits {
+  bool sessionsPerHost = false, pendingConnections = false, pendingPerHost = false;
+};
+
+// The limits that were not given follow those that were raised: what one host may have is an
+// eighth of the totals (--max-sessions, --max-pending), and the data connections waiting for
+// their IDENTIFY a quarter of --max-flows; never less than the defaults.
+PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given);
 
 struct PassiveOptions {
   std::uint16_t port = 9000;

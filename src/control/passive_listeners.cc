@@ -128,7 +128,9 @@ void Listeners::openStream(Protocol protocol, std::uint16_t port, const std::vec
     }
     transport::configureSocket(fd, socketProtocol, family, o);
     transport::bindSocket(fd, addresses.empty() ? anyAddress(family) : addresses.front(), port);
-    if (::listen(fd, 128) != 0) {
+    // Data connections may come by the thousand (--max-flows, several actives): the kernel's
+    // whole backlog (net.core.somaxconn caps it).
+    if (::listen(fd, control ? 128 : SOMAXCONN) != 0) {
       throw transport::TransportError("cannot listen on port " + std::to_string(port) + ": " + std::strerror(errno));
     }
   } catch (...) {
@@ -238,7 +240,7 @@ void Listeners::openDccp(int family) {
     transport::configureSocket(fd, Protocol::DCCP, family, o);
     transport::bindSocket(fd, options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
                           options_.port);
-    if (::listen(fd, 128) != 0) throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
+    if (::listen(fd, SOMAXCONN) != 0) throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
   } catch (const transport::TransportError& e) {
     if (fd >= 0) ::close(fd);
     if (family == AF_INET6 && options_.localAddresses.empty()) {

@@ -208,8 +208,21 @@ asio::awaitable<void> Session::run() {
 void Session::handleAddFlow(const npmp::AddFlow& m) {
   std::uint32_t status = npmp::kStatusError;
   if (flows_.size() >= state_->limits.flowsPerSession) {
-    log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
-                 std::to_string(state_->limits.flowsPerSession) + " flows (--max-flows)");
+    if (!flowLimitSaid_) {  // once per session: an active may try thousands more
+      flowLimitSaid_ = true;
+      log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
+                   std::to_string(state_->limits.flowsPerSession) + " flows (--max-flows)");
+    }
+    status = npmp::kStatusTooManyFlows;
+  } else if (state_->limits.descriptors != 0 &&
+             state_->flows->size() + PassiveLimits::kReservedDescriptors >= state_->limits.descriptors) {
+    if (!descriptorLimitSaid_) {
+      descriptorLimitSaid_ = true;
+      log::warning("ADD_FLOW rejected from " + control_->peerName() + ": " + std::to_string(state_->flows->size()) +
+                   " flows use the file descriptors this process may open (" +
+                   std::to_string(state_->limits.descriptors) + "; raise its hard limit: ulimit -Hn, LimitNOFILE=)");
+    }
+    status = npmp::kStatusNoDescriptors;
   } else if (onOffEvents_ + m.onOffEvents.size() > state_->limits.onOffEventsPerSession) {
     log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
                  std::to_string(state_->limits.onOffEventsPerSession) + " on/off events in one session");

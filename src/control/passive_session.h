@@ -74,6 +74,8 @@ private:
   std::shared_ptr<measure::SpoolBudget> spool_;
   std::size_t onOffEvents_ = 0;  // of all its flows
   std::uint64_t unknownRemovals_ = 0;
+  bool flowLimitSaid_ = false;  // the --max-flows warning, once
+  bool descriptorLimitSaid_ = false;  // the descriptor warning, once
   static inline std::uint64_t authFailures_ = 0;  // of all sessions, for rate-limited logging
   bool closing_ = false;
 };

@@ -37,11 +37,22 @@ int parameterCount(std::uint8_t rng) {
   }
 }
 
-Random::Random() {
-  std::random_device device;
-  std::seed_seq seq{device(), device(), device(), device()};
-  engine_.seed(seq);
+namespace {
+
+// One entropy-seeded source per thread hands every Random its seed: a std::random_device and
+// a seed_seq per generator cost more than all else of setting up a flow with thousands of flows.
+std::uint64_t nextSeed() {
+  thread_local std::mt19937_64 seeds = [] {
+    std::random_device device;
+    std::seed_seq seq{device(), device(), device(), device(), device(), device(), device(), device()};
+    return std::mt19937_64(seq);
+  }();
+  return seeds();
 }
+
+}  // namespace
+
+Random::Random() : engine_(nextSeed()) {}
 
 double Random::normal() {
   // Marsaglia's polar form of Box–Muller; keeps the second value for the next call.

@@ -83,6 +83,10 @@ constexpr std::uint32_t kStatusUnsupported = 4;
 // OK, and the flow's per-path vector follows its per-flow vector in RESULTS. The reference's
 // passive never sends it (it does not know the flag), so an active knows what to expect.
 constexpr std::uint32_t kStatusOkPathVectorFollows = 5;
+// ... and an ADD_FLOW beyond the flows it grants one control connection (its --max-flows).
+constexpr std::uint32_t kStatusTooManyFlows = 6;
+// ... and an ADD_FLOW that its limit of open files could not hold (RLIMIT_NOFILE).
+constexpr std::uint32_t kStatusNoDescriptors = 7;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;

@@ -87,6 +87,13 @@ bool allowed(const std::vector<AddressPrefix>& ranges, const asio::ip::address& 
 
 // Bytes not yet acknowledged by the peer on a stream socket (SIOCOUTQ), or -1.
 long unsentBytes(int fd);
+
+// The process's limit of open files (RLIMIT_NOFILE): raises the soft limit to the hard limit
+// (many flows need a descriptor each) and returns {soft, hard} then in force.
+struct DescriptorLimit {
+  std::uint64_t soft = 0, hard = 0;
+};
+DescriptorLimit raiseDescriptorLimit();
 // Bytes in a socket's receive queue (SIOCINQ), -1 if the socket cannot tell.
 long unreadBytes(int fd);
 

@@ -8,6 +8,10 @@ python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 5 --rounds
 echo
 echo "== per-path sampling: saturated TCP with --path-interval=0 / 100 / 10"
 python3 "$here/path_sampling.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 5
+echo
+echo "== many flows: 1000 and 10000 rate-driven TCP flows (set-up, stop, frames per flow)"
+python3 "$here/many_flows.py" "$build/src/app/netperfmeter" --flows 1000
+python3 "$here/many_flows.py" "$build/src/app/netperfmeter" --flows 10000
 for bench in "$here"/*/run.sh; do
   [[ -x $bench ]] || continue
   echo

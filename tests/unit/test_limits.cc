@@ -1,0 +1,89 @@
+// The passive's limits on the command line (per-host defaults that follow the totals) and the
+// active's file-descriptor check for many flows.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "app/cli.h"
+
+using namespace npm;
+
+namespace {
+
+control::PassiveLimits passiveLimits(const std::vector<std::string>& args) {
+  auto command = app::parseCommandLine(args);
+  if (auto* e = std::get_if<app::CliError>(&command)) FAIL(e->message);
+  REQUIRE(std::holds_alternative<app::PassiveCommand>(command));
+  return std::get<app::PassiveCommand>(command).options.limits;
+}
+
+control::ActiveOptions active(const std::vector<std::string>& args) {
+  auto command = app::parseCommandLine(args);
+  if (auto* e = std::get_if<app::CliError>(&command)) FAIL(e->message);
+  REQUIRE(std::holds_alternative<app::ActiveCommand>(command));
+  return std::get<app::ActiveCommand>(command).options;
+}
+
+}  // namespace
+
+TEST_CASE("Passive limits: the defaults stay as they were") {
+  const auto l = passiveLimits({"9000", "-X"});
+  CHECK(l.sessions == 256);
+  CHECK(l.sessionsPerHost == 32);
+  CHECK(l.flowsPerSession == 4096);
+  CHECK(l.pendingConnections == 1024);
+  CHECK(l.pendingPerHost == 128);
+}
+
+TEST_CASE("Passive limits: raising a total raises the per-host limits that are not given") {
+  const auto l = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-sessions=1024"});
+  CHECK(l.flowsPerSession == 20000);
+  CHECK(l.pendingConnections == 5000);  // a quarter of --max-flows
+  CHECK(l.pendingPerHost == 625);       // an eighth of that
+  CHECK(l.sessions == 1024);
+  CHECK(l.sessionsPerHost == 128);
+  // --max-pending given: the per-host value follows it, not --max-flows.
+  const auto p = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending=2048"});
+  CHECK(p.pendingConnections == 2048);
+  CHECK(p.pendingPerHost == 256);
+  // Lowering a total never lowers the per-host defaults below the hardened figures.
+  const auto low = passiveLimits({"9000", "-X", "--max-flows=10", "--max-sessions=4"});
+  CHECK(low.pendingConnections == 1024);
+  CHECK(low.pendingPerHost == 128);
+  CHECK(low.sessionsPerHost == 32);
+}
+
+TEST_CASE("Passive limits: per-host options given win over the derived values") {
+  const auto l = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending-per-host=7",
+                                "--max-sessions=1024", "--max-sessions-per-host=3", "--max-pending=99"});
+  CHECK(l.pendingConnections == 99);
+  CHECK(l.pendingPerHost == 7);
+  CHECK(l.sessionsPerHost == 3);
+}
+
+TEST_CASE("-N takes counts beyond 4096 (10000 flows)") {
+  const auto o = active({"127.0.0.1:9000", "-N", "10000", "-tcp", "const10:const100"});
+  CHECK(o.flows.size() == 10000);
+  auto bad = app::parseCommandLine({"127.0.0.1:9000", "-N", "1000001", "-tcp", "const10:const100"});
+  CHECK(std::holds_alternative<app::CliError>(bad));
+}
+
+TEST_CASE("Descriptors: what a run needs, and the one-line refusal when the limit is too low") {
+  auto o = active({"127.0.0.1:9000", "-N", "10000", "-tcp", "const10:const100"});
+  const auto needed = control::descriptorsNeeded(o);
+  CHECK(needed >= 10000);
+  CHECK(needed < 10200);
+  CHECK(control::checkDescriptors(o, needed, needed).empty());
+  CHECK(control::checkDescriptors(o, 0, 0).empty());  // unknown limit: no refusal
+  const std::string why = control::checkDescriptors(o, 4096, 4096);
+  CHECK(why.find("10000 flows") != std::string::npos);
+  CHECK(why.find(std::to_string(needed)) != std::string::npos);
+  CHECK(why.find("4096") != std::string::npos);
+  CHECK(why.find("ulimit") != std::string::npos);
+  CHECK(why.find('\n') == std::string::npos);
+  // With -vector every flow also writes its vector file (and its per-path file).
+  auto v = active({"127.0.0.1:9000", "-N", "100", "-tcp", "const10:const100", "-vector=x.vec"});
+  CHECK(control::descriptorsNeeded(v) >= 300);
+}
