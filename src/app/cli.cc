@@ -161,18 +161,17 @@ std::optional<CliError> setSctpInitRate(Settings& s, const Parsed& p) {  // --sc
 }
 
 std::optional<CliError> addAllow(Settings& s, const Parsed& p) {
-  std::string why;
-  auto ranges = transport::parsePrefixList(p.value, &why);
-  if (!ranges) return bad(p, why);
+  auto ranges = transport::parsePrefixList(p.value);
+  if (!ranges) return bad(p, ranges.error());
   s.allow.insert(s.allow.end(), ranges->begin(), ranges->end());
   s.passiveOnly = true;
   return std::nullopt;
 }
 
 std::optional<CliError> setAuthKeyFile(Settings& s, const Parsed& p) {
-  std::string why;
-  s.authKey = control::readAuthKey(p.value, &why);
-  if (!s.authKey) return CliError{why};
+  auto key = control::readAuthKey(p.value);
+  if (!key) return CliError{key.error()};
+  s.authKey = std::move(*key);
   return std::nullopt;
 }
 
@@ -394,16 +393,17 @@ std::optional<CliError> scanArguments(const std::vector<std::string>& args, std:
 }
 
 // Checks that a result file can be created where the pattern points.
-std::string checkWritable(const std::string& path, const char* what) {
+Result<void> checkWritable(const std::string& path, const char* what) {
   if (path.empty()) return {};
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return std::string("cannot write the ") + what + " files: directory \"" + dir.string() + "\" does not exist";
+    return Failure{std::string("cannot write the ") + what + " files: directory \"" + dir.string() + "\" does not exist"};
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return std::string("cannot write the ") + what + " files into \"" + dir.string() + "\": " + std::strerror(errno);
+    return Failure{std::string("cannot write the ") + what + " files into \"" + dir.string() + "\": " +
+                   std::strerror(errno)};
   }
   return {};
 }
@@ -427,8 +427,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.sctpUdpPort = s.sctpUdpPort != 0 ? s.sctpUdpPort : sctp::kDefaultUdpEncapsulationPort;
   c.options.sctpInitRate = s.sctpInitRate;
   if (s.sctpStack == sctp::StackChoice::Kernel && !s.noSctp) {
-    std::string why;
-    if (!sctp::kernelAvailable(&why)) return CliError{"--sctp-stack=kernel: " + why};
+    if (auto kernel = sctp::kernelAvailable(); !kernel) return CliError{"--sctp-stack=kernel: " + kernel.error()};
   }
   c.options.port = static_cast<std::uint16_t>(port);
   c.options.controlOverTcp = !s.noTcp;
@@ -542,7 +541,7 @@ std::optional<CliError> checkHostCapabilities(const Settings& s, const std::vect
   for (const auto& [pattern, what] : {std::pair{active.configFile, "config"}, std::pair{active.scalarPattern, "scalar"},
                                       std::pair{active.vectorPattern, "vector"},
                                       std::pair{active.jsonFile == "-" ? std::string() : active.jsonFile, "JSON"}}) {
-    if (auto error = checkWritable(pattern, what); !error.empty()) return CliError{error};
+    if (auto writable = checkWritable(pattern, what); !writable) return CliError{writable.error()};
   }
   return std::nullopt;
 }

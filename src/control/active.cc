@@ -45,13 +45,13 @@ std::uint64_t descriptorsNeeded(const ActiveOptions& o) {
   return n;
 }
 
-std::string checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::uint64_t hard) {
+Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::uint64_t hard) {
   const std::uint64_t needed = descriptorsNeeded(o);
   if (soft == 0 || needed <= soft) return {};
-  return std::to_string(o.flows.size()) + " flows need up to " + std::to_string(needed) +
+  return Failure{std::to_string(o.flows.size()) + " flows need up to " + std::to_string(needed) +
          " file descriptors, but this process may open only " + std::to_string(soft) + " (hard limit " +
          std::to_string(hard) + "): raise it (e.g. ulimit -Hn " + std::to_string(needed) +
-         " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows";
+         " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows"};
 }
 
 Active::Active(asio::io_context& io, const ActiveOptions& o)
@@ -100,7 +100,7 @@ asio::awaitable<int> Active::run() {
   log::info("Active mode: measurement ID $" + hex64(measurementId_));
   try {
     const auto limit = transport::raiseDescriptorLimit();
-    if (const auto why = checkDescriptors(o_, limit.soft, limit.hard); !why.empty()) throw ActiveError(why);
+    if (const auto enough = checkDescriptors(o_, limit.soft, limit.hard); !enough) throw ActiveError(enough.error());
     co_await setUp();
   } catch (const std::exception& e) {
     json_.error(e.what());

@@ -12,6 +12,7 @@
 
 #include "flowspec/flowspec.h"
 #include "sctp/socket.h"
+#include "common/result.h"
 
 namespace npm::control {
 
@@ -54,9 +55,9 @@ struct ActiveOptions {
 // for SCTP), with -vector a file per flow (and per flow whose paths are recorded), and a reserve
 // for the control connection, the event loop, the result and log files.
 std::uint64_t descriptorsNeeded(const ActiveOptions& options);
-// Empty if `soft` descriptors are enough for the run (after raising the soft limit to the hard
+// Whether `soft` descriptors are enough for the run (after raising the soft limit to the hard
 // one); else the one-line reason to refuse it before connecting.
-std::string checkDescriptors(const ActiveOptions& options, std::uint64_t soft, std::uint64_t hard);
+Result<void> checkDescriptors(const ActiveOptions& options, std::uint64_t soft, std::uint64_t hard);
 
 // Runs the whole measurement; returns the process exit code.
 int runActive(const ActiveOptions& options);

@@ -28,11 +28,8 @@ npmp::AuthBlock proof(const AuthKey& key, std::string_view label, const npmp::Au
 
 }  // namespace
 
-std::optional<AuthKey> readAuthKey(const std::string& path, std::string* error) {
-  auto fail = [&](const std::string& why) -> std::optional<AuthKey> {
-    if (error != nullptr) *error = "--auth-key-file=" + path + ": " + why;
-    return std::nullopt;
-  };
+Result<AuthKey> readAuthKey(const std::string& path) {
+  auto fail = [&](const std::string& why) { return Failure{"--auth-key-file=" + path + ": " + why}; };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return fail(std::strerror(errno));
   struct stat st{};

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "npmp/messages.h"
 
 namespace npm::control {
@@ -21,8 +22,8 @@ namespace npm::control {
 using AuthKey = std::vector<std::uint8_t>;
 
 // Reads the key: a regular file that only its owner may read or write, of at least 16
-// bytes (a trailing newline is not part of the key). nullopt and `error` otherwise.
-std::optional<AuthKey> readAuthKey(const std::string& path, std::string* error);
+// bytes (a trailing newline is not part of the key).
+Result<AuthKey> readAuthKey(const std::string& path);
 
 npmp::AuthBlock newNonce();
 npmp::AuthBlock passiveProof(const AuthKey& key, const npmp::AuthBlock& activeNonce,

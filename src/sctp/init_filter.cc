@@ -186,11 +186,8 @@ std::vector<int> udpSocketsOnPort(std::uint16_t port, const std::set<int>& exclu
   return found;
 }
 
-std::unique_ptr<InitRateFilter> InitRateFilter::load(const InitRateLimit& limit, std::string* why) {
-  auto fail = [why](std::string text) -> std::unique_ptr<InitRateFilter> {
-    if (why) *why = std::move(text);
-    return nullptr;
-  };
+Result<std::unique_ptr<InitRateFilter>> InitRateFilter::load(const InitRateLimit& limit) {
+  auto fail = [](std::string text) { return Failure{std::move(text)}; };
   if (!limit.enabled()) return fail("no limit configured");
 
   bpf_attr attr{};
@@ -254,10 +251,9 @@ InitRateFilter::~InitRateFilter() {
   if (mapFd_ >= 0) ::close(mapFd_);
 }
 
-bool InitRateFilter::attach(int socket, std::string* why) {
-  if (::setsockopt(socket, SOL_SOCKET, SO_ATTACH_BPF, &programFd_, sizeof(programFd_)) == 0) return true;
-  if (why) *why = errnoText("SO_ATTACH_BPF", errno);
-  return false;
+Result<void> InitRateFilter::attach(int socket) {
+  if (::setsockopt(socket, SOL_SOCKET, SO_ATTACH_BPF, &programFd_, sizeof(programFd_)) == 0) return {};
+  return Failure{errnoText("SO_ATTACH_BPF", errno)};
 }
 
 std::optional<InitRateFilter::State> InitRateFilter::state() const {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace npm::sctp {
 
 struct InitRateLimit {
@@ -60,15 +62,15 @@ public:
     std::uint64_t dropped;      // INITs dropped
   };
 
-  // Loads the program and its map; nullptr and `why` when the kernel refuses (no CAP_BPF, ...).
-  static std::unique_ptr<InitRateFilter> load(const InitRateLimit& limit, std::string* why);
+  // Loads the program and its map, or says why the kernel refused (no CAP_BPF, ...).
+  static Result<std::unique_ptr<InitRateFilter>> load(const InitRateLimit& limit);
   ~InitRateFilter();
   InitRateFilter(const InitRateFilter&) = delete;
   InitRateFilter& operator=(const InitRateFilter&) = delete;
 
-  // Attaches the program to a socket (SO_ATTACH_BPF); false and `why` on failure. All
-  // sockets it is attached to share one bucket.
-  bool attach(int socket, std::string* why);
+  // Attaches the program to a socket (SO_ATTACH_BPF). All sockets it is attached to share
+  // one bucket.
+  Result<void> attach(int socket);
   std::optional<State> state() const;
   const InitRateLimit& limit() const { return limit_; }
 

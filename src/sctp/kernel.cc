@@ -291,14 +291,13 @@ private:
 
 }  // namespace
 
-bool kernelAvailable(std::string* why) {
+Result<void> kernelAvailable() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP);
   if (fd >= 0) {
     ::close(fd);
-    return true;
+    return {};
   }
-  if (why != nullptr) *why = std::string("this kernel has no SCTP (") + std::strerror(errno) + ")";
-  return false;
+  return Failure{std::string("this kernel has no SCTP (") + std::strerror(errno) + ")"};
 }
 
 std::unique_ptr<Socket> openKernel(asio::io_context& io, int family) {

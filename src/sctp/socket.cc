@@ -20,10 +20,11 @@ const char* ccModuleName(std::uint8_t module) {
 }
 
 Stack resolve(StackChoice choice, bool needsCmt) {
-  std::string why;
   switch (choice) {
     case StackChoice::Kernel:
-      if (!kernelAvailable(&why)) throw transport::TransportError("the kernel SCTP stack was requested, but " + why);
+      if (auto kernel = kernelAvailable(); !kernel) {
+        throw transport::TransportError("the kernel SCTP stack was requested, but " + kernel.error());
+      }
       if (needsCmt) {
         throw transport::TransportError("CMT-SCTP is not available in the Linux kernel SCTP stack; "
                                         "use --sctp-stack=userland (or auto)");

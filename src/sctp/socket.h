@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "sctp/init_filter.h"
 #include "transport/path_sample.h"
 
@@ -138,8 +139,8 @@ struct StackSettings {
 };
 constexpr std::uint16_t kDefaultUdpEncapsulationPort = 9899;
 
-bool kernelAvailable(std::string* why = nullptr);
-bool userlandAvailable(std::string* why = nullptr);
+// Whether this kernel has SCTP (else why not); the userland stack is always there.
+Result<void> kernelAvailable();
 // The stack for a choice; throws transport::TransportError if it is not available.
 Stack resolve(StackChoice choice, bool needsCmt);
 

@@ -151,13 +151,19 @@ void limitInits(std::uint16_t port, const InitRateLimit& limit, const std::set<i
   std::unique_ptr<InitRateFilter> filter;
   if (sockets.empty()) {
     why = "usrsctp's UDP socket was not found";
+  } else if (auto loaded = InitRateFilter::load(limit)) {
+    filter = std::move(*loaded);
   } else {
-    filter = InitRateFilter::load(limit, &why);
+    why = loaded.error();
   }
   std::size_t attached = 0;
   if (filter) {
     for (const int fd : sockets) {
-      if (filter->attach(fd, &why)) ++attached;
+      if (auto attach = filter->attach(fd)) {
+        ++attached;
+      } else {
+        why = attach.error();
+      }
     }
   }
   if (filter && attached == sockets.size()) {
@@ -482,7 +488,6 @@ private:
 
 }  // namespace
 
-bool userlandAvailable(std::string*) { return true; }
 
 std::uint16_t userlandEncapsulationPort() {
   std::lock_guard lock(gMutex);

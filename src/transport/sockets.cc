@@ -263,14 +263,11 @@ bool AddressPrefix::contains(const asio::ip::address& address) const {
                    : samePrefix(network.to_v6().to_bytes(), a.to_v6().to_bytes(), length);
 }
 
-std::optional<std::vector<AddressPrefix>> parsePrefixList(const std::string& list, std::string* error) {
+Result<std::vector<AddressPrefix>> parsePrefixList(const std::string& list) {
   std::vector<AddressPrefix> ranges;
   std::stringstream in(list);
   std::string item;
-  auto fail = [&](const std::string& why) -> std::optional<std::vector<AddressPrefix>> {
-    if (error != nullptr) *error = why;
-    return std::nullopt;
-  };
+  auto fail = [](std::string why) { return Failure{std::move(why)}; };
   while (std::getline(in, item, ',')) {
     const auto slash = item.find('/');
     std::string host = item.substr(0, slash);

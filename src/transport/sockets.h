@@ -81,7 +81,7 @@ struct AddressPrefix {
   bool contains(const asio::ip::address& address) const;
 };
 // Parses "CIDR[,CIDR...]"; error text on a bad range.
-std::optional<std::vector<AddressPrefix>> parsePrefixList(const std::string& list, std::string* error);
+Result<std::vector<AddressPrefix>> parsePrefixList(const std::string& list);
 // Whether `address` is in one of the ranges (an empty list allows every address).
 bool allowed(const std::vector<AddressPrefix>& ranges, const asio::ip::address& address);
 

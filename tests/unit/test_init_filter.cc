@@ -100,15 +100,14 @@ std::size_t countInits(const std::vector<std::vector<std::uint8_t>>& got) {
 
 // The filter for `limit`, or nullptr when this process may not load BPF (not root: skipped).
 std::unique_ptr<sctp::InitRateFilter> loadOrSkip(const InitRateLimit& limit) {
-  std::string why;
-  auto filter = sctp::InitRateFilter::load(limit, &why);
+  auto filter = sctp::InitRateFilter::load(limit);
   if (!filter && ::geteuid() != 0) {
-    WARN("BPF socket filter not loaded (not root): " << why);
+    WARN("BPF socket filter not loaded (not root): " << filter.error());
     return nullptr;
   }
-  INFO(why);
+  INFO(filter.error());
   REQUIRE(filter);
-  return filter;
+  return std::move(*filter);
 }
 
 }  // namespace
@@ -165,9 +164,7 @@ TEST_CASE("The INIT filter loads with its configuration in the map") {
   CHECK(s->passed == 0);
   CHECK(s->dropped == 0);
   CHECK(filter->limit() == InitRateLimit{20, 7});
-  std::string why;
-  CHECK_FALSE(sctp::InitRateFilter::load(InitRateLimit{}, &why));
-  CHECK(why == "no limit configured");
+  CHECK(sctp::InitRateFilter::load(InitRateLimit{}).error() == "no limit configured");
 }
 
 TEST_CASE("The INIT filter lets a burst of INITs through, then the rate; everything else passes") {
@@ -176,8 +173,7 @@ TEST_CASE("The INIT filter lets a burst of INITs through, then the rate; everyth
   if (!filter) return;
   Fd receiver(boundUdp(AF_INET));
   Fd sender(boundUdp(AF_INET));
-  std::string why;
-  REQUIRE(filter->attach(receiver.fd, &why));
+  REQUIRE(filter->attach(receiver.fd));
 
   const auto start = std::chrono::steady_clock::now();
   constexpr int kInits = 40;
@@ -221,9 +217,8 @@ TEST_CASE("IPv4 and IPv6 sockets with the INIT filter share one bucket") {
   Fd v6(boundUdp(AF_INET6, portOf(v4.fd)));
   Fd sender4(boundUdp(AF_INET));
   Fd sender6(boundUdp(AF_INET6));
-  std::string why;
-  REQUIRE(filter->attach(v4.fd, &why));
-  REQUIRE(filter->attach(v6.fd, &why));
+  REQUIRE(filter->attach(v4.fd));
+  REQUIRE(filter->attach(v6.fd));
   for (int i = 0; i < 5; ++i) {
     sendTo(sender4.fd, v4.fd, packet(1, static_cast<std::uint8_t>(i)));
     sendTo(sender6.fd, v6.fd, packet(1, static_cast<std::uint8_t>(i)));
