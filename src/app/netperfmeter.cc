@@ -33,9 +33,17 @@ int runPassive(const app::PassiveCommand& c) {
   // A descriptor per data connection: the soft limit (often 1024) up to the hard one.
   const auto descriptors = transport::raiseDescriptorLimit();
   if (descriptors.soft != 0 && descriptors.soft < c.options.limits.flowsPerSession + control::PassiveLimits::kReservedDescriptors) {
-    log::warning("This process may open only " + std::to_string(descriptors.soft) +
-                 " file descriptors (its hard limit): fewer flows than --max-flows=" +
-                 std::to_string(c.options.limits.flowsPerSession) + " can connect; raise it (ulimit -Hn, LimitNOFILE=)");
+    // A warning when the user asked for more flows than that; with the default --max-flows a
+    // common hard limit (4096) is no mistake, and a run beyond it is refused clearly (status 7).
+    const std::string line = "This process may open only " + std::to_string(descriptors.soft) +
+                             " file descriptors (its hard limit): fewer flows than --max-flows=" +
+                             std::to_string(c.options.limits.flowsPerSession) +
+                             " can connect; raise it (ulimit -Hn, LimitNOFILE=)";
+    if (c.options.limits.flowsPerSession != control::PassiveLimits{}.flowsPerSession) {
+      log::warning(line);
+    } else {
+      log::info(line);
+    }
   }
   control::PassiveOptions options = c.options;
   options.limits.descriptors = static_cast<std::size_t>(descriptors.soft);
