@@ -52,6 +52,19 @@ def skip_unless_available():
         sys.exit(SKIP)
 
 
+def run_tests():
+    """Runs the calling script's unittest cases in VMs: skips (exit 77) without QEMU or the
+    kernel package, or without root (the VM shares the root file system with
+    security_model=none)."""
+    import unittest
+    skip_unless_available()
+    if os.geteuid() != 0:
+        print("SKIP: needs root (the VM shares the root file system with security_model=none)")
+        sys.exit(SKIP)
+    result = unittest.main(module="__main__", exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
 def initramfs(version):
     """An initramfs that can mount the root over 9p (built once per kernel, then cached)."""
     os.makedirs(CACHE, exist_ok=True)

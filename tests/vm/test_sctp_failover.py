@@ -225,9 +225,4 @@ class SctpFailover(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    npmvm.skip_unless_available()
-    if os.geteuid() != 0:
-        print("SKIP: needs root (the VM shares the root file system with security_model=none)")
-        sys.exit(77)
-    result = unittest.main(exit=False, verbosity=2).result
-    sys.exit(0 if result.wasSuccessful() else 1)
+    npmvm.run_tests()
