@@ -2,9 +2,13 @@
 // every NPMP message type and of FLOWSPEC strings, mutated by bit flips, truncation,
 // extension, length-field rewrites and splices, plus pure random inputs.
 //   npm_fuzz_smoke [iterations]
+//   npm_fuzz_smoke --seeds DIR   writes the seeds as libFuzzer corpora: DIR/npmp, DIR/flowspec
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,9 +105,26 @@ Input mutate(const Input& seed, std::mt19937_64& rng, const std::vector<Input>& 
   return x;
 }
 
+// Each seed without its target byte, in the corpus folder of its target.
+int writeSeeds(const std::filesystem::path& dir) {
+  const auto all = seeds();
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    const auto folder = dir / ((all[k][0] & 1) ? "flowspec" : "npmp");
+    std::filesystem::create_directories(folder);
+    std::ofstream out(folder / ("seed-" + std::to_string(k)), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(all[k].data() + 1), static_cast<std::streamsize>(all[k].size() - 1));
+    if (!out) {
+      std::fprintf(stderr, "npm_fuzz_smoke: cannot write %s\n", folder.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--seeds") == 0) return writeSeeds(argv[2]);
   const long iterations = argc > 1 ? std::atol(argv[1]) : 300000;
   std::mt19937_64 rng(20261121);
   const auto all = seeds();

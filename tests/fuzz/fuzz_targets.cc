@@ -60,8 +60,15 @@ void fuzzFlowSpec(std::span<const std::uint8_t> data) {
 
 }  // namespace
 
-// One entry point for both drivers: the first byte picks the target.
+// One entry point for both drivers: the first byte picks the target. Built with
+// NPM_FUZZ_ONLY_NPMP or NPM_FUZZ_ONLY_FLOWSPEC, the whole input goes to that one target (the
+// libFuzzer binaries npm_fuzz_npmp and npm_fuzz_flowspec, so that each is counted on its own).
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+#if defined(NPM_FUZZ_ONLY_NPMP)
+  fuzzNpmp(std::span<const std::uint8_t>(data, size));
+#elif defined(NPM_FUZZ_ONLY_FLOWSPEC)
+  fuzzFlowSpec(std::span<const std::uint8_t>(data, size));
+#else
   if (size == 0) return 0;
   const std::span<const std::uint8_t> rest(data + 1, size - 1);
   if (data[0] & 1) {
@@ -69,5 +76,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     fuzzNpmp(rest);
   }
+#endif
   return 0;
 }
