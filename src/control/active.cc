@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -56,7 +57,7 @@ Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::u
 
 Active::Active(asio::io_context& io, const ActiveOptions& o)
     : io_(io),
-      o_(o),
+      options_(o),
       measurementId_(randomMeasurementId()),
       runEvent_(io.get_executor()),
       signals_(io, SIGINT, SIGTERM),
@@ -82,7 +83,7 @@ void Active::statusTick() {
     rx += f.flow->received().received();
   }
   status_->update(flows_.size(), 1, tx, rx);
-  json_.tick(measurementId_, transport::nowMicros(), measurement_->startTime(), flowPointers(), status_->cpuUsage());
+  json_.tick(measurementId_, nowMicros(), measurement_->startTime(), flowPointers(), status_->cpuUsage());
   statusTimer_->expires_after(std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) statusTick();
@@ -100,7 +101,9 @@ asio::awaitable<int> Active::run() {
   log::info("Active mode: measurement ID $" + hex64(measurementId_));
   try {
     const auto limit = transport::raiseDescriptorLimit();
-    if (const auto enough = checkDescriptors(o_, limit.soft, limit.hard); !enough) throw ActiveError(enough.error());
+    if (const auto enough = checkDescriptors(options_, limit.soft, limit.hard); !enough) {
+      throw ActiveError(enough.error());
+    }
     co_await setUp();
   } catch (const std::exception& e) {
     json_.error(e.what());
@@ -113,8 +116,8 @@ asio::awaitable<int> Active::run() {
 // Control connection, authentication, the flows one by one, the config file, START.
 asio::awaitable<void> Active::setUp() {
   co_await connectControl();
-  if (o_.authKey) co_await authenticate();
-  for (const auto& spec : o_.flows) {
+  if (options_.authKey) co_await authenticate();
+  for (const auto& spec : options_.flows) {
     flows_.push_back(FlowRun{spec, nullptr});
     co_await setupFlow(flows_.back());
     if (interrupted_) throw ActiveError("interrupted while setting up the flows");
@@ -126,11 +129,11 @@ asio::awaitable<void> Active::setUp() {
 
   npmp::Start start;
   start.measurementId = measurementId_;
-  start.warmupMs = static_cast<std::uint32_t>(o_.warmup.count());
-  if (o_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
-  if (hasBz2Suffix(o_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
-  if (o_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
-  if (hasBz2Suffix(o_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
+  start.warmupMs = static_cast<std::uint32_t>(options_.warmup.count());
+  if (options_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
+  if (hasBz2Suffix(options_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
+  if (options_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
+  if (hasBz2Suffix(options_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
   npmp::Bytes message;
   npmp::encode(start, message);
   control_->send(std::move(message));
@@ -141,15 +144,18 @@ asio::awaitable<void> Active::setUp() {
 // Runs the measurement until the runtime has passed, a signal comes, or something fails.
 asio::awaitable<void> Active::runMeasurement() {
   log::info("Starting measurement $" + hex64(measurementId_) +
-            (o_.runtime ? " for " + std::to_string(*o_.runtime) + " s" : std::string(" until interrupted (Ctrl+C)")));
-  measurement_->start(transport::nowMicros(), o_.warmup);
-  status_ = std::make_unique<StatusLine>(o_.display, json_.humanOut());
+            (options_.runtime ? " for " + std::to_string(*options_.runtime) + " s"
+                              : std::string(" until interrupted (Ctrl+C)")));
+  measurement_->start(nowMicros(), options_.warmup);
+  status_ = std::make_unique<StatusLine>(options_.display, json_.humanOut());
   statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) statusTick();
   });
-  const auto deadline = o_.runtime ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*o_.runtime))
-                                   : Clock::time_point::max();
+  const auto deadline =
+      options_.runtime
+          ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime))
+          : Clock::time_point::max();
   co_await runEvent_.wait(deadline);
   statusTimer_->cancel();
   status_->finish();
@@ -174,7 +180,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     control_->send(std::move(message));
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
     for (auto& f : flows_) f.flow->finishReceiving();
-    own = measurement_->stop(transport::nowMicros());
+    own = measurement_->stop(nowMicros());
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried
     writeOwnResults(own);
     if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
@@ -189,7 +195,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     // Whatever happened to the passive, the active's own results are kept.
     try {
       for (auto& f : flows_) f.flow->finishReceiving();
-      own = measurement_->stop(transport::nowMicros());
+      own = measurement_->stop(nowMicros());
       writeOwnResults(own);
       log::info("The active's own results have been written");
     } catch (const std::exception& e) {

@@ -31,7 +31,7 @@ asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to
 }
 
 asio::awaitable<void> Active::connectControl() {
-  ControlProtocol transport = o_.control;
+  ControlProtocol transport = options_.control;
   if (transport == ControlProtocol::Default || transport == ControlProtocol::Sctp) {
     // SCTP is the reference's default. Without -x, a passive without SCTP is not an error.
     try {
@@ -44,16 +44,16 @@ asio::awaitable<void> Active::connectControl() {
     transport = ControlProtocol::Tcp;
   }
   const Protocol protocol = transport == ControlProtocol::Mptcp ? Protocol::MPTCP : Protocol::TCP;
-  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   const int fd = transport::openSocket(protocol, family);
   tcp::socket socket(io_);
   socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
   transport::SocketOptions options;
-  if (family == AF_INET6) options.v6only = o_.v6only;
+  if (family == AF_INET6) options.v6only = options_.v6only;
   options.noDelay = true;
   transport::configureSocket(fd, protocol, family, options);
-  if (!o_.controlAddresses.empty()) transport::bindSocket(fd, o_.controlAddresses.front(), 0);
-  const tcp::endpoint to(o_.remote, static_cast<std::uint16_t>(o_.port + 1));
+  if (!options_.controlAddresses.empty()) transport::bindSocket(fd, options_.controlAddresses.front(), 0);
+  const tcp::endpoint to(options_.remote, static_cast<std::uint16_t>(options_.port + 1));
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
   co_await connectWithin(socket, to, kConnectTimeout);
@@ -62,7 +62,7 @@ asio::awaitable<void> Active::connectControl() {
   json_.control(npmp::protocolName(protocol), ignored ? "" : transport::endpointName(local.address(), local.port()),
                 transport::endpointName(to.address(), to.port()));
   control_ = std::make_shared<ControlChannel>(
-      io_.get_executor(), tcpControl(std::move(socket), npmp::Channel::ControlToActive, protocol == Protocol::MPTCP),
+      io_.get_executor(), tcpControl(std::move(socket), npmp::MessageSet::ControlToActive, protocol == Protocol::MPTCP),
       transport::endpointName(to.address(), to.port()), to.address());
   control_->watchFailure(&runEvent_);
   control_->start();
@@ -97,11 +97,11 @@ asio::awaitable<void> Active::authenticate() {
   if (const auto* a = std::get_if<npmp::Acknowledge>(&first)) throw refused(*a);
   const auto* challenge = std::get_if<npmp::AuthChallenge>(&first);
   if (challenge == nullptr) throw ActiveError(passive + " answered the authentication with something else");
-  if (!sameProof(challenge->mac, passiveProof(*o_.authKey, hello.nonce, challenge->nonce))) {
+  if (!sameProof(challenge->mac, passiveProof(*options_.authKey, hello.nonce, challenge->nonce))) {
     throw ActiveError(passive + " could not prove the shared key: the keys differ, or it is not the passive you meant");
   }
   npmp::Bytes response;
-  npmp::encode(npmp::AuthResponse{activeProof(*o_.authKey, challenge->nonce, hello.nonce)}, response);
+  npmp::encode(npmp::AuthResponse{activeProof(*options_.authKey, challenge->nonce, hello.nonce)}, response);
   control_->send(std::move(response));
   const npmp::Message result = co_await next();
   const auto* a = std::get_if<npmp::Acknowledge>(&result);
@@ -110,7 +110,7 @@ asio::awaitable<void> Active::authenticate() {
   log::info("Authenticated with the passive (shared key)");
 }
 
-asio::awaitable<void> Active::waitConnected(transport::SctpAssociation& association, Clock::duration timeout) {
+asio::awaitable<void> Active::waitConnected(sctp::Association& association, Clock::duration timeout) {
   Completion<std::string> connected(io_.get_executor());
   association.onConnected(connected.reporter());
   const auto error = co_await connected.wait(Clock::now() + timeout);
@@ -123,19 +123,19 @@ asio::awaitable<void> Active::waitConnected(transport::SctpAssociation& associat
 }
 
 asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
-  const sctp::Stack stack = sctp::resolve(o_.sctpStack, false);
-  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const sctp::Stack stack = sctp::resolve(options_.sctpStack, false);
+  const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   auto socket = sctp::open(stack, io_, family, sctpSettings());
   sctp::SocketOptions options;
   options.streams = 1;
-  if (family == AF_INET6) options.v6only = o_.v6only;
+  if (family == AF_INET6) options.v6only = options_.v6only;
   socket->configure(options);
-  if (!o_.controlAddresses.empty()) socket->bind(o_.controlAddresses, 0);
-  const std::uint16_t port = static_cast<std::uint16_t>(o_.port + 1);
-  const std::string name = transport::endpointName(o_.remote, port);
+  if (!options_.controlAddresses.empty()) socket->bind(options_.controlAddresses, 0);
+  const std::uint16_t port = static_cast<std::uint16_t>(options_.port + 1);
+  const std::string name = transport::endpointName(options_.remote, port);
   log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
-  socket->connect(o_.remotes, port);
-  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+  socket->connect(options_.remotes, port);
+  auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   try {
     co_await waitConnected(*association, timeout);
   } catch (const ActiveError& e) {
@@ -145,14 +145,15 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
     if (stack != sctp::Stack::Userland || std::string_view(e.what()).find("timed out") == std::string_view::npos) {
       throw;
     }
-    throw ActiveError(std::string(e.what()) + " (userland SCTP via UDP port " + std::to_string(o_.sctpRemoteUdpPort) +
+    throw ActiveError(std::string(e.what()) + " (userland SCTP via UDP port " +
+                      std::to_string(options_.sctpRemoteUdpPort) +
                       ": does the passive own that port, or did another userland SCTP process take it? See the "
                       "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)");
   }
   json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
   json_.sctpStack(sctp::stackName(stack));
-  control_ = std::make_shared<ControlChannel>(io_.get_executor(),
-                                              sctpControl(association, npmp::Channel::ControlToActive), name, o_.remote);
+  control_ = std::make_shared<ControlChannel>(
+      io_.get_executor(), sctpControl(association, npmp::MessageSet::ControlToActive), name, options_.remote);
   control_->watchFailure(&runEvent_);
   control_->start();
 }

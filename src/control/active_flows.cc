@@ -25,34 +25,36 @@ using asio::ip::tcp;
 using asio::ip::udp;
 using npmp::Protocol;
 
-asio::awaitable<std::shared_ptr<transport::SctpAssociation>> Active::association(const flowspec::FlowSpec& spec) {
+asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const flowspec::FlowSpec& spec) {
   if (auto it = associations_.find(spec.association); it != associations_.end()) co_return it->second;
   const sctp::Tuning tuning = sctpTuning(spec);
-  const sctp::Stack stack = sctp::resolve(o_.sctpStack, tuning.needsUserland());
-  if (o_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
+  const sctp::Stack stack = sctp::resolve(options_.sctpStack, tuning.needsUserland());
+  if (options_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
     log::info("Flow #" + std::to_string(*spec.flowId) + ": CMT-SCTP needs the userland SCTP stack; using it");
   }
-  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   json_.sctpStack(sctp::stackName(stack));
   auto socket = sctp::open(stack, io_, family, sctpSettings());
   sctp::SocketOptions options;
-  options.streams = static_cast<std::uint16_t>(std::count_if(o_.flows.begin(), o_.flows.end(), [&](const auto& f) {
-    return f.protocol == Protocol::SCTP && f.association == spec.association;
-  }));
+  options.streams = static_cast<std::uint16_t>(
+      std::count_if(options_.flows.begin(), options_.flows.end(), [&](const auto& f) {
+        return f.protocol == Protocol::SCTP && f.association == spec.association;
+      }));
   options.rcvBufferSize = spec.rcvBufferSize;
   options.sndBufferSize = spec.sndBufferSize;
   options.noDelay = spec.noDelay;
-  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
   socket->configure(options);
   socket->tune(tuning);
   // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
-  if (!o_.localAddresses.empty()) socket->bind(o_.localAddresses, 0);
-  const std::string name = transport::endpointName(o_.remote, o_.port);
+  if (!options_.localAddresses.empty()) socket->bind(options_.localAddresses, 0);
+  const std::string name = transport::endpointName(options_.remote, options_.port);
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
             " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
-            name + " from " + (o_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(o_.localAddresses)));
-  socket->connect(o_.remotes, o_.port);  // connectx: every address the peer's name has
-  auto association = std::make_shared<transport::SctpAssociation>(io_, std::move(socket), name);
+            name + " from " +
+            (options_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(options_.localAddresses)));
+  socket->connect(options_.remotes, options_.port);  // connectx: every address the peer's name has
+  auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
   association->start(nullptr, nullptr);
   associations_[spec.association] = association;
@@ -63,51 +65,56 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   const Protocol protocol = spec.protocol;
   if (protocol == Protocol::SCTP) {
     auto a = co_await association(spec);
-    co_return a->stream(spec.streamId, transport::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials));
+    co_return a->stream(spec.streamId, sctp::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials));
   }
-  const int family = o_.remote.is_v6() ? AF_INET6 : AF_INET;
-  const std::uint16_t port = protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(o_.port - 1) : o_.port;
+  const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
+  const std::uint16_t port =
+      protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(options_.port - 1) : options_.port;
   const int fd = transport::openSocket(protocol, family);
   transport::SocketOptions options;
-  options.reuseAddress = !o_.localAddresses.empty();
+  options.reuseAddress = !options_.localAddresses.empty();
   options.rcvBufferSize = spec.rcvBufferSize;
   options.sndBufferSize = spec.sndBufferSize;
   options.noDelay = spec.noDelay;
   options.congestionControl = spec.congestionControl;
   options.ccid = spec.ccid;
-  if (family == AF_INET6) options.v6only = spec.v6only || o_.v6only;
+  if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
   try {
     transport::configureSocket(fd, protocol, family, options);
-    if (!o_.localAddresses.empty()) transport::bindSocket(fd, o_.localAddresses.front(), 0);
+    if (!options_.localAddresses.empty()) transport::bindSocket(fd, options_.localAddresses.front(), 0);
   } catch (...) {
     ::close(fd);
     throw;
   }
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting " + npmp::protocolName(protocol) + " socket to " +
-            transport::endpointName(o_.remote, port) + " from " +
-            (o_.localAddresses.empty() ? std::string("(any)") : o_.localAddresses.front().to_string()));
+            transport::endpointName(options_.remote, port) + " from " +
+            (options_.localAddresses.empty() ? std::string("(any)") : options_.localAddresses.front().to_string()));
   switch (protocol) {
     case Protocol::TCP:
     case Protocol::MPTCP: {
       tcp::socket socket(io_);
       socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
-      co_await connectWithin(socket, tcp::endpoint(o_.remote, port), kConnectTimeout);
+      co_await connectWithin(socket, tcp::endpoint(options_.remote, port), kConnectTimeout);
       co_return transport::makeStreamChannel(std::move(socket));
     }
     case Protocol::UDP: {
       udp::socket socket(io_);
       socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
       boost::system::error_code ec;
-      socket.connect(udp::endpoint(o_.remote, port), ec);
-      if (ec) throw ActiveError("cannot connect the UDP socket to " + transport::endpointName(o_.remote, port) + ": " + ec.message());
+      socket.connect(udp::endpoint(options_.remote, port), ec);
+      if (ec) {
+        throw ActiveError("cannot connect the UDP socket to " + transport::endpointName(options_.remote, port) + ": " +
+                          ec.message());
+      }
       co_return transport::makeUdpChannel(std::move(socket));
     }
     case Protocol::DCCP: {
-      udp::endpoint to(o_.remote, port);  // only for its sockaddr
+      udp::endpoint to(options_.remote, port);  // only for its sockaddr
       if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
         const std::string why = std::strerror(errno);
         ::close(fd);
-        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " + why);
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) +
+                          ": " + why);
       }
       asio::posix::stream_descriptor waiter(io_, fd);
       boost::system::error_code ec;
@@ -122,10 +129,10 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
       waiter.release();
       if (ec || error != 0) {
         ::close(fd);
-        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(o_.remote, port) + ": " +
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) + ": " +
                           (error != 0 ? std::strerror(error) : "timed out"));
       }
-      co_return transport::makeDccpChannel(io_, fd, transport::endpointName(o_.remote, port));
+      co_return transport::makeDccpChannel(io_, fd, transport::endpointName(options_.remote, port));
     }
     default:
       ::close(fd);
@@ -195,7 +202,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   auto channel = co_await connectData(spec);
 
   run.flow = std::make_shared<measure::Flow>(io_, activeFlowParameters(spec, measurementId_), true);
-  channel->expect(npmp::Channel::Data);
+  channel->expect(npmp::MessageSet::Data);
   run.flow->attach(channel);
   run.flow->onFailure([this, flowId](const std::string& reason) {
     if (stopSent_) return;
@@ -208,8 +215,8 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   identify.flowId = flowId;
   identify.measurementId = measurementId_;
   identify.streamId = spec.streamId;
-  if (o_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
-  if (hasBz2Suffix(o_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
+  if (options_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
+  if (hasBz2Suffix(options_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
   if (samplesPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
@@ -229,7 +236,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     }
     if (attempt == 7) {
       throw ActiveError("the passive did not acknowledge the IDENTIFY of flow #" + std::to_string(flowId) +
-                        " (is UDP to port " + std::to_string(o_.port) + " blocked?)");
+                        " (is UDP to port " + std::to_string(options_.port) + " blocked?)");
     }
     interval = std::min(interval * 2, std::chrono::milliseconds(2000));
   }
@@ -238,12 +245,12 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
 // Per-path state is sampled for the scalars, the JSON document and the vectors; recorded as
 // vectors with -vector.
 bool Active::samplesPaths(npmp::Protocol protocol) const {
-  return (!o_.vectorPattern.empty() || !o_.scalarPattern.empty() || !o_.jsonFile.empty()) &&
-         o_.pathInterval.count() > 0 && measure::hasPaths(protocol);
+  return (!options_.vectorPattern.empty() || !options_.scalarPattern.empty() || !options_.jsonFile.empty()) &&
+         options_.pathInterval.count() > 0 && measure::hasPaths(protocol);
 }
 
 bool Active::recordsPaths(npmp::Protocol protocol) const {
-  return !o_.vectorPattern.empty() && samplesPaths(protocol);
+  return !options_.vectorPattern.empty() && samplesPaths(protocol);
 }
 
 std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {

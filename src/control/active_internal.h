@@ -26,8 +26,8 @@
 #include "control/display.h"
 #include "control/json_output.h"
 #include "measure/measurement.h"
-#include "transport/channel.h"
-#include "transport/sctp_channel.h"
+#include "transport/data_channel.h"
+#include "sctp/association.h"
 
 namespace npm::control {
 
@@ -68,7 +68,7 @@ private:
   asio::awaitable<void> connectControl();
   asio::awaitable<void> authenticate();
   asio::awaitable<void> connectSctpControl(Clock::duration timeout);
-  asio::awaitable<void> waitConnected(transport::SctpAssociation& association, Clock::duration timeout);
+  asio::awaitable<void> waitConnected(sctp::Association& association, Clock::duration timeout);
   // The next message must be the acknowledgement of `what`; nullopt on timeout.
   asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
                                                             const char* what, Clock::duration timeout);
@@ -77,9 +77,9 @@ private:
   asio::awaitable<void> endAssociations();
 
   // active_flows.cc
-  asio::awaitable<std::shared_ptr<transport::SctpAssociation>> association(const flowspec::FlowSpec& spec);
+  asio::awaitable<std::shared_ptr<sctp::Association>> association(const flowspec::FlowSpec& spec);
   sctp::StackSettings sctpSettings() const {
-    return sctp::StackSettings{o_.sctpUdpPort, o_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
+    return sctp::StackSettings{options_.sctpUdpPort, options_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
   }
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
   asio::awaitable<void> setupFlow(FlowRun& run);
@@ -103,11 +103,11 @@ private:
   void statusTick();
 
   asio::io_context& io_;
-  const ActiveOptions& o_;
+  const ActiveOptions& options_;
   std::uint64_t measurementId_;
   std::shared_ptr<ControlChannel> control_;
   std::vector<FlowRun> flows_;
-  std::map<std::uint32_t, std::shared_ptr<transport::SctpAssociation>> associations_;
+  std::map<std::uint32_t, std::shared_ptr<sctp::Association>> associations_;
   std::shared_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;

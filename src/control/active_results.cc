@@ -12,32 +12,33 @@
 namespace npm::control {
 
 void Active::writeConfig() {
-  if (o_.configFile.empty()) return;
+  if (options_.configFile.empty()) return;
   measure::ConfigInfo info;
-  info.activeNodeName = o_.activeNodeName;
-  info.passiveNodeName = o_.passiveNodeName;
-  info.scalarPattern = o_.scalarPattern;
-  info.vectorPattern = o_.vectorPattern;
-  info.pathVectors = o_.pathInterval.count() > 0;
-  info.warmup = o_.warmup;
+  info.activeNodeName = options_.activeNodeName;
+  info.passiveNodeName = options_.passiveNodeName;
+  info.scalarPattern = options_.scalarPattern;
+  info.vectorPattern = options_.vectorPattern;
+  info.pathVectors = options_.pathInterval.count() > 0;
+  info.warmup = options_.warmup;
   for (const auto& f : flows_) info.flows.push_back(f.spec);
-  OutputFile out(o_.configFile, false, 9);
+  OutputFile out(options_.configFile, false, 9);
   measure::writeConfig(out, info);
   out.commit();
 }
 
 void Active::openOwnFiles() {
   for (auto& f : flows_) {
-    if (samplesPaths(f.flow->parameters().protocol)) f.flow->samplePathsEvery(o_.pathInterval);
+    if (samplesPaths(f.flow->parameters().protocol)) f.flow->samplePathsEvery(options_.pathInterval);
   }
-  if (o_.vectorPattern.empty()) return;
-  measurement_->setVector(measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(o_.vectorPattern, "active"))));
+  if (options_.vectorPattern.empty()) return;
+  measurement_->setVector(
+      measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(options_.vectorPattern, "active"))));
   for (auto& f : flows_) {
     f.flow->setVector(measure::FlowVectorWriter(
-        OutputFile(measure::resultFileName(o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+        OutputFile(measure::resultFileName(options_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
     if (recordsPaths(f.flow->parameters().protocol)) {
       f.flow->setPathVector(measure::PathVectorWriter(OutputFile(measure::pathVectorFileName(
-          o_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+          options_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
     }
   }
 }
@@ -70,8 +71,8 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
     if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());
     bytes += r->data.size();
     if (r->eof()) break;
-    if (bytes > o_.maxDownloadBytes) {
-      throw ActiveError("the passive sends more than " + std::to_string(o_.maxDownloadBytes >> 20) + " MiB for " +
+    if (bytes > options_.maxDownloadBytes) {
+      throw ActiveError("the passive sends more than " + std::to_string(options_.maxDownloadBytes >> 20) + " MiB for " +
                         name + " (--max-download)");
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -87,15 +88,17 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
 // -vector) its per-flow and per-path vectors. True if the passive lost a per-flow vector.
 asio::awaitable<bool> Active::downloadPassiveResults() {
   bool passiveVectorLost = false;
-  if (!o_.vectorPattern.empty()) co_await download(measure::resultFileName(o_.vectorPattern, "passive"), "vector");
-  if (!o_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
-    co_await download(measure::resultFileName(o_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
+  if (!options_.vectorPattern.empty()) {
+    co_await download(measure::resultFileName(options_.vectorPattern, "passive"), "vector");
+  }
+  if (!options_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
+    co_await download(measure::resultFileName(options_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
   }
   for (auto& f : flows_) {
     npmp::Bytes remove;
     npmp::encode(npmp::RemoveFlow{f.flow->flowId(), measurementId_, f.flow->streamId()}, remove);
     control_->send(std::move(remove));
-    if (!o_.vectorPattern.empty()) {
+    if (!options_.vectorPattern.empty()) {
       // The passive answers once it has written the flow's vector: a row per message it
       // received, formatted and compressed after the measurement (a few µs per row on a
       // small host), so the wait grows with what was sent.
@@ -107,11 +110,12 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
       }
       const auto a = co_await awaitAck(f.flow->flowId(), f.flow->streamId(), "REMOVE_FLOW", kAckTimeout + formatting);
       if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
-        co_await download(measure::resultFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
-                          "per-flow vector");
+        co_await download(
+            measure::resultFileName(options_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+            "per-flow vector");
         if (a.status == npmp::kStatusOkPathVectorFollows) {
           co_await download(
-              measure::pathVectorFileName(o_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
+              measure::pathVectorFileName(options_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
               "per-path vector");
         } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
           pathsUnsupportedSaid_ = true;
@@ -129,8 +133,8 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
 }
 
 void Active::writeOwnResults(const measure::MeasurementResult& result) {
-  if (!o_.scalarPattern.empty()) {
-    OutputFile out(measure::resultFileName(o_.scalarPattern, "active"));
+  if (!options_.scalarPattern.empty()) {
+    OutputFile out(measure::resultFileName(options_.scalarPattern, "active"));
     measure::writeScalars(out, "active", result);
     out.commit();
   }

@@ -7,8 +7,8 @@
 #include <boost/asio/write.hpp>
 
 #include "common/log.h"
-#include "transport/channel.h"
-#include "transport/sctp_channel.h"
+#include "transport/data_channel.h"
+#include "sctp/association.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -30,7 +30,7 @@ namespace {
 
 class TcpControl : public ControlTransport, public std::enable_shared_from_this<TcpControl> {
 public:
-  TcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp)
+  TcpControl(asio::ip::tcp::socket socket, npmp::MessageSet incoming, bool mptcp)
       : socket_(std::move(socket)), incoming_(incoming), mptcp_(mptcp) {}
 
   void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
@@ -85,7 +85,7 @@ private:
   }
 
   asio::ip::tcp::socket socket_;
-  npmp::Channel incoming_;
+  npmp::MessageSet incoming_;
   bool mptcp_;
   npmp::Bytes message_;
   std::function<void(npmp::Bytes)> onMessage_;
@@ -97,7 +97,7 @@ private:
 
 class SctpControl : public ControlTransport, public std::enable_shared_from_this<SctpControl> {
 public:
-  SctpControl(std::shared_ptr<transport::SctpAssociation> association, npmp::Channel incoming)
+  SctpControl(std::shared_ptr<sctp::Association> association, npmp::MessageSet incoming)
       : association_(std::move(association)), incoming_(incoming) {}
 
   void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
@@ -121,11 +121,11 @@ public:
     info.stream = 0;
     info.ppid = npmp::kPpidControl;
     const auto sent = association_->trySend(message.data(), message.size(), info);
-    if (sent == transport::SctpAssociation::Sent::Yes) {
+    if (sent == sctp::Association::Sent::Yes) {
       asio::post(association_->io(), [done] { done({}); });
       return;
     }
-    if (sent == transport::SctpAssociation::Sent::Failed) {
+    if (sent == sctp::Association::Sent::Failed) {
       asio::post(association_->io(), [done] { done("the SCTP association failed"); });
       return;
     }
@@ -142,18 +142,18 @@ public:
   }
 
 private:
-  std::shared_ptr<transport::SctpAssociation> association_;
-  npmp::Channel incoming_;
+  std::shared_ptr<sctp::Association> association_;
+  npmp::MessageSet incoming_;
 };
 
 }  // namespace
 
-std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp) {
+std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::MessageSet incoming, bool mptcp) {
   return std::make_shared<TcpControl>(std::move(socket), incoming, mptcp);
 }
 
-std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<transport::SctpAssociation> association,
-                                              npmp::Channel incoming) {
+std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<sctp::Association> association,
+                                              npmp::MessageSet incoming) {
   return std::make_shared<SctpControl>(std::move(association), incoming);
 }
 

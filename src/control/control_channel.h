@@ -21,8 +21,8 @@
 #include "control/async.h"
 #include "npmp/messages.h"
 
-namespace npm::transport {
-class SctpAssociation;
+namespace npm::sctp {
+class Association;
 }
 
 namespace npm::control {
@@ -54,10 +54,10 @@ public:
 
 // Messages framed by their TLV length on a TCP or MPTCP socket; `incoming` says which
 // messages may arrive (anything else fails the connection as soon as its header is seen).
-std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::Channel incoming, bool mptcp);
+std::shared_ptr<ControlTransport> tcpControl(asio::ip::tcp::socket socket, npmp::MessageSet incoming, bool mptcp);
 // Messages on stream 0 of an SCTP association, PPID 36.
-std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<transport::SctpAssociation> association,
-                                              npmp::Channel incoming);
+std::shared_ptr<ControlTransport> sctpControl(std::shared_ptr<sctp::Association> association,
+                                              npmp::MessageSet incoming);
 
 class ControlChannel : public std::enable_shared_from_this<ControlChannel> {
 public:

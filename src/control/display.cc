@@ -4,18 +4,18 @@
 
 #include <cstdio>
 
-#include "transport/channel.h"
+#include "common/clock.h"
 
 namespace npm::control {
 
 StatusLine::StatusLine(bool enabled, std::FILE* out) : enabled_(enabled), out_(out), colour_(::isatty(::fileno(out))) {
-  started_ = last_ = transport::nowMicros();
+  started_ = last_ = nowMicros();
   lastCpu_ = cpu_.sample();
 }
 
 void StatusLine::update(std::size_t flows, std::size_t measurements, const measure::Counters& tx,
                         const measure::Counters& rx) {
-  const std::uint64_t now = transport::nowMicros();
+  const std::uint64_t now = nowMicros();
   const double interval = now > last_ ? static_cast<double>(now - last_) / 1e6 : 1.0;
   const double txRate = 8.0 * static_cast<double>(tx.bytes - std::min(tx.bytes, lastTx_)) / interval / 1000.0;
   const double rxRate = 8.0 * static_cast<double>(rx.bytes - std::min(rx.bytes, lastRx_)) / interval / 1000.0;

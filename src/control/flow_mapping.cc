@@ -108,7 +108,7 @@ FlowRequest fromAddFlow(const npmp::AddFlow& m) {
   r.socketOptions.ccid = m.ccid;
   r.sctpTuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
   r.streamPolicy =
-      transport::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);
+      sctp::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);
   return r;
 }
 

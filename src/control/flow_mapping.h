@@ -17,7 +17,7 @@
 #include "measure/flow.h"
 #include "npmp/messages.h"
 #include "sctp/socket.h"
-#include "transport/sctp_channel.h"
+#include "sctp/association.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -30,7 +30,7 @@ struct FlowRequest {
   measure::FlowParameters parameters;     // the passive's sending (the active's inbound)
   transport::SocketOptions socketOptions;  // buffers, TCP_NODELAY, congestion control, DCCP CCID
   sctp::Tuning sctpTuning;                 // CMT and its tuning (SCTP)
-  transport::StreamPolicy streamPolicy;    // per-message delivery of the passive's sending (SCTP)
+  sctp::StreamPolicy streamPolicy;    // per-message delivery of the passive's sending (SCTP)
 };
 FlowRequest fromAddFlow(const npmp::AddFlow& m);
 

@@ -135,7 +135,7 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
   if (refuse(peer, "a data connection")) return channel->close();
   if (!pendingConnections_.add(channel, peer)) return;
   transport::DataChannel* raw = channel.get();
-  channel->expect(npmp::Channel::DataFirst);
+  channel->expect(npmp::MessageSet::DataFirst);
   std::weak_ptr<FlowRegistry> weak = shared_from_this();
   channel->receive(
       [weak, raw, protocol](std::span<const std::uint8_t> message, std::uint64_t) {
@@ -164,14 +164,14 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
 }
 
 // An SCTP data association: each stream announces its flow with IDENTIFY (PPID 36).
-void FlowRegistry::adoptAssociation(std::shared_ptr<transport::SctpAssociation> association) {
+void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> association) {
   const auto peers = association->socket().peerAddresses();
   const asio::ip::address peer = peers.empty() ? asio::ip::address() : unmapped(peers.front());
   if (refuse(peer, "an SCTP data association")) return association->close();
   if (!pendingAssociations_.add(association, peer)) return;
-  transport::SctpAssociation* raw = association.get();
+  sctp::Association* raw = association.get();
   std::weak_ptr<FlowRegistry> weak = shared_from_this();
-  std::weak_ptr<transport::SctpAssociation> weakAssociation = association;
+  std::weak_ptr<sctp::Association> weakAssociation = association;
   association->start(
       [weak, weakAssociation, raw](std::uint16_t stream, std::uint32_t, std::span<const std::uint8_t> message,
                                    std::uint64_t) {
@@ -198,7 +198,7 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<transport::SctpAssociation> 
         }
         const auto peers = association->socket().peerAddresses();
         self->identify(*id,
-                       association->stream(stream, entry ? entry->request.streamPolicy : transport::StreamPolicy{}),
+                       association->stream(stream, entry ? entry->request.streamPolicy : sctp::StreamPolicy{}),
                        Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front(), std::nullopt);
         // Identified at least once: no longer pending; closed with its last flow.
         if (association->hasClaims()) self->pendingAssociations_.take(raw);
@@ -310,7 +310,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     if (session) session->flowFailed(key.measurementId);
   });
   if (!udpPeer) {
-    channel->expect(npmp::Channel::Data);
+    channel->expect(npmp::MessageSet::Data);
     flow->startReceiving();
   }
   log::debug("Identified " + keyName(key) + where);

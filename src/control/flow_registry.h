@@ -19,8 +19,8 @@
 #include "measure/flow.h"
 #include "measure/statistics.h"
 #include "npmp/messages.h"
-#include "transport/channel.h"
-#include "transport/sctp_channel.h"
+#include "transport/data_channel.h"
+#include "sctp/association.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -67,7 +67,7 @@ public:
   // A new TCP, MPTCP or DCCP data connection, or SCTP data association: it must identify its
   // flow (its streams' flows) before anything else.
   void adoptConnection(std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol);
-  void adoptAssociation(std::shared_ptr<transport::SctpAssociation> association);
+  void adoptAssociation(std::shared_ptr<sctp::Association> association);
   // A datagram on the shared UDP socket.
   void deliverDatagram(std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now);
 
@@ -91,7 +91,7 @@ private:
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;
   PendingTable<transport::DataChannel> pendingConnections_;
-  PendingTable<transport::SctpAssociation> pendingAssociations_;
+  PendingTable<sctp::Association> pendingAssociations_;
   std::uint64_t udpGarbage_ = 0;
 };
 

@@ -6,7 +6,7 @@
 
 namespace npm::control {
 
-JsonOutput::JsonOutput(const ActiveOptions& o) : o_(o) {
+JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.version = NPM_VERSION;
   info_.commandLine.push_back("netperfmeter");
   info_.commandLine.insert(info_.commandLine.end(), o.commandLine.begin(), o.commandLine.end());
@@ -19,7 +19,7 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : o_(o) {
   }
 }
 
-std::FILE* JsonOutput::humanOut() const { return o_.jsonFile == "-" || o_.jsonStream ? stderr : stdout; }
+std::FILE* JsonOutput::humanOut() const { return options_.jsonFile == "-" || options_.jsonStream ? stderr : stdout; }
 
 void JsonOutput::error(const std::string& message) {
   log::error(message);
@@ -34,7 +34,7 @@ void JsonOutput::control(std::string protocol, std::string local, std::string re
 
 void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start, const std::vector<std::shared_ptr<measure::Flow>>& flows,
                       const measure::CpuUsage& cpu) {
-  if (!o_.jsonStream) return;
+  if (!options_.jsonStream) return;
   if (!stream_) stream_ = std::make_unique<measure::JsonStream>(measurementId, start);
   std::vector<measure::JsonFlowSample> samples;
   for (const auto& f : flows) {
@@ -52,7 +52,7 @@ void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint6
 }
 
 int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own) {
-  if (o_.jsonFile.empty()) return exitCode;
+  if (options_.jsonFile.empty()) return exitCode;
   if (exitCode != 0 && error_.empty()) error_ = "the measurement failed (see the log)";
   info_.measurementId = measurementId;
   std::vector<measure::ScalarRow> activeRows, passiveRows;
@@ -67,17 +67,17 @@ int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure:
       exitCode = 1;
     }
   }
-  const bool toStdout = o_.jsonFile == "-";
+  const bool toStdout = options_.jsonFile == "-";
   // Indented for a file or a terminal; one line when it follows the stream's lines.
   const std::string document = measure::resultDocument(info_, own != nullptr ? &activeRows : nullptr,
                                                        havePassive ? &passiveRows : nullptr, error_,
-                                                       !(toStdout && o_.jsonStream));
+                                                       !(toStdout && options_.jsonStream));
   try {
     if (toStdout) {
       std::fwrite(document.data(), 1, document.size(), stdout);
       if (std::fflush(stdout) != 0) throw FileError("cannot write the JSON document to standard output");
     } else {
-      OutputFile out(o_.jsonFile, false, 9);
+      OutputFile out(options_.jsonFile, false, 9);
       out.write(document);
       out.commit();
     }

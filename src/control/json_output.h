@@ -23,7 +23,7 @@ public:
   // Where the human output (status line) goes: standard error if JSON is on standard output.
   std::FILE* humanOut() const;
   // The passive's scalar file is needed (and downloaded into memory) even without -scalar.
-  bool wantsPassiveScalars() const { return !o_.jsonFile.empty(); }
+  bool wantsPassiveScalars() const { return !options_.jsonFile.empty(); }
 
   // The first error of the run is the document's "error".
   void error(const std::string& message);
@@ -40,7 +40,7 @@ public:
   int finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own);
 
 private:
-  const ActiveOptions& o_;
+  const ActiveOptions& options_;
   measure::JsonRunInfo info_;
   std::string error_;
   std::string passiveScalars_;

@@ -62,7 +62,7 @@ public:
       if (auto state = weak.lock(); state && !state->stopped) return state->flows->adoptConnection(channel, protocol);
       channel->close();
     };
-    h.association = [weak](std::shared_ptr<transport::SctpAssociation> association) {
+    h.association = [weak](std::shared_ptr<sctp::Association> association) {
       if (auto state = weak.lock(); state && !state->stopped) return state->flows->adoptAssociation(association);
       association->close();
     };

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transport/sockets.h"
 
@@ -157,7 +158,7 @@ void Listeners::acceptControl(std::shared_ptr<tcp::acceptor> acceptor) {
       const auto remote = socket.remote_endpoint(ignored);
       self->handlers_.control(std::make_shared<ControlChannel>(
           self->io_.get_executor(),
-          tcpControl(std::move(socket), npmp::Channel::ControlToPassive, self->options_.controlOverMptcp),
+          tcpControl(std::move(socket), npmp::MessageSet::ControlToPassive, self->options_.controlOverMptcp),
           transport::endpointName(remote.address(), remote.port()), remote.address()));
     } else {
       backoff().failed("a control connection", ec);
@@ -222,7 +223,7 @@ void Listeners::drainUdp() {
     const std::size_t n = udp_.receive_from(asio::buffer(udpBuffer_), from, 0, ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) return;
     if (ec) continue;  // ICMP errors of earlier sends
-    handlers_.datagram(std::span<const std::uint8_t>(udpBuffer_.data(), n), from, transport::nowMicros());
+    handlers_.datagram(std::span<const std::uint8_t>(udpBuffer_.data(), n), from, nowMicros());
   }
 }
 
@@ -362,10 +363,10 @@ void Listeners::acceptSctp(std::shared_ptr<sctp::Socket> listener, bool control)
       const auto peers = socket->peerAddresses();
       const asio::ip::address peer = peers.empty() ? asio::ip::address() : unmapped(peers.front());
       const std::string name = (peer.is_v6() ? "[" + peer.to_string() + "]" : peer.to_string()) + " (SCTP)";
-      auto association = std::make_shared<transport::SctpAssociation>(self->io_, std::move(socket), name);
+      auto association = std::make_shared<sctp::Association>(self->io_, std::move(socket), name);
       if (control) {
         self->handlers_.control(std::make_shared<ControlChannel>(
-            self->io_.get_executor(), sctpControl(association, npmp::Channel::ControlToPassive), name, peer));
+            self->io_.get_executor(), sctpControl(association, npmp::MessageSet::ControlToPassive), name, peer));
       } else {
         self->handlers_.association(association);
       }

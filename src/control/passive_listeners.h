@@ -15,8 +15,8 @@
 
 #include "control/control_channel.h"
 #include "control/passive.h"
-#include "transport/channel.h"
-#include "transport/sctp_channel.h"
+#include "transport/data_channel.h"
+#include "sctp/association.h"
 
 namespace npm::control {
 
@@ -25,7 +25,7 @@ struct ListenerHandlers {
   std::function<void(std::shared_ptr<ControlChannel>)> control;
   // A new data connection (TCP, MPTCP, DCCP) or SCTP data association.
   std::function<void(std::shared_ptr<transport::DataChannel>, npmp::Protocol)> connection;
-  std::function<void(std::shared_ptr<transport::SctpAssociation>)> association;
+  std::function<void(std::shared_ptr<sctp::Association>)> association;
   // A datagram on the shared UDP socket.
   std::function<void(std::span<const std::uint8_t>, const asio::ip::udp::endpoint&, std::uint64_t now)> datagram;
 };

@@ -6,6 +6,7 @@
 
 #include <cinttypes>
 
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -13,7 +14,7 @@
 #include "control/auth.h"
 #include "control/stop_flows.h"
 #include "transport/sockets.h"
-#include "transport/channel.h"
+#include "transport/data_channel.h"
 
 namespace npm::control {
 
@@ -267,7 +268,7 @@ void Session::handleStart(const npmp::Start& m) {
     auto entry = state_->flows->find(key);
     if (entry && entry->identified) pm.measurement->flows().push_back(entry->flow);
   }
-  pm.measurement->start(transport::nowMicros(), std::chrono::milliseconds(m.warmupMs));
+  pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs));
   log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
             std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName() +
             (m.warmupMs > 0 ? ", warm-up " + std::to_string(m.warmupMs) + " ms" : std::string()));
@@ -290,7 +291,7 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   // build) may hold megabytes in its receive queues when STOP comes.
   co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2));
   for (auto& f : flows) f->finishReceiving();
-  const measure::MeasurementResult result = measurement->stop(transport::nowMicros());
+  const measure::MeasurementResult result = measurement->stop(nowMicros());
 
   std::FILE* vectorFile = nullptr;
   std::FILE* scalarFile = nullptr;
@@ -393,7 +394,7 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   // A removed flow's own connection (TCP, MPTCP) has nothing more to carry; as the reference
   // does, it is closed now rather than at the end of the session. (UDP shares the passive's
   // socket, an SCTP stream its association.)
-  if (auto* channel = flow->channel(); channel != nullptr && !channel->isDatagram()) flow->close();
+  if (auto* channel = flow->channel(); channel != nullptr && channel->isByteStream()) flow->close();
 }
 
 asio::awaitable<void> Session::upload(std::FILE* file) {
@@ -415,7 +416,7 @@ void Session::cleanup() {
   for (auto& [id, pm] : measurements_) {
     if (pm.measurement->running()) {
       for (auto& f : pm.measurement->flows()) f->close();
-      pm.measurement->stop(transport::nowMicros());
+      pm.measurement->stop(nowMicros());
     }
   }
   measurements_.clear();

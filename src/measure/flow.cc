@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace npm::measure {
@@ -40,12 +41,12 @@ Clock::duration seconds(double s) {
 
 Flow::Flow(asio::io_context& io, FlowParameters parameters, bool activeSide)
     : io_(io),
-      p_(std::move(parameters)),
+      params_(std::move(parameters)),
       activeSide_(activeSide),
       frameTimer_(io),
       onOffTimer_(io),
       stopTimer_(io),
-      rx_(p_.defragTimeoutMs),
+      rx_(params_.defragTimeoutMs),
       pathTimer_(io) {}
 
 Flow::~Flow() {
@@ -74,9 +75,9 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
     return false;
   }
   const npmp::DataHeader& h = *header;
-  if (h.flowId != p_.flowId || h.measurementId != p_.measurementId || h.streamId != p_.streamId) {
+  if (h.flowId != params_.flowId || h.measurementId != params_.measurementId || h.streamId != params_.streamId) {
     fail("DATA for flow " + std::to_string(h.flowId) + " on the data channel of flow " +
-         std::to_string(p_.flowId));
+         std::to_string(params_.flowId));
     return false;
   }
   const Reception r = rx_.onMessage(h, message.size(), now);
@@ -114,7 +115,7 @@ void Flow::samplePaths() {
   }
   if (!pathVector_) return;
   try {
-    const std::uint64_t now = transport::nowMicros();
+    const std::uint64_t now = nowMicros();
     pathVector_->rows(now, startTime_ != 0 ? startTime_ : now, pathSamples_);
     pathVector_->flush();
   } catch (const FileError& e) {
@@ -142,9 +143,9 @@ void Flow::start(std::uint64_t startTime) {
     samplePaths();
     schedulePathSample();
   }
-  sending_ = p_.outbound.enabled() && channel_ != nullptr;
+  sending_ = params_.outbound.enabled() && channel_ != nullptr;
   if (!sending_) return;
-  if (p_.onOff.empty()) {
+  if (params_.onOff.empty()) {
     setOn(true);
   } else {
     on_ = false;  // a flow with an on/off schedule starts off
@@ -159,7 +160,7 @@ void Flow::setOn(bool on) {
     frameTimer_.cancel();
     return;
   }
-  if (p_.outbound.saturated()) {
+  if (params_.outbound.saturated()) {
     pump();
   } else {
     nextFrame_ = Clock::now();
@@ -168,13 +169,13 @@ void Flow::setOn(bool on) {
 }
 
 void Flow::scheduleOnOff() {
-  if (onOffIndex_ >= p_.onOff.size()) {
-    if (!p_.repeatOnOff) return;
+  if (onOffIndex_ >= params_.onOff.size()) {
+    if (!params_.repeatOnOff) return;
     onOffIndex_ = 0;
   }
-  const npmp::OnOffEvent& event = p_.onOff[onOffIndex_++];
+  const npmp::OnOffEvent& event = params_.onOff[onOffIndex_++];
   double value = std::max(0.0, flowspec::sample(event.spec, random_));
-  if (p_.repeatOnOff) value = std::max(value, 0.001);  // a repeating schedule must advance
+  if (params_.repeatOnOff) value = std::max(value, 0.001);  // a repeating schedule must advance
   Clock::time_point at = event.relative ? lastEvent_ + seconds(value) : startSteady_ + seconds(value);
   at = std::max(at, lastEvent_);
   lastEvent_ = at;
@@ -189,7 +190,7 @@ void Flow::scheduleOnOff() {
 
 std::optional<double> Flow::drawInterval() {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const double rate = flowspec::sample(p_.outbound.rate, random_);
+    const double rate = flowspec::sample(params_.outbound.rate, random_);
     if (rate > 0.0) return 1.0 / rate;
   }
   return std::nullopt;  // the distribution keeps giving rates ≤ 0: no frame this second
@@ -212,14 +213,14 @@ void Flow::scheduleFrame() {
 void Flow::onFrameTimer() {
   if (!sending_ || !on_) return;
   if (frames_.size() < kMaxBacklogFrames) {
-    queueFrame(transport::nowMicros());
+    queueFrame(nowMicros());
     pump();
   }
   scheduleFrame();
 }
 
 bool Flow::queueFrame(std::uint64_t now) {
-  const double drawn = flowspec::sample(p_.outbound.size, random_);
+  const double drawn = flowspec::sample(params_.outbound.size, random_);
   if (!(drawn >= 1.0)) return false;  // a frame of no bytes is not sent and not counted
   // Whatever a distribution (or a peer's ADD_FLOW) asks for, a frame is a byte count cut
   // into messages as they are written: its size costs no memory.
@@ -234,7 +235,7 @@ void Flow::cutMessages() {
   for (const Pending& m : queue_) bytes += m.length;
   while (!frames_.empty() && queue_.size() < kMessagesPerWrite && (queue_.empty() || bytes < kBytesPerWrite)) {
     PendingFrame& f = frames_.front();
-    const std::uint64_t part = std::min<std::uint64_t>(f.remaining, p_.maxMsgSize);
+    const std::uint64_t part = std::min<std::uint64_t>(f.remaining, params_.maxMsgSize);
     f.remaining -= part;
     Pending& m = queue_.emplace_back();
     m.length = static_cast<std::uint16_t>(std::max<std::uint64_t>(part, npmp::kDataHeaderSize));
@@ -242,9 +243,9 @@ void Flow::cutMessages() {
     npmp::DataHeader h;
     h.flags = static_cast<std::uint8_t>((f.begun ? 0 : npmp::kDataFrameBegin) | (m.frameEnd ? npmp::kDataFrameEnd : 0));
     h.length = m.length;
-    h.flowId = p_.flowId;
-    h.measurementId = p_.measurementId;
-    h.streamId = p_.streamId;
+    h.flowId = params_.flowId;
+    h.measurementId = params_.measurementId;
+    h.streamId = params_.streamId;
     h.frameId = f.frameId;
     h.seqNumber = seqNumber_++;
     h.byteSeqNumber = byteSeqNumber_;
@@ -260,8 +261,8 @@ void Flow::cutMessages() {
 void Flow::pump() {
   if (writing_ || !channel_) return;
   if (queue_.empty() && frames_.empty()) {
-    if (!sending_ || !on_ || !p_.outbound.saturated()) return;
-    const std::uint64_t now = transport::nowMicros();
+    if (!sending_ || !on_ || !params_.outbound.saturated()) return;
+    const std::uint64_t now = nowMicros();
     // Saturated: frames for one write (a frame of no bytes: try again next time).
     std::uint64_t queued = 0;
     for (std::size_t i = 0; i < kMessagesPerWrite && queued < kBytesPerWrite; ++i) {
@@ -290,7 +291,7 @@ void Flow::pump() {
 
 void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped) {
   writing_ = false;
-  const std::uint64_t now = transport::nowMicros();
+  const std::uint64_t now = nowMicros();
   for (std::size_t i = 0; i < sent && !queue_.empty(); ++i) {
     tx_.onMessage(queue_.front().length, queue_.front().frameEnd, now);
     queue_.pop_front();
@@ -303,10 +304,10 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
     frames_.clear();
     if (sending_) {
       sending_ = false;
-      if (p_.errorOnAbort) {
-        fail("Flow #" + std::to_string(p_.flowId) + " has been aborted: " + ec.message());
+      if (params_.errorOnAbort) {
+        fail("Flow #" + std::to_string(params_.flowId) + " has been aborted: " + ec.message());
       } else {
-        log::warning("Flow #" + std::to_string(p_.flowId) + ": sending failed (" + ec.message() +
+        log::warning("Flow #" + std::to_string(params_.flowId) + ": sending failed (" + ec.message() +
                      "), error_on_abort=off: the flow stops sending");
       }
     }
@@ -366,8 +367,8 @@ void Flow::close() {
 
 FlowSnapshot Flow::snapshot() const {
   FlowSnapshot s;
-  s.flowId = p_.flowId;
-  s.description = p_.description;
+  s.flowId = params_.flowId;
+  s.description = params_.description;
   s.jitterMs = rx_.jitterMs();
   s.sent = tx_.total;
   s.received = rx_.received();
@@ -377,9 +378,9 @@ FlowSnapshot Flow::snapshot() const {
 
 FlowResult Flow::result() const {
   FlowResult r;
-  r.flowId = p_.flowId;
-  r.streamId = p_.streamId;
-  r.description = p_.description;
+  r.flowId = params_.flowId;
+  r.streamId = params_.streamId;
+  r.description = params_.description;
   r.transmitted = tx_;
   r.received = rx_.received();
   r.firstReception = rx_.first();

@@ -19,7 +19,7 @@
 #include "flowspec/random.h"
 #include "measure/results.h"
 #include "measure/statistics.h"
-#include "transport/channel.h"
+#include "transport/data_channel.h"
 
 namespace npm::measure {
 
@@ -46,10 +46,10 @@ public:
   Flow(asio::io_context& io, FlowParameters parameters, bool activeSide);
   ~Flow();
 
-  const FlowParameters& parameters() const { return p_; }
-  std::uint32_t flowId() const { return p_.flowId; }
-  std::uint64_t measurementId() const { return p_.measurementId; }
-  std::uint16_t streamId() const { return p_.streamId; }
+  const FlowParameters& parameters() const { return params_; }
+  std::uint32_t flowId() const { return params_.flowId; }
+  std::uint64_t measurementId() const { return params_.measurementId; }
+  std::uint16_t streamId() const { return params_.streamId; }
 
   // The channel the flow sends on (and, unless shared, receives from).
   void attach(std::shared_ptr<transport::DataChannel> channel);
@@ -116,7 +116,7 @@ private:
   std::optional<double> drawInterval();
 
   asio::io_context& io_;
-  FlowParameters p_;
+  FlowParameters params_;
   bool activeSide_;
   std::shared_ptr<transport::DataChannel> channel_;
   flowspec::Random random_;

@@ -1,8 +1,8 @@
 #include "measure/measurement.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/text.h"
-#include "transport/channel.h"
 
 namespace npm::measure {
 
@@ -30,7 +30,7 @@ void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup) {
   warmupTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->running_ || !self->warmingUp_) return;
-    self->beginScalars(transport::nowMicros());
+    self->beginScalars(nowMicros());
   });
 }
 
@@ -49,7 +49,7 @@ void Measurement::scheduleBlock() {
     if (ec || !self || !self->running_) return;
     if (self->vector_) {
       try {
-        self->vector_->writeBlock(transport::nowMicros(), self->start_, snapshots(self->flows_));
+        self->vector_->writeBlock(nowMicros(), self->start_, snapshots(self->flows_));
       } catch (const std::exception& e) {
         log::error(e.what());
         self->vector_.reset();

@@ -244,15 +244,15 @@ Result<std::size_t> declaredLength(std::span<const std::uint8_t> buffer) {
   return length;
 }
 
-Result<void> checkHeader(const std::uint8_t* h, Channel channel) {
+Result<void> checkHeader(const std::uint8_t* h, MessageSet allowed) {
   const std::uint8_t type = h[0];
   const std::size_t length = get16(h + 2);
   auto bad = [&](const char* expected) {
     return Failure{std::string("not NPMP: got type ") + std::to_string(type) + " (" + typeName(type) + ") of length " +
                    std::to_string(length) + ", expected " + expected};
   };
-  switch (channel) {
-    case Channel::ControlToPassive:
+  switch (allowed) {
+    case MessageSet::ControlToPassive:
       switch (static_cast<Type>(type)) {
         case Type::AddFlow:
           if (length >= kAddFlowBaseSize && (length - kAddFlowBaseSize) % kOnOffEventSize == 0) return {};
@@ -274,7 +274,7 @@ Result<void> checkHeader(const std::uint8_t* h, Channel channel) {
           break;
       }
       return bad("a control message (ADD_FLOW, REMOVE_FLOW, START, STOP)");
-    case Channel::ControlToActive:
+    case MessageSet::ControlToActive:
       if (type == static_cast<std::uint8_t>(Type::Acknowledge) && length == kAcknowledgeSize) return {};
       if (type == static_cast<std::uint8_t>(Type::Results) && length >= kHeaderSize &&
           length <= kHeaderSize + kResultsMaxData) {
@@ -282,10 +282,10 @@ Result<void> checkHeader(const std::uint8_t* h, Channel channel) {
       }
       if (type == static_cast<std::uint8_t>(Type::AuthChallenge) && length == kAuthChallengeSize) return {};
       return bad("ACKNOWLEDGE or RESULTS");
-    case Channel::DataFirst:
+    case MessageSet::DataFirst:
       if (type == static_cast<std::uint8_t>(Type::IdentifyFlow) && length == kIdentifyFlowSize) return {};
       return bad("IDENTIFY_FLOW");
-    case Channel::Data:
+    case MessageSet::Data:
       if (type == static_cast<std::uint8_t>(Type::Data) && length >= kDataHeaderSize) return {};
       return bad("DATA");
   }

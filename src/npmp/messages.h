@@ -247,14 +247,14 @@ Result<std::size_t> declaredLength(std::span<const std::uint8_t> buffer);
 
 // What a connection may carry, to reject a bad header as soon as its 4 bytes arrive
 // instead of waiting for a length that garbage claims.
-enum class Channel {
+enum class MessageSet {
   ControlToPassive,  // ADD_FLOW, REMOVE_FLOW, START, STOP (and AUTH_HELLO, AUTH_RESPONSE)
   ControlToActive,   // ACKNOWLEDGE, RESULTS (and AUTH_CHALLENGE)
   DataFirst,         // the first message of a data connection: IDENTIFY_FLOW
   Data,              // afterwards: DATA
 };
 // Whether a message with this 4-byte header may follow on the channel (else the reason).
-Result<void> checkHeader(const std::uint8_t* header, Channel channel);
+Result<void> checkHeader(const std::uint8_t* header, MessageSet allowed);
 
 // Decodes exactly one complete message (buffer.size() must equal its Length field).
 DecodeResult decode(std::span<const std::uint8_t> message);

@@ -17,7 +17,8 @@ namespace {
 void fuzzNpmp(std::span<const std::uint8_t> data) {
   using namespace npm::npmp;
   if (data.size() >= 4) {
-    for (Channel c : {Channel::ControlToPassive, Channel::ControlToActive, Channel::DataFirst, Channel::Data}) {
+    for (MessageSet c :
+         {MessageSet::ControlToPassive, MessageSet::ControlToActive, MessageSet::DataFirst, MessageSet::Data}) {
       (void)checkHeader(data.data(), c);
     }
     (void)declaredLength(data);

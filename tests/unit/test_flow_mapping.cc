@@ -96,7 +96,7 @@ TEST_CASE("flow mapping: SCTP delivery policy and CMT tuning") {
   CHECK(r.sctpTuning.nrSack);
   CHECK(r.sctpTuning.rtoMinMs == 200);
   CHECK(r.sctpTuning.dac);
-  const auto expected = transport::streamPolicy(s.ordered, s.reliable, s.retransmissionTrials);
+  const auto expected = sctp::streamPolicy(s.ordered, s.reliable, s.retransmissionTrials);
   CHECK(r.streamPolicy.ordered == Approx(expected.ordered));
   CHECK(r.streamPolicy.reliable == Approx(expected.reliable));
   CHECK(r.streamPolicy.prPolicy == expected.prPolicy);

@@ -10,15 +10,16 @@
 
 #include <thread>
 
+#include "common/clock.h"
 #include "measure/measurement.h"
-#include "transport/channel.h"
+#include "transport/data_channel.h"
 
 using namespace npm;
 
 TEST_CASE("a measurement destroyed while its vector-block handler is queued") {
   boost::asio::io_context io;
   auto measurement = std::make_shared<measure::Measurement>(io, 0x1234);
-  measurement->start(transport::nowMicros());
+  measurement->start(nowMicros());
   std::weak_ptr<measure::Measurement> watch = measurement;
 
   // The first block is due after 1 s: let it expire while the loop does not run, then queue
@@ -26,7 +27,7 @@ TEST_CASE("a measurement destroyed while its vector-block handler is queued") {
   // handler into the queue behind the teardown, so the teardown runs first.
   std::this_thread::sleep_for(std::chrono::milliseconds(1050));
   boost::asio::post(io, [&measurement] {
-    measurement->stop(transport::nowMicros());
+    measurement->stop(nowMicros());
     measurement.reset();
   });
   const std::size_t handlers = io.run_for(std::chrono::milliseconds(200));

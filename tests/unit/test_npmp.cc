@@ -263,13 +263,13 @@ TEST_CASE("every malformed length is rejected") {
 TEST_CASE("headers are checked per channel as soon as they arrive") {
   const std::uint8_t identify[4] = {4, 0, 0, 26}, data[4] = {5, 0, 0, 48}, addFlow[4] = {2, 0, 0, 194};
   const std::uint8_t addFlowOdd[4] = {2, 0, 0xEA, 0x60}, results[4] = {8, 1, 0x05, 0x7C}, ack[4] = {1, 0, 0, 24};
-  CHECK(checkHeader(identify, Channel::DataFirst));
-  CHECK_THAT(checkHeader(data, Channel::DataFirst).error(), Catch::Contains("expected IDENTIFY_FLOW"));
-  CHECK(checkHeader(data, Channel::Data));
-  CHECK_FALSE(checkHeader(identify, Channel::Data));
-  CHECK(checkHeader(addFlow, Channel::ControlToPassive));
-  CHECK_FALSE(checkHeader(addFlowOdd, Channel::ControlToPassive));  // 60000 is no 194 + 36n
-  CHECK_FALSE(checkHeader(ack, Channel::ControlToPassive));
-  CHECK(checkHeader(ack, Channel::ControlToActive));
-  CHECK(checkHeader(results, Channel::ControlToActive));  // 1404 = 4 + 1400
+  CHECK(checkHeader(identify, MessageSet::DataFirst));
+  CHECK_THAT(checkHeader(data, MessageSet::DataFirst).error(), Catch::Contains("expected IDENTIFY_FLOW"));
+  CHECK(checkHeader(data, MessageSet::Data));
+  CHECK_FALSE(checkHeader(identify, MessageSet::Data));
+  CHECK(checkHeader(addFlow, MessageSet::ControlToPassive));
+  CHECK_FALSE(checkHeader(addFlowOdd, MessageSet::ControlToPassive));  // 60000 is no 194 + 36n
+  CHECK_FALSE(checkHeader(ack, MessageSet::ControlToPassive));
+  CHECK(checkHeader(ack, MessageSet::ControlToActive));
+  CHECK(checkHeader(results, MessageSet::ControlToActive));  // 1404 = 4 + 1400
 }

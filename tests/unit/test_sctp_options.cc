@@ -10,7 +10,7 @@
 #include "flowspec/flowspec.h"
 #include "npmp/messages.h"
 #include "sctp/socket.h"
-#include "transport/sctp_channel.h"
+#include "sctp/association.h"
 #include "transport/sockets.h"
 
 using namespace npm;
@@ -81,18 +81,18 @@ TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
 }
 
 TEST_CASE("per-message PR-SCTP policy from the flow options") {
-  auto always = transport::streamPolicy(1.0, 1.0, npmp::kRetransmitUnlimited);
+  auto always = sctp::streamPolicy(1.0, 1.0, npmp::kRetransmitUnlimited);
   CHECK(always.reliable == 1.0);
-  auto unreliable = transport::streamPolicy(0.5, 0.25, npmp::kRetransmitUnlimited);
+  auto unreliable = sctp::streamPolicy(0.5, 0.25, npmp::kRetransmitUnlimited);
   CHECK(unreliable.ordered == 0.5);
   CHECK(unreliable.reliable == 0.25);
   CHECK(unreliable.prPolicy == sctp::PrPolicy::Rtx);
   CHECK(unreliable.prValue == 0);
-  auto ttl = transport::streamPolicy(1.0, 1.0, npmp::kRetransmitTimeFlag | 150);
+  auto ttl = sctp::streamPolicy(1.0, 1.0, npmp::kRetransmitTimeFlag | 150);
   CHECK(ttl.prPolicy == sctp::PrPolicy::Ttl);
   CHECK(ttl.prValue == 150);
   CHECK(ttl.reliable == 0.0);  // rtx_timeout= alone applies to every message
-  auto rtx = transport::streamPolicy(1.0, 0.5, 3);
+  auto rtx = sctp::streamPolicy(1.0, 0.5, 3);
   CHECK(rtx.prPolicy == sctp::PrPolicy::Rtx);
   CHECK(rtx.prValue == 3);
   CHECK(rtx.reliable == 0.5);

@@ -1,4 +1,5 @@
-#include "transport/channel.h"
+#include "transport/data_channel.h"
+#include "common/clock.h"
 #include "transport/sockets.h"
 
 #include <boost/asio/post.hpp>
@@ -7,19 +8,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <climits>
-#include <time.h>
 
 #include <cerrno>
 #include <cstring>
 #include <optional>
 
 namespace npm::transport {
-
-std::uint64_t nowMicros() {
-  timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
-}
 
 std::string endpointName(const asio::ip::address& address, std::uint16_t port) {
   if (address.is_v6() && address.to_v6().is_v4_mapped()) return unmapped(address).to_string() + ":" + std::to_string(port);
@@ -71,7 +65,7 @@ public:
     }
   }
 
-  void expect(npmp::Channel kind) override { expect_ = kind; }
+  void expect(npmp::MessageSet kind) override { expect_ = kind; }
 
   void close() override {
     closed_ = true;
@@ -81,7 +75,7 @@ public:
   }
 
   int fd() const override { return const_cast<asio::ip::tcp::socket&>(socket_).native_handle(); }
-  bool isDatagram() const override { return false; }
+  bool isByteStream() const override { return true; }
   std::string peerName() const override { return peer_; }
   long unsent() override { return unsentBytes(socket_.native_handle()); }
   long unread() override { return reading_ && !closed_ ? unreadBytes(socket_.native_handle()) : 0; }
@@ -198,7 +192,7 @@ private:
   std::vector<std::uint8_t> buffer_;
   std::size_t begin_ = 0, end_ = 0;
   bool reading_ = false, closed_ = false, filled_ = false;
-  std::optional<npmp::Channel> expect_;
+  std::optional<npmp::MessageSet> expect_;
   MessageHandler onMessage_;
   ErrorHandler onError_;
 };
@@ -243,7 +237,7 @@ public:
   }
 
   int fd() const override { return socket_->native_handle(); }
-  bool isDatagram() const override { return true; }
+  bool isByteStream() const override { return false; }
   std::string peerName() const override { return peer_; }
 
 private:

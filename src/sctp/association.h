@@ -16,27 +16,27 @@
 
 #include "flowspec/random.h"
 #include "sctp/socket.h"
-#include "transport/channel.h"
+#include "transport/data_channel.h"
 
-namespace npm::transport {
+namespace npm::sctp {
 
 // Per-message SCTP delivery choices of one flow's sending direction.
 struct StreamPolicy {
   double ordered = 1.0;   // fraction of messages sent ordered
   double reliable = 1.0;  // fraction of messages sent fully reliable
-  sctp::PrPolicy prPolicy = sctp::PrPolicy::Rtx;  // for the unreliable ones
+  PrPolicy prPolicy = PrPolicy::Rtx;  // for the unreliable ones
   std::uint32_t prValue = 0;                      // ms (TTL) or retransmissions (RTX)
 };
 // The policy of a flow from its FLOWSPEC/ADD_FLOW values (RetransmissionTrials encoding).
 StreamPolicy streamPolicy(double ordered, double reliable, std::uint32_t retransmissionTrials);
 
-class SctpAssociation : public std::enable_shared_from_this<SctpAssociation> {
+class Association : public std::enable_shared_from_this<Association> {
 public:
-  SctpAssociation(asio::io_context& io, std::unique_ptr<sctp::Socket> socket, std::string peer);
-  ~SctpAssociation();
+  Association(asio::io_context& io, std::unique_ptr<Socket> socket, std::string peer);
+  ~Association();
 
   asio::io_context& io() { return io_; }
-  sctp::Socket& socket() { return *socket_; }
+  Socket& socket() { return *socket_; }
   const std::string& peerName() const { return peer_; }
   void setPeerName(std::string peer) { peer_ = std::move(peer); }
 
@@ -47,19 +47,19 @@ public:
   // (its flow is done; the peer may still have sent some) are dropped; others go to `unclaimed`.
   using StreamMessage = std::function<void(std::uint16_t stream, std::uint32_t ppid,
                                            std::span<const std::uint8_t> message, std::uint64_t now)>;
-  void start(StreamMessage unclaimed, ErrorHandler onError);
-  void claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError);
+  void start(StreamMessage unclaimed, transport::ErrorHandler onError);
+  void claim(std::uint16_t stream, transport::MessageHandler onMessage, transport::ErrorHandler onError);
   void release(std::uint16_t stream);
   bool hasClaims() const { return !streams_.empty(); }
 
   // Sends one message: Full when the send buffer is (retry after waitWritable()); Failed
   // when the association has (a hard error fails it, reported to its streams).
   enum class Sent { Yes, Full, Failed };
-  Sent trySend(const std::uint8_t* data, std::size_t length, const sctp::SendInfo& info);
+  Sent trySend(const std::uint8_t* data, std::size_t length, const SendInfo& info);
   void waitWritable(std::function<void()> handler);
 
   // A DataChannel for one stream, for a Flow.
-  std::shared_ptr<DataChannel> stream(std::uint16_t stream, StreamPolicy policy);
+  std::shared_ptr<transport::DataChannel> stream(std::uint16_t stream, StreamPolicy policy);
 
   void close();
   bool closed() const { return closed_; }
@@ -77,14 +77,14 @@ private:
   void fail(const std::string& reason);
 
   asio::io_context& io_;
-  std::unique_ptr<sctp::Socket> socket_;
+  std::unique_ptr<Socket> socket_;
   std::string peer_;
   std::vector<std::uint8_t> buffer_, partial_;
   StreamMessage unclaimed_;
-  ErrorHandler onError_;
+  transport::ErrorHandler onError_;
   struct Claim {
-    MessageHandler onMessage;
-    ErrorHandler onError;
+    transport::MessageHandler onMessage;
+    transport::ErrorHandler onError;
   };
   std::map<std::uint16_t, Claim> streams_;
   std::set<std::uint16_t> released_;
@@ -95,4 +95,4 @@ private:
   std::shared_ptr<asio::steady_timer> finishTimer_;
 };
 
-}  // namespace npm::transport
+}  // namespace npm::sctp

@@ -1,13 +1,22 @@
-#include "transport/sctp_channel.h"
+#include "sctp/association.h"
 
 #include <boost/asio/post.hpp>
 
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 
-namespace npm::transport {
+namespace npm::sctp {
+
+using transport::DataChannel;
+using transport::ErrorHandler;
+using transport::kAssociationClosedByPeer;
+using transport::kAssociationShutDownByPeer;
+using transport::MessageHandler;
+using transport::PathSample;
+using transport::SendHandler;
 
 namespace {
 
@@ -16,7 +25,7 @@ constexpr std::size_t kMaxMessage = 65536;
 // One flow's stream of an association.
 class SctpStreamChannel : public DataChannel, public std::enable_shared_from_this<SctpStreamChannel> {
 public:
-  SctpStreamChannel(std::shared_ptr<SctpAssociation> association, std::uint16_t stream, StreamPolicy policy)
+  SctpStreamChannel(std::shared_ptr<Association> association, std::uint16_t stream, StreamPolicy policy)
       : association_(std::move(association)), stream_(stream), policy_(policy) {}
 
   void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
@@ -38,7 +47,7 @@ public:
   }
 
   int fd() const override { return -1; }
-  bool isDatagram() const override { return true; }  // message-oriented: no byte-stream drain
+  bool isByteStream() const override { return false; }  // message-oriented: no byte-stream drain
   bool reliable() const override { return true; }
   long unsent() override { return association_->socket().unsentChunks(); }
   void samplePaths(std::vector<PathSample>& out) override {
@@ -55,7 +64,7 @@ private:
       scratch_.resize(header.size() + payload.size());
       std::memcpy(scratch_.data(), header.data(), header.size());
       if (payload.size() > 0) std::memcpy(scratch_.data() + header.size(), payload.data(), payload.size());
-      sctp::SendInfo info;
+      SendInfo info;
       info.stream = stream_;
       const bool data = !scratch_.empty() && scratch_[0] == static_cast<std::uint8_t>(npmp::Type::Data);
       info.ppid = data ? npmp::kPpidData : npmp::kPpidControl;
@@ -67,8 +76,8 @@ private:
         }
       }
       if (const auto sent = association_->trySend(scratch_.data(), scratch_.size(), info);
-          sent != SctpAssociation::Sent::Yes) {
-        if (sent == SctpAssociation::Sent::Failed) {
+          sent != Association::Sent::Yes) {
+        if (sent == Association::Sent::Failed) {
           finish(asio::error::connection_aborted);
           return;
         }
@@ -90,7 +99,7 @@ private:
     if (handler) handler(ec, sent_, 0);
   }
 
-  std::shared_ptr<SctpAssociation> association_;
+  std::shared_ptr<Association> association_;
   std::uint16_t stream_;
   StreamPolicy policy_;
   flowspec::Random random_;
@@ -108,28 +117,28 @@ StreamPolicy streamPolicy(double ordered, double reliable, std::uint32_t trials)
   p.ordered = ordered;
   p.reliable = reliable;
   if (trials == npmp::kRetransmitUnlimited || (trials & ~npmp::kRetransmitTimeFlag) == 0x7FFFFFFFU) {
-    p.prPolicy = sctp::PrPolicy::Rtx;  // unreliable without rtx_*: no retransmission at all
+    p.prPolicy = PrPolicy::Rtx;  // unreliable without rtx_*: no retransmission at all
     p.prValue = 0;
   } else if (trials & npmp::kRetransmitTimeFlag) {
-    p.prPolicy = sctp::PrPolicy::Ttl;
+    p.prPolicy = PrPolicy::Ttl;
     p.prValue = trials & ~npmp::kRetransmitTimeFlag;
     if (p.reliable >= 1.0) p.reliable = 0.0;  // rtx_timeout= alone: every message has the lifetime
   } else {
-    p.prPolicy = sctp::PrPolicy::Rtx;
+    p.prPolicy = PrPolicy::Rtx;
     p.prValue = trials;
     if (p.reliable >= 1.0) p.reliable = 0.0;  // rtx_trials= alone: every message has the limit
   }
   return p;
 }
 
-SctpAssociation::SctpAssociation(asio::io_context& io, std::unique_ptr<sctp::Socket> socket, std::string peer)
+Association::Association(asio::io_context& io, std::unique_ptr<Socket> socket, std::string peer)
     : io_(io), socket_(std::move(socket)), peer_(std::move(peer)) {
   buffer_.resize(kMaxMessage + 1);
 }
 
-SctpAssociation::~SctpAssociation() { close(); }
+Association::~Association() { close(); }
 
-void SctpAssociation::onConnected(std::function<void(const std::string&)> handler) {
+void Association::onConnected(std::function<void(const std::string&)> handler) {
   connected_ = std::move(handler);
   socket_->asyncWait(true, [weak = weak_from_this()] {
     auto self = weak.lock();
@@ -142,33 +151,33 @@ void SctpAssociation::onConnected(std::function<void(const std::string&)> handle
   });
 }
 
-void SctpAssociation::start(StreamMessage unclaimed, ErrorHandler onError) {
+void Association::start(StreamMessage unclaimed, ErrorHandler onError) {
   unclaimed_ = std::move(unclaimed);
   onError_ = std::move(onError);
   readMore();
 }
 
-void SctpAssociation::claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError) {
+void Association::claim(std::uint16_t stream, MessageHandler onMessage, ErrorHandler onError) {
   streams_[stream] = Claim{std::move(onMessage), std::move(onError)};
   released_.erase(stream);
 }
 
-void SctpAssociation::release(std::uint16_t stream) {
+void Association::release(std::uint16_t stream) {
   if (streams_.erase(stream) > 0) released_.insert(stream);
 }
 
-void SctpAssociation::readMore() {
+void Association::readMore() {
   if (closed_) return;
   socket_->asyncWait(false, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->onReadable();
   });
 }
 
-void SctpAssociation::onReadable() {
+void Association::onReadable() {
   if (closed_) return;
   auto self = shared_from_this();
   for (int i = 0; i < 256 && !closed_; ++i) {
-    sctp::ReceiveInfo info;
+    ReceiveInfo info;
     const long n = socket_->receive(buffer_.data(), buffer_.size(), info);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -193,11 +202,11 @@ void SctpAssociation::onReadable() {
     }
     if (info.notification) {
       switch (socket_->notification(data, length)) {
-        case sctp::AssociationEvent::CommLost: fail("association lost (COMM_LOST)"); return;
-        case sctp::AssociationEvent::ShutdownComplete:
-        case sctp::AssociationEvent::Shutdown: fail(std::string(kAssociationShutDownByPeer)); return;
-        case sctp::AssociationEvent::CantStart: fail("cannot start the association"); return;
-        case sctp::AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
+        case AssociationEvent::CommLost: fail("association lost (COMM_LOST)"); return;
+        case AssociationEvent::ShutdownComplete:
+        case AssociationEvent::Shutdown: fail(std::string(kAssociationShutDownByPeer)); return;
+        case AssociationEvent::CantStart: fail("cannot start the association"); return;
+        case AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
         default: break;
       }
     } else {
@@ -216,8 +225,8 @@ void SctpAssociation::onReadable() {
   readMore();
 }
 
-SctpAssociation::Sent SctpAssociation::trySend(const std::uint8_t* data, std::size_t length,
-                                               const sctp::SendInfo& info) {
+Association::Sent Association::trySend(const std::uint8_t* data, std::size_t length,
+                                               const SendInfo& info) {
   if (closed_ || failed_) return Sent::Failed;
   const long n = socket_->send(data, length, info);
   if (n >= 0) return Sent::Yes;
@@ -226,7 +235,7 @@ SctpAssociation::Sent SctpAssociation::trySend(const std::uint8_t* data, std::si
   return Sent::Failed;
 }
 
-void SctpAssociation::waitWritable(std::function<void()> handler) {
+void Association::waitWritable(std::function<void()> handler) {
   writeWaiters_.push_back(std::move(handler));
   if (waitingWritable_) return;
   waitingWritable_ = true;
@@ -240,11 +249,11 @@ void SctpAssociation::waitWritable(std::function<void()> handler) {
   });
 }
 
-std::shared_ptr<DataChannel> SctpAssociation::stream(std::uint16_t stream, StreamPolicy policy) {
+std::shared_ptr<DataChannel> Association::stream(std::uint16_t stream, StreamPolicy policy) {
   return std::make_shared<SctpStreamChannel>(shared_from_this(), stream, policy);
 }
 
-void SctpAssociation::fail(const std::string& reason) {
+void Association::fail(const std::string& reason) {
   if (failed_ || closed_) return;
   failed_ = true;
   auto claims = streams_;
@@ -254,11 +263,11 @@ void SctpAssociation::fail(const std::string& reason) {
   if (onError_) onError_(reason);
 }
 
-void SctpAssociation::shutdown() {
+void Association::shutdown() {
   if (!closed_ && !failed_) socket_->shutdownWrite();
 }
 
-void SctpAssociation::finish() {
+void Association::finish() {
   if (closed_ || finishing_) return;
   finishing_ = true;
   if (failed_) {
@@ -273,11 +282,11 @@ void SctpAssociation::finish() {
   finishTimer_->async_wait([self = shared_from_this()](const boost::system::error_code&) { self->close(); });
 }
 
-void SctpAssociation::close() {
+void Association::close() {
   if (closed_) return;
   closed_ = true;
   if (finishTimer_) finishTimer_->cancel();
   socket_->close();
 }
 
-}  // namespace npm::transport
+}  // namespace npm::sctp

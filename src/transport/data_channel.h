@@ -41,8 +41,6 @@ inline bool closedByPeer(std::string_view reason) {
 using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,
                                        std::size_t dropped)>;
 
-std::uint64_t nowMicros();  // CLOCK_REALTIME
-
 class DataChannel {
 public:
   virtual ~DataChannel() = default;
@@ -53,12 +51,14 @@ public:
   virtual void receive(MessageHandler onMessage, ErrorHandler onError) = 0;
   // Checks every message header as soon as it arrives (stream channels; datagrams are
   // checked whole by the receiver).
-  virtual void expect(npmp::Channel kind) { (void)kind; }
+  virtual void expect(npmp::MessageSet kind) { (void)kind; }
   virtual void close() = 0;
   virtual int fd() const = 0;
-  virtual bool isDatagram() const = 0;
+  // Whether messages travel in one byte stream (TCP, MPTCP), which a receiver must drain to
+  // the end, or each on its own (UDP, DCCP, an SCTP stream).
+  virtual bool isByteStream() const = 0;
   // Whether a message, once sent, arrives (TCP, MPTCP, SCTP) or may be lost (UDP, DCCP).
-  virtual bool reliable() const { return !isDatagram(); }
+  virtual bool reliable() const { return isByteStream(); }
   virtual std::string peerName() const = 0;
   // What the transport still holds for the peer (bytes or messages; 0 = nothing), -1 if unknown.
   virtual long unsent() { return 0; }
