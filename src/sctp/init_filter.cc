@@ -29,13 +29,16 @@ constexpr std::int32_t kSctpCommonHeader = 12;
 constexpr std::int32_t kFirstChunkType = kUdpHeader + kSctpCommonHeader;  // 20
 constexpr std::int32_t kChunkInit = 1;
 constexpr std::uint64_t kNsPerSecond = 1000000000ULL;
+// Compare-and-exchange attempts on the bucket before an INIT is dropped (INITs racing on other
+// CPUs each take a slot first).
+constexpr std::int32_t kMaxRetries = 4;
 
 long bpf(int command, bpf_attr& attr) { return ::syscall(SYS_bpf, command, &attr, sizeof(attr)); }
 
 // A tiny assembler: instructions with symbolic jump targets, resolved at the end.
 class Assembler {
 public:
-  enum Label { Pass, Drop, MaxTaken, LabelCount };
+  enum Label { Pass, Drop, Retry, MaxTaken, Passed, LabelCount };
 
   void op(std::uint8_t code, int dst, int src, std::int16_t off, std::int32_t imm) {
     bpf_insn i{};
@@ -65,7 +68,7 @@ private:
 // r1 = __sk_buff on entry. Returns 0 (drop) or 0xffffffff (keep the whole datagram).
 std::vector<bpf_insn> program(int mapFd) {
   using A = Assembler;
-  constexpr int r0 = 0, r1 = 1, r2 = 2, r3 = 3, r4 = 4, r6 = 6, r7 = 7, r8 = 8, r10 = 10;
+  constexpr int r0 = 0, r1 = 1, r2 = 2, r3 = 3, r4 = 4, r5 = 5, r6 = 6, r7 = 7, r8 = 8, r9 = 9, r10 = 10;
   A a;
   a.op(BPF_ALU64 | BPF_MOV | BPF_X, r6, r1, 0, 0);  // r6 = ctx (BPF_LD_ABS reads through r6)
   a.op(BPF_LDX | BPF_MEM | BPF_W, r2, r6, offsetof(__sk_buff, len), 0);
@@ -83,18 +86,30 @@ std::vector<bpf_insn> program(int mapFd) {
   a.op(BPF_ALU64 | BPF_MOV | BPF_X, r7, r0, 0, 0);
   a.op(BPF_LDX | BPF_MEM | BPF_DW, r8, r7, offsetof(InitRateFilter::State, intervalNs), 0);
   a.jump(BPF_JMP | BPF_JEQ | BPF_K, r8, 0, 0, A::Pass);  // no limit configured
-  a.op(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);  // r0 = now
-  // GCRA: tat' = max(tat, now) + interval; the INIT conforms if tat' - now <= tolerance.
-  a.op(BPF_LDX | BPF_MEM | BPF_DW, r3, r7, offsetof(InitRateFilter::State, tat), 0);
-  a.jump(BPF_JMP | BPF_JGE | BPF_X, r3, r0, 0, A::MaxTaken);
-  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r3, r0, 0, 0);
+  a.op(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);
+  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r9, r0, 0, 0);  // r9 = now
+  // GCRA: tat' = max(tat, now) + interval; the INIT conforms if tat' - now <= tolerance. The
+  // new tat is stored with compare-and-exchange, so that INITs on several CPUs at once cannot
+  // both take the same slot; one that keeps losing the race (kMaxRetries) is dropped.
+  a.op(BPF_ALU64 | BPF_MOV | BPF_K, r6, 0, 0, kMaxRetries);  // r6 = tries left (ctx no longer needed)
+  a.label(A::Retry);
+  a.op(BPF_LDX | BPF_MEM | BPF_DW, r3, r7, offsetof(InitRateFilter::State, tat), 0);  // r3 = tat
+  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r5, r3, 0, 0);
+  a.jump(BPF_JMP | BPF_JGE | BPF_X, r5, r9, 0, A::MaxTaken);
+  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r5, r9, 0, 0);
   a.label(A::MaxTaken);
-  a.op(BPF_ALU64 | BPF_ADD | BPF_X, r3, r8, 0, 0);
-  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r4, r3, 0, 0);
-  a.op(BPF_ALU64 | BPF_SUB | BPF_X, r4, r0, 0, 0);
+  a.op(BPF_ALU64 | BPF_ADD | BPF_X, r5, r8, 0, 0);  // r5 = tat'
+  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r4, r5, 0, 0);
+  a.op(BPF_ALU64 | BPF_SUB | BPF_X, r4, r9, 0, 0);
   a.op(BPF_LDX | BPF_MEM | BPF_DW, r2, r7, offsetof(InitRateFilter::State, toleranceNs), 0);
   a.jump(BPF_JMP | BPF_JGT | BPF_X, r4, r2, 0, A::Drop);
-  a.op(BPF_STX | BPF_MEM | BPF_DW, r7, r3, offsetof(InitRateFilter::State, tat), 0);
+  a.op(BPF_ALU64 | BPF_MOV | BPF_X, r0, r3, 0, 0);  // expected: the tat read above
+  a.op(BPF_STX | BPF_ATOMIC | BPF_DW, r7, r5, offsetof(InitRateFilter::State, tat), BPF_CMPXCHG);
+  a.jump(BPF_JMP | BPF_JEQ | BPF_X, r0, r3, 0, A::Passed);  // r0 = the tat that was there
+  a.op(BPF_ALU64 | BPF_SUB | BPF_K, r6, 0, 0, 1);
+  a.jump(BPF_JMP | BPF_JNE | BPF_K, r6, 0, 0, A::Retry);
+  a.jump(BPF_JMP | BPF_JA, 0, 0, 0, A::Drop);
+  a.label(A::Passed);
   a.op(BPF_ALU64 | BPF_MOV | BPF_K, r1, 0, 0, 1);
   a.op(BPF_STX | BPF_ATOMIC | BPF_DW, r7, r1, offsetof(InitRateFilter::State, passed), BPF_ADD);
   a.label(A::Pass);

@@ -233,3 +233,47 @@ TEST_CASE("IPv4 and IPv6 sockets with the INIT filter share one bucket") {
   CHECK(countInits(got6) >= 3);
   CHECK(got6.size() - countInits(got6) == 5);
 }
+
+TEST_CASE("INITs from several CPUs at once take no more than the bucket holds") {
+  // Each sender thread's datagrams run the filter on its own CPU (loopback delivers in the
+  // sender's context); the bucket is updated with compare-and-exchange, so racing INITs
+  // cannot take the same slot twice.
+  constexpr std::uint32_t kBurst = 50;
+  auto filter = loadOrSkip(InitRateLimit{1, kBurst});
+  if (!filter) return;
+  Fd receiver(boundUdp(AF_INET));
+  REQUIRE(filter->attach(receiver.fd));
+  const int senders = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  constexpr int kEach = 20000;
+  sockaddr_storage to{};
+  socklen_t toLength = sizeof(to);
+  REQUIRE(::getsockname(receiver.fd, reinterpret_cast<sockaddr*>(&to), &toLength) == 0);
+  const auto init = packet(1, 7);
+  std::vector<int> sent(static_cast<std::size_t>(senders), 0);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < senders; ++t) {
+      threads.emplace_back([&, t] {
+        Fd sender(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        for (int i = 0; i < kEach; ++i) {
+          if (::sendto(sender.fd, init.data(), init.size(), 0, reinterpret_cast<const sockaddr*>(&to), toLength) ==
+              static_cast<long>(init.size())) {
+            ++sent[static_cast<std::size_t>(t)];
+          }
+        }
+      });
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::size_t inits = countInits(drain(receiver.fd));
+  const auto s = filter->state();
+  REQUIRE(s);
+  int total = 0;
+  for (const int n : sent) total += n;
+  CHECK(total == senders * kEach);
+  CHECK(s->passed + s->dropped == static_cast<std::uint64_t>(total));
+  CHECK(s->passed == inits);
+  CHECK(inits >= kBurst);
+  CHECK(inits <= kBurst + static_cast<std::size_t>(std::ceil(elapsed)) + 1);
+}
