@@ -142,17 +142,8 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   for (auto& f : flows_) {
     if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
     if (auto* v = f.flow->vector()) {
-      const auto began = std::chrono::steady_clock::now();
-      v->flush(measure::compressionThreads());
+      measure::formatFlowVector(*v, "Flow #" + std::to_string(f.flow->flowId()));
       v->file().commit();
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
-      if (took > std::chrono::milliseconds(500)) {
-        char line[160];
-        std::snprintf(line, sizeof(line), "Flow #%u: per-flow vector of %llu rows written in %.1f s (%u threads)",
-                      f.flow->flowId(), static_cast<unsigned long long>(v->rowCount()), took.count(),
-                      measure::compressionThreads());
-        log::info(line);
-      }
     }
     if (!f.flow->pathVectorError().empty()) throw ActiveError(f.flow->pathVectorError());
     if (auto* v = f.flow->pathVector()) {

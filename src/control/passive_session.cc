@@ -341,23 +341,13 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
     auto formatted = std::make_shared<std::FILE*>(nullptr);  // the worker's, not this frame's
     // A named function, not a lambda temporary in the co_await expression (GCC 12 destroys
     // such temporaries twice).
-    std::function<void()> format = [flow, formatted] {
-      auto* v = flow->vector();
-      v->flush(measure::compressionThreads());
-      *formatted = v->file().takeForReading();
+    std::function<void()> format = [flow, formatted, who = keyName(key)] {
+      measure::formatFlowVector(*flow->vector(), who);
+      *formatted = flow->vector()->file().takeForReading();
     };
     try {
-      const auto began = std::chrono::steady_clock::now();
       co_await runOn(*state_->workers, std::move(format));
       vectorFile = *formatted;
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
-      if (took > std::chrono::milliseconds(500)) {
-        char line[160];
-        std::snprintf(line, sizeof(line), "%s: per-flow vector of %llu rows written in %.1f s (%u threads)",
-                      keyName(key).c_str(), static_cast<unsigned long long>(flow->vector()->rowCount()), took.count(),
-                      measure::compressionThreads());
-        log::info(line);
-      }
     } catch (const FileError& e) {
       log::error(std::string("Per-flow vector: ") + e.what());
     }

@@ -1,12 +1,14 @@
 #include "measure/results.h"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
+#include "common/log.h"
 #include "flowspec/random.h"
 #include "measure/scalar_rows.h"
 
@@ -226,6 +228,18 @@ void FlowVectorWriter::row(const Reception& r, std::uint64_t start, const Counte
 }
 
 unsigned compressionThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+void formatFlowVector(FlowVectorWriter& vector, const std::string& who) {
+  const auto began = std::chrono::steady_clock::now();
+  vector.flush(compressionThreads());
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+  if (took > std::chrono::milliseconds(500)) {
+    char line[96];
+    std::snprintf(line, sizeof(line), ": per-flow vector of %llu rows written in %.1f s (%u threads)",
+                  static_cast<unsigned long long>(vector.rowCount()), took.count(), compressionThreads());
+    log::info(who + line);
+  }
+}
 
 void FlowVectorWriter::spill() {
   if (records_.empty()) return;

@@ -185,6 +185,9 @@ private:
 
 // The threads that compress a large vector after the measurement: one per core.
 unsigned compressionThreads();
+// After the measurement: formats every row of a per-flow vector on all cores; when that took
+// longer than half a second, logs "<who>: per-flow vector of N rows written in X s (T threads)".
+void formatFlowVector(FlowVectorWriter& vector, const std::string& who);
 
 // Transports with per-path state to sample (TCP, MPTCP, SCTP; not UDP, DCCP).
 bool hasPaths(npmp::Protocol protocol);
