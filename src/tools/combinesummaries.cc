@@ -11,6 +11,8 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include "tools/toolcommon.h"
 
@@ -125,98 +127,189 @@ std::string normalise(std::string_view line) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Arguments {
   OutputOptions opt;
   std::string outputName, varNames;
-  try {
-    std::vector<ParsedOption> options;
-    std::vector<std::string> positional;
-    parseCommandLine(argc, argv, kOptions, options, positional);
-    for (const auto& o : options) {
-      if (applyOutputOption(o, opt, 1)) continue;
-      if (o.id == kHelp) {
-        usage(stdout);
-        return 0;
-      }
-      std::printf("CombineSummaries %s\n", NPM_VERSION);
-      return 0;
-    }
-    if (positional.empty()) throw UsageError("no output file given");
-    if (positional.size() > 2) throw UsageError("unexpected argument \"" + positional[2] + "\"");
-    outputName = positional[0];
-    if (positional.size() > 1) {
-      varNames = stripOuterQuotes(positional[1]);
-      if (!splitFields(varNames)) throw UsageError("unbalanced quotes in the variable names");
-    }
-  } catch (const UsageError& e) {
-    // One line (the options are in --help), so that scripts log what went wrong.
-    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    return 1;
-  }
+};
 
-  installInterruptHandler();
-  // ------ Commands (small: read them all, check them before touching any file) ------
+// The command line; nullopt when --help or --version has answered. Throws UsageError.
+std::optional<Arguments> parseArguments(int argc, char** argv) {
+  Arguments a;
+  std::vector<ParsedOption> options;
+  std::vector<std::string> positional;
+  parseCommandLine(argc, argv, kOptions, options, positional);
+  for (const auto& o : options) {
+    if (applyOutputOption(o, a.opt, 1)) continue;
+    if (o.id == kHelp) {
+      usage(stdout);
+    } else {
+      std::printf("CombineSummaries %s\n", NPM_VERSION);
+    }
+    return std::nullopt;
+  }
+  if (positional.empty()) throw UsageError("no output file given");
+  if (positional.size() > 2) throw UsageError("unexpected argument \"" + positional[2] + "\"");
+  a.outputName = positional[0];
+  if (positional.size() > 1) {
+    a.varNames = stripOuterQuotes(positional[1]);
+    if (!splitFields(a.varNames)) throw UsageError("unbalanced quotes in the variable names");
+  }
+  return a;
+}
+
+// A command on standard input that cannot be carried out: its line and why.
+struct CommandError {
+  std::uint64_t line;
+  std::string message;
+};
+
+// The commands on standard input (small: all of them are read and checked before any file is
+// touched); --varnames updates `varNames`. Throws CommandError.
+std::vector<Input> readCommands(std::string& varNames) {
   std::vector<Input> inputs;
   std::optional<std::string> values;
   std::string directory = ".";
   std::string line;
   std::uint64_t lineNo = 0;
-  auto fail = [&](const std::string& message) {
-    std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram,
-                 static_cast<unsigned long long>(lineNo), message.c_str());
-    return 1;
-  };
+  auto fail = [&](const std::string& message) { return CommandError{lineNo, message}; };
   while (!interrupted() && std::getline(std::cin, line)) {
     ++lineNo;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (line.rfind("--varnames=", 0) == 0) {
       std::string names = stripOuterQuotes(line.substr(11));
-      if (!splitFields(names)) return fail("unbalanced quotes in --varnames");
+      if (!splitFields(names)) throw fail("unbalanced quotes in --varnames");
       if (!inputs.empty() && splitFields(names)->size() != splitFields(varNames)->size()) {
-        return fail("--varnames changes the number of variables after inputs were given");
+        throw fail("--varnames changes the number of variables after inputs were given");
       }
       varNames = std::move(names);
     } else if (line.rfind("--values=", 0) == 0) {
       std::string v = stripOuterQuotes(line.substr(9));
       const auto fields = splitFields(v);
-      if (!fields) return fail("unbalanced quotes in --values");
+      if (!fields) throw fail("unbalanced quotes in --values");
       const std::size_t names = splitFields(varNames)->size();
       if (fields->size() != names) {
-        return fail("--values=" + v + " has " + std::to_string(fields->size()) +
-                    " fields, but there are " + std::to_string(names) + " variable names (" +
-                    varNames + ")");
+        throw fail("--values=" + v + " has " + std::to_string(fields->size()) + " fields, but there are " +
+                   std::to_string(names) + " variable names (" + varNames + ")");
       }
       values = std::move(v);
     } else if (line.rfind("--input=", 0) == 0) {
-      if (!values) return fail(line + " without a preceding --values=");
+      if (!values) throw fail(line + " without a preceding --values=");
       inputs.push_back(Input{joinPath(directory, line.substr(8)), std::move(*values)});
       values.reset();
     } else if (line.rfind("--simulationsdirectory=", 0) == 0) {
       directory = line.size() > 23 ? line.substr(23) : ".";
     } else {
-      return fail("invalid command \"" + line + "\"");
+      throw fail("invalid command \"" + line + "\"");
     }
   }
+  return inputs;
+}
 
-  if (interrupted()) {
-    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
-    return 130;
+// The rows of the output table: the first input's header (with the variable names in front),
+// then every input's rows with its values in front; later headers must match the first.
+class Table {
+public:
+  Table(const OutputOptions& opt, const std::string& varNames) : opt_(opt), varNames_(varNames) {}
+
+  // Line `number` (from 1) of `input`.
+  void line(const Input& input, std::string_view l, std::uint64_t number) {
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (l.find('\0') != std::string_view::npos) {
+      throw FileError(input.path + ":" + std::to_string(number) + ": binary data (a NUL byte), not a table");
+    }
+    if (number == 1) {
+      header(input, l);
+      return;
+    }
+    if (opt_.lineNumbers) {
+      char digits[32];
+      std::snprintf(digits, sizeof(digits), "%06llu", static_cast<unsigned long long>(rows_ + 1));
+      text_ += digits;
+      text_ += opt_.separator;
+    }
+    text_ += input.values;
+    text_ += opt_.separator;
+    text_ += l;
+    text_ += '\n';
+    ++rows_;
+    ++lines_;
   }
-  if (!opt.quiet) {
-    std::printf("CombineSummaries %s\n* Line Numbers:      %s\n* Compression Level: %d\n\n",
-                NPM_VERSION, opt.lineNumbers ? "yes" : "no", opt.level);
+  std::string& text() { return text_; }  // what is not written yet
+  std::uint64_t lines() const { return lines_; }
+
+private:
+  void header(const Input& input, std::string_view l) {
+    if (!firstHeaderFile_.empty()) {
+      if (normalise(l) != firstHeader_) {
+        throw FileError(input.path + ":1: header \"" + std::string(l) + "\" differs from the header of " +
+                        firstHeaderFile_);
+      }
+      return;
+    }
+    firstHeader_ = normalise(l);
+    firstHeaderFile_ = input.path;
+    text_ += varNames_;
+    text_ += opt_.separator;
+    if (opt_.lineNumbers) {
+      text_ += "SubLineNo";
+      text_ += opt_.separator;
+    }
+    text_ += l;
+    text_ += '\n';
+    ++lines_;
   }
 
-  // ------ Read ahead on reader threads, write in order -------------------------------
-  // Each input is decompressed by a reader thread into a small bounded queue of blocks,
-  // a few inputs ahead of the writer: memory stays bounded however large the inputs are.
-  // The readers have their own threads, so a reader waiting for room never holds up the
-  // compressors.
-  const Compression compression = compressionForName(outputName);
-  const unsigned threads = opt.threads();
+  const OutputOptions& opt_;
+  const std::string& varNames_;
+  std::string firstHeader_, firstHeaderFile_, text_;
+  std::uint64_t rows_ = 0, lines_ = 0;
+};
+
+// Every line of one input, from its reader's blocks into `table`; the text is written to
+// `out` as it grows.
+void appendInput(const Input& input, BlockQueue& queue, Table& table, ParallelOutput& out) {
+  std::uint64_t number = 0;
+  std::string block, carry;
+  while (queue.pop(block)) {  // throws FileError naming the file
+    std::string_view rest(block);
+    for (;;) {
+      const auto nl = rest.find('\n');
+      if (nl == std::string_view::npos) {
+        carry.append(rest);
+        if (carry.size() > InputFile::kMaxLineLength) {
+          throw FileError(input.path + ":" + std::to_string(number + 1) + ": a line longer than " +
+                          std::to_string(InputFile::kMaxLineLength >> 20) + " MiB, not a table");
+        }
+        break;
+      }
+      if (!carry.empty()) {
+        carry.append(rest.substr(0, nl));
+        table.line(input, carry, ++number);
+        carry.clear();
+      } else {
+        table.line(input, rest.substr(0, nl), ++number);
+      }
+      rest.remove_prefix(nl + 1);
+    }
+    if (table.text().size() > (1U << 20)) {
+      if (interrupted()) throw Interrupted();
+      out.write(table.text());
+      table.text().clear();
+    }
+  }
+  if (!carry.empty()) table.line(input, carry, ++number);  // last line without '\n'
+  if (number == 0) throw FileError(input.path + ": empty file (no header line)");
+  out.write(table.text());
+  table.text().clear();
+}
+
+// Reads the inputs ahead on reader threads and writes them in order. Each input is
+// decompressed by a reader thread into a small bounded queue of blocks, a few inputs ahead of
+// the writer: memory stays bounded however large the inputs are. The readers have their own
+// threads, so a reader waiting for room never holds up the compressors.
+void combine(const Arguments& a, const std::vector<Input>& inputs) {
+  const unsigned threads = a.opt.threads();
   // Destroyed in reverse order: readers are cancelled, then joined, then their queues go.
   std::vector<std::unique_ptr<BlockQueue>> queues;
   ThreadPool pool(threads);
@@ -247,103 +340,62 @@ int main(int argc, char** argv) {
       }
     });
   };
-  Progress progress(kProgram, !opt.quiet);
-  std::uint64_t outLines = 0, rows = 0;
+  Progress progress(kProgram, !a.opt.quiet);
   try {
-    ParallelOutput out(outputName, compression, opt.level, &pool);
+    ParallelOutput out(a.outputName, compressionForName(a.outputName), a.opt.level, &pool);
+    Table table(a.opt, a.varNames);
     const std::size_t window = threads + 1;
     std::size_t next = 0;
-    std::string firstHeader, firstHeaderFile;
-    bool haveHeader = false;
-    std::string text, block, carry;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (interrupted()) throw Interrupted();
       while (next < inputs.size() && next < i + window) startReader(next++);
-      const Input& input = inputs[i];
-      std::uint64_t inLine = 0;
-      carry.clear();
-      auto handleLine = [&](std::string_view l) {
-        if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-        ++inLine;
-        if (l.find('\0') != std::string_view::npos) {
-          throw FileError(input.path + ":" + std::to_string(inLine) + ": binary data (a NUL byte), not a table");
-        }
-        if (inLine == 1) {
-          if (!haveHeader) {
-            haveHeader = true;
-            firstHeader = normalise(l);
-            firstHeaderFile = input.path;
-            text += varNames;
-            text += opt.separator;
-            if (opt.lineNumbers) {
-              text += "SubLineNo";
-              text += opt.separator;
-            }
-            text += l;
-            text += '\n';
-            ++outLines;
-          } else if (normalise(l) != firstHeader) {
-            throw FileError(input.path + ":1: header \"" + std::string(l) +
-                            "\" differs from the header of " + firstHeaderFile);
-          }
-          return;
-        }
-        if (opt.lineNumbers) {
-          char number[32];
-          std::snprintf(number, sizeof(number), "%06llu",
-                        static_cast<unsigned long long>(rows + 1));
-          text += number;
-          text += opt.separator;
-        }
-        text += input.values;
-        text += opt.separator;
-        text += l;
-        text += '\n';
-        ++rows;
-        ++outLines;
-      };
-      while (queues[i]->pop(block)) {  // throws FileError naming the file
-        std::string_view rest(block);
-        for (;;) {
-          const auto nl = rest.find('\n');
-          if (nl == std::string_view::npos) {
-            carry.append(rest);
-            if (carry.size() > InputFile::kMaxLineLength) {
-              throw FileError(input.path + ":" + std::to_string(inLine + 1) + ": a line longer than " +
-                              std::to_string(InputFile::kMaxLineLength >> 20) + " MiB, not a table");
-            }
-            break;
-          }
-          if (!carry.empty()) {
-            carry.append(rest.substr(0, nl));
-            handleLine(carry);
-            carry.clear();
-          } else {
-            handleLine(rest.substr(0, nl));
-          }
-          rest.remove_prefix(nl + 1);
-        }
-        if (text.size() > (1U << 20)) {
-          if (interrupted()) throw Interrupted();
-          out.write(text);
-          text.clear();
-        }
-      }
-      if (!carry.empty()) handleLine(carry);  // last line without '\n'
-      if (inLine == 0) throw FileError(input.path + ": empty file (no header line)");
-      out.write(text);
-      text.clear();
+      appendInput(inputs[i], *queues[i], table, out);
       progress.update(i + 1, inputs.size(), "files");
     }
     if (interrupted()) throw Interrupted();
     out.commit();
     progress.finish(inputs.size(), inputs.size(), "files");
-    if (!opt.quiet) printWrote(outLines, out.bytesIn(), out.bytesOut());
+    if (!a.opt.quiet) printWrote(table.lines(), out.bytesIn(), out.bytesOut());
   } catch (const Interrupted&) {
-    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
+    throw;
+  } catch (...) {
+    progress.finish(0, 0, "files");
+    throw;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<Arguments> a;
+  try {
+    a = parseArguments(argc, argv);
+    if (!a) return 0;
+  } catch (const UsageError& e) {
+    // One line (the options are in --help), so that scripts log what went wrong.
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    return 1;
+  }
+  installInterruptHandler();
+  std::vector<Input> inputs;
+  try {
+    inputs = readCommands(a->varNames);
+  } catch (const CommandError& e) {
+    std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram, static_cast<unsigned long long>(e.line),
+                 e.message.c_str());
+    return 1;
+  }
+  try {
+    if (interrupted()) throw Interrupted();
+    if (!a->opt.quiet) {
+      std::printf("CombineSummaries %s\n* Line Numbers:      %s\n* Compression Level: %d\n\n", NPM_VERSION,
+                  a->opt.lineNumbers ? "yes" : "no", a->opt.level);
+    }
+    combine(*a, inputs);
+  } catch (const Interrupted&) {
+    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, a->outputName.c_str());
     return 130;
   } catch (const std::exception& e) {
-    progress.finish(0, 0, "files");
     std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
     return 1;
   }

@@ -2,10 +2,13 @@
 // (Time Event Object Vector Split Value). Reference-compatible command line; see
 // extractvectors(1). The input is parsed as it is decompressed; the output is compressed
 // in parallel pieces and renamed into place only when complete.
-#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "common/numbers.h"
 #include "tools/scalarfile.h"
 #include "tools/toolcommon.h"
 
@@ -62,9 +65,11 @@ struct Prefix {
   bool found = false;
 };
 
+// A decimal vector id or event number (any number of leading zeros, as the reference).
 bool parseUnsigned(std::string_view s, std::uint64_t& v) {
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+  const auto parsed = npm::parseUnsigned(s, UINT64_MAX, SIZE_MAX);
+  if (parsed) v = *parsed;
+  return parsed.has_value();
 }
 
 bool nextToken(std::string_view& rest, std::string_view& token) {
@@ -77,187 +82,222 @@ bool nextToken(std::string_view& rest, std::string_view& token) {
   return !token.empty();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Arguments {
   OutputOptions opt;
   bool splitAll = false;
   std::string inputName, outputName;
   std::vector<Prefix> prefixes;
-  try {
-    std::vector<ParsedOption> options;
-    std::vector<std::string> positional;
-    parseCommandLine(argc, argv, kOptions, options, positional);
-    for (const auto& o : options) {
-      if (applyOutputOption(o, opt, 1)) continue;
-      switch (o.id) {
-        case kSplit: splitAll = true; break;
-        case kNoSplit: splitAll = false; break;
-        case kHelp: usage(stdout); return 0;
-        case kVersion: std::printf("ExtractVectors %s\n", NPM_VERSION); return 0;
+};
+
+// The command line; nullopt when --help or --version has answered. Throws UsageError.
+std::optional<Arguments> parseArguments(int argc, char** argv) {
+  Arguments a;
+  std::vector<ParsedOption> options;
+  std::vector<std::string> positional;
+  parseCommandLine(argc, argv, kOptions, options, positional);
+  for (const auto& o : options) {
+    if (applyOutputOption(o, a.opt, 1)) continue;
+    switch (o.id) {
+      case kSplit: a.splitAll = true; break;
+      case kNoSplit: a.splitAll = false; break;
+      case kHelp: usage(stdout); return std::nullopt;
+      case kVersion: std::printf("ExtractVectors %s\n", NPM_VERSION); return std::nullopt;
+    }
+  }
+  if (positional.size() < 2) throw UsageError("input and output file names expected");
+  a.inputName = positional[0];
+  a.outputName = positional[1];
+  for (std::size_t i = 2; i < positional.size(); ++i) {
+    const std::string& p = positional[i];
+    if (!p.empty() && p[0] == '!') {
+      a.prefixes.push_back(Prefix{p.substr(1), true});
+    } else {
+      a.prefixes.push_back(Prefix{p, false});
+    }
+  }
+  return a;
+}
+
+// The vector file, line by line, into the table.
+class Extractor {
+public:
+  Extractor(Arguments& a, InputFile& in, ParallelOutput& out) : a_(a), in_(in), out_(out) {
+    const std::string& sep = a_.opt.separator;
+    text_ = "Time" + sep + "Event" + sep + "Object" + sep + "Vector" + sep + "Split" + sep + "Value\n";
+  }
+
+  void run() {
+    std::string line;
+    if (!in_.getline(line)) fail("empty file, expected \"version 2\"");
+    version(line);
+    while (in_.getline(line)) {
+      std::string_view rest(line), first;
+      if (!nextToken(rest, first) || first[0] == '#') continue;
+      if (first[0] >= '0' && first[0] <= '9') {
+        data(first, rest);
+      } else if (first == "vector") {
+        declaration(rest);
+      } else if (first != "run" && first != "attr" && first != "param" && first != "itervar" && first != "config" &&
+                 first != "file" && first != "version") {
+        fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
       }
     }
-    if (positional.size() < 2) throw UsageError("input and output file names expected");
-    inputName = positional[0];
-    outputName = positional[1];
-    for (std::size_t i = 2; i < positional.size(); ++i) {
-      const std::string& p = positional[i];
-      if (!p.empty() && p[0] == '!') {
-        prefixes.push_back(Prefix{p.substr(1), true});
+    if (interrupted()) throw Interrupted();
+    out_.write(text_);
+  }
+  std::uint64_t rows() const { return rows_; }
+
+private:
+  [[noreturn]] void fail(const std::string& what) {
+    throw FileError(a_.inputName + ":" + std::to_string(in_.lineNumber()) + ": " + what);
+  }
+
+  void version(const std::string& line) {
+    std::string_view rest(line), keyword, number;
+    std::uint64_t version = 0;
+    if (!nextToken(rest, keyword) || keyword != "version" || !nextToken(rest, number) ||
+        !parseUnsigned(number, version)) {
+      fail("missing \"version\" line: not an OMNeT++ vector file");
+    }
+    if (version != 2) fail("vector file version " + std::to_string(version) + " is not supported (expected 2)");
+  }
+
+  // <id> <columns...>
+  void data(std::string_view first, std::string_view rest) {
+    std::uint64_t id;
+    if (!parseUnsigned(first, id)) fail("bad vector id \"" + std::string(first) + "\"");
+    const auto found = vectors_.find(id);
+    if (found == vectors_.end()) {
+      if (declared_.count(id) == 0) fail("data for vector " + std::to_string(id) + ", which was not declared");
+      return;  // not selected
+    }
+    const Vector& v = found->second;
+    std::uint64_t event = 0;
+    double time = 0.0, value = 0.0;
+    bool haveValue = false;
+    for (const char column : v.columns) {
+      std::string_view token;
+      if (!nextToken(rest, token)) fail("too few columns for \"" + v.columns + "\"");
+      bool ok = true;
+      switch (column) {
+        case 'E': ok = parseUnsigned(token, event); break;
+        case 'T': ok = parseNumber(token, time, true); break;
+        case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
+        default: break;  // other columns are skipped
+      }
+      if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
+    }
+    std::string_view extra;
+    if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
+    if (!haveValue) fail("vector has no value column");
+    const std::string& sep = a_.opt.separator;
+    ++rows_;
+    if (a_.opt.lineNumbers) {
+      text_ += std::to_string(rows_);
+      text_ += sep;
+    }
+    appendFixed6(text_, time);
+    text_ += sep;
+    text_ += std::to_string(event);
+    text_ += sep;
+    text_ += '"' + v.object + '"' + sep + '"' + v.name + '"' + sep + '"' + v.split + '"' + sep;
+    appendFixed6(text_, value);
+    text_ += '\n';
+    if (text_.size() > (1U << 20)) {
+      if (interrupted()) throw Interrupted();
+      out_.write(text_);
+      text_.clear();
+    }
+  }
+
+  // vector <id> <object> <name> [<columns>]
+  void declaration(std::string_view rest) {
+    std::string idText, object, name, columns;
+    std::uint64_t id;
+    if (!nextScalarWord(rest, idText) || !parseUnsigned(idText, id) || !nextScalarWord(rest, object) ||
+        !nextScalarWord(rest, name)) {
+      fail("malformed vector declaration");
+    }
+    if (!nextScalarWord(rest, columns)) columns = "TV";
+    if (columns.find_first_not_of("ETV") != std::string::npos) fail("unknown vector columns \"" + columns + "\"");
+    if (!declared_.insert(id).second) fail("vector " + idText + " declared twice");
+    bool include = a_.prefixes.empty();
+    bool split = a_.splitAll;
+    for (auto& p : a_.prefixes) {
+      if (name.compare(0, p.text.size(), p.text) == 0) {
+        include = true;
+        p.found = true;
+        split = split || p.split;
+      }
+    }
+    if (!include) return;
+    Vector v{object, name, "", columns};
+    if (split) {
+      const auto space = v.name.rfind(' ');
+      if (space != std::string::npos) {
+        v.split = v.name.substr(space + 1);
+        v.name.resize(space);
+      }
+    }
+    if (!a_.opt.quiet) {
+      if (split) {
+        std::printf("Adding vector \"%s\", split \"%s\" of object %s ...\n", v.name.c_str(), v.split.c_str(),
+                    v.object.c_str());
       } else {
-        prefixes.push_back(Prefix{p, false});
+        std::printf("Adding vector \"%s\" of object %s ...\n", v.name.c_str(), v.object.c_str());
       }
     }
+    vectors_.emplace(id, std::move(v));
+  }
+
+  Arguments& a_;
+  InputFile& in_;
+  ParallelOutput& out_;
+  std::unordered_map<std::uint64_t, Vector> vectors_;  // selected ones only
+  std::unordered_set<std::uint64_t> declared_;
+  std::string text_;
+  std::uint64_t rows_ = 0;
+};
+
+// One line naming the prefixes that matched no vector, if any.
+void warnUnmatched(const std::vector<Prefix>& prefixes) {
+  std::size_t found = 0;
+  for (const auto& p : prefixes) found += p.found ? 1 : 0;
+  if (found == prefixes.size()) return;
+  std::fprintf(stderr, "%s: warning: found only %zu of %zu specified vector prefixes:", kProgram, found,
+               prefixes.size());
+  for (const auto& p : prefixes) {
+    if (!p.found) std::fprintf(stderr, " \"%s\"", p.text.c_str());
+  }
+  std::fprintf(stderr, "\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<Arguments> a;
+  try {
+    a = parseArguments(argc, argv);
+    if (!a) return 0;
   } catch (const UsageError& e) {
     // One line (the options are in --help), so that scripts log what went wrong.
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
     return 1;
   }
-
-  if (!opt.quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
-  const Compression compression = wantsBz2(outputName) ? Compression::kBzip2 : Compression::kNone;
+  if (!a->opt.quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
   installInterruptHandler();
-  ThreadPool pool(opt.threads());
-  std::uint64_t rows = 0;
+  ThreadPool pool(a->opt.threads());
   try {
-    InputFile in(inputName);
-    ParallelOutput out(outputName, compression, opt.level, &pool);
-    std::unordered_map<std::uint64_t, Vector> vectors;  // selected ones only
-    std::unordered_map<std::uint64_t, bool> declared;
-    std::string line, text;
-    auto fail = [&](const std::string& what) {
-      throw FileError(inputName + ":" + std::to_string(in.lineNumber()) + ": " + what);
-    };
-    if (!in.getline(line)) fail("empty file, expected \"version 2\"");
-    {
-      std::string_view rest(line), keyword, number;
-      std::uint64_t version = 0;
-      if (!nextToken(rest, keyword) || keyword != "version" || !nextToken(rest, number) ||
-          !parseUnsigned(number, version)) {
-        fail("missing \"version\" line: not an OMNeT++ vector file");
-      }
-      if (version != 2) {
-        fail("vector file version " + std::to_string(version) + " is not supported (expected 2)");
-      }
-    }
-    const std::string& sep = opt.separator;
-    text = "Time" + sep + "Event" + sep + "Object" + sep + "Vector" + sep + "Split" + sep +
-           "Value\n";
-    while (in.getline(line)) {
-      std::string_view rest(line), first;
-      if (!nextToken(rest, first) || first[0] == '#') continue;
-      if (first[0] >= '0' && first[0] <= '9') {
-        // ------ Data line: <id> <columns...> ----------------------------------------
-        std::uint64_t id;
-        if (!parseUnsigned(first, id)) fail("bad vector id \"" + std::string(first) + "\"");
-        const auto found = vectors.find(id);
-        if (found == vectors.end()) {
-          if (declared.find(id) == declared.end()) {
-            fail("data for vector " + std::to_string(id) + ", which was not declared");
-          }
-          continue;  // not selected
-        }
-        const Vector& v = found->second;
-        std::uint64_t event = 0;
-        double time = 0.0, value = 0.0;
-        bool haveValue = false;
-        for (const char column : v.columns) {
-          std::string_view token;
-          if (!nextToken(rest, token)) fail("too few columns for \"" + v.columns + "\"");
-          bool ok = true;
-          switch (column) {
-            case 'E': ok = parseUnsigned(token, event); break;
-            case 'T': ok = parseNumber(token, time, true); break;
-            case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
-            default: break;  // other columns are skipped
-          }
-          if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
-        }
-        std::string_view extra;
-        if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
-        if (!haveValue) fail("vector has no value column");
-        ++rows;
-        if (opt.lineNumbers) {
-          text += std::to_string(rows);
-          text += sep;
-        }
-        appendFixed6(text, time);
-        text += sep;
-        text += std::to_string(event);
-        text += sep;
-        text += '"' + v.object + '"' + sep + '"' + v.name + '"' + sep + '"' + v.split + '"' + sep;
-        appendFixed6(text, value);
-        text += '\n';
-        if (text.size() > (1U << 20)) {
-          if (interrupted()) throw Interrupted();
-          out.write(text);
-          text.clear();
-        }
-      } else if (first == "vector") {
-        // ------ vector <id> <object> <name> [<columns>] ------------------------------
-        std::string idText, object, name, columns;
-        std::uint64_t id;
-        if (!nextScalarWord(rest, idText) || !parseUnsigned(idText, id) ||
-            !nextScalarWord(rest, object) || !nextScalarWord(rest, name)) {
-          fail("malformed vector declaration");
-        }
-        if (!nextScalarWord(rest, columns)) columns = "TV";
-        if (columns.find_first_not_of("ETV") != std::string::npos) {
-          fail("unknown vector columns \"" + columns + "\"");
-        }
-        if (declared.count(id) != 0) fail("vector " + idText + " declared twice");
-        declared.emplace(id, true);
-        bool include = prefixes.empty();
-        bool split = splitAll;
-        for (auto& p : prefixes) {
-          if (name.compare(0, p.text.size(), p.text) == 0) {
-            include = true;
-            p.found = true;
-            split = split || p.split;
-          }
-        }
-        if (!include) continue;
-        Vector v{object, name, "", columns};
-        if (split) {
-          const auto space = v.name.rfind(' ');
-          if (space != std::string::npos) {
-            v.split = v.name.substr(space + 1);
-            v.name.resize(space);
-          }
-        }
-        if (!opt.quiet) {
-          if (split) {
-            std::printf("Adding vector \"%s\", split \"%s\" of object %s ...\n", v.name.c_str(),
-                        v.split.c_str(), v.object.c_str());
-          } else {
-            std::printf("Adding vector \"%s\" of object %s ...\n", v.name.c_str(),
-                        v.object.c_str());
-          }
-        }
-        vectors.emplace(id, std::move(v));
-      } else if (first == "run" || first == "attr" || first == "param" || first == "itervar" ||
-                 first == "config" || first == "file" || first == "version") {
-        continue;
-      } else {
-        fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
-      }
-    }
-    if (interrupted()) throw Interrupted();
-    out.write(text);
+    InputFile in(a->inputName);
+    ParallelOutput out(a->outputName, wantsBz2(a->outputName) ? Compression::kBzip2 : Compression::kNone,
+                       a->opt.level, &pool);
+    Extractor extractor(*a, in, out);
+    extractor.run();
     out.commit();
-    std::size_t found = 0;
-    for (const auto& p : prefixes) found += p.found ? 1 : 0;
-    if (found < prefixes.size()) {
-      std::fprintf(stderr, "%s: warning: found only %zu of %zu specified vector prefixes:", kProgram,
-                   found, prefixes.size());
-      for (const auto& p : prefixes) {
-        if (!p.found) std::fprintf(stderr, " \"%s\"", p.text.c_str());
-      }
-      std::fprintf(stderr, "\n");
-    }
-    if (!opt.quiet) printWrote(rows + 1, out.bytesIn(), out.bytesOut());
+    warnUnmatched(a->prefixes);
+    if (!a->opt.quiet) printWrote(extractor.rows() + 1, out.bytesIn(), out.bytesOut());
   } catch (const Interrupted&) {
-    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, outputName.c_str());
+    std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, a->outputName.c_str());
     return 130;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
