@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "control/async.h"
-#include "control/auth.h"
+#include "control/passive_admission.h"
 #include "control/stop_flows.h"
 #include "transport/sockets.h"
 #include "transport/data_channel.h"
@@ -44,9 +44,7 @@ void Session::close() {
 
 void Session::acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
                           std::uint32_t status) {
-  npmp::Bytes b;
-  npmp::encode(npmp::Acknowledge{flowId, measurementId, streamId, status}, b);
-  control_->send(std::move(b));
+  sendAcknowledge(*control_, flowId, measurementId, streamId, status);
 }
 
 void Session::flowFailed(std::uint64_t measurementId) {
@@ -88,78 +86,18 @@ bool Session::measuring() const {
   return false;
 }
 
-// A host that the --allow list does not name, or an active that does not authenticate: its
-// first message is answered with ACKNOWLEDGE `status`, so that the active can say why, and
-// the connection closed.
-asio::awaitable<void> Session::refuse(std::uint32_t status) {
-  const auto message = co_await control_->next(state_->limits.firstMessageTimeout);
-  if (!message) co_return;
-  co_await refuse(status, *message);
-}
-
-asio::awaitable<void> Session::refuse(std::uint32_t status, const npmp::Bytes& message) {
-  const auto decoded = npmp::decode(message);
-  if (!decoded) co_return;
-  std::uint32_t flowId = 0;
-  std::uint64_t measurementId = 0;
-  std::uint16_t streamId = 0;
-  std::visit(
-      [&](const auto& m) {
-        if constexpr (requires { m.measurementId; }) measurementId = m.measurementId;
-        if constexpr (requires { m.flowId; }) flowId = m.flowId;
-        if constexpr (requires { m.streamId; }) streamId = m.streamId;
-      },
-      *decoded);
-  acknowledge(flowId, measurementId, streamId, status);
-  co_await control_->drained(0);
-}
-
-// The active proves the shared key (and learns that the passive has it too); see auth.h.
-asio::awaitable<bool> Session::authenticate() {
-  const auto hello = co_await control_->next(state_->limits.firstMessageTimeout);
-  if (!hello) co_return false;
-  const auto decoded = npmp::decode(*hello);
-  const auto* h = decoded ? std::get_if<npmp::AuthHello>(&*decoded) : nullptr;
-  if (h == nullptr) {
-    log::warning("Refused control connection from " + control_->peerName() +
-                 ": it does not authenticate (this passive requires --auth-key-file)");
-    co_await refuse(npmp::kStatusAuthenticationRequired, *hello);
-    co_return false;
-  }
-  npmp::AuthChallenge challenge;
-  challenge.nonce = newNonce();
-  challenge.mac = passiveProof(*state_->authKey, h->nonce, challenge.nonce);
-  npmp::Bytes out;
-  npmp::encode(challenge, out);
-  control_->send(std::move(out));
-  const auto response = co_await control_->next(state_->limits.firstMessageTimeout);
-  const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult(Failure{"no answer"});
-  const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer) : nullptr;
-  if (r == nullptr || !sameProof(r->mac, activeProof(*state_->authKey, challenge.nonce, h->nonce))) {
-    if (++authFailures_ <= 10 || (authFailures_ & (authFailures_ - 1)) == 0) {
-      log::warning("Refused control connection from " + control_->peerName() + ": authentication failed (" +
-                   std::to_string(authFailures_) + " failures so far)");
-    }
-    acknowledge(0, 0, 0, npmp::kStatusNotAllowed);
-    co_await control_->drained(0);
-    co_return false;
-  }
-  acknowledge(0, 0, 0, npmp::kStatusOk);
-  log::debug("Control connection from " + control_->peerName() + " authenticated");
-  co_return true;
-}
-
 asio::awaitable<void> Session::run() {
   auto self = shared_from_this();
   log::debug("Control connection from " + control_->peerName());
   try {
     if (!transport::allowed(state_->allow, control_->peerAddress())) {
       log::warning("Refused control connection from " + control_->peerName() + ": not in the --allow list");
-      co_await refuse(npmp::kStatusNotAllowed);
+      co_await refuseControl(*control_, state_->limits.firstMessageTimeout, npmp::kStatusNotAllowed);
       cleanup();
       co_return;
     }
-    if (state_->authKey && !co_await authenticate()) {
+    if (state_->authKey &&
+        !co_await authenticateControl(*control_, *state_->authKey, state_->limits.firstMessageTimeout)) {
       cleanup();
       co_return;
     }

@@ -55,9 +55,6 @@ private:
   };
 
   asio::awaitable<void> run();
-  asio::awaitable<void> refuse(std::uint32_t status);
-  asio::awaitable<void> refuse(std::uint32_t status, const npmp::Bytes& firstMessage);
-  asio::awaitable<bool> authenticate();
   void handleAddFlow(const npmp::AddFlow& m);
   void handleStart(const npmp::Start& m);
   asio::awaitable<void> handleStop(const npmp::Stop& m);
@@ -76,7 +73,6 @@ private:
   std::uint64_t unknownRemovals_ = 0;
   bool flowLimitSaid_ = false;  // the --max-flows warning, once
   bool descriptorLimitSaid_ = false;  // the descriptor warning, once
-  static inline std::uint64_t authFailures_ = 0;  // of all sessions, for rate-limited logging
   bool closing_ = false;
 };
 
