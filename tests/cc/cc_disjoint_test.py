@@ -30,9 +30,9 @@ def run_cc(cc, idx, a, out):
     out[cc] = rec
     try:
         topo.up()
-        ref = topo.flows([{"port": 6100, "mptcp": False, "cc": "reno", "dst": "10.9.1.2"}],
+        ref = topo.flows([{"port": 6100, "mptcp": False, "cc": "reno", "dst": topo.server}],
                          warmup=a.warmup, end=a.secs)[0]
-        res = topo.flows([{"port": 6101, "mptcp": True, "cc": cc, "dst": "10.9.1.2"}],
+        res = topo.flows([{"port": 6101, "mptcp": True, "cc": cc, "dst": topo.server}],
                          warmup=a.warmup, end=a.secs, probe_at=a.warmup)
         m, probe = res
         if m["mbps"] < 0.1 * ref["mbps"]:
@@ -40,7 +40,7 @@ def run_cc(cc, idx, a, out):
             # delivered nothing in the measurement window. Say so loudly and measure once more;
             # a second stall fails the test.
             T.log("NOTE: %s: MPTCP flow stalled (%.2f Mbit/s); measuring once more" % (cc, m["mbps"]))
-            m, probe = topo.flows([{"port": 6102, "mptcp": True, "cc": cc, "dst": "10.9.1.2"}],
+            m, probe = topo.flows([{"port": 6102, "mptcp": True, "cc": cc, "dst": topo.server}],
                                   warmup=a.warmup, end=a.secs, probe_at=a.warmup)
             rec["stalled_once"] = True
         sf = [c for c, is_mp in T.subflows(probe["client"], 6102 if rec.get("stalled_once") else 6101) if is_mp]

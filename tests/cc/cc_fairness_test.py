@@ -45,8 +45,8 @@ def run_cc(cc, idx, a, out):
         for rep in range(reps):
             port = 6000 + 2 * rep
             res = topo.flows([
-                {"port": port, "mptcp": True, "cc": cc, "dst": "10.9.1.2"},
-                {"port": port + 1, "mptcp": False, "cc": "reno", "dst": "10.9.1.2"},
+                {"port": port, "mptcp": True, "cc": cc, "dst": topo.server},
+                {"port": port + 1, "mptcp": False, "cc": "reno", "dst": topo.server},
             ], warmup=a.warmup, end=a.secs, probe_at=a.warmup)
             m, t, probe = res
             n_sf = sum(1 for c, is_mp in T.subflows(probe["client"], port) if is_mp and c == cc)

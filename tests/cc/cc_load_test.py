@@ -94,8 +94,8 @@ def main():
         for i, cc in enumerate(CCS):
             port = 7000 + 2 * i
             res = topo.flows([
-                {"port": port, "mptcp": True, "cc": cc, "dst": "10.9.1.2"},
-                {"port": port + 1, "mptcp": False, "cc": cc, "dst": "10.9.1.2"},
+                {"port": port, "mptcp": True, "cc": cc, "dst": topo.server},
+                {"port": port + 1, "mptcp": False, "cc": cc, "dst": topo.server},
             ], warmup=0.5, end=3.5, probe_at=1.5)
             m, t, probe = res
             check(m["sender_cc"] == cc and m["cc"] == cc,

@@ -1,21 +1,18 @@
-"""Network-namespace test bed for the BPF congestion-control tests.
+"""Network-namespace test bed for the BPF congestion-control tests: the lab's topologies
+(npmlab.topology, src/lab), with the traffic of npm_cc_traffic.
 
-Topology (all addresses exist only inside the namespaces created here):
-
-  C (client)      c1 10.1.1.1/24 --- r1 10.1.1.254  R (router)
-                  c2 10.1.2.1/24 --- r2 10.1.2.254
-  R  ra 10.9.1.1/24 --[D: delay line]-- sa 10.9.1.2/24  S (server)   link A
-  R  rb 10.9.2.1/24 --[E: delay line]-- sb 10.9.2.2/24  S            link B
-
-tbf on R's egress into link A / link B is the bottleneck. The delay line is
-netperfmeter-delayline (the lab's AF_PACKET forwarder, DELAY ms each way;
-its path comes in NPM_DELAYLINE), since there is no netem here.
-
-mode "shared":   MPTCP's second subflow is c2 -> 10.9.1.2 (client "subflow"
-                 endpoint): both subflows and a competing TCP flow from c1
-                 cross the one tbf of link A.
-mode "disjoint": the server announces 10.9.2.2 (link B): subflow 1 uses
+mode "shared":   the lab's Shared topology: the client C (the active) reaches the router R1
+                 over two unshaped paths; link A is the bottleneck R1 -> R2 (tbf, then the
+                 delay line, DELAY ms each way) in front of the server S (the passive).
+                 MPTCP's second subflow comes from C's second address (a client "subflow"
+                 endpoint) to S's first address: both subflows and a competing TCP flow from
+                 C's first address cross the one tbf of link A.
+mode "disjoint": the lab's Disjoint topology: link A and link B, each a tbf forward and a
+                 delay line; the server announces its address on link B: subflow 1 uses
                  link A, subflow 2 link B.
+
+The delay line is netperfmeter-delayline (the lab's AF_PACKET forwarder; its path comes in
+NPM_DELAYLINE) even where the kernel has netem, as these tests were calibrated with it.
 """
 import fcntl
 import os
@@ -24,6 +21,10 @@ import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "src", "lab"))
+from npmlab import topology  # noqa: E402
 
 SKIP = 77
 PREFIX = "npmcc"
@@ -78,11 +79,7 @@ def read_sysctl(name):
 
 def remove_stale_namespaces():
     """Delete namespaces left by an earlier run of these tests that died."""
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        m = re.match(r"^(%s(\d+)_\w+)" % PREFIX, line)
-        if m and not os.path.exists("/proc/%s" % m.group(2)):
-            subprocess.call(["ip", "netns", "del", m.group(1)], stderr=subprocess.DEVNULL)
+    topology.remove_stale(PREFIX)
 
 
 class Topo:
@@ -90,27 +87,21 @@ class Topo:
                  delay_ms=10, limit_a=50000, limit_b=50000, tag="0"):
         self.bindir = bindir
         self.mode = mode
-        self.rate_a, self.rate_b = rate_a, rate_b
-        self.limit_a, self.limit_b = limit_a, limit_b
-        self.delay_ms = delay_ms
-        tag = "%s%d_%s" % (PREFIX, os.getpid(), tag)
-        self.C, self.R, self.D, self.E, self.S = (tag + x for x in "crdes")
-        self.nss = [self.C, self.R, self.D, self.E, self.S]
-        self.created = []
+        # bottlenecks: tbf with about one BDP of queue
+        link_a = topology.path(rate=rate_a, queue=limit_a, burst=15000, delay_ms=delay_ms)
+        link_b = topology.path(rate=rate_b, queue=limit_b, burst=15000, delay_ms=delay_ms)
+        common = dict(delayline=os.environ.get("NPM_DELAYLINE", self.tool("netperfmeter-delayline")), tag=tag,
+                      prefix=PREFIX, netem=False)
+        if mode == "shared":
+            self.lab = topology.Shared([topology.path(), topology.path()], link_a, announce=False, **common)
+        else:
+            self.lab = topology.Disjoint([link_a, link_b], **common)
+        self.C, self.S = self.lab.A, self.lab.P
+        self.server = self.lab.address("passive", 0)   # over link A
         self.procs = []
-        self.delaylines = []
-
-    # -- helpers -----------------------------------------------------------
-    def sh(self, ns, *cmd, check=True):
-        full = (["ip", "netns", "exec", ns] if ns else []) + [str(c) for c in cmd]
-        r = subprocess.run(full, capture_output=True, text=True, timeout=30)
-        if check and r.returncode != 0:
-            raise RuntimeError("command failed (%d): %s\n%s" % (r.returncode, " ".join(full), r.stderr))
-        return r.stdout
 
     def popen(self, ns, *cmd):
-        p = subprocess.Popen(["ip", "netns", "exec", ns] + [str(c) for c in cmd],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = self.lab.popen(ns, *cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
         return p
 
@@ -119,73 +110,13 @@ class Topo:
 
     # -- set-up / tear-down ------------------------------------------------
     def up(self):
-        for ns in self.nss:
-            self.sh(None, "ip", "netns", "add", ns)
-            self.created.append(ns)
-            self.sh(ns, "ip", "link", "set", "lo", "up")
-            for k in ("all", "default"):
-                self.sh(ns, "sysctl", "-qw", "net.ipv4.conf.%s.rp_filter=0" % k)
-        C, R, D, E, S = self.C, self.R, self.D, self.E, self.S
-        link = lambda a, ia, b, ib: self.sh(None, "ip", "-n", a, "link", "add", ia, "type", "veth",
-                                            "peer", "name", ib, "netns", b)
-        link(C, "c1", R, "r1")
-        link(C, "c2", R, "r2")
-        link(R, "ra", D, "da0")
-        link(D, "da1", S, "sa")
-        link(R, "rb", E, "db0")
-        link(E, "db1", S, "sb")
-        addr = {C: [("c1", "10.1.1.1/24"), ("c2", "10.1.2.1/24")],
-                R: [("r1", "10.1.1.254/24"), ("r2", "10.1.2.254/24"),
-                    ("ra", "10.9.1.1/24"), ("rb", "10.9.2.1/24")],
-                S: [("sa", "10.9.1.2/24"), ("sb", "10.9.2.2/24")]}
-        for ns, lst in addr.items():
-            for dev, a in lst:
-                self.sh(ns, "ip", "addr", "add", a, "dev", dev)
-        for ns, devs in ((C, ["c1", "c2"]), (R, ["r1", "r2", "ra", "rb"]),
-                         (D, ["da0", "da1"]), (E, ["db0", "db1"]), (S, ["sa", "sb"])):
-            for dev in devs:
-                self.sh(ns, "ip", "link", "set", dev, "up")
-        for dev in ("da0", "da1"):
-            self.sh(D, "ip", "link", "set", dev, "promisc", "on")
-        for dev in ("db0", "db1"):
-            self.sh(E, "ip", "link", "set", dev, "promisc", "on")
-        self.sh(R, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        # client: default via c1, source-routed second address via c2
-        self.sh(C, "ip", "route", "add", "default", "via", "10.1.1.254", "dev", "c1")
-        self.sh(C, "ip", "route", "add", "default", "via", "10.1.2.254", "dev", "c2", "table", "102")
-        self.sh(C, "ip", "rule", "add", "from", "10.1.2.1", "table", "102")
-        # server: answers from 10.9.2.2 go back over link B
-        self.sh(S, "ip", "route", "add", "10.1.0.0/16", "via", "10.9.1.1", "dev", "sa")
-        self.sh(S, "ip", "route", "add", "10.1.0.0/16", "via", "10.9.2.1", "dev", "sb", "table", "102")
-        self.sh(S, "ip", "rule", "add", "from", "10.9.2.2", "table", "102")
-        # bottlenecks (tbf, about one BDP of queue)
-        self.sh(R, "tc", "qdisc", "add", "dev", "ra", "root", "tbf", "rate", self.rate_a,
-                "burst", "15000", "limit", self.limit_a)
-        self.sh(R, "tc", "qdisc", "add", "dev", "rb", "root", "tbf", "rate", self.rate_b,
-                "burst", "15000", "limit", self.limit_b)
-        # propagation delay
-        for ns, a, b in ((D, "da0", "da1"), (E, "db0", "db1")):
-            p = self.popen(ns, os.environ.get("NPM_DELAYLINE", self.tool("netperfmeter-delayline")), a, b,
-                           self.delay_ms)
-            self.delaylines.append(p)
-            if p.stdout.readline().strip() != "ready":
-                raise RuntimeError("delay line failed: " + p.stderr.read())
-        # MPTCP
-        for ns in (C, S):
-            self.sh(ns, "sysctl", "-qw", "net.mptcp.enabled=1")
-            self.sh(ns, "ip", "mptcp", "limits", "set", "subflow", "2", "add_addr_accepted", "2")
+        self.lab.up()
         if self.mode == "shared":
-            self.sh(C, "ip", "mptcp", "endpoint", "add", "10.1.2.1", "dev", "c2", "subflow")
-        else:
-            self.sh(S, "ip", "mptcp", "endpoint", "add", "10.9.2.2", "dev", "sb", "signal")
-        # ARP warm-up through the delay lines (no ping here: TCP SYN -> RST)
-        self.rtt_ms("10.9.1.2")
-        self.rtt_ms("10.9.2.2")
-        self.rtt_ms("10.9.1.2", src="10.1.2.1")
+            self.lab.mptcp_endpoint("active", 1, "subflow")
 
-    def rtt_ms(self, dst="10.9.1.2", src=None):
-        cmd = [self.tool("npm_cc_traffic"), "rtt", "-a", dst, "-p", "9"] + (["-b", src] if src else [])
-        out = self.sh(self.C, *cmd, check=False)
+    def rtt_ms(self, dst=None, src=None):
+        cmd = [self.tool("npm_cc_traffic"), "rtt", "-a", dst or self.server, "-p", "9"] + (["-b", src] if src else [])
+        out = self.lab.ns(self.C, *cmd, check=False)
         m = re.search(r"rtt_ms=([\d.]+)", out)
         return float(m.group(1)) if m else None
 
@@ -202,15 +133,11 @@ class Topo:
     def down(self):
         # traffic first, then give RST/FIN a moment to cross the still
         # running delay lines, so no socket (holding a CC) outlives the test
-        self._stop([p for p in self.procs if p not in self.delaylines])
-        if self.created:
+        self._stop(self.procs)
+        if self.lab.created:
             time.sleep(0.3)
-        self._stop(self.delaylines)
         self.procs = []
-        self.delaylines = []
-        for ns in reversed(self.created):
-            subprocess.call(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
-        self.created = []
+        self.lab.down()
 
     # -- traffic -----------------------------------------------------------
     def flows(self, specs, warmup, end, probe_at=None):
@@ -233,8 +160,8 @@ class Topo:
         probe = None
         if probe_at is not None:
             time.sleep(probe_at)
-            probe = {"client": self.sh(self.C, "ss", "-tinH", "state", "established", check=False),
-                     "server": self.sh(self.S, "ss", "-tinH", "state", "established", check=False)}
+            probe = {"client": self.lab.ns(self.C, "ss", "-tinH", "state", "established", check=False),
+                     "server": self.lab.ns(self.S, "ss", "-tinH", "state", "established", check=False)}
         results = []
         for s, r, snd in zip(specs, recvs, sends):
             out, err = r.communicate(timeout=end + 30)
@@ -252,7 +179,7 @@ class Topo:
                             "mbps": int(m.group(1)) * 8 / float(m.group(2)) / 1e6,
                             "cc": m.group(4), "sender_cc": sm.group(1) if sm else None,
                             "sender_err": serr})
-        self.procs = [p for p in self.procs if p.poll() is None or p in self.delaylines]
+        self.procs = [p for p in self.procs if p.poll() is None]
         if probe is not None:
             results.append(probe)
         return results

@@ -1,5 +1,6 @@
 """Helpers for the integration tests: run a passive and an active netperfmeter, read the
-result files (plain or bzip2), build network namespaces. Standard library only."""
+result files (plain or bzip2), build network namespaces (with the lab's topology module, src/lab).
+Standard library otherwise."""
 
 import bz2
 import os
@@ -183,28 +184,25 @@ def read_config(path):
     return config
 
 
-class Namespaces:
-    """Network namespaces for a test, removed at the end even on failure."""
+LAB_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src", "lab")
 
-    def __init__(self, *names):
-        suffix = str(os.getpid())
-        self.names = {n: f"npm{n}{suffix}" for n in names}
 
-    def __enter__(self):
-        for name in self.names.values():
-            subprocess.run(["ip", "netns", "add", name], check=True)
-            self.ip(name, "link", "set", "lo", "up")
-        return self
+def lab_topology():
+    """The lab's topology module (npmlab.topology, src/lab): the namespaces of these tests."""
+    if LAB_SRC not in sys.path:
+        sys.path.insert(0, LAB_SRC)
+    from npmlab import topology
+    return topology
 
-    def __getitem__(self, short):
-        return self.names[short]
 
-    def ip(self, ns, *args):
-        subprocess.run(["ip", "-n", ns, *args], check=True)
-
-    def __exit__(self, *exc):
-        for name in self.names.values():
-            subprocess.run(["ip", "netns", "del", name], check=False)
+def two_paths(*paths, prefix="npmit"):
+    """A lab Disjoint topology of `paths` (topology.path()), up: namespaces named after `prefix`
+    and this process, stale ones of earlier runs of the prefix removed. Call down() at the end."""
+    topology = lab_topology()
+    topology.remove_stale(prefix)
+    topo = topology.Disjoint(list(paths), prefix=prefix)
+    topo.up()
+    return topo
 
 
 def tool_available(name):

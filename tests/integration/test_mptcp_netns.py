@@ -4,12 +4,11 @@ vectors of both sides must show both subflows, with the bytes the qdiscs counted
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 import unittest
 
-from harness import Namespaces, Passive, number, read_connection, read_paths, read_scalars, run_active
+from harness import lab_topology, number, Passive, read_connection, read_paths, read_scalars, run_active, two_paths
 
 PORT = 21400
 
@@ -18,14 +17,6 @@ def tx_bytes(ns, dev):
     out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", dev], capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out)[0]["stats64"]["tx"]["bytes"]
-
-
-def qdisc_sent(ns, dev):
-    """(bytes, packets) the root qdisc of `dev` sent: on the wire, headers included, per segment."""
-    out = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", dev], capture_output=True, text=True,
-                         check=True).stdout
-    m = re.search(r"Sent (\d+) bytes (\d+) pkt", out)
-    return int(m.group(1)), int(m.group(2))
 
 
 def mptcp_available():
@@ -41,38 +32,31 @@ def mptcp_available():
 @unittest.skipUnless(mptcp_available(), "the kernel has no MPTCP")
 class MultipathMptcp(unittest.TestCase):
     def test_both_subflows_carry_data(self):
-        with Namespaces("a", "p") as ns, tempfile.TemporaryDirectory() as d:
-            a, p = ns["a"], ns["p"]
-            for i in (1, 2):
-                subprocess.run(["ip", "link", "add", f"npa{i}", "netns", a, "type", "veth", "peer", "name", f"npp{i}",
-                                "netns", p], check=True)
-                ns.ip(a, "addr", "add", f"10.91.{i}.1/24", "dev", f"npa{i}")
-                ns.ip(p, "addr", "add", f"10.91.{i}.2/24", "dev", f"npp{i}")
-                ns.ip(a, "link", "set", f"npa{i}", "up")
-                ns.ip(p, "link", "set", f"npp{i}", "up")
-            for n in (a, p):
-                ns.ip(n, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
-            ns.ip(p, "mptcp", "endpoint", "add", "10.91.2.2", "dev", "npp2", "signal")
-            # Two dissimilar paths: the second one is rate-limited (an ADSL-like uplink).
-            ns.ip(a, "link", "set", "npa1", "mtu", "1500")
-            subprocess.run(["ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "npa2", "root", "tbf", "rate",
-                            "50mbit", "burst", "32kb", "limit", "300000"], check=True)
-            # A qdisc on the first path too, for its counters (veth has none by default).
-            subprocess.run(["tc", "-n", a, "qdisc", "add", "dev", "npa1", "root", "pfifo", "limit", "1000"], check=True)
-            before = {dev: tx_bytes(a, dev) for dev in ("npa1", "npa2")}
-            qdisc_before = {dev: qdisc_sent(a, dev) for dev in ("npa1", "npa2")}
+        topology = lab_topology()
+        # Two dissimilar paths: the second one is rate-limited (an ADSL-like uplink).
+        topo = two_paths(topology.path(), topology.path(rate="50mbit", burst=32 * 1024, queue=300000),
+                         prefix="npmmptcp")
+        self.addCleanup(topo.down)
+        # A qdisc on the first path too, for its counters (veth has none by default).
+        topo.count("active", 0)
+        a, p = topo.A, topo.P
+        devs = [topo.device("active", i) for i in (0, 1)]
+        with tempfile.TemporaryDirectory() as d:
+            before = {dev: tx_bytes(a, dev) for dev in devs}
+            qdisc_before = {dev: topo.qdisc_sent("active", i) for i, dev in enumerate(devs)}
             with Passive(PORT, netns=p):
-                result = run_active(f"10.91.1.2:{PORT}", "-control-over-tcp", "-runtime=3", "-scalar=run.sca",
-                                    "-vector=run.vec", "-mptcp", "const0:const1400:description=multipath",
-                                    netns=a, cwd=d)
-            sent = {dev: tx_bytes(a, dev) - before[dev] for dev in ("npa1", "npa2")}
-            wire = {dev: tuple(x - y for x, y in zip(qdisc_sent(a, dev), qdisc_before[dev])) for dev in ("npa1", "npa2")}
+                result = run_active(f"{topo.address('passive', 0)}:{PORT}", "-control-over-tcp", "-runtime=3",
+                                    "-scalar=run.sca", "-vector=run.vec", "-mptcp",
+                                    "const0:const1400:description=multipath", netns=a, cwd=d)
+            sent = {dev: tx_bytes(a, dev) - before[dev] for dev in devs}
+            wire = {dev: tuple(x - y for x, y in zip(topo.qdisc_sent("active", i), qdisc_before[dev]))
+                    for i, dev in enumerate(devs)}
             scalars = read_scalars(os.path.join(d, "run-passive.sca"))
             received = scalars[("netPerfMeter.passive.flow[0]", "Received Bytes")]
             print(f"bytes sent per path: {sent}, received by the passive: {received:.0f}")
             self.assertGreater(received, 5e6, result.stderr)
-            self.assertGreater(sent["npa1"], 1e6, f"first path idle: {sent}")
-            self.assertGreater(sent["npa2"], 1e6, f"second subflow carried no data: {sent}")
+            self.assertGreater(sent[devs[0]], 1e6, f"first path idle: {sent}")
+            self.assertGreater(sent[devs[1]], 1e6, f"second subflow carried no data: {sent}")
 
             # Per-path vectors: both subflows on both sides, each on its own path.
             sides = {role: read_paths(os.path.join(d, f"run-paths-{role}-00000000-0000.vec")) for role in
@@ -87,7 +71,8 @@ class MultipathMptcp(unittest.TestCase):
             # less at least 66 header bytes per segment (Ethernet 14, IPv4 20, TCP with
             # timestamps 32; the MPTCP options come on top) agree within 5 %.
             for rows in sides["active"].values():
-                dev = "npa" + rows[-1]["Remote"].split(".")[2]
+                remote = rows[-1]["Remote"].rsplit(":", 1)[0]
+                dev = next(devs[i] for i in (0, 1) if topo.address("passive", i) == remote)
                 payload = number(rows[-1]["BytesSent"])
                 wire_bytes, packets = wire[dev]
                 estimate = wire_bytes - 66 * packets

@@ -4,7 +4,6 @@ paths in network namespaces; failover; tshark on SCTP over UDP; the kernel stack
 kernel has SCTP."""
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -14,8 +13,8 @@ import threading
 import time
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Namespaces, Passive, number, read_config, read_connection,
-                     read_paths, read_scalars, read_vector, run_active)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, lab_topology, number, read_config, read_connection,
+                     read_paths, read_scalars, read_vector, run_active, two_paths)
 
 PORT = 21500
 # Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
@@ -165,50 +164,44 @@ class KernelSctp(unittest.TestCase):
             self.assertGreater(flow(scalars, "passive", 0, "Received Bytes"), 1e6)
 
 
-def tc_bytes(ns, dev):
-    out = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", dev], capture_output=True, text=True,
-                         check=True).stdout
-    return int(re.search(r"Sent (\d+) bytes", out).group(1))
-
-
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
 class MultipathSctp(unittest.TestCase):
-    """Two namespaces, two veth pairs; the data direction (active -> passive) shaped with tbf."""
+    """Two namespaces, two veth pairs (the lab's topology); the data direction (active ->
+    passive) shaped with tbf."""
 
     def setUp(self):
-        self.ns = Namespaces("a", "p").__enter__()
-        a, p = self.ns["a"], self.ns["p"]
-        for i in (1, 2):
-            subprocess.run(["ip", "link", "add", f"nsa{i}", "netns", a, "type", "veth", "peer", "name", f"nsp{i}",
-                            "netns", p], check=True)
-            self.ns.ip(a, "addr", "add", f"10.92.{i}.1/24", "dev", f"nsa{i}")
-            self.ns.ip(p, "addr", "add", f"10.92.{i}.2/24", "dev", f"nsp{i}")
-            self.ns.ip(a, "link", "set", f"nsa{i}", "up")
-            self.ns.ip(p, "link", "set", f"nsp{i}", "up")
+        self.topo = None
         self.dir = tempfile.mkdtemp(prefix="npm-cmt-")
 
     def tearDown(self):
-        self.ns.__exit__(None, None, None)
+        if self.topo is not None:
+            self.topo.down()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def shape(self, dev, rate, burst, limit):
-        subprocess.run(["tc", "-n", self.ns["a"], "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
-                        "burst", burst, "limit", limit], check=True)
+    def build(self, *shapes):
+        """The two paths, each (rate, burst, limit) of its tbf: rate as tc writes it, bytes."""
+        topology = lab_topology()
+        self.topo = two_paths(*(topology.path(rate=rate, burst=burst, queue=limit) for rate, burst, limit in shapes),
+                              prefix="npmcmt")
+        self.devs = [self.topo.device("active", i) for i in (0, 1)]
+
+    def sent_bytes(self):
+        return {dev: self.topo.qdisc_sent("active", i)[0] for i, dev in enumerate(self.devs)}
 
     def run_flow(self, spec, runtime=8, during=None):
-        a, p = self.ns["a"], self.ns["p"]
-        before = {dev: tc_bytes(a, dev) for dev in ("nsa1", "nsa2")}
-        with Passive(PORT + 40, "--sctp-stack=userland", *PASSIVE_SCTP, netns=p):
+        topo = self.topo
+        before = self.sent_bytes()
+        with Passive(PORT + 40, "--sctp-stack=userland", *PASSIVE_SCTP, netns=topo.P):
             thread = threading.Thread(target=during) if during else None
             if thread:
                 thread.start()
-            result = run_active(f"10.92.1.2:{PORT + 40}", "-x", *ACTIVE_SCTP, "-L", "10.92.1.1,10.92.2.1",
-                                f"-runtime={runtime}",
-                                "-scalar=run.sca", "-vector=run.vec", "-sctp", spec, netns=a, cwd=self.dir,
+            result = run_active(f"{topo.address('passive', 0)}:{PORT + 40}", "-x", *ACTIVE_SCTP, "-L",
+                                ",".join(topo.active_addresses()), f"-runtime={runtime}",
+                                "-scalar=run.sca", "-vector=run.vec", "-sctp", spec, netns=topo.A, cwd=self.dir,
                                 timeout=120)
             if thread:
                 thread.join()
-        sent = {dev: tc_bytes(a, dev) - before[dev] for dev in ("nsa1", "nsa2")}
+        sent = {dev: n - before[dev] for dev, n in self.sent_bytes().items()}
         scalars = read_scalars(os.path.join(self.dir, "run-passive.sca"))
         goodput = flow(scalars, "passive", 0, "Received Bit Rate") / 1e6
         return goodput, sent, result
@@ -216,8 +209,7 @@ class MultipathSctp(unittest.TestCase):
     TUNED = "rtomin=200:bufsplit=both:nrsack=on"
 
     def test_cmt_over_symmetric_paths(self):
-        self.shape("nsa1", "10mbit", "10kb", "15000")
-        self.shape("nsa2", "10mbit", "10kb", "15000")
+        self.build(("10mbit", 10 * 1024, 15000), ("10mbit", 10 * 1024, 15000))
         off, off_sent, _ = self.run_flow(f"const0:const1400:cmt=off:{self.TUNED}")
         on, on_sent, _ = self.run_flow(f"const0:const1400:cmt=like-mptcp:{self.TUNED}")
         print(f"symmetric 10+10 Mbit/s: CMT off {off:.2f} Mbit/s {off_sent}, like-mptcp {on:.2f} Mbit/s {on_sent}")
@@ -228,7 +220,7 @@ class MultipathSctp(unittest.TestCase):
         # passive's addresses, each with its own cwnd and srtt, both changing over the run.
         paths = read_paths(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
         self.assertEqual(sorted(rows[-1]["Remote"].rsplit(":", 1)[0] for rows in paths.values()),
-                         ["10.92.1.2", "10.92.2.2"])
+                         sorted(self.topo.address("passive", i) for i in (0, 1)))
         for rows in paths.values():
             cwnd = {number(r["Cwnd"]) for r in rows}
             srtt = {number(r["RTT"]) for r in rows}
@@ -243,32 +235,30 @@ class MultipathSctp(unittest.TestCase):
         association = read_connection(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
         self.assertGreaterEqual(len(association), 60)
         self.assertEqual({r["State"] for r in association[:-1]}, {"ESTABLISHED"})
-        self.assertIn(association[-1]["Remote"].rsplit(":", 1)[0], ("10.92.1.2", "10.92.2.2"))
+        self.assertIn(association[-1]["Remote"].rsplit(":", 1)[0], [self.topo.address("passive", i) for i in (0, 1)])
         self.assertGreater(max(number(r["Rwnd"]) for r in association), 0)
         self.assertGreater(max(number(r["Unacked"]) for r in association), 0, "a saturated flow has chunks in flight")
         scalars = read_scalars(os.path.join(self.dir, "run-active.sca"))
         self.assertGreater(scalars[("netPerfMeter.active.flow[0].connection", "Mean Unacked")], 0)
 
     def test_cmt_over_dissimilar_paths(self):
-        self.shape("nsa1", "10mbit", "10kb", "15000")
-        self.shape("nsa2", "800kbit", "4kb", "150000")  # ADSL-like: slow, long queue
+        self.build(("10mbit", 10 * 1024, 15000), ("800kbit", 4 * 1024, 150000))  # path 2 ADSL-like: slow, long queue
         off, off_sent, _ = self.run_flow(f"const0:const1400:cmt=off:{self.TUNED}")
         on, on_sent, _ = self.run_flow(f"const0:const1400:cmt=cmtrpv1:{self.TUNED}")
         print(f"dissimilar 10 Mbit/s + 800 kbit/s: CMT off {off:.2f} Mbit/s {off_sent}, "
               f"CMT/RPv1 {on:.2f} Mbit/s {on_sent}")
-        self.assertLess(off_sent["nsa2"], 64 * 1024, "with CMT off the slow path carries only heartbeats")
-        self.assertGreater(on_sent["nsa2"], 200 * 1024, "with CMT on the slow path carries data")
+        self.assertLess(off_sent[self.devs[1]], 64 * 1024, "with CMT off the slow path carries only heartbeats")
+        self.assertGreater(on_sent[self.devs[1]], 200 * 1024, "with CMT on the slow path carries data")
         self.assertGreater(on, off, "CMT/RPv1 with tuning exceeds the best single path")
 
     def test_failover(self):
-        self.shape("nsa1", "10mbit", "10kb", "15000")
-        self.shape("nsa2", "10mbit", "10kb", "15000")
+        self.build(("10mbit", 10 * 1024, 15000), ("10mbit", 10 * 1024, 15000))
 
         def outage():
             time.sleep(3)
-            self.ns.ip(self.ns["a"], "link", "set", "nsa2", "down")
+            self.topo.ns("active", "ip", "link", "set", self.devs[1], "down")
             time.sleep(3)
-            self.ns.ip(self.ns["a"], "link", "set", "nsa2", "up")
+            self.topo.ns("active", "ip", "link", "set", self.devs[1], "up")
 
         goodput, sent, result = self.run_flow(f"const0:const1400:cmt=cmtrpv2:{self.TUNED}", runtime=9, during=outage)
         print(f"failover (path 2 down from 3 s to 6 s): {goodput:.2f} Mbit/s {sent}")

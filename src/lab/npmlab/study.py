@@ -75,7 +75,7 @@ class _Checker:
         raise StudyError(f"{where}: {key}: {message}")
 
 
-def _rate_bits(text):
+def parse_rate(text):
     """'10mbit', '800kbit', '1.5 Mbit', or a bare number of Mbit/s -> bit/s."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text) * 1e6
@@ -190,8 +190,8 @@ class Study:
             except ValueError as e:
                 self._checker.fail(f"{key}.{k}", str(e))
 
-        rate = convert("rate", _rate_bits, None)
-        reverse_rate = convert("reverse_rate", _rate_bits, rate)
+        rate = convert("rate", parse_rate, None)
+        reverse_rate = convert("reverse_rate", parse_rate, rate)
         queue = convert("queue", _queue_bytes, 100 * FRAME_BYTES)
         reverse_queue = convert("reverse_queue", _queue_bytes, queue)
         for k, v in (("rate", rate), ("reverse_rate", reverse_rate)):

@@ -12,15 +12,23 @@ its own between the two (paths without delay or loss are plain veth pairs). Ever
 of a path sends one packet per frame (gso_max_segs 1), so tbf, loss and the delay line see
 packets as a real link would. Neighbours are static, so no ARP crosses a path during a run.
 
-All names start with npmlab<pid>-: a later run removes stale leftovers of its own prefix
-(namespaces whose creating process is gone) and nothing else.
+All names start with npmlab<pid>- (or another prefix a program chooses, such as a test's):
+a later run removes stale leftovers of its own prefix (namespaces whose creating process is
+gone) and nothing else.
+
+Programs other than the lab (the tests) build paths with path(rate="20mbit", delay_ms=10, ...)
+and use a topology's address(), device(), ns()/popen() in its namespaces, mptcp_endpoint()
+and qdisc_sent().
 """
 
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
+
+from . import study
 
 PREFIX = "npmlab"
 PASSIVE_PORT = 9000
@@ -68,37 +76,39 @@ def _kill_namespace(ns):
     _run(["ip", "netns", "del", ns], check=False)
 
 
-def remove_stale():
-    """Deletes namespaces of earlier lab runs whose process is gone; returns their names."""
+def remove_stale(prefix=PREFIX):
+    """Deletes namespaces of earlier runs (of this prefix) whose process is gone; returns their names."""
     removed = []
     for ns in _namespaces():
-        m = re.match(rf"^{PREFIX}(\d+)-", ns)
+        m = re.match(rf"^{re.escape(prefix)}(\d+)-", ns)
         if m and not os.path.exists(f"/proc/{m.group(1)}"):
             _kill_namespace(ns)
             removed.append(ns)
     return removed
 
 
-def leftovers(pid=None):
+def leftovers(pid=None, prefix=PREFIX):
     """The lab namespaces that exist (of one process, or of any)."""
-    mark = f"{PREFIX}{pid}-" if pid is not None else PREFIX
+    mark = f"{prefix}{pid}-" if pid is not None else prefix
     return [ns for ns in _namespaces() if ns.startswith(mark)]
 
 
 _netem = None
+_netem_lock = threading.Lock()
 
 
 def kernel_has_netem():
     global _netem
-    if _netem is None:
-        probe = f"{PREFIX}{os.getpid()}-probe"
-        _run(["ip", "netns", "add", probe])
-        try:
-            r = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                               capture_output=True, text=True)
-            _netem = r.returncode == 0
-        finally:
-            _run(["ip", "netns", "del", probe], check=False)
+    with _netem_lock:  # topologies may come up in several threads at once
+        if _netem is None:
+            probe = f"{PREFIX}{os.getpid()}-probe"
+            _run(["ip", "netns", "add", probe])
+            try:
+                r = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                                   capture_output=True, text=True)
+                _netem = r.returncode == 0
+            finally:
+                _run(["ip", "netns", "del", probe], check=False)
     return _netem
 
 
@@ -107,13 +117,35 @@ def tbf_burst(rate_bits):
     return max(2 * 1514, int(rate_bits / 8 / 1000))
 
 
+def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=None, reverse_rate=None,
+         reverse_delay_ms=None, reverse_loss=0, reverse_queue=None, reverse_burst=None, name="path"):
+    """A path from keywords: rates in bit/s or as text ("20mbit"; None = unshaped), queues and
+    bursts in bytes (tbf's limit and bucket; burst None = tbf_burst()), loss in percent. The
+    reverse direction (passive -> active) is unshaped unless given, has the forward delay unless
+    given, and no loss."""
+    def bits(rate):
+        return study.parse_rate(rate) if isinstance(rate, str) else rate
+
+    p = study.Path(name, bits(rate), bits(reverse_rate), queue, queue if reverse_queue is None else reverse_queue,
+                   delay_ms, delay_ms if reverse_delay_ms is None else reverse_delay_ms, loss, reverse_loss)
+    p.burst, p.reverse_burst = burst, reverse_burst
+    return p
+
+
 class Disjoint:
-    def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1):
+    """netem: None uses netem where the kernel has it, False always the delay line, True
+    requires netem. announce: the passive announces its other addresses to MPTCP (signal
+    endpoints); without it, mptcp_endpoint() chooses."""
+
+    def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1, prefix=PREFIX,
+                 netem=None, announce=True):
         self.paths = paths
         self.delayline = delayline
         self.sysctls = sysctls or {}
         self.seed = seed
-        base = f"{PREFIX}{os.getpid()}-{tag}"
+        self.use_netem = netem
+        self.announce = announce
+        base = f"{prefix}{os.getpid()}-{tag}"
         self.A, self.P = base + "a", base + "p"
         self.created = []
         self.delaylines = []
@@ -125,8 +157,41 @@ class Disjoint:
     def active_addresses(self):
         return [self.address("active", i) for i in range(len(self.paths))]
 
+    def namespace(self, side):
+        return self.A if side == "active" else self.P
+
+    def device(self, side, path):
+        """The interface of a host on its path `path` (0, 1, ...)."""
+        return f"{'a' if side == 'active' else 'p'}{path + 1}"
+
     def ns(self, name, *cmd, check=True, timeout=30):
+        """Runs a command in a namespace (a name, or "active"/"passive"); its output."""
+        name = self.namespace(name) if name in ("active", "passive") else name
         return _run(["ip", "netns", "exec", name, *cmd], check=check, timeout=timeout)
+
+    def popen(self, side, *cmd, **kw):
+        """Starts a command in the namespace of a host ("active"/"passive" or a name)."""
+        name = self.namespace(side) if side in ("active", "passive") else side
+        return subprocess.Popen(["ip", "netns", "exec", name, *map(str, cmd)], **kw)
+
+    def mptcp_endpoint(self, side, path, flags="subflow"):
+        """An MPTCP endpoint on a host's address of `path` ("subflow", "signal", ...)."""
+        self.ns(side, "ip", "mptcp", "endpoint", "add", self.address(side, path), "dev", self.device(side, path),
+                *flags.split())
+
+    def qdisc_sent(self, side, path):
+        """(bytes, packets) the root qdisc of a host's interface on `path` sent: per frame, headers
+        included. An unshaped end has no qdisc until count() gives it one."""
+        out = _run(["tc", "-n", self.namespace(side), "-s", "qdisc", "show", "dev", self.device(side, path)])
+        m = re.search(r"Sent (\d+) bytes (\d+) pkt", out)
+        if not m:
+            raise LabError(f"no qdisc counts on {self.device(side, path)}: {out.strip()}")
+        return int(m.group(1)), int(m.group(2))
+
+    def count(self, side, path, packets=1000):
+        """Gives an unshaped end a FIFO (of `packets`) for qdisc_sent() to read."""
+        _run(["tc", "-n", self.namespace(side), "qdisc", "add", "dev", self.device(side, path), "root", "pfifo",
+              "limit", str(packets)])
 
     def _add_ns(self, name):
         _run(["ip", "netns", "add", name])
@@ -140,7 +205,7 @@ class Disjoint:
         for ns, dev in ((ns_a, dev_a), (ns_b, dev_b)):
             _run(["ip", "-n", ns, "link", "set", dev, "gso_max_segs", "1", "up"])
 
-    def _shape(self, ns, dev, rate, queue, delay_ms, loss):
+    def _shape(self, ns, dev, rate, queue, delay_ms, loss, burst=None):
         if self.netem and (delay_ms > 0 or loss > 0):
             netem = ["netem", "limit", "100000"]
             if delay_ms > 0:
@@ -152,8 +217,9 @@ class Disjoint:
         else:
             parent = ["root", "handle", "2:"]
         if rate is not None:
+            burst = burst or tbf_burst(rate)
             _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *parent, "tbf", "rate", f"{int(rate)}bit",
-                  "burst", str(tbf_burst(rate)), "limit", str(max(queue, tbf_burst(rate)))])
+                  "burst", str(burst), "limit", str(max(queue, burst))])
 
     def mac(self, ns, dev):
         out = _run(["ip", "-n", ns, "-o", "link", "show", dev])
@@ -163,7 +229,9 @@ class Disjoint:
         return m.group(1)
 
     def up(self):
-        self.netem = kernel_has_netem()
+        self.netem = kernel_has_netem() if self.use_netem is not False else False
+        if self.use_netem and not self.netem:
+            raise LabError("netem was asked for, and this kernel has no sch_netem")
         try:
             self._build()
         except BaseException:
@@ -192,8 +260,9 @@ class Disjoint:
                 raise LabError(f"the delay line of link {index} did not start: {line}")
         else:
             self._veth(ns_a, dev_a, ns_b, dev_b)
-        self._shape(ns_a, dev_a, path.rate, path.queue, path.delay_ms, path.loss)
-        self._shape(ns_b, dev_b, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss)
+        self._shape(ns_a, dev_a, path.rate, path.queue, path.delay_ms, path.loss, getattr(path, "burst", None))
+        self._shape(ns_b, dev_b, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss,
+                    getattr(path, "reverse_burst", None))
 
     def _neighbours(self, ns_a, dev_a, addr_a, ns_b, dev_b, addr_b):
         self.ns(ns_a, "ip", "neigh", "replace", addr_b, "lladdr", self.mac(ns_b, dev_b), "dev", dev_a, "nud", "permanent")
@@ -218,10 +287,9 @@ class Disjoint:
                                        f"({allowed.strip()}): choose it per flow with the FLOWSPEC option "
                                        f"cc={value}") from e
                     raise
-        if mptcp:
+        if mptcp and self.announce:
             for i in range(1, len(self.paths)):
-                self.ns(self.P, "ip", "mptcp", "endpoint", "add", self.address("passive", i), "dev", f"p{i + 1}",
-                        "signal")
+                self.mptcp_endpoint("passive", i, "signal")
 
     def _build(self):
         self._add_ns(self.A)
@@ -292,7 +360,8 @@ class Shared(Disjoint):
 
     The paths shape A's access links (forward on A's side, reverse on R1's); the bottleneck
     (tbf forward on R1, reverse on R2, delay and loss as on a path) is the study's [bottleneck].
-    A reaches P's address i over its path i.
+    A reaches P's address i over its path i, and from its own address i (an MPTCP subflow
+    endpoint's) all of P over path i.
     """
 
     def __init__(self, paths, bottleneck, **kw):
@@ -325,9 +394,12 @@ class Shared(Disjoint):
             self.ns(self.R2, "ip", "addr", "add", gw_p + "/24", "dev", p)
             self.ns(self.P, "ip", "addr", "add", self.address("passive", i) + "/24", "dev", p)
             self._neighbours(self.R2, p, gw_p, self.P, p, self.address("passive", i))
-            # A: P's address i over path i; P: answers from address i over its link i
-            self.ns(self.A, "ip", "route", "add", f"10.251.{i + 1}.0/24", "via", gw_a, "dev", a)
+            # A: P's address i over path i, and all of P from A's address i (an MPTCP subflow
+            # endpoint's) over path i; P: answers from address i over its link i
             table = str(100 + i)
+            self.ns(self.A, "ip", "route", "add", f"10.251.{i + 1}.0/24", "via", gw_a, "dev", a)
+            self.ns(self.A, "ip", "route", "add", "10.251.0.0/16", "via", gw_a, "dev", a, "table", table)
+            self.ns(self.A, "ip", "rule", "add", "from", self.address("active", i), "table", table)
             self.ns(self.P, "ip", "route", "add", "10.250.0.0/16", "via", gw_p, "dev", p, "table", table)
             self.ns(self.P, "ip", "rule", "add", "from", self.address("passive", i), "table", table)
             # without a source address (userland SCTP's UDP packets): A's address i over link i
