@@ -6,8 +6,10 @@
 // for INITs, so the limit sits in the kernel: an eBPF socket filter (hand-assembled, loaded
 // with the bpf() system call, no libbpf) attached to those sockets. It lets through at most
 // `perSecond` datagrams whose first SCTP chunk is an INIT, with bursts of up to `burst`
-// (GCRA, the virtual-scheduling form of a token bucket, on bpf_ktime_get_ns); every other
-// datagram passes untouched. An INIT that is dropped is retransmitted by its sender after the
+// (GCRA, the virtual-scheduling form of a token bucket, on bpf_ktime_get_ns, updated with
+// compare-and-exchange so that INITs on several CPUs share it exactly: Linux 5.12 or later;
+// an older kernel refuses the program and the passive says so); every other datagram passes
+// untouched. An INIT that is dropped is retransmitted by its sender after the
 // RTO, so a legitimate peer is only slowed down.
 //
 // Loading needs CAP_BPF (or CAP_SYS_ADMIN) where unprivileged BPF is disabled (Debian's
