@@ -276,14 +276,7 @@ void warnUnmatched(const std::vector<Prefix>& prefixes) {
 
 int main(int argc, char** argv) {
   std::optional<Arguments> a;
-  try {
-    a = parseArguments(argc, argv);
-    if (!a) return 0;
-  } catch (const UsageError& e) {
-    // One line (the options are in --help), so that scripts log what went wrong.
-    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
-    return 1;
-  }
+  if (const auto status = parseOrExit(kProgram, a, [&] { return parseArguments(argc, argv); })) return *status;
   if (!a->opt.quiet) std::printf("ExtractVectors %s\n\n", NPM_VERSION);
   installInterruptHandler();
   ThreadPool pool(a->opt.threads());

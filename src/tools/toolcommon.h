@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <future>
@@ -49,6 +50,21 @@ public:
 // Throws UsageError with a one-line message.
 void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
                       std::vector<ParsedOption>& options, std::vector<std::string>& positional);
+
+// Runs a tool's own command-line parser `parse`, which yields nullopt once it has answered
+// --help or --version. A UsageError becomes one line "PROGRAM: message" on standard error (the
+// options are in --help; scripts log what went wrong). Returns the exit status to end with (0
+// or 1), or nullopt with the arguments in `arguments`.
+template <class Arguments, class Parse>
+std::optional<int> parseOrExit(const char* program, std::optional<Arguments>& arguments, Parse parse) {
+  try {
+    arguments = parse();
+    return arguments ? std::nullopt : std::optional<int>(0);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+}
 
 // Parses an integer in [min, max]; throws UsageError naming `what` otherwise.
 long parseInteger(const std::string& text, long min, long max, const std::string& what);
