@@ -80,7 +80,7 @@ public:
   long unsent() override { return unsentBytes(socket_.native_handle()); }
   long unread() override { return reading_ && !closed_ ? unreadBytes(socket_.native_handle()) : 0; }
   void samplePaths(std::vector<PathSample>& out) override {
-    if (!closed_) sampleSocketPaths(socket_.native_handle(), out);
+    if (!closed_) paths_.sample(socket_.native_handle(), out);
   }
 
 private:
@@ -195,6 +195,7 @@ private:
   std::optional<npmp::MessageSet> expect_;
   MessageHandler onMessage_;
   ErrorHandler onError_;
+  SocketPathSampler paths_;
 };
 
 // ---------------------------------------------------------------- datagram channel

@@ -95,7 +95,9 @@ void fromTcpInfo(const tcp_info& t, std::uint32_t size, PathSample& s) {
 #undef NPM_HAS
 }
 
-bool sampleTcp(int fd, std::vector<PathSample>& out) {
+// A connected socket's addresses do not change: they are looked up once, into `local` and
+// `remote` (empty until known).
+bool sampleTcp(int fd, std::vector<PathSample>& out, std::string& local, std::string& remote) {
   tcp_info t{};
   socklen_t len = sizeof(t);
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &t, &len) != 0) return false;
@@ -103,9 +105,11 @@ bool sampleTcp(int fd, std::vector<PathSample>& out) {
   fromTcpInfo(t, len, s);
   sockaddr_storage a{};
   socklen_t alen = sizeof(a);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) s.local = sockaddrName(&a);
+  if (local.empty() && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) local = sockaddrName(&a);
   alen = sizeof(a);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) s.remote = sockaddrName(&a);
+  if (remote.empty() && ::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0) remote = sockaddrName(&a);
+  s.local = local;
+  s.remote = remote;
   out.push_back(std::move(s));
   return true;
 }
@@ -180,11 +184,18 @@ std::string sockaddrName(const void* address) {
   return "-";
 }
 
-bool sampleSocketPaths(int fd, std::vector<PathSample>& out) {
-  int protocol = 0;
-  socklen_t len = sizeof(protocol);
-  const bool mptcp = ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == kIpprotoMptcp;
-  if ((mptcp && sampleMptcp(fd, out)) || sampleTcp(fd, out)) {
+bool sampleSocketPaths(int fd, std::vector<PathSample>& out) { return SocketPathSampler().sample(fd, out); }
+
+bool SocketPathSampler::sample(int fd, std::vector<PathSample>& out) {
+  if (protocol_ == Protocol::Unknown) {
+    int protocol = 0;
+    socklen_t len = sizeof(protocol);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0) {
+      protocol_ = protocol == kIpprotoMptcp ? Protocol::Mptcp : Protocol::Tcp;
+    }
+  }
+  const bool mptcp = protocol_ == Protocol::Mptcp;
+  if ((mptcp && sampleMptcp(fd, out)) || sampleTcp(fd, out, local_, remote_)) {
     if (mptcp) sampleMptcpConnection(fd, out);
     return true;
   }

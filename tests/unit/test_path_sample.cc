@@ -119,3 +119,22 @@ TEST_CASE("addresses are written as address:port, IPv4-mapped IPv6 as IPv4") {
   REQUIRE(::inet_pton(AF_INET6, "fe80::1", &a.sin6_addr) == 1);
   CHECK(sockaddrName(&a) == "[fe80::1]:9000");
 }
+
+TEST_CASE("a socket's path sampler keeps its addresses and samples the live state each time") {
+  Fd client{-1}, server{-1};
+  connectedPair(IPPROTO_TCP, client, server);
+  npm::transport::SocketPathSampler sampler;
+  std::vector<PathSample> first, second, once;
+  REQUIRE(sampler.sample(client.fd, first));
+  exchange(client.fd, server.fd, 100000);
+  REQUIRE(sampler.sample(client.fd, second));
+  REQUIRE(sampleSocketPaths(client.fd, once));
+  REQUIRE(first.size() == 1);
+  REQUIRE(second.size() == 1);
+  for (const auto* p : {&first[0], &second[0]}) {
+    CHECK(p->local == once[0].local);
+    CHECK(p->remote == once[0].remote);
+    CHECK(p->state == "ESTABLISHED");
+  }
+  CHECK(second[0].bytesSent >= first[0].bytesSent + 100000);  // not a cached sample
+}
