@@ -9,9 +9,11 @@ The passive is started with --max-flows=FLOWS (at least its default); the active
 --count=FLOWS -tcp constRATE:constSIZE. Printed:
   set-up     from the active's start to its "Starting measurement" line (log timestamps)
   stop       from its "Shutdown" line to its exit (results, REMOVE_FLOW, statistics, close)
-  frames     per flow, the passive's received frames against RATE x the scalar interval (the
-             passive's first to last statistics event): worst |deviation| and the median
-             deviation, in percent, and how many flows are off by more than 1 %
+  frames     per flow, the passive's received frames against RATE x the passive's scalar
+             interval (START to STOP, which also holds the START acknowledgement and the
+             stop), and the active's sent frames against RATE x runtime + 1 (the frame at the
+             start): worst |deviation| and the median deviation, in percent, and how many flows
+             are off by more than 1 %; then the frames sent but not received
   passive    the most file descriptors and the largest RSS seen while the active ran
 Both processes raise their soft limit of open files to the hard limit themselves; the hard limit
 of this shell must allow FLOWS + a few hundred descriptors (ulimit -Hn).
@@ -51,11 +53,12 @@ def log_times(path):
     return found
 
 
-def frame_deviations(scalar_file, rate):
-    """(interval in s, {flow: relative deviation of its received frames from rate x interval})."""
+def frame_counts(scalar_file, role, counter):
+    """(interval in s, {flow: its frames `counter`}) of one side's scalar file; the interval is the
+    side's measurement (its first to last statistics event)."""
     frames, total = {}, {}
-    flow = re.compile(r'^scalar "netPerfMeter\.passive\.flow\[(\d+)\]" "Received Frames"\s+(\S+)')
-    tot = re.compile(r'^scalar "netPerfMeter\.passive\.total" "([^"]+)"\s+(\S+)')
+    flow = re.compile(rf'^scalar "netPerfMeter\.{role}\.flow\[(\d+)\]" "{counter} Frames"\s+(\S+)')
+    tot = re.compile(rf'^scalar "netPerfMeter\.{role}\.total" "([^"]+)"\s+(\S+)')
     with open(scalar_file) as f:
         for line in f:
             m = flow.match(line)
@@ -65,9 +68,19 @@ def frame_deviations(scalar_file, rate):
             m = tot.match(line)
             if m:
                 total[m.group(1)] = float(m.group(2))
-    interval = (total["Last Statistics Event"] - total["First Statistics Event"]) / 1e6
-    expected = rate * interval
-    return interval, {k: (v - expected) / expected for k, v in frames.items()}
+    return (total["Last Statistics Event"] - total["First Statistics Event"]) / 1e6, frames
+
+
+def deviations(frames, expected):
+    """{flow: relative deviation of its frames from `expected`}"""
+    return {k: (v - expected) / expected for k, v in frames.items()}
+
+
+def describe(values):
+    worst = max(values, key=abs)
+    off = sum(1 for v in values if abs(v) > 0.01)
+    return (f"{len(values)} flows, worst {100 * worst:+.2f} %, median {100 * statistics.median(values):+.2f} %, "
+            f"{off} off by more than 1 %")
 
 
 class Sampler(threading.Thread):
@@ -145,17 +158,23 @@ def main():
         setup = (times["Starting measurement"] - began).total_seconds()
         measured = (times["Shutdown"] - times["Starting measurement"]).total_seconds()
         stop = (ended - times["Shutdown"]).total_seconds()
-        interval, dev = frame_deviations(os.path.join(workdir, "many-passive.sca"), args.rate)
-        values = list(dev.values())
-        worst = max(values, key=abs)
-        off = sum(1 for v in values if abs(v) > 0.01)
+        interval, received = frame_counts(os.path.join(workdir, "many-passive.sca"), "passive", "Received")
+        sending, sent = frame_counts(os.path.join(workdir, "many-active.sca"), "active", "Transmitted")
         print(f"{args.flows} TCP flows of {rate} frames/s x {args.size} bytes, runtime {args.seconds:g} s, "
               f"{os.cpu_count()} cores")
         print(f"set-up {setup:.2f} s   measurement {measured:.2f} s   stop {stop:.2f} s   "
               f"(set-up + stop {setup + stop:.2f} s, whole run {(ended - began).total_seconds():.2f} s)")
+        # The passive's interval runs from START to STOP and so also holds the time the
+        # acknowledgement of START and the stop take; the active's is the time its flows send.
         print(f"passive frames per flow over its scalar interval {interval:.3f} s ({args.rate * interval:.1f} expected): "
-              f"{len(values)} flows, worst {100 * worst:+.2f} %, median {100 * statistics.median(values):+.2f} %, "
-              f"{off} off by more than 1 %")
+              f"{describe(list(deviations(received, args.rate * interval).values()))}")
+        # A flow sends its first frame at the start and then one per 1/RATE s until the runtime
+        # ends; the active's interval also holds the stop (queues drained, STOP acknowledged).
+        due = args.rate * args.seconds + 1
+        print(f"active frames sent per flow against RATE x runtime + 1 ({due:g}; its scalar interval "
+              f"{sending:.3f} s): {describe(list(deviations(sent, due).values()))}")
+        lost = {k: sent[k] - received.get(k, 0) for k in sent}
+        print(f"frames sent but not received: {sum(lost.values()):.0f} in {sum(1 for v in lost.values() if v)} flows")
         print(f"passive: at most {sampler.fds} file descriptors, {sampler.rss / 1024:.1f} MiB RSS; "
               f"CPU seconds: active {active_cpu:.2f}, passive {passive_cpu:.2f}; "
               f"load average {os.getloadavg()[0]:.2f}")
