@@ -55,6 +55,7 @@ struct Settings {
   control::GivenLimits givenLimits;  // the others follow the totals (deriveLimits)
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
+  unsigned threads = 0;      // --threads; 0 = one per core
 };
 
 // Applies one option to the settings; an error ends the parsing.
@@ -219,6 +220,13 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   return std::nullopt;
 }
 
+std::optional<CliError> setThreads(Settings& s, const Parsed& p) {
+  const auto n = parseNumber(p.value, 256);
+  if (!n || *n < 1) return bad(p, "expected a number of network threads from 1 to 256");
+  s.threads = static_cast<unsigned>(*n);
+  return std::nullopt;
+}
+
 std::optional<CliError> setJson(Settings& s, const Parsed& p) {
   if (p.value.empty()) return bad(p, "expected --json (standard output) or --json=FILE");
   s.active.jsonFile = p.value;
@@ -295,6 +303,7 @@ constexpr OptionDef kOptions[] = {
     {"warmup", 0, Arg::Required, setWarmup},
     {"json", 0, Arg::Optional, setJson},
     {"json-stream", 0, Arg::None, NPM_SET(s.active.jsonStream = true)},
+    {"threads", 0, Arg::Required, setThreads},
 };
 
 #undef NPM_SET
@@ -439,6 +448,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.sndBufferSize = s.defaultSndBuf;
   c.options.allow = std::move(s.allow);
   c.options.authKey = std::move(s.authKey);
+  c.options.threads = s.threads;
   c.options.limits = control::deriveLimits(s.limits, s.givenLimits);
   c.runtime = s.runtime;
   c.display = s.display;
@@ -587,6 +597,7 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   c.options.display = s.display;
   c.options.flows = std::move(flows);
   c.options.authKey = std::move(s.authKey);
+  c.options.threads = s.threads;
   c.log = s.log;
   return c;
 }
@@ -626,6 +637,8 @@ std::string usage() {
          "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
          "                               the status line then goes to standard error)\n"
          "  --json-stream                a JSON line per second on standard output (status line to standard error)\n"
+         "  --threads=N                  network threads (default: one per core); the active spreads its flows over\n"
+         "                               them, the passive its TCP and MPTCP data connections\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"

@@ -13,6 +13,7 @@
 #include "common/text.h"
 #include "control/control_channel.h"
 #include "control/display.h"
+#include "transport/io_threads.h"
 #include "transport/sockets.h"
 
 namespace {
@@ -47,8 +48,11 @@ int runPassive(const app::PassiveCommand& c) {
   }
   control::PassiveOptions options = c.options;
   options.limits.descriptors = static_cast<std::size_t>(descriptors.soft);
-  boost::asio::io_context io;
-  control::PassiveServer server(io, options);
+  // First, so that its contexts outlive everything bound to them.
+  transport::IoThreads threads(options.threads != 0 ? options.threads : transport::defaultThreads());
+  boost::asio::io_context& io = threads.main();
+  threads.start();
+  control::PassiveServer server(threads, options);
   // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int signalled = 0;
@@ -89,6 +93,7 @@ int runPassive(const app::PassiveCommand& c) {
   };
   schedule();
   control::runLoop(io);
+  threads.stop();
   status.finish();
   return 0;
 }

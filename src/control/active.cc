@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,15 @@ constexpr std::uint64_t kReservedDescriptors = 64;
 
 }  // namespace
 
+unsigned networkThreads(const ActiveOptions& o) {
+  const unsigned wanted = o.threads != 0 ? o.threads : transport::defaultThreads();
+  // SCTP flows stay with their association on the control thread; a thread per other flow
+  // at most.
+  const auto spread = std::count_if(o.flows.begin(), o.flows.end(),
+                                    [](const auto& f) { return f.protocol != npmp::Protocol::SCTP; });
+  return std::max(1u, std::min(wanted, static_cast<unsigned>(spread)));
+}
+
 std::uint64_t descriptorsNeeded(const ActiveOptions& o) {
   std::uint64_t n = kReservedDescriptors;
   std::set<std::uint32_t> associations;
@@ -55,12 +65,13 @@ Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::u
          " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows"};
 }
 
-Active::Active(asio::io_context& io, const ActiveOptions& o)
-    : io_(io),
+Active::Active(transport::IoThreads& threads, const ActiveOptions& o)
+    : threads_(threads),
+      io_(threads.main()),
       options_(o),
       measurementId_(randomMeasurementId()),
-      runEvent_(io.get_executor()),
-      signals_(io, SIGINT, SIGTERM),
+      runEvent_(io_.get_executor()),
+      signals_(io_, SIGINT, SIGTERM),
       json_(o) {}
 
 void Active::onSignal(int number) {
@@ -78,10 +89,10 @@ void Active::onSignal(int number) {
 void Active::statusTick() {
   if (!measurement_ || !measurement_->running()) return;
   measure::Counters tx, rx;
-  for (const auto& f : flows_) {
-    tx += f.flow->transmitted().total;
-    rx += f.flow->received().received();
-  }
+  measure::onOwners(flowPointers(), [&tx, &rx](measure::Flow& f, std::size_t) {
+    tx += f.transmitted().total;
+    rx += f.received().received();
+  });
   status_->update(flows_.size(), 1, tx, rx);
   json_.tick(measurementId_, nowMicros(), measurement_->startTime(), flowPointers(), status_->cpuUsage());
   statusTimer_->expires_after(std::chrono::seconds(1));
@@ -179,7 +190,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     stopSent_ = true;
     control_->send(std::move(message));
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
-    for (auto& f : flows_) f.flow->finishReceiving();
+    measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
     own = measurement_->stop(nowMicros());
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried
     writeOwnResults(own);
@@ -194,7 +205,7 @@ asio::awaitable<int> Active::stopAndCollect() {
   if (!ownWritten) {
     // Whatever happened to the passive, the active's own results are kept.
     try {
-      for (auto& f : flows_) f.flow->finishReceiving();
+      measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
       own = measurement_->stop(nowMicros());
       writeOwnResults(own);
       log::info("The active's own results have been written");
@@ -209,7 +220,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     exitCode = 1;
   }
   co_await endAssociations();
-  for (auto& f : flows_) f.flow->close();
+  measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.close(); });
   for (auto& [id, a] : associations_) a->close();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
@@ -217,8 +228,10 @@ asio::awaitable<int> Active::stopAndCollect() {
 }
 
 int runActive(const ActiveOptions& options) {
-  asio::io_context io;
-  Active active(io, options);
+  transport::IoThreads threads(networkThreads(options));
+  asio::io_context& io = threads.main();
+  threads.start();
+  Active active(threads, options);
   int exitCode = 1;
   asio::co_spawn(io, active.run(), [&](std::exception_ptr error, int code) {
     exitCode = code;
@@ -233,6 +246,7 @@ int runActive(const ActiveOptions& options) {
     io.stop();
   });
   runLoop(io);
+  threads.stop();  // before the flows go: no handler of theirs runs any more
   return exitCode;
 }
 

@@ -49,7 +49,13 @@ struct ActiveOptions {
   std::string jsonFile;
   bool jsonStream = false;
   std::vector<std::string> commandLine;  // the arguments, for the result document
+  // --threads: network threads; 0 = one per core. A run uses at most one per flow that is not
+  // SCTP (SCTP flows share their association, on the control thread).
+  unsigned threads = 0;
 };
+
+// The network threads a run with these options uses.
+unsigned networkThreads(const ActiveOptions& options);
 
 // File descriptors a run with these options needs at most: a socket per flow (per association
 // for SCTP), with -vector a file per flow (and per flow whose paths are recorded), and a reserve

@@ -2,7 +2,9 @@
 // of an SCTP association), IDENTIFY on it; which flows sample paths.
 #include "control/active_internal.h"
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -61,7 +63,12 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   co_return association;
 }
 
-asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec) {
+asio::io_context& Active::ownerFor(const flowspec::FlowSpec& spec) {
+  return spec.protocol == Protocol::SCTP ? io_ : threads_.pick();
+}
+
+asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec,
+                                                                             asio::io_context& owner) {
   const Protocol protocol = spec.protocol;
   if (protocol == Protocol::SCTP) {
     auto a = co_await association(spec);
@@ -95,10 +102,14 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
       tcp::socket socket(io_);
       socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
       co_await connectWithin(socket, tcp::endpoint(options_.remote, port), kConnectTimeout);
-      co_return transport::makeStreamChannel(std::move(socket));
+      if (&owner == &io_) co_return transport::makeStreamChannel(std::move(socket));
+      // Connected here, with this thread's timers; then handed to its owner's context.
+      tcp::socket moved(owner);
+      moved.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), socket.release());
+      co_return transport::makeStreamChannel(std::move(moved));
     }
     case Protocol::UDP: {
-      udp::socket socket(io_);
+      udp::socket socket(owner);  // connected at once: no waiting on this thread
       socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
       boost::system::error_code ec;
       socket.connect(udp::endpoint(options_.remote, port), ec);
@@ -132,7 +143,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
         throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) + ": " +
                           (error != 0 ? std::strerror(error) : "timed out"));
       }
-      co_return transport::makeDccpChannel(io_, fd, transport::endpointName(options_.remote, port));
+      co_return transport::makeDccpChannel(owner, fd, transport::endpointName(options_.remote, port));
     }
     default:
       ::close(fd);
@@ -140,7 +151,19 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   }
 }
 
+asio::awaitable<void> Active::sendIdentify(transport::DataChannel& channel, const npmp::Bytes& message,
+                                           asio::io_context& owner) {
+  if (&owner == &io_) {
+    co_await sendOnData(channel, message);
+    co_return;
+  }
+  // On the owner's thread, which sendOnData's timers and the channel's handlers are bound to.
+  co_await asio::co_spawn(owner, sendOnData(channel, message), asio::use_awaitable);
+}
+
+// Runs on the channel's thread (sendIdentify).
 asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const npmp::Bytes& message) {
+  const auto executor = co_await asio::this_coro::executor;
   // The send owns what the channel keeps until it completes (a copy of the message and the
   // buffers, held by its handler): a send that outlives the wait here touches nothing of this
   // frame. One that has not completed in time is also given up on the channel (closed).
@@ -151,7 +174,7 @@ asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const 
   auto outgoing = std::make_shared<Outgoing>();
   outgoing->message = message;
   outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};
-  Completion<boost::system::error_code> sent(io_.get_executor());
+  Completion<boost::system::error_code> sent(executor);
   auto report = sent.reporter();
   channel.send(outgoing->buffers, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
     report(ec);
@@ -199,9 +222,11 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
   }
 
-  auto channel = co_await connectData(spec);
+  asio::io_context& owner = ownerFor(spec);
+  auto channel = co_await connectData(spec, owner);
 
-  run.flow = std::make_shared<measure::Flow>(io_, activeFlowParameters(spec, measurementId_), true);
+  run.flow = std::make_shared<measure::Flow>(owner, activeFlowParameters(spec, measurementId_), true);
+  run.flow->reportTo(io_);
   channel->expect(npmp::MessageSet::Data);
   run.flow->attach(channel);
   run.flow->onFailure([this, flowId](const std::string& reason) {
@@ -209,7 +234,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
     runEvent_.notify();
   });
-  run.flow->startReceiving();
+  measure::onOwner(run.flow, [](measure::Flow& f) { f.startReceiving(); });
 
   npmp::IdentifyFlow identify;
   identify.flowId = flowId;
@@ -221,7 +246,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);
   if (channel->reliable()) {
-    co_await sendOnData(*channel, identifyMessage);
+    co_await sendIdentify(*channel, identifyMessage, owner);
     const auto a = co_await awaitAck(flowId, spec.streamId, "IDENTIFY_FLOW");
     if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
     co_return;
@@ -229,7 +254,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   // Datagrams may be lost: repeat IDENTIFY with growing intervals (≈10 s in all).
   auto interval = std::chrono::milliseconds(250);
   for (int attempt = 1;; ++attempt) {
-    co_await sendOnData(*channel, identifyMessage);
+    co_await sendIdentify(*channel, identifyMessage, owner);
     if (const auto a = co_await nextAck(flowId, 0, "IDENTIFY_FLOW", interval)) {
       if (a->status != npmp::kStatusOk) throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
       co_return;

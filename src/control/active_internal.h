@@ -28,6 +28,7 @@
 #include "measure/measurement.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
+#include "transport/io_threads.h"
 
 namespace npm::control {
 
@@ -58,7 +59,7 @@ struct FlowRun {
 
 class Active {
 public:
-  Active(asio::io_context& io, const ActiveOptions& o);
+  Active(transport::IoThreads& threads, const ActiveOptions& o);
 
   asio::awaitable<int> run();
   void onSignal(int number);
@@ -81,8 +82,15 @@ private:
   sctp::StackSettings sctpSettings() const {
     return sctp::StackSettings{options_.sctpUdpPort, options_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
   }
-  asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec);
+  // The thread (context) that will own a flow's connection: SCTP flows share their
+  // association's, which is the control thread's; the others are spread over all threads.
+  asio::io_context& ownerFor(const flowspec::FlowSpec& spec);
+  asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec,
+                                                                      asio::io_context& owner);
   asio::awaitable<void> setupFlow(FlowRun& run);
+  // Sends one message on a flow's channel, on the channel's own thread.
+  asio::awaitable<void> sendIdentify(transport::DataChannel& channel, const npmp::Bytes& message,
+                                     asio::io_context& owner);
   asio::awaitable<void> sendOnData(transport::DataChannel& channel, const npmp::Bytes& message);
   bool samplesPaths(npmp::Protocol protocol) const;
   bool recordsPaths(npmp::Protocol protocol) const;
@@ -102,7 +110,8 @@ private:
   asio::awaitable<int> stopAndCollect();
   void statusTick();
 
-  asio::io_context& io_;
+  transport::IoThreads& threads_;
+  asio::io_context& io_;  // the control thread's (threads_.main())
   const ActiveOptions& options_;
   std::uint64_t measurementId_;
   std::shared_ptr<ControlChannel> control_;

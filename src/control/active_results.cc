@@ -27,20 +27,21 @@ void Active::writeConfig() {
 }
 
 void Active::openOwnFiles() {
-  for (auto& f : flows_) {
-    if (samplesPaths(f.flow->parameters().protocol)) f.flow->samplePathsEvery(options_.pathInterval);
+  if (!options_.vectorPattern.empty()) {
+    measurement_->setVector(
+        measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(options_.vectorPattern, "active"))));
   }
-  if (options_.vectorPattern.empty()) return;
-  measurement_->setVector(
-      measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(options_.vectorPattern, "active"))));
-  for (auto& f : flows_) {
-    f.flow->setVector(measure::FlowVectorWriter(
-        OutputFile(measure::resultFileName(options_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
-    if (recordsPaths(f.flow->parameters().protocol)) {
-      f.flow->setPathVector(measure::PathVectorWriter(OutputFile(measure::pathVectorFileName(
-          options_.vectorPattern, "active", f.flow->flowId(), f.flow->streamId()))));
+  // On each flow's own thread, which may already be receiving.
+  measure::onOwners(flowPointers(), [this](measure::Flow& f, std::size_t) {
+    if (samplesPaths(f.parameters().protocol)) f.samplePathsEvery(options_.pathInterval);
+    if (options_.vectorPattern.empty()) return;
+    f.setVector(measure::FlowVectorWriter(
+        OutputFile(measure::resultFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
+    if (recordsPaths(f.parameters().protocol)) {
+      f.setPathVector(measure::PathVectorWriter(
+          OutputFile(measure::pathVectorFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
     }
-  }
+  });
 }
 
 asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::string* keep) {

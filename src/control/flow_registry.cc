@@ -48,8 +48,10 @@ std::string keyName(const FlowKey& k) {
   return b;
 }
 
-FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow)
+FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow,
+                           transport::IoThreads* threads)
     : io_(io),
+      threads_(threads),
       allow_(std::move(allow)),
       pendingConnections_(io, "data connection", limits.identifyTimeout, limits.pendingConnections,
                           limits.pendingPerHost),
@@ -110,7 +112,11 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<Session>& session, const n
   entry->request = fromAddFlow(m);
   // From the network: no control characters in our files.
   entry->request.parameters.description = printable(entry->request.parameters.description);
-  entry->flow = std::make_shared<measure::Flow>(io_, entry->request.parameters, false);
+  // TCP and MPTCP connections move to their flow's thread at IDENTIFY; the UDP socket, SCTP
+  // associations and DCCP sockets serve their flows where they are, on this thread.
+  const bool spread = threads_ != nullptr && (m.protocol == Protocol::TCP || m.protocol == Protocol::MPTCP);
+  entry->flow = std::make_shared<measure::Flow>(spread ? threads_->pick() : io_, entry->request.parameters, false);
+  entry->flow->reportTo(io_);
   entry->session = session;
   flows_[key] = entry;
   log::debug("Added " + keyName(key) + " (" + npmp::protocolName(m.protocol) + ")" + from);
@@ -126,7 +132,7 @@ void FlowRegistry::remove(const FlowKey& key) {
   auto it = flows_.find(key);
   if (it == flows_.end()) return;
   if (it->second->udpPeer) udpFlows_.erase(*it->second->udpPeer);
-  it->second->flow->close();
+  measure::onOwner(it->second->flow, [](measure::Flow& f) { f.close(); });
   flows_.erase(it);
 }
 
@@ -270,8 +276,14 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
       log::warning("Flow " + std::to_string(id.flowId) + ": " + e.what());
     }
   }
-  entry->identified = true;
   auto flow = entry->flow;
+  if (channel && &flow->context() != &io_) {  // accepted on this thread
+    // To the flow's thread (the message handler of the pending connection runs here).
+    auto moved = channel->moveTo(flow->context());
+    if (!moved) return reject("the connection could not be handed to its network thread");
+    channel = std::move(moved);
+  }
+  entry->identified = true;
   flow->attach(channel);
   // The active asks for per-path sampling (for the scalars, and the per-path vector if it
   // records vectors).
@@ -311,7 +323,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   });
   if (!udpPeer) {
     channel->expect(npmp::MessageSet::Data);
-    flow->startReceiving();
+    measure::onOwner(flow, [](measure::Flow& f) { f.startReceiving(); });
   }
   log::debug("Identified " + keyName(key) + where);
   session->acknowledge(id.flowId, id.measurementId, id.streamId, npmp::kStatusOk);
@@ -320,18 +332,25 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
 void FlowRegistry::closeAll() {
   pendingAssociations_.closeAll();
   pendingConnections_.closeAll();
-  for (auto& [key, entry] : flows_) entry->flow->close();
+  measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.close(); });
+}
+
+std::vector<std::shared_ptr<measure::Flow>> FlowRegistry::flowPointers() const {
+  std::vector<std::shared_ptr<measure::Flow>> flows;
+  flows.reserve(flows_.size());
+  for (const auto& [key, entry] : flows_) flows.push_back(entry->flow);
+  return flows;
 }
 
 measure::Counters FlowRegistry::transmitted() const {
   measure::Counters c;
-  for (const auto& [key, entry] : flows_) c += entry->flow->transmitted().total;
+  measure::onOwners(flowPointers(), [&c](measure::Flow& f, std::size_t) { c += f.transmitted().total; });
   return c;
 }
 
 measure::Counters FlowRegistry::received() const {
   measure::Counters c;
-  for (const auto& [key, entry] : flows_) c += entry->flow->received().received();
+  measure::onOwners(flowPointers(), [&c](measure::Flow& f, std::size_t) { c += f.received().received(); });
   return c;
 }
 

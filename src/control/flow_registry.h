@@ -21,6 +21,7 @@
 #include "npmp/messages.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
+#include "transport/io_threads.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -53,7 +54,9 @@ struct FlowLimits {
 class FlowRegistry : public std::enable_shared_from_this<FlowRegistry> {
 public:
   // `allow`: the peers that may send data (empty: everyone).
-  FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow);
+  // `threads`: where TCP and MPTCP flows are spread (nullptr: all on `io`, the control thread's).
+  FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow,
+               transport::IoThreads* threads = nullptr);
 
   // What the passive serves, for checking ADD_FLOW, and its shared UDP socket.
   void setDataTransports(bool sctp, bool dccp) { sctp_ = sctp, dccp_ = dccp; }
@@ -73,6 +76,7 @@ public:
 
   void closeAll();
   std::size_t size() const { return flows_.size(); }
+  std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
   measure::Counters transmitted() const;
   measure::Counters received() const;
 
@@ -84,6 +88,7 @@ private:
   bool refuse(const asio::ip::address& peer, const std::string& what);
 
   asio::io_context& io_;
+  transport::IoThreads* threads_;
   std::vector<transport::AddressPrefix> allow_;
   std::uint64_t refused_ = 0, rejected_ = 0;
   bool sctp_ = false, dccp_ = false;

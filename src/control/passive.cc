@@ -38,8 +38,9 @@ void PassiveState::releaseMemory() {
 // Wires the listeners to the sessions and the flow registry.
 class PassiveServer::Impl {
 public:
-  Impl(asio::io_context& io, PassiveOptions options)
-      : options_(std::move(options)), state_(std::make_shared<PassiveState>(io, options_)) {
+  Impl(transport::IoThreads& threads, PassiveOptions options)
+      : options_(std::move(options)), state_(std::make_shared<PassiveState>(threads, options_)) {
+    asio::io_context& io = threads.main();
     std::weak_ptr<PassiveState> weak = state_;
     ListenerHandlers h;
     h.control = [weak](std::shared_ptr<ControlChannel> channel) {
@@ -103,8 +104,8 @@ private:
   std::shared_ptr<Listeners> listeners_;
 };
 
-PassiveServer::PassiveServer(asio::io_context& io, PassiveOptions options)
-    : impl_(std::make_shared<Impl>(io, std::move(options))) {}
+PassiveServer::PassiveServer(transport::IoThreads& threads, PassiveOptions options)
+    : impl_(std::make_shared<Impl>(threads, std::move(options))) {}
 PassiveServer::~PassiveServer() { impl_->stop(); }
 void PassiveServer::start() { impl_->start(); }
 void PassiveServer::stop() { impl_->stop(); }

@@ -14,6 +14,7 @@
 
 #include "measure/statistics.h"
 #include "sctp/socket.h"
+#include "transport/io_threads.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -69,6 +70,9 @@ struct PassiveOptions {
   std::vector<transport::AddressPrefix> allow;  // --allow: who may use the passive (empty: everyone)
   std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: actives must prove it
   PassiveLimits limits;
+  // --threads: network threads for the TCP and MPTCP data connections (the control
+  // connections, UDP, SCTP and DCCP stay on the main one); 0 = one per core.
+  unsigned threads = 0;
 };
 
 struct PassiveStatus {
@@ -78,7 +82,9 @@ struct PassiveStatus {
 
 class PassiveServer {
 public:
-  PassiveServer(asio::io_context& io, PassiveOptions options);
+  // Runs on threads.main(); TCP and MPTCP data connections are spread over all of `threads`,
+  // which the caller starts and stops.
+  PassiveServer(transport::IoThreads& threads, PassiveOptions options);
   ~PassiveServer();
   // Opens the listeners; throws transport::TransportError when no control listener works.
   void start();

@@ -228,7 +228,7 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
   // build) may hold megabytes in its receive queues when STOP comes.
   co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2));
-  for (auto& f : flows) f->finishReceiving();
+  measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
   const measure::MeasurementResult result = measurement->stop(nowMicros());
 
   std::FILE* vectorFile = nullptr;
@@ -267,11 +267,13 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
     co_return;
   }
   auto flow = entry->flow;
-  if (flow->sending()) {
+  bool sending = false;
+  measure::onOwner(flow, [&sending](measure::Flow& f) { sending = f.sending(); });
+  if (sending) {
     const std::vector<std::shared_ptr<measure::Flow>> one{flow};
     co_await stopSending(state_->io.get_executor(), one);
   }
-  flow->finishReceiving();
+  measure::onOwner(flow, [](measure::Flow& f) { f.finishReceiving(); });
   std::FILE* vectorFile = nullptr;
   if (flow->vector() != nullptr) {
     // Formatting the recorded rows takes seconds after a long saturated run: on a worker,
@@ -322,7 +324,9 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   // A removed flow's own connection (TCP, MPTCP) has nothing more to carry; as the reference
   // does, it is closed now rather than at the end of the session. (UDP shares the passive's
   // socket, an SCTP stream its association.)
-  if (auto* channel = flow->channel(); channel != nullptr && channel->isByteStream()) flow->close();
+  if (auto* channel = flow->channel(); channel != nullptr && channel->isByteStream()) {
+    measure::onOwner(flow, [](measure::Flow& f) { f.close(); });
+  }
 }
 
 asio::awaitable<void> Session::upload(std::FILE* file) {
@@ -343,7 +347,7 @@ asio::awaitable<void> Session::upload(std::FILE* file) {
 void Session::cleanup() {
   for (auto& [id, pm] : measurements_) {
     if (pm.measurement->running()) {
-      for (auto& f : pm.measurement->flows()) f->close();
+      measure::onOwners(pm.measurement->flows(), [](measure::Flow& f, std::size_t) { f.close(); });
       pm.measurement->stop(nowMicros());
     }
   }

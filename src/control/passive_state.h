@@ -19,13 +19,14 @@ namespace npm::control {
 class Session;
 
 struct PassiveState {
-  PassiveState(asio::io_context& context, const PassiveOptions& options)
-      : io(context),
+  PassiveState(transport::IoThreads& threads, const PassiveOptions& options)
+      : io(threads.main()),
         limits(options.limits),
         allow(options.allow),
         authKey(options.authKey),
-        flows(std::make_shared<FlowRegistry>(
-            context, FlowLimits{options.limits.pendingConnections, options.limits.pendingPerHost}, options.allow)) {}
+        flows(std::make_shared<FlowRegistry>(threads.main(),
+                                             FlowLimits{options.limits.pendingConnections, options.limits.pendingPerHost},
+                                             options.allow, &threads)) {}
 
   // Sessions of one host at the moment.
   std::size_t sessionsOf(const asio::ip::address& host) const;

@@ -1,9 +1,12 @@
 #include "measure/flow.h"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <future>
 #include <limits>
 
 #include "common/clock.h"
@@ -96,9 +99,9 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
 }
 
 void Flow::fail(const std::string& reason) {
-  if (failed_ || finished_) return;  // after the end, the peer may close as it likes
-  failed_ = true;
-  if (onFailure_) onFailure_(reason);
+  if (failed() || finished_) return;  // after the end, the peer may close as it likes
+  failed_.store(true, std::memory_order_release);
+  if (onFailure_) asio::dispatch(*home_, [handler = onFailure_, reason] { handler(reason); });
 }
 
 // ------------------------------------------------------------------------- sender
@@ -316,7 +319,7 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
     if (auto done = std::move(stopped_)) {
       stopped_ = nullptr;
       stopTimer_.cancel();
-      done();
+      asio::dispatch(*home_, std::move(done));
     }
     return;
   }
@@ -339,13 +342,13 @@ void Flow::stopSending(std::function<void()> done) {
       if (ec || !self) return;
       if (auto pending = std::move(self->stopped_)) {  // the peer does not read: give up waiting
         self->stopped_ = nullptr;
-        pending();
+        asio::dispatch(*self->home_, std::move(pending));
       }
     });
   } else {
     queue_.clear();
     frames_.clear();
-    asio::post(io_, std::move(done));
+    asio::post(*home_, std::move(done));
   }
 }
 
@@ -420,6 +423,39 @@ void Flow::beginScalars() {
   if (pathInterval_.count() > 0) {
     samplePaths();  // the state at the end of the warm-up, the base of the counters
     for (auto& [id, summary] : pathSummaries_) summary.restart();
+  }
+}
+
+// ------------------------------------------------------------------------- threads
+
+void onOwners(const std::vector<std::shared_ptr<Flow>>& flows, const std::function<void(Flow&, std::size_t)>& fn) {
+  // Batches in the order of the flows' contexts' first appearance (a handful of contexts).
+  std::vector<std::pair<asio::io_context*, std::vector<std::size_t>>> batches;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    if (!flows[i]) continue;
+    asio::io_context* context = &flows[i]->context();
+    auto it = std::find_if(batches.begin(), batches.end(), [context](const auto& b) { return b.first == context; });
+    if (it == batches.end()) it = batches.insert(batches.end(), {context, {}});
+    it->second.push_back(i);
+  }
+  for (const auto& [context, indices] : batches) {
+    auto run = [&flows, &fn, &indices = indices] {
+      for (std::size_t i : indices) fn(*flows[i], i);
+    };
+    if (context->get_executor().running_in_this_thread() || context->stopped()) {
+      run();
+      continue;
+    }
+    std::promise<void> done;
+    asio::post(*context, [&run, &done] {
+      try {
+        run();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+    done.get_future().get();
   }
 }
 

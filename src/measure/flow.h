@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -41,10 +42,19 @@ struct FlowParameters {
   bool debug = false;
 };
 
+// A flow lives on one network thread, the one running the io_context it was made with (see
+// transport/io_threads.h): its connection's handlers and its timers run there, and every other
+// call must be made there too; other threads go through onOwners().
 class Flow : public std::enable_shared_from_this<Flow> {
 public:
   Flow(asio::io_context& io, FlowParameters parameters, bool activeSide);
   ~Flow();
+
+  // The context (thread) that owns the flow.
+  asio::io_context& context() const { return io_; }
+  // Where the owner's callbacks (onFailure, stopSending's `done`) run: the thread of the
+  // control connection. By default the flow's own context.
+  void reportTo(asio::io_context& home) { home_ = &home; }
 
   const FlowParameters& parameters() const { return params_; }
   std::uint32_t flowId() const { return params_.flowId; }
@@ -94,8 +104,8 @@ public:
   const TransmitStatistics& transmitted() const { return tx_; }
   const ReceiveStatistics& received() const { return rx_; }
   bool sending() const { return sending_; }
-  // The flow could not go on (see onFailure), before the end of its measurement.
-  bool failed() const { return failed_; }
+  // The flow could not go on (see onFailure), before the end of its measurement. Any thread.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
 private:
   struct Pending {
@@ -116,6 +126,7 @@ private:
   std::optional<double> drawInterval();
 
   asio::io_context& io_;
+  asio::io_context* home_ = &io_;
   FlowParameters params_;
   bool activeSide_;
   std::shared_ptr<transport::DataChannel> channel_;
@@ -164,7 +175,19 @@ private:
   void samplePaths();
   void schedulePathSample();
   std::function<void(const std::string&)> onFailure_;
-  bool failed_ = false, finished_ = false;
+  std::atomic<bool> failed_ = false;
+  bool finished_ = false;
 };
+
+// Runs fn(flow, i) for every flows[i] on the flow's own thread and returns when all have run:
+// inline for flows of the calling thread's context (or of one that no thread runs any more),
+// otherwise posted, one batch per context, and waited for. The batches run one after the
+// other, never at the same time, so fn needs no locking of its own; what it writes is visible
+// to the caller afterwards. Only the main thread calls this (a worker waiting for another
+// could deadlock).
+void onOwners(const std::vector<std::shared_ptr<Flow>>& flows, const std::function<void(Flow&, std::size_t)>& fn);
+inline void onOwner(const std::shared_ptr<Flow>& flow, const std::function<void(Flow&)>& fn) {
+  onOwners({flow}, [&fn](Flow& f, std::size_t) { fn(f); });
+}
 
 }  // namespace npm::measure

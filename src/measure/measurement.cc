@@ -8,9 +8,8 @@ namespace npm::measure {
 
 namespace {
 std::vector<FlowSnapshot> snapshots(const std::vector<std::shared_ptr<Flow>>& flows) {
-  std::vector<FlowSnapshot> s;
-  s.reserve(flows.size());
-  for (const auto& f : flows) s.push_back(f->snapshot());
+  std::vector<FlowSnapshot> s(flows.size());
+  onOwners(flows, [&s](Flow& f, std::size_t i) { s[i] = f.snapshot(); });
   return s;
 }
 }  // namespace
@@ -19,7 +18,7 @@ void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup) {
   start_ = scalarsFrom_ = now;
   running_ = true;
   cpuStart_ = cpu_.sample();
-  for (auto& f : flows_) f->start(now);
+  onOwners(flows_, [now](Flow& f, std::size_t) { f.start(now); });
   if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
   nextBlock_ = std::chrono::steady_clock::now();
   scheduleBlock();
@@ -38,7 +37,7 @@ void Measurement::beginScalars(std::uint64_t now) {
   warmingUp_ = false;
   scalarsFrom_ = now;
   cpuStart_ = cpu_.sample();
-  for (auto& f : flows_) f->beginScalars();
+  onOwners(flows_, [](Flow& f, std::size_t) { f.beginScalars(); });
 }
 
 void Measurement::scheduleBlock() {
@@ -72,7 +71,8 @@ MeasurementResult Measurement::stop(std::uint64_t now) {
   r.firstStatisticsEvent = scalarsFrom_;
   r.lastStatisticsEvent = now;
   r.cpu = cpuUsage(cpuStart_, cpu_.sample());
-  for (const auto& f : flows_) r.flows.push_back(f->result());
+  r.flows.resize(flows_.size());
+  onOwners(flows_, [&r](Flow& f, std::size_t i) { r.flows[i] = f.result(); });
   if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
   return r;
 }

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <algorithm>
 #include <climits>
 
 #include <cerrno>
@@ -34,7 +35,13 @@ constexpr std::size_t kMaxMessage = 65535;
 
 class StreamChannel : public DataChannel, public std::enable_shared_from_this<StreamChannel> {
 public:
-  explicit StreamChannel(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {
+  explicit StreamChannel(asio::ip::tcp::socket socket, std::span<const std::uint8_t> unread = {})
+      : socket_(std::move(socket)) {
+    if (!unread.empty()) {
+      buffer_.assign(unread.begin(), unread.end());
+      buffer_.resize(std::max(buffer_.size(), kStreamBufferFirst));
+      end_ = unread.size();
+    }
     boost::system::error_code ec;
     socket_.non_blocking(true, ec);  // send() writes with writev() itself
     const auto remote = socket_.remote_endpoint(ec);
@@ -60,9 +67,28 @@ public:
     onError_ = std::move(onError);
     if (!reading_) {
       reading_ = true;
+      if (end_ > begin_) {
+        // Bytes carried over by moveTo(): delivered first, as a read would.
+        asio::post(socket_.get_executor(), [self = shared_from_this()] { self->onRead({}, 0); });
+        return;
+      }
       buffer_.resize(kStreamBufferFirst);
       readMore();
     }
+  }
+
+  std::shared_ptr<DataChannel> moveTo(asio::io_context& io) override {
+    boost::system::error_code ec;
+    const auto local = socket_.local_endpoint(ec);
+    if (closed_ || ec) return nullptr;
+    const auto protocol = local.protocol();
+    const std::span<const std::uint8_t> unread(buffer_.data() + begin_, end_ - begin_);
+    asio::ip::tcp::socket moved(io);
+    moved.assign(protocol, socket_.release());
+    auto channel = std::make_shared<StreamChannel>(std::move(moved), unread);
+    channel->expect_ = expect_;
+    closed_ = true;  // onRead() stops after this message; the socket is the new channel's
+    return channel;
   }
 
   void expect(npmp::MessageSet kind) override { expect_ = kind; }

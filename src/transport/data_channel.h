@@ -67,6 +67,15 @@ public:
   // Appends the transport's per-path state (TCP, MPTCP per subflow, SCTP per peer address);
   // nothing for UDP and DCCP, which keep none.
   virtual void samplePaths(std::vector<PathSample>& out) { (void)out; }
+  // Hands the connection over to another context (thread): a new channel there gets the
+  // socket and whatever has been read but not delivered yet; this one is closed without
+  // closing the socket. Only from within this channel's message handler, with no send
+  // outstanding (a stream channel's IDENTIFY). nullptr where a channel cannot move (it shares
+  // its socket: UDP, an SCTP stream; DCCP).
+  virtual std::shared_ptr<DataChannel> moveTo(asio::io_context& io) {
+    (void)io;
+    return nullptr;
+  }
 };
 
 std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);

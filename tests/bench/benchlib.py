@@ -2,6 +2,8 @@
 
 import os
 import re
+import shutil
+import signal
 import socket
 import time
 
@@ -37,3 +39,14 @@ def passive_goodput(scalar_file):
     received = values["Received Bytes"]
     duration = (values["Last Reception"] - values["First Reception"]) / 1e6
     return received, received * 8 / duration
+
+
+def stop_servers(passives, others, workdir):
+    """Stops netperfmeter passives (SIGINT: a clean stop) and other servers, removes `workdir`."""
+    for p in passives:
+        p.send_signal(signal.SIGINT)
+    for p in others:
+        p.terminate()
+    for p in [*passives, *others]:
+        p.wait()
+    shutil.rmtree(workdir, ignore_errors=True)

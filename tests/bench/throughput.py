@@ -15,13 +15,12 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from benchlib import cpu_seconds, passive_goodput, wait_port
+from benchlib import cpu_seconds, passive_goodput, stop_servers, wait_port
 
 
 def run_client(cmd, server_pid):
@@ -95,11 +94,7 @@ def main():
                   f"{statistics.median(npm_cpu):>13.3f} {statistics.median(iperf_cpu):>16.3f} "
                   f"{statistics.median(npm_after):>16.1f}")
     finally:
-        passive.send_signal(signal.SIGINT)
-        iperf.terminate()
-        passive.wait()
-        iperf.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+        stop_servers([passive], [iperf], workdir)
     return 0
 
 

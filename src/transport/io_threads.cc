@@ -1,0 +1,69 @@
+#include "transport/io_threads.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <pthread.h>
+
+#include <exception>
+#include <string>
+
+#include "common/log.h"
+
+namespace npm::transport {
+
+unsigned defaultThreads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : cores;
+}
+
+IoThreads::IoThreads(unsigned threads) {
+  if (threads == 0) threads = 1;
+  for (unsigned i = 0; i < threads; ++i) {
+    contexts_.push_back(std::make_unique<asio::io_context>());
+  }
+}
+
+IoThreads::~IoThreads() {
+  stop();
+  // Main first: its queued handlers may hold flows whose sockets belong to the others.
+  for (auto& context : contexts_) context.reset();
+}
+
+asio::io_context& IoThreads::pick() {
+  asio::io_context& chosen = *contexts_[next_];
+  next_ = (next_ + 1) % size();
+  return chosen;
+}
+
+void IoThreads::start() {
+  if (!threads_.empty() || contexts_.size() < 2) return;
+  for (std::size_t i = 1; i < contexts_.size(); ++i) {
+    asio::io_context& context = *contexts_[i];
+    // Its reactor (epoll, eventfd, timerfd) now rather than with its first flow: the passive's
+    // descriptors stay what they were at the start after every measurement.
+    { asio::steady_timer warm(context); }
+    guards_.push_back(asio::make_work_guard(context));
+    threads_.emplace_back([&context, i] {
+      // Named, so that top -H, perf and /proc/PID/task/*/comm tell the network threads apart.
+      const std::string name = "npm-net" + std::to_string(i);
+      ::pthread_setname_np(::pthread_self(), name.c_str());
+      for (;;) {
+        try {
+          context.run();
+          return;
+        } catch (const std::exception& e) {
+          log::error("internal error on network thread " + std::to_string(i) + ": " + e.what());
+        }
+      }
+    });
+  }
+}
+
+void IoThreads::stop() {
+  if (threads_.empty()) return;
+  guards_.clear();
+  for (std::size_t i = 1; i < contexts_.size(); ++i) contexts_[i]->stop();
+  for (auto& thread : threads_) thread.join();
+  threads_.clear();
+}
+
+}  // namespace npm::transport
