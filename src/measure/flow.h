@@ -144,6 +144,12 @@ private:
   std::deque<PendingFrame> frames_;
   std::deque<Pending> queue_;  // messages of the write in progress (at most one write's worth)
   std::vector<asio::const_buffer> iov_;
+  // A byte stream's batch of messages of one size, laid out in one buffer: the payload
+  // pattern is written once, only the headers are rewritten per batch. At most one write's
+  // worth (about 1 MiB), and only for flows that queue several messages per write.
+  std::vector<std::uint8_t> batch_;
+  std::size_t batchLength_ = 0;  // the message length batch_ is laid out for
+  bool layOutBatch(std::size_t n);
   std::size_t inFlight_ = 0;
   std::uint32_t frameId_ = 0;
   std::uint64_t seqNumber_ = 0, byteSeqNumber_ = 0;

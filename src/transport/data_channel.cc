@@ -25,10 +25,10 @@ std::string endpointName(const asio::ip::address& address, std::uint16_t port) {
 namespace {
 
 // A stream channel's receive buffer starts small (a connection that only identifies itself,
-// or a slow flow, costs a few KiB) and doubles whenever a read fills it, up to 1 MiB.
+// or a slow flow, costs a few KiB) and doubles whenever a read fills it, up to 2 MiB.
 constexpr std::size_t kStreamBufferFirst = 4096;
-constexpr std::size_t kStreamBufferSize = 1024 * 1024;
-constexpr std::size_t kReadChunk = 256 * 1024;
+constexpr std::size_t kStreamBufferSize = 2 * 1024 * 1024;
+constexpr std::size_t kReadChunk = 1024 * 1024;  // as much as a write (measure/flow.cc)
 constexpr std::size_t kMaxMessage = 65535;
 
 // ------------------------------------------------------------------ stream channel
@@ -51,10 +51,10 @@ public:
   // One writev() for up to 1024 buffers (Asio's gather writes stop at 64), so that a batch
   // of small messages costs one system call, and a write moves about as much as a read.
   void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
-    iov_.resize(buffers.size());
-    for (std::size_t i = 0; i < buffers.size(); ++i) {
-      iov_[i].iov_base = const_cast<void*>(buffers[i].data());
-      iov_[i].iov_len = buffers[i].size();
+    iov_.clear();
+    for (const auto& b : buffers) {
+      if (b.size() == 0) continue;  // a batch laid out in one buffer leaves the others empty
+      iov_.push_back(iovec{const_cast<void*>(b.data()), b.size()});
     }
     next_ = 0;
     messages_ = buffers.size() / 2;

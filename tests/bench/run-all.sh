@@ -6,6 +6,9 @@ build=$(cd "${1:-$here/../../build}" && pwd)
 echo "== netperfmeter vs iperf3: saturated TCP goodput and CPU"
 python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3
 echo
+echo "== network threads: 2 and 4 saturated TCP flows, --threads=1 and 2"
+python3 "$here/threads.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3
+echo
 echo "== per-path sampling: saturated TCP with --path-interval=0 / 100 / 10"
 python3 "$here/path_sampling.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 5
 echo
