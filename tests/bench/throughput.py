@@ -69,7 +69,10 @@ def main():
     workdir = tempfile.mkdtemp(prefix="npm-bench-")
     os.chdir(workdir)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    passive = subprocess.Popen([npm, str(args.port), "-nodisplay", "-q"], **quiet)
+    # A saturated flow records millions of rows per run: room for them beyond the per-session
+    # default of the passive's spool limit (--max-spool, 2 GiB).
+    spool = ["--max-spool=16384", "--max-spool-total=16384"] if args.vectors else []
+    passive = subprocess.Popen([npm, str(args.port), "-nodisplay", "-q", *spool], **quiet)
     iperf = subprocess.Popen(["iperf3", "-s", "-p", str(args.port + 10)], **quiet)
     try:
         wait_port(args.port + 1)
