@@ -4,11 +4,15 @@ the same write size, alternating, several rounds. Prints goodput ratio netperfme
 CPU seconds per GB (both processes of each tool) per write size.
 
     tests/bench/throughput.py NETPERFMETER [--seconds 5] [--rounds 3] [--sizes 1400,16000] [--vectors]
+                              [--reference REFERENCE_NETPERFMETER]
 
 With --vectors, netperfmeter records per-message vectors on both sides (-vector=bench.vec.bz2);
 iperf3 records nothing. Goodput is over the measurement (first to last reception); the vectors
 are written after it, which the last column shows (seconds the run took beyond its runtime), and
 their CPU time counts in CPU s/GB. Figures are medians over the rounds.
+
+With --reference, the peer is the reference NetPerfMeter (2.0.10) instead of iperf3, on both
+sides, with the same options (and vectors, if asked for).
 """
 
 import argparse
@@ -61,8 +65,9 @@ def main():
     parser.add_argument("--sizes", default="1400,16000")
     parser.add_argument("--port", type=int, default=23000)
     parser.add_argument("--vectors", action="store_true", help="netperfmeter records per-message vectors")
+    parser.add_argument("--reference", help="the reference netperfmeter binary: the peer instead of iperf3")
     args = parser.parse_args()
-    if not shutil.which("iperf3"):
+    if not args.reference and not shutil.which("iperf3"):
         print("SKIP: iperf3 is not installed")
         return 77
     npm = os.path.abspath(args.netperfmeter)
@@ -73,31 +78,41 @@ def main():
     # default of the passive's spool limit (--max-spool, 2 GiB).
     spool = ["--max-spool=16384", "--max-spool-total=16384"] if args.vectors else []
     passive = subprocess.Popen([npm, str(args.port), "-nodisplay", "-q", *spool], **quiet)
-    iperf = subprocess.Popen(["iperf3", "-s", "-p", str(args.port + 10)], **quiet)
+    if args.reference:
+        reference = os.path.abspath(args.reference)
+        peer_name = "reference"
+        peer = subprocess.Popen([reference, str(args.port + 10), "-nodisplay", "-q"], **quiet)
+    else:
+        peer_name = "iperf3"
+        peer = subprocess.Popen(["iperf3", "-s", "-p", str(args.port + 10)], **quiet)
     try:
         wait_port(args.port + 1)
-        wait_port(args.port + 10)
+        wait_port(args.port + 11 if args.reference else args.port + 10)
         print(f"saturated TCP on loopback, {args.seconds:g} s per run, {args.rounds} rounds, alternating; "
               f"{os.cpu_count()} cores; netperfmeter {'with' if args.vectors else 'without'} vectors; medians")
-        print(f"{'write':>6} {'netperfmeter Gbit/s':>20} {'iperf3 Gbit/s':>14} {'ratio':>6} "
-              f"{'npm CPU s/GB':>13} {'iperf3 CPU s/GB':>16} {'npm after run s':>16}")
+        print(f"{'write':>6} {'netperfmeter Gbit/s':>20} {peer_name + ' Gbit/s':>16} {'ratio':>6} "
+              f"{'npm CPU s/GB':>13} {peer_name + ' CPU s/GB':>18} {'npm after run s':>16}")
         for size in (int(s) for s in args.sizes.split(",")):
-            npm_rates, iperf_rates, npm_cpu, iperf_cpu, npm_after = [], [], [], [], []
+            npm_rates, peer_rates, npm_cpu, peer_cpu, npm_after = [], [], [], [], []
             for _ in range(args.rounds):
                 rate, cpu, after = netperfmeter_round(npm, args.port, size, args.seconds, workdir, passive.pid,
                                                       args.vectors)
                 npm_rates.append(rate)
                 npm_cpu.append(cpu)
                 npm_after.append(after)
-                rate, cpu = iperf3_round(args.port + 10, size, args.seconds, iperf.pid)
-                iperf_rates.append(rate)
-                iperf_cpu.append(cpu)
-            a, b = statistics.median(npm_rates), statistics.median(iperf_rates)
-            print(f"{size:>6} {a / 1e9:>20.2f} {b / 1e9:>14.2f} {a / b:>6.2f} "
-                  f"{statistics.median(npm_cpu):>13.3f} {statistics.median(iperf_cpu):>16.3f} "
+                if args.reference:
+                    rate, cpu, _ = netperfmeter_round(reference, args.port + 10, size, args.seconds, workdir,
+                                                      peer.pid, args.vectors)
+                else:
+                    rate, cpu = iperf3_round(args.port + 10, size, args.seconds, peer.pid)
+                peer_rates.append(rate)
+                peer_cpu.append(cpu)
+            a, b = statistics.median(npm_rates), statistics.median(peer_rates)
+            print(f"{size:>6} {a / 1e9:>20.2f} {b / 1e9:>16.2f} {a / b:>6.2f} "
+                  f"{statistics.median(npm_cpu):>13.3f} {statistics.median(peer_cpu):>18.3f} "
                   f"{statistics.median(npm_after):>16.1f}")
     finally:
-        stop_servers([passive], [iperf], workdir)
+        stop_servers([passive], [peer], workdir)
     return 0
 
 
