@@ -168,7 +168,17 @@ class WireFormat(unittest.TestCase):
                 first = True
                 seq = byteseq = None
                 flow = None
+                # An MPTCP subflow may carry bytes twice: the connection retransmits at its data
+                # level on a subflow with new TCP sequence numbers (seen on this kernel: the
+                # IDENTIFY again 200 ms later), and the receiver delivers them once. This
+                # reassembly is by TCP sequence number, so such a repeat is skipped here.
+                mptcp = PORT - 1 in key[1:]
+                seen = set()
                 for kind, flags, m in messages(data):
+                    if mptcp:
+                        if bytes(m) in seen:
+                            continue
+                        seen.add(bytes(m))
                     if first and direction is data_up:
                         self.assertEqual(kind, 4)
                         self.assertEqual(len(m), 26)
