@@ -19,12 +19,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One write moves up to 1 MiB, as one read takes in up to 1 MiB (transport/data_channel.cc), so
-// that the two directions of a bidirectional saturated flow share its thread evenly. Writes of
-// 1 MiB rather than 256 KiB: 1.8x the goodput of a saturated 16000-byte flow on loopback and
-// 1.15x at 1400 bytes (tests/bench/throughput.py), fewer system calls and wake-ups per byte.
-constexpr std::size_t kMessagesPerWrite = 1024;
-constexpr std::size_t kBytesPerWrite = 1024 * 1024;
+// How much one write hands the transport. On a byte stream (TCP, MPTCP) up to 1 MiB, as one
+// read takes in up to 1 MiB (transport/data_channel.cc), so that the two directions of a
+// bidirectional saturated flow share its thread evenly; 1 MiB rather than 256 KiB gave 1.8x
+// the goodput of a saturated 16000-byte flow on loopback and 1.15x at 1400 bytes
+// (tests/bench/throughput.py). Message by message (UDP, DCCP, the streams of an SCTP
+// association) 512 messages or 256 KiB: a saturated stream must leave its association's send
+// buffer and the thread to the other streams of the association between writes.
+struct WriteLimit {
+  std::size_t messages, bytes;
+};
+constexpr WriteLimit kStreamWrite{1024, 1024 * 1024};
+constexpr WriteLimit kMessageWrite{512, 256 * 1024};
 constexpr std::size_t kMaxBacklogFrames = 4096;  // rate-driven frames waiting to be written
 // Above 2^53 a double no longer holds every byte count; far beyond any real frame.
 constexpr double kMaxFrameBytes = 9007199254740992.0;
@@ -239,9 +245,10 @@ bool Flow::queueFrame(std::uint64_t now) {
 
 // Cuts the next messages (one write's worth) off the frames waiting to be sent.
 void Flow::cutMessages() {
+  const WriteLimit limit = channel_->isByteStream() ? kStreamWrite : kMessageWrite;
   std::size_t bytes = 0;
   for (const Pending& m : queue_) bytes += m.length;
-  while (!frames_.empty() && queue_.size() < kMessagesPerWrite && (queue_.empty() || bytes < kBytesPerWrite)) {
+  while (!frames_.empty() && queue_.size() < limit.messages && (queue_.empty() || bytes < limit.bytes)) {
     PendingFrame& f = frames_.front();
     const std::uint64_t part = std::min<std::uint64_t>(f.remaining, params_.maxMsgSize);
     f.remaining -= part;
@@ -268,12 +275,13 @@ void Flow::cutMessages() {
 
 void Flow::pump() {
   if (writing_ || !channel_) return;
+  const WriteLimit limit = channel_->isByteStream() ? kStreamWrite : kMessageWrite;
   if (queue_.empty() && frames_.empty()) {
     if (!sending_ || !on_ || !params_.outbound.saturated()) return;
     const std::uint64_t now = nowMicros();
     // Saturated: frames for one write (a frame of no bytes: try again next time).
     std::uint64_t queued = 0;
-    for (std::size_t i = 0; i < kMessagesPerWrite && queued < kBytesPerWrite; ++i) {
+    for (std::size_t i = 0; i < limit.messages && queued < limit.bytes; ++i) {
       if (!queueFrame(now)) break;
       queued += frames_.back().remaining;
     }
@@ -282,7 +290,7 @@ void Flow::pump() {
   if (queue_.empty()) return;
   const std::uint8_t* payload = payloadPattern(activeSide_);
   std::size_t n = 0, bytes = 0;
-  while (n < queue_.size() && n < kMessagesPerWrite && (n == 0 || bytes < kBytesPerWrite)) bytes += queue_[n++].length;
+  while (n < queue_.size() && n < limit.messages && (n == 0 || bytes < limit.bytes)) bytes += queue_[n++].length;
   iov_.clear();
   if (!layOutBatch(n)) {
     for (std::size_t i = 0; i < n; ++i) {
