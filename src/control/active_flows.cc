@@ -173,10 +173,10 @@ asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const 
   };
   auto outgoing = std::make_shared<Outgoing>();
   outgoing->message = message;
-  outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};
+  outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};  // (header, payload)
   Completion<boost::system::error_code> sent(executor);
   auto report = sent.reporter();
-  channel.send(outgoing->buffers, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
+  channel.send(outgoing->buffers, 1, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
     report(ec);
   });
   const auto result = co_await sent.wait(Clock::now() + kAckTimeout);

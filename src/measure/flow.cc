@@ -31,6 +31,9 @@ struct WriteLimit {
 };
 constexpr WriteLimit kStreamWrite{1024, 1024 * 1024};
 constexpr WriteLimit kMessageWrite{512, 256 * 1024};
+WriteLimit writeLimit(const transport::DataChannel& channel) {
+  return channel.isByteStream() ? kStreamWrite : kMessageWrite;
+}
 constexpr std::size_t kMaxBacklogFrames = 4096;  // rate-driven frames waiting to be written
 // Above 2^53 a double no longer holds every byte count; far beyond any real frame.
 constexpr double kMaxFrameBytes = 9007199254740992.0;
@@ -245,7 +248,7 @@ bool Flow::queueFrame(std::uint64_t now) {
 
 // Cuts the next messages (one write's worth) off the frames waiting to be sent.
 void Flow::cutMessages() {
-  const WriteLimit limit = channel_->isByteStream() ? kStreamWrite : kMessageWrite;
+  const WriteLimit limit = writeLimit(*channel_);
   std::size_t bytes = 0;
   for (const Pending& m : queue_) bytes += m.length;
   while (!frames_.empty() && queue_.size() < limit.messages && (queue_.empty() || bytes < limit.bytes)) {
@@ -275,7 +278,7 @@ void Flow::cutMessages() {
 
 void Flow::pump() {
   if (writing_ || !channel_) return;
-  const WriteLimit limit = channel_->isByteStream() ? kStreamWrite : kMessageWrite;
+  const WriteLimit limit = writeLimit(*channel_);
   if (queue_.empty() && frames_.empty()) {
     if (!sending_ || !on_ || !params_.outbound.saturated()) return;
     const std::uint64_t now = nowMicros();
@@ -301,7 +304,7 @@ void Flow::pump() {
   }
   inFlight_ = n;
   writing_ = true;
-  channel_->send(iov_, [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t sent,
+  channel_->send(iov_, n, [weak = weak_from_this()](const boost::system::error_code& ec, std::size_t sent,
                                                  std::size_t dropped) {
     if (auto self = weak.lock()) self->onSent(ec, sent, dropped);
   });
@@ -326,8 +329,6 @@ bool Flow::layOutBatch(std::size_t n) {
   }
   for (std::size_t i = 0; i < n; ++i) std::memcpy(batch_.data() + i * length, queue_[i].header, npmp::kDataHeaderSize);
   iov_.emplace_back(batch_.data(), n * length);
-  iov_.emplace_back();
-  for (std::size_t i = 1; i < n; ++i) iov_.insert(iov_.end(), 2, asio::const_buffer());
   return true;
 }
 

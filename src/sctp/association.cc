@@ -28,7 +28,7 @@ public:
   SctpStreamChannel(std::shared_ptr<Association> association, std::uint16_t stream, StreamPolicy policy)
       : association_(std::move(association)), stream_(stream), policy_(policy) {}
 
-  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
+  void send(const std::vector<asio::const_buffer>& buffers, std::size_t, SendHandler handler) override {
     buffers_ = &buffers;
     handler_ = std::move(handler);
     next_ = sent_ = 0;

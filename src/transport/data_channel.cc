@@ -50,14 +50,14 @@ public:
 
   // One writev() for up to 1024 buffers (Asio's gather writes stop at 64), so that a batch
   // of small messages costs one system call, and a write moves about as much as a read.
-  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
-    iov_.clear();
-    for (const auto& b : buffers) {
-      if (b.size() == 0) continue;  // a batch laid out in one buffer leaves the others empty
-      iov_.push_back(iovec{const_cast<void*>(b.data()), b.size()});
+  void send(const std::vector<asio::const_buffer>& buffers, std::size_t messages, SendHandler handler) override {
+    iov_.resize(buffers.size());
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      iov_[i].iov_base = const_cast<void*>(buffers[i].data());
+      iov_[i].iov_len = buffers[i].size();
     }
     next_ = 0;
-    messages_ = buffers.size() / 2;
+    messages_ = messages;
     sendHandler_ = std::move(handler);
     writeMore();
   }
@@ -238,7 +238,7 @@ public:
     hasDestination_ = true;
   }
 
-  void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) override {
+  void send(const std::vector<asio::const_buffer>& buffers, std::size_t, SendHandler handler) override {
     buffers_ = &buffers;
     handler_ = std::move(handler);
     next_ = sent_ = dropped_ = 0;

@@ -44,9 +44,11 @@ using SendHandler = std::function<void(const boost::system::error_code& error, s
 class DataChannel {
 public:
   virtual ~DataChannel() = default;
-  // Sends `buffers.size() / 2` messages, each as (header, payload). The buffers must stay
-  // valid until the handler runs. Only one send may be outstanding.
-  virtual void send(const std::vector<asio::const_buffer>& buffers, SendHandler handler) = 0;
+  // Sends `messages` messages. A byte stream takes the buffers as one run of bytes, cut
+  // anywhere; the others send message by message and take them as (header, payload) pairs,
+  // 2 * `messages` buffers. The buffers must stay valid until the handler runs. Only one send
+  // may be outstanding.
+  virtual void send(const std::vector<asio::const_buffer>& buffers, std::size_t messages, SendHandler handler) = 0;
   // Starts (or redirects) delivery of received messages.
   virtual void receive(MessageHandler onMessage, ErrorHandler onError) = 0;
   // Checks every message header as soon as it arrives (stream channels; datagrams are
