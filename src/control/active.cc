@@ -190,6 +190,9 @@ asio::awaitable<int> Active::stopAndCollect() {
     stopSent_ = true;
     control_->send(std::move(message));
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
+    // The passive's last messages have left its send queues by its ACK; what has arrived but
+    // not been read yet (on the flows' own threads) counts, as at the passive.
+    co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2));
     measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
     own = measurement_->stop(nowMicros());
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried

@@ -225,6 +225,9 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   it->second.stopping = true;
   auto& flows = measurement->flows();
   co_await stopSending(state_->io.get_executor(), flows);
+  // What this side sent leaves its send queues before the ACK, as the active lets its own
+  // leave before STOP: the active reads until the ACK and counts what has arrived then.
+  co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1));
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
   // build) may hold megabytes in its receive queues when STOP comes.
   co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2));

@@ -16,9 +16,10 @@ asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
                                   Clock::duration limit = std::chrono::seconds(5));
 
 // Waits (polling every 5 ms, for at most `limit`) until no flow's transport holds anything
-// in the given direction any more: kUnsent before the active sends STOP (the passive gets
-// what is in flight), kUnread before the passive finishes receiving at STOP (it counts what
-// has arrived but not been read yet, however slowly it reads).
+// in the given direction any more: kUnsent before the active sends STOP and before the
+// passive acknowledges it (the peer gets what is in flight), kUnread before either side
+// finishes receiving (it counts what has arrived but not been read yet, however slowly it
+// reads).
 enum class Held { kUnsent, kUnread };
 asio::awaitable<void> waitUntilEmpty(const asio::any_io_executor& executor,
                                      const std::vector<std::shared_ptr<measure::Flow>>& flows, Held what,
