@@ -157,16 +157,20 @@ asio::awaitable<void> Active::runMeasurement() {
   log::info("Starting measurement $" + hex64(measurementId_) +
             (options_.runtime ? " for " + std::to_string(*options_.runtime) + " s"
                               : std::string(" until interrupted (Ctrl+C)")));
-  measurement_->start(nowMicros(), options_.warmup);
+  // The runtime counts from the flows' common start, as their frames do: a rate-driven flow
+  // sends the frames due from the start to the end of the runtime, however long starting
+  // thousands of flows takes.
+  std::optional<Clock::duration> runtime;
+  if (options_.runtime) {
+    runtime = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime));
+  }
+  measurement_->start(nowMicros(), options_.warmup, runtime);
   status_ = std::make_unique<StatusLine>(options_.display, json_.humanOut());
   statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
   statusTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) statusTick();
   });
-  const auto deadline =
-      options_.runtime
-          ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime))
-          : Clock::time_point::max();
+  const auto deadline = runtime ? measurement_->steadyStart() + *runtime : Clock::time_point::max();
   co_await runEvent_.wait(deadline);
   statusTimer_->cancel();
   status_->finish();

@@ -152,10 +152,11 @@ void Flow::schedulePathSample() {
   });
 }
 
-void Flow::start(std::uint64_t startTime) {
+void Flow::start(std::uint64_t startTime, Clock::time_point steadyStart, Clock::time_point sendUntil) {
   startTime_ = startTime;
-  startSteady_ = Clock::now();
+  startSteady_ = steadyStart;
   lastEvent_ = startSteady_;
+  sendUntil_ = sendUntil;
   if (pathInterval_.count() > 0) {
     samplePaths();
     schedulePathSample();
@@ -163,14 +164,15 @@ void Flow::start(std::uint64_t startTime) {
   sending_ = params_.outbound.enabled() && channel_ != nullptr;
   if (!sending_) return;
   if (params_.onOff.empty()) {
-    setOn(true);
+    setOn(true, startSteady_);
   } else {
     on_ = false;  // a flow with an on/off schedule starts off
     scheduleOnOff();
   }
 }
 
-void Flow::setOn(bool on) {
+// An on period's first frame is due when the period begins.
+void Flow::setOn(bool on, Clock::time_point at) {
   on_ = on;
   if (!sending_) return;
   if (!on) {
@@ -180,7 +182,7 @@ void Flow::setOn(bool on) {
   if (params_.outbound.saturated()) {
     pump();
   } else {
-    nextFrame_ = Clock::now();
+    nextFrame_ = at;
     onFrameTimer();
   }
 }
@@ -197,10 +199,10 @@ void Flow::scheduleOnOff() {
   at = std::max(at, lastEvent_);
   lastEvent_ = at;
   onOffTimer_.expires_at(at);
-  onOffTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+  onOffTimer_.async_wait([weak = weak_from_this(), at](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->sending_) return;
-    self->setOn(!self->on_);
+    self->setOn(!self->on_, at);
     self->scheduleOnOff();
   });
 }
@@ -213,27 +215,31 @@ std::optional<double> Flow::drawInterval() {
   return std::nullopt;  // the distribution keeps giving rates ≤ 0: no frame this second
 }
 
-void Flow::scheduleFrame() {
-  const auto interval = drawInterval();
-  const auto now = Clock::now();
-  nextFrame_ += interval ? seconds(*interval) : std::chrono::seconds(1);
-  if (nextFrame_ < now - std::chrono::seconds(1)) {
-    nextFrame_ = now;  // far behind (suspended, overloaded): re-anchor instead of bursting
+// Queues the frames due by `now` (none due after sendUntil_), at most a backlog's worth at
+// once, and hands them to the transport.
+void Flow::queueDueFrames(Clock::time_point now) {
+  const Clock::time_point until = std::min(now, sendUntil_);
+  const std::uint64_t stamp = nowMicros();
+  for (std::size_t n = 0; nextFrame_ <= until && n < kMaxBacklogFrames; ++n) {
+    if (frames_.size() < kMaxBacklogFrames) queueFrame(stamp);
+    const auto interval = drawInterval();
+    nextFrame_ += interval ? seconds(*interval) : std::chrono::seconds(1);
+    if (nextFrame_ < now - std::chrono::seconds(1)) {
+      nextFrame_ = now;  // far behind (suspended, overloaded): re-anchor instead of bursting
+    }
   }
+  pump();
+}
+
+void Flow::onFrameTimer() {
+  if (!sending_ || !on_) return;
+  queueDueFrames(Clock::now());
+  if (nextFrame_ > sendUntil_) return;  // the runtime is over: no more frames are due
   frameTimer_.expires_at(nextFrame_);
   frameTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     if (ec) return;
     if (auto self = weak.lock()) self->onFrameTimer();
   });
-}
-
-void Flow::onFrameTimer() {
-  if (!sending_ || !on_) return;
-  if (frames_.size() < kMaxBacklogFrames) {
-    queueFrame(nowMicros());
-    pump();
-  }
-  scheduleFrame();
 }
 
 bool Flow::queueFrame(std::uint64_t now) {
@@ -356,6 +362,10 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
     }
   }
   if (stopping_) {
+    if (!ec && stopped_ && (!queue_.empty() || !frames_.empty())) {  // the frames due by the stop go out
+      pump();
+      return;
+    }
     if (auto done = std::move(stopped_)) {
       stopped_ = nullptr;
       stopTimer_.cancel();
@@ -366,30 +376,38 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
   pump();
 }
 
+// Messages not handed to the transport yet are dropped (a saturated flow stops at once).
+void Flow::dropUnsent() {
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(writing_ ? inFlight_ : 0), queue_.end());
+  frames_.clear();
+}
+
 void Flow::stopSending(std::function<void()> done) {
+  // A rate-driven flow's frames that fell due before the stop (by the end of the runtime)
+  // still go out, also where the stop overtook their timer on a busy thread.
+  const bool sendDue = sending_ && on_ && !params_.outbound.saturated();
+  if (sendDue) queueDueFrames(Clock::now());
   sending_ = false;
   stopping_ = true;
   frameTimer_.cancel();
   onOffTimer_.cancel();
-  // Messages not yet handed to the transport are not sent any more.
-  if (writing_) {
-    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(inFlight_), queue_.end());
-    frames_.clear();
-    stopped_ = std::move(done);
-    stopTimer_.expires_after(kStopWait);
-    stopTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      auto self = weak.lock();
-      if (ec || !self) return;
-      if (auto pending = std::move(self->stopped_)) {  // the peer does not read: give up waiting
-        self->stopped_ = nullptr;
-        asio::dispatch(*self->home_, std::move(pending));
-      }
-    });
-  } else {
-    queue_.clear();
-    frames_.clear();
+  if (!sendDue) dropUnsent();
+  if (!writing_) {
+    dropUnsent();  // nothing can be written (no channel)
     asio::post(*home_, std::move(done));
+    return;
   }
+  stopped_ = std::move(done);
+  stopTimer_.expires_after(kStopWait);
+  stopTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    if (auto pending = std::move(self->stopped_)) {  // the peer does not read: give up waiting
+      self->stopped_ = nullptr;
+      self->dropUnsent();
+      asio::dispatch(*self->home_, std::move(pending));
+    }
+  });
 }
 
 void Flow::finishReceiving() {

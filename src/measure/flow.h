@@ -86,9 +86,13 @@ public:
   PathVectorWriter* pathVector() { return pathVector_ ? &*pathVector_ : nullptr; }
   const std::string& pathVectorError() const { return pathVectorError_; }
 
-  // Begins the measurement at `startTime` (µs): the sender starts (off first if it has an
-  // on/off schedule) and receptions are recorded relative to it.
-  void start(std::uint64_t startTime);
+  // Begins the measurement at `startTime` (µs), which is `steadyStart` on the steady clock:
+  // the sender starts (off first if it has an on/off schedule) and receptions are recorded
+  // relative to it. A rate-driven sender's frames are due at `steadyStart` and then one
+  // interval after the other (on/off times count from it too), and none due after
+  // `sendUntil` is sent (the active's runtime; the passive sends until STOP).
+  void start(std::uint64_t startTime, std::chrono::steady_clock::time_point steadyStart,
+             std::chrono::steady_clock::time_point sendUntil = std::chrono::steady_clock::time_point::max());
   // The end of the warm-up (--warmup): from here on result() covers only what follows, and
   // the per-path summaries start afresh; the vectors and snapshot() keep counting from start().
   void beginScalars();
@@ -117,11 +121,12 @@ private:
   bool queueFrame(std::uint64_t now);
   void cutMessages();
   void pump();
+  void dropUnsent();
   void onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped);
-  void scheduleFrame();
+  void queueDueFrames(std::chrono::steady_clock::time_point now);
   void onFrameTimer();
   void scheduleOnOff();
-  void setOn(bool on);
+  void setOn(bool on, std::chrono::steady_clock::time_point at);
   void fail(const std::string& reason);
   std::optional<double> drawInterval();
 
@@ -156,6 +161,7 @@ private:
   asio::steady_timer frameTimer_, onOffTimer_, stopTimer_;
   std::chrono::steady_clock::time_point nextFrame_;
   std::chrono::steady_clock::time_point startSteady_, lastEvent_;
+  std::chrono::steady_clock::time_point sendUntil_ = std::chrono::steady_clock::time_point::max();
   std::size_t onOffIndex_ = 0;
   std::function<void()> stopped_;
 

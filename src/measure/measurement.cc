@@ -14,11 +14,15 @@ std::vector<FlowSnapshot> snapshots(const std::vector<std::shared_ptr<Flow>>& fl
 }
 }  // namespace
 
-void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup) {
+void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup,
+                        std::optional<std::chrono::steady_clock::duration> runtime) {
   start_ = scalarsFrom_ = now;
+  steadyStart_ = std::chrono::steady_clock::now();
   running_ = true;
   cpuStart_ = cpu_.sample();
-  onOwners(flows_, [now](Flow& f, std::size_t) { f.start(now); });
+  const auto steady = steadyStart_;
+  const auto until = runtime ? steady + *runtime : std::chrono::steady_clock::time_point::max();
+  onOwners(flows_, [now, steady, until](Flow& f, std::size_t) { f.start(now, steady, until); });
   if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
   nextBlock_ = std::chrono::steady_clock::now();
   scheduleBlock();

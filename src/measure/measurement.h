@@ -33,8 +33,13 @@ public:
   std::uint64_t startTime() const { return start_; }
 
   // Starts every flow and the per-second vector blocks. With a warm-up, the scalars (flows,
-  // totals, CPU usage) cover only what follows it; the vectors cover everything.
-  void start(std::uint64_t now, std::chrono::milliseconds warmup = {});
+  // totals, CPU usage) cover only what follows it; the vectors cover everything. The flows'
+  // frames follow one timeline from this moment (steadyStart()), however long starting them
+  // all takes; with a `runtime` (the active's), rate-driven flows send no frame due after
+  // steadyStart() + runtime.
+  void start(std::uint64_t now, std::chrono::milliseconds warmup = {},
+             std::optional<std::chrono::steady_clock::duration> runtime = std::nullopt);
+  std::chrono::steady_clock::time_point steadyStart() const { return steadyStart_; }
   // Ends the interval: final vector block, CPU usage; flows must have stopped sending
   // and finished receiving. Returns the results for the scalar file.
   MeasurementResult stop(std::uint64_t now);
@@ -50,6 +55,7 @@ private:
   CpuSampler cpu_;
   CpuTimes cpuStart_;
   std::uint64_t start_ = 0;
+  std::chrono::steady_clock::time_point steadyStart_;
   std::uint64_t scalarsFrom_ = 0;  // µs: START, or the end of the warm-up
   asio::steady_timer warmupTimer_;
   std::chrono::milliseconds warmup_{0};

@@ -3,7 +3,7 @@
 loopback. Not a timed test: prints figures.
 
     tests/bench/many_flows.py NETPERFMETER [--flows 10000] [--seconds 10] [--rate 10] [--size 100]
-                              [--port 26500] [--path-interval MS]
+                              [--port 26500] [--path-interval MS] [--threads N]
 
 The passive is started with --max-flows=FLOWS (at least its default); the active with
 --count=FLOWS -tcp constRATE:constSIZE. Printed:
@@ -112,6 +112,7 @@ def main():
     parser.add_argument("--size", type=int, default=100, help="bytes per frame")
     parser.add_argument("--port", type=int, default=26500)
     parser.add_argument("--path-interval", type=int, default=None, help="--path-interval of the active (default: its own)")
+    parser.add_argument("--threads", type=int, default=None, help="--threads of both sides (default: their own)")
     parser.add_argument("--keep", action="store_true", help="keep the working directory")
     args = parser.parse_args()
 
@@ -127,6 +128,9 @@ def main():
                   "-scalar=many.sca", f"--count={args.flows}", "-tcp", f"const{rate}:const{args.size}"]
     if args.path_interval is not None:
         active_cmd.insert(-2, f"--path-interval={args.path_interval}")
+    if args.threads is not None:
+        passive_cmd.append(f"--threads={args.threads}")
+        active_cmd.insert(-2, f"--threads={args.threads}")
     print("passive:", " ".join(passive_cmd))
     print("active: ", " ".join(active_cmd))
     with open(os.path.join(workdir, "passive.log"), "w") as plog:

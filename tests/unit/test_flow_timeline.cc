@@ -1,0 +1,85 @@
+// A rate-driven flow's frames follow one timeline from the measurement's start: a flow that
+// is started late (the last of thousands) catches up, none due after the end of the runtime
+// is sent, and a stop that overtakes a frame's timer still sends the frames already due.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "common/clock.h"
+#include "measure/flow.h"
+#include "transport/data_channel.h"
+
+using namespace npm;
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// A flow of 100 frames/s × 100 bytes, sending on one end of a loopback TCP connection (the
+// other end's receive queue holds everything these tests send).
+struct RateFlow {
+  asio::io_context io;
+  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  tcp::socket peer{io};
+  std::shared_ptr<measure::Flow> flow;
+
+  RateFlow() {
+    peer.connect(acceptor.local_endpoint());
+    tcp::socket socket(io);
+    acceptor.accept(socket);
+    measure::FlowParameters p;
+    p.flowId = 1;
+    p.outbound.rate = npmp::RandomSpec{0, {100.0}};
+    p.outbound.size = npmp::RandomSpec{0, {100.0}};
+    flow = std::make_shared<measure::Flow>(io, p, true);
+    flow->attach(transport::makeStreamChannel(std::move(socket)));
+  }
+  std::uint64_t frames() const { return flow->transmitted().total.frames; }
+};
+
+}  // namespace
+
+TEST_CASE("a late-started rate-driven flow sends exactly the frames due from the common start to the end of the runtime") {
+  RateFlow f;
+  // Started 300 ms after the measurement's start (31 frames are due at once), runtime 1 s.
+  const auto start = SteadyClock::now() - std::chrono::milliseconds(300);
+  f.flow->start(nowMicros(), start, start + std::chrono::seconds(1));
+  f.io.run_for(std::chrono::milliseconds(1000));  // until 300 ms past the end of the runtime
+  // Due at 0, 10, ..., 1000 ms: 101, none after the end although the flow kept running.
+  CHECK(f.frames() == 101);
+}
+
+TEST_CASE("stopping a rate-driven flow sends the frames that fell due before the stop") {
+  RateFlow f;
+  const auto start = SteadyClock::now();
+  f.flow->start(nowMicros(), start);
+  CHECK(f.frames() == 0);  // counted when written
+  // Its timer does not run (the thread is busy elsewhere) while 200 ms pass.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  bool stopped = false;
+  const auto due = [start] {  // frames due at 0, 10, 20, ... ms by now
+    return static_cast<std::uint64_t>((SteadyClock::now() - start) / std::chrono::milliseconds(10)) + 1;
+  };
+  const auto dueBefore = due();
+  f.flow->stopSending([&stopped] { stopped = true; });
+  const auto dueAfter = due();
+  f.io.run_for(std::chrono::milliseconds(300));
+  CHECK(stopped);
+  CHECK(dueBefore >= 21);
+  CHECK(f.frames() >= dueBefore);
+  CHECK(f.frames() <= dueAfter);
+}
+
+TEST_CASE("a rate-driven flow started after the end of its runtime sends what was due and no more") {
+  RateFlow f;
+  // The measurement began 500 ms earlier and its runtime is over: what was due goes out at once.
+  const auto start = SteadyClock::now() - std::chrono::milliseconds(500);
+  f.flow->start(nowMicros(), start, start + std::chrono::milliseconds(500));
+  f.io.run_for(std::chrono::milliseconds(200));
+  CHECK(f.frames() == 51);
+}
