@@ -391,9 +391,9 @@ void Flow::stopSending(std::function<void()> done) {
   stopping_ = true;
   frameTimer_.cancel();
   onOffTimer_.cancel();
-  if (!sendDue) dropUnsent();
+  // A saturated flow stops at once; without a write under way nothing more goes out.
+  if (!sendDue || !writing_) dropUnsent();
   if (!writing_) {
-    dropUnsent();  // nothing can be written (no channel)
     asio::post(*home_, std::move(done));
     return;
   }
