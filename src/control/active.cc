@@ -188,7 +188,10 @@ asio::awaitable<int> Active::stopAndCollect() {
   try {
     if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
     // The passive gets what the transports still hold for it (TCP, MPTCP, SCTP), for at most a second.
-    co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnsent, std::chrono::seconds(1));
+    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnsent, std::chrono::seconds(1))) {
+      log::warning("Stop: the passive stopped taking data; " + std::to_string(held) +
+                   " bytes (SCTP: chunks) sent did not reach it");
+    }
     npmp::Bytes message;
     npmp::encode(npmp::Stop{measurementId_}, message);
     stopSent_ = true;
@@ -196,7 +199,9 @@ asio::awaitable<int> Active::stopAndCollect() {
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
     // The passive's last messages have left its send queues by its ACK; what has arrived but
     // not been read yet (on the flows' own threads) counts, as at the passive.
-    co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2));
+    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2))) {
+      log::warning("Stop: " + std::to_string(held) + " bytes arrived but could not be read in time; they are not counted");
+    }
     measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
     own = measurement_->stop(nowMicros());
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried

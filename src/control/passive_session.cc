@@ -227,10 +227,15 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   co_await stopSending(state_->io.get_executor(), flows);
   // What this side sent leaves its send queues before the ACK, as the active lets its own
   // leave before STOP: the active reads until the ACK and counts what has arrived then.
-  co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1));
+  if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1))) {
+    log::warning("STOP: the active stopped taking data; " + std::to_string(held) +
+                 " bytes (SCTP: chunks) sent did not reach it");
+  }
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
   // build) may hold megabytes in its receive queues when STOP comes.
-  co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2));
+  if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
+    log::warning("STOP: " + std::to_string(held) + " bytes arrived but could not be read in time; they are not counted");
+  }
   measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
   const measure::MeasurementResult result = measurement->stop(nowMicros());
 

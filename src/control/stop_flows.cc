@@ -1,5 +1,8 @@
 #include "control/stop_flows.h"
 
+#include <algorithm>
+#include <limits>
+#include <optional>
 
 namespace npm::control {
 
@@ -18,35 +21,67 @@ asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
   co_await allStopped.wait(Clock::now() + limit);
 }
 
-asio::awaitable<void> waitUntilEmpty(const asio::any_io_executor& executor,
+asio::awaitable<long> waitUntilEmpty(const asio::any_io_executor& executor,
                                      const std::vector<std::shared_ptr<measure::Flow>>& flows, Held what,
-                                     Clock::duration limit) {
-  // The flows that still held data at the last look (asked on their own threads).
-  auto holding = [what](const std::vector<std::shared_ptr<measure::Flow>>& among) {
-    std::vector<char> held(among.size(), 0);
-    measure::onOwners(among, [what, &held](measure::Flow& f, std::size_t i) {
+                                     Clock::duration stall, Clock::duration cap) {
+  // The flows that still held data at the last look (asked on their own threads), how much,
+  // and (a whole pass) the bytes all flows have read so far.
+  long total = 0;
+  std::uint64_t read = 0;
+  auto holding = [what, &total, &read](const std::vector<std::shared_ptr<measure::Flow>>& among) {
+    std::vector<long> held(among.size(), 0);
+    std::vector<std::uint64_t> taken(among.size(), 0);
+    measure::onOwners(among, [what, &held, &taken](measure::Flow& f, std::size_t i) {
       auto* channel = f.channel();
-      held[i] = channel != nullptr && (what == Held::kUnsent ? channel->unsent() : channel->unread()) > 0;
+      if (channel == nullptr) return;
+      held[i] = std::max(0L, what == Held::kUnsent ? channel->unsent() : channel->unread());
+      taken[i] = channel->bytesRead();
     });
     std::vector<std::shared_ptr<measure::Flow>> still;
+    total = 0;
+    read = 0;
     for (std::size_t i = 0; i < among.size(); ++i) {
-      if (held[i]) still.push_back(among[i]);
+      read += taken[i];
+      if (held[i] > 0) {
+        still.push_back(among[i]);
+        total += held[i];
+      }
     }
     return still;
   };
   // With thousands of flows, each poll asks only the flows that still held data (a syscall
-  // per flow and poll made the stop take seconds); done when a whole pass finds every flow
-  // empty, as before.
+  // per flow and poll made the stop take seconds); then a whole pass must find every flow
+  // empty. For kUnread, twice, with nothing read in between: the last read may have emptied
+  // the socket with its handler still queued behind this poll on the flow's thread (seen:
+  // 848 kB delivered after the end), and a round through the threads' queues runs it.
+  // A peer that keeps taking data is waited for (a slow reader under load empties a
+  // megabyte-sized queue in seconds, and giving up early leaves its bytes in flight after
+  // the other side has counted); one that takes nothing for `stall` is not.
   std::vector<std::shared_ptr<measure::Flow>> pending = flows;
+  std::optional<std::uint64_t> quiet;  // bytes read at the last whole pass that found nothing
+  long least = std::numeric_limits<long>::max();
+  auto progress = Clock::now();
+  const auto end = Clock::now() + cap;
   co_await pollUntil(
       executor,
       [&] {
         pending = holding(pending);
-        if (!pending.empty()) return false;
-        pending = holding(flows);
-        return pending.empty();
+        if (pending.empty()) pending = holding(flows);
+        if (pending.empty()) {
+          if (what == Held::kUnsent || (quiet && *quiet == read)) return true;
+          quiet = read;
+          return false;
+        }
+        quiet.reset();
+        const auto now = Clock::now();
+        if (total < least) {
+          least = total;
+          progress = now;
+        }
+        return now - progress >= stall || now >= end;
       },
-      limit);
+      cap);
+  co_return pending.empty() ? 0 : total;
 }
 
 }  // namespace npm::control

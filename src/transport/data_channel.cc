@@ -105,6 +105,7 @@ public:
   std::string peerName() const override { return peer_; }
   long unsent() override { return unsentBytes(socket_.native_handle()); }
   long unread() override { return reading_ && !closed_ ? unreadBytes(socket_.native_handle()) : 0; }
+  std::uint64_t bytesRead() const override { return bytesRead_; }
   void samplePaths(std::vector<PathSample>& out) override {
     if (!closed_) paths_.sample(socket_.native_handle(), out);
   }
@@ -168,6 +169,7 @@ private:
     socket_.async_read_some(asio::buffer(buffer_.data() + end_, room),
                             [self = shared_from_this(), room](const boost::system::error_code& ec, std::size_t n) {
                               self->filled_ = n == room;
+                              self->bytesRead_ += n;
                               self->onRead(ec, n);
                             });
   }
@@ -218,6 +220,7 @@ private:
   std::vector<std::uint8_t> buffer_;
   std::size_t begin_ = 0, end_ = 0;
   bool reading_ = false, closed_ = false, filled_ = false;
+  std::uint64_t bytesRead_ = 0;
   std::optional<npmp::MessageSet> expect_;
   MessageHandler onMessage_;
   ErrorHandler onError_;
