@@ -189,8 +189,8 @@ asio::awaitable<int> Active::stopAndCollect() {
     if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
     // The passive gets what the transports still hold for it (TCP, MPTCP, SCTP), for at most a second.
     if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnsent, std::chrono::seconds(1))) {
-      log::warning("Stop: the passive stopped taking data; " + std::to_string(held) +
-                   " bytes (SCTP: chunks) sent did not reach it");
+      log::info("Stop: " + std::to_string(held) + " bytes (SCTP: chunks) still on their way to the passive after 1 s;" +
+                " they count as sent, not as received");
     }
     npmp::Bytes message;
     npmp::encode(npmp::Stop{measurementId_}, message);
@@ -200,7 +200,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     // The passive's last messages have left its send queues by its ACK; what has arrived but
     // not been read yet (on the flows' own threads) counts, as at the passive.
     if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2))) {
-      log::warning("Stop: " + std::to_string(held) + " bytes arrived but could not be read in time; they are not counted");
+      log::info("Stop: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
     }
     measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
     own = measurement_->stop(nowMicros());

@@ -228,13 +228,13 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   // What this side sent leaves its send queues before the ACK, as the active lets its own
   // leave before STOP: the active reads until the ACK and counts what has arrived then.
   if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1))) {
-    log::warning("STOP: the active stopped taking data; " + std::to_string(held) +
-                 " bytes (SCTP: chunks) sent did not reach it");
+    log::info("STOP: " + std::to_string(held) + " bytes (SCTP: chunks) still on their way to the active after 1 s;" +
+              " they count as sent, not as received");
   }
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
   // build) may hold megabytes in its receive queues when STOP comes.
   if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
-    log::warning("STOP: " + std::to_string(held) + " bytes arrived but could not be read in time; they are not counted");
+    log::info("STOP: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
   }
   measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
   const measure::MeasurementResult result = measurement->stop(nowMicros());

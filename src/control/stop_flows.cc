@@ -1,7 +1,6 @@
 #include "control/stop_flows.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 
 namespace npm::control {
@@ -23,7 +22,7 @@ asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
 
 asio::awaitable<long> waitUntilEmpty(const asio::any_io_executor& executor,
                                      const std::vector<std::shared_ptr<measure::Flow>>& flows, Held what,
-                                     Clock::duration stall, Clock::duration cap) {
+                                     Clock::duration limit) {
   // The flows that still held data at the last look (asked on their own threads), how much,
   // and (a whole pass) the bytes all flows have read so far.
   long total = 0;
@@ -54,33 +53,22 @@ asio::awaitable<long> waitUntilEmpty(const asio::any_io_executor& executor,
   // empty. For kUnread, twice, with nothing read in between: the last read may have emptied
   // the socket with its handler still queued behind this poll on the flow's thread (seen:
   // 848 kB delivered after the end), and a round through the threads' queues runs it.
-  // A peer that keeps taking data is waited for (a slow reader under load empties a
-  // megabyte-sized queue in seconds, and giving up early leaves its bytes in flight after
-  // the other side has counted); one that takes nothing for `stall` is not.
   std::vector<std::shared_ptr<measure::Flow>> pending = flows;
   std::optional<std::uint64_t> quiet;  // bytes read at the last whole pass that found nothing
-  long least = std::numeric_limits<long>::max();
-  auto progress = Clock::now();
-  const auto end = Clock::now() + cap;
   co_await pollUntil(
       executor,
       [&] {
         pending = holding(pending);
         if (pending.empty()) pending = holding(flows);
-        if (pending.empty()) {
-          if (what == Held::kUnsent || (quiet && *quiet == read)) return true;
-          quiet = read;
+        if (!pending.empty()) {
+          quiet.reset();
           return false;
         }
-        quiet.reset();
-        const auto now = Clock::now();
-        if (total < least) {
-          least = total;
-          progress = now;
-        }
-        return now - progress >= stall || now >= end;
+        if (what == Held::kUnsent || (quiet && *quiet == read)) return true;
+        quiet = read;
+        return false;
       },
-      cap);
+      limit);
   co_return pending.empty() ? 0 : total;
 }
 

@@ -15,15 +15,16 @@ asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
                                   const std::vector<std::shared_ptr<measure::Flow>>& flows,
                                   Clock::duration limit = std::chrono::seconds(5));
 
-// Waits (polling every 5 ms) until no flow's transport holds anything in the given direction
-// any more: kUnsent before the active sends STOP and before the passive acknowledges it (the
-// peer gets what is in flight), kUnread before either side finishes receiving (it counts what
-// has arrived but not been read yet, however slowly it reads). Gives up when the amount held
-// has not shrunk for `stall` (a peer that does not read), or after `cap` in all; returns what
-// is still held then (bytes; SCTP: chunks), 0 when everything went.
+// Waits (polling every 5 ms, for at most `limit`) until no flow's transport holds anything
+// in the given direction any more: kUnsent before the active sends STOP and before the
+// passive acknowledges it (the peer gets what is in flight), kUnread before either side
+// finishes receiving (it counts what has arrived but not been read yet, however slowly it
+// reads; confirmed by a second look after a round through the flows' threads with nothing
+// read in between). Returns what is still held at the end (bytes; SCTP: chunks), 0 when
+// everything went.
 enum class Held { kUnsent, kUnread };
 asio::awaitable<long> waitUntilEmpty(const asio::any_io_executor& executor,
                                      const std::vector<std::shared_ptr<measure::Flow>>& flows, Held what,
-                                     Clock::duration stall, Clock::duration cap = std::chrono::seconds(10));
+                                     Clock::duration limit);
 
 }  // namespace npm::control
