@@ -66,10 +66,11 @@ public:
   virtual long unsent() { return 0; }
   // What has arrived for this side but not been read yet (bytes; 0 = nothing), -1 if unknown.
   virtual long unread() { return 0; }
-  // Bytes taken from the transport so far. A read may have taken bytes whose handler has not
-  // run yet (Asio reads speculatively and queues the completion), so unread() == 0 alone does
-  // not mean everything has been delivered; this counter standing still across a round
-  // through the channel's context does.
+  // Bytes this channel's reads have handed to it so far (counted when a read's handler runs).
+  // A read may have taken bytes from the socket whose handler has not run yet (Asio reads
+  // speculatively and queues the completion), so unread() == 0 alone does not mean that
+  // everything has been delivered; unread() == 0 with this counter standing still across a
+  // round through the channel's context does.
   virtual std::uint64_t bytesRead() const { return 0; }
   // Appends the transport's per-path state (TCP, MPTCP per subflow, SCTP per peer address);
   // nothing for UDP and DCCP, which keep none.
