@@ -136,7 +136,10 @@ Association::Association(asio::io_context& io, std::unique_ptr<Socket> socket, s
   buffer_.resize(kMaxMessage + 1);
 }
 
-Association::~Association() { close(); }
+Association::~Association() {
+  closed_ = true;
+  closeSocket();
+}
 
 void Association::onConnected(std::function<void(const std::string&)> handler) {
   connected_ = std::move(handler);
@@ -181,10 +184,12 @@ void Association::onReadable() {
     const long n = socket_->receive(buffer_.data(), buffer_.size(), info);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      gone_ = true;
       fail(std::strerror(errno));
       return;
     }
     if (n == 0) {
+      gone_ = true;
       fail(std::string(kAssociationClosedByPeer));
       return;
     }
@@ -202,10 +207,10 @@ void Association::onReadable() {
     }
     if (info.notification) {
       switch (socket_->notification(data, length)) {
-        case AssociationEvent::CommLost: fail("association lost (COMM_LOST)"); return;
-        case AssociationEvent::ShutdownComplete:
-        case AssociationEvent::Shutdown: fail(std::string(kAssociationShutDownByPeer)); return;
-        case AssociationEvent::CantStart: fail("cannot start the association"); return;
+        case AssociationEvent::CommLost: gone_ = true; fail("association lost (COMM_LOST)"); return;
+        case AssociationEvent::ShutdownComplete: gone_ = true; fail(std::string(kAssociationShutDownByPeer)); return;
+        case AssociationEvent::Shutdown: peerShutdown_ = true; fail(std::string(kAssociationShutDownByPeer)); return;
+        case AssociationEvent::CantStart: gone_ = true; fail("cannot start the association"); return;
         case AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
         default: break;
       }
@@ -286,7 +291,45 @@ void Association::close() {
   if (closed_) return;
   closed_ = true;
   if (finishTimer_) finishTimer_->cancel();
+  if (!peerShutdown_ || gone_) return closeSocket();
+  // The timer holds the association until the socket is closed; the read does not.
+  lingerTimer_ = std::make_shared<asio::steady_timer>(io_, kFinishWait);
+  lingerTimer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->socketClosed_) return;
+    log::debug("SCTP association with " + self->peer_ + ": its shutdown did not complete within " +
+               std::to_string(kFinishWait.count()) + " s; closed");
+    self->closeSocket();
+  });
+  awaitShutdownComplete();
+}
+
+void Association::closeSocket() {
+  if (socketClosed_) return;
+  socketClosed_ = true;
+  if (finishTimer_) finishTimer_->cancel();
+  if (lingerTimer_) lingerTimer_->cancel();
   socket_->close();
+}
+
+void Association::awaitShutdownComplete() {
+  socket_->asyncWait(false, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->socketClosed_) return;
+    for (int i = 0; i < 256; ++i) {
+      ReceiveInfo info;
+      const long n = self->socket_->receive(self->buffer_.data(), self->buffer_.size(), info);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) return self->closeSocket();
+      if (!info.notification) continue;  // data after close(): dropped
+      const auto event = self->socket_->notification(self->buffer_.data(), static_cast<std::size_t>(n));
+      if (event == AssociationEvent::ShutdownComplete || event == AssociationEvent::CommLost) {
+        log::debug("SCTP association with " + self->peer_ + ": " +
+                   (event == AssociationEvent::ShutdownComplete ? "shutdown complete" : "aborted by the peer"));
+        return self->closeSocket();
+      }
+    }
+    self->awaitShutdownComplete();
+  });
 }
 
 }  // namespace npm::sctp

@@ -61,6 +61,12 @@ public:
   // A DataChannel for one stream, for a Flow.
   std::shared_ptr<transport::DataChannel> stream(std::uint16_t stream, StreamPolicy policy);
 
+  // Closes the association for its users at once. After the peer's SHUTDOWN the socket itself
+  // stays open until the shutdown completes (SHUTDOWN COMPLETE, an ABORT, or kFinishWait):
+  // usrsctp 0.9.5 frees a socket closed while its receive thread is still processing that
+  // association's last packets and then writes to the freed memory (seen: a passive's heap
+  // corrupted once in a few hundred measurements, when a socket was closed between the peer's
+  // SHUTDOWN and its SHUTDOWN COMPLETE).
   void close();
   bool closed() const { return closed_; }
   // The graceful end: SHUTDOWN after what was sent is acknowledged; reported like a failure.
@@ -75,6 +81,10 @@ private:
   void readMore();
   void onReadable();
   void fail(const std::string& reason);
+  // After close() during a peer's shutdown: reads only for the end of the association, then
+  // closes the socket.
+  void awaitShutdownComplete();
+  void closeSocket();
 
   asio::io_context& io_;
   std::unique_ptr<Socket> socket_;
@@ -92,6 +102,10 @@ private:
   bool waitingWritable_ = false;
   std::function<void(const std::string&)> connected_;
   bool up_ = false, closed_ = false, failed_ = false, finishing_ = false;
+  bool peerShutdown_ = false;  // the peer's SHUTDOWN has arrived
+  bool gone_ = false;          // the association has ended (SHUTDOWN COMPLETE, ABORT, EOF, error)
+  bool socketClosed_ = false;
+  std::shared_ptr<asio::steady_timer> lingerTimer_;  // holds the association while it waits for the end
   std::shared_ptr<asio::steady_timer> finishTimer_;
 };
 
