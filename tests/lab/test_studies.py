@@ -88,12 +88,15 @@ class QuickStudies(unittest.TestCase):
 
     def test_buffer_splitting(self):
         # seed 000 Fig. 7 at beta = 8 Mbit/s: CMT with buffer splitting and NR-SACK is not worse than
-        # the fast path alone by more than the spread (measured: CMT 8.00 [7.79, 8.22] and
-        # 8.00 [7.93, 8.08], fast path alone 7.63 [7.62, 7.64] Mbit/s; per-run spread <= 0.3).
+        # the fast path alone by more than the spread. Measured when this was written: CMT 8.00
+        # [7.79, 8.22] and 8.00 [7.93, 8.08], fast path alone 7.63 [7.62, 7.64] Mbit/s. On the
+        # 2026-11-26 machine the binary of 2026-11-24 (f23d5f8) and the current one gave CMT runs of
+        # 7.21 to 7.72 (means of two 7.12 to 7.57), the fast path alone 7.52 to 7.63: a per-run
+        # spread of up to 0.5, and means of two up to 0.43 below the fast path, with either binary.
         s = summary(self.run_study("buffer-splitting"), "bufsplit", "nrsack", "cmt")
         cmt = s[("both", "on", "cmt", "goodput")]
         alone = s[("both", "on", "off", "goodput")]
-        self.assertGreater(cmt, alone - 0.3, "CMT over fast + ADSL is about as good as the fast path alone or better")
+        self.assertGreater(cmt, alone - 0.6, "CMT over fast + ADSL is about as good as the fast path alone or better")
         self.assertGreater(alone, 0.9 * 8 * 1444 / 1514, "the fast path alone is near its rate")
 
 
