@@ -55,7 +55,7 @@ local bufsplit_vals = { [0] = "None", [1] = "Sender", [2] = "Receiver", [3] = "B
 local sctpcc_vals = { [0] = "RFC 2581", [1] = "HSTCP", [2] = "H-TCP", [3] = "RTCC" }
 local status_vals = {
   [0] = "OK", [1] = "Error", [2] = "Not allowed", [3] = "Authentication required", [4] = "Unsupported", [5] = "OK, per-path vector follows",
-  [6] = "Too many flows", [7] = "No file descriptors",
+  [6] = "Too many flows", [7] = "No file descriptors", [8] = "Process-wide SCTP settings conflict",
 }
 local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
 

@@ -161,6 +161,7 @@ static const value_string npmp_status_vals[] = {
   { 5, "OK, per-path vector follows" },
   { 6, "Too many flows" },
   { 7, "No file descriptors" },
+  { 8, "Process-wide SCTP settings conflict" },
   { 0, NULL }
 };
 

@@ -523,6 +523,20 @@ std::optional<CliError> buildFlows(const Settings& s, std::vector<flowspec::Flow
     }
   }
   if (auto ids = flowspec::assignFlowIds(flows); !ids) return CliError{ids.error()};
+  // The CMT associations of one process share usrsctp's process-wide settings.
+  const flowspec::FlowSpec* first = nullptr;
+  for (const auto& f : flows) {
+    const auto wanted = f.protocol == Protocol::SCTP ? sctp::processWideOf(control::sctpTuning(f)) : std::nullopt;
+    if (!wanted) continue;
+    if (first == nullptr) {
+      first = &f;
+    } else if (const auto held = *sctp::processWideOf(control::sctpTuning(*first)); !(*wanted == held)) {
+      return CliError{"flows #" + std::to_string(*first->flowId) + " and #" + std::to_string(*f.flowId) +
+                      " are CMT-SCTP flows with different process-wide settings (" + sctp::describe(held) + ", " +
+                      sctp::describe(*wanted) + "), which usrsctp has only once per process; run them in separate "
+                      "netperfmeter processes"};
+    }
+  }
   return std::nullopt;
 }
 

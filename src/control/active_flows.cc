@@ -45,6 +45,7 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   options.rcvBufferSize = spec.rcvBufferSize;
   options.sndBufferSize = spec.sndBufferSize;
   options.noDelay = spec.noDelay;
+  if (stack == sctp::Stack::Userland) options.nrSack = tuning.nrSack;
   if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
   socket->configure(options);
   socket->tune(tuning);
@@ -58,6 +59,11 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   socket->connect(options_.remotes, options_.port);  // connectx: every address the peer's name has
   auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
+  if (const auto nrSack = association->socket().nrSackNegotiated(); tuning.nrSack && nrSack && !*nrSack) {
+    // Offered by this side and not by the peer (e.g. a passive on another SCTP stack).
+    log::warning("Flow #" + std::to_string(*spec.flowId) + ": nrsack=on was asked for, but the passive's SCTP "
+                 "stack did not agree to NR-SACK; the association uses plain SACKs");
+  }
   association->start(nullptr, nullptr);
   associations_[spec.association] = association;
   co_return association;
@@ -187,6 +193,12 @@ asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const 
   if (*result) throw ActiveError("cannot send IDENTIFY on the data connection: " + result->message());
 }
 
+ActiveError Active::processWideConflict(std::uint32_t flowId) const {
+  return ActiveError("the passive at " + control_->peerName() + " refused flow #" + std::to_string(flowId) +
+                     ": its userland SCTP stack serves a CMT association with other buffer splitting or DAC settings, "
+                     "which usrsctp has only process-wide (see the passive's log); use a passive of its own");
+}
+
 asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   const flowspec::FlowSpec& spec = run.spec;
   const std::uint32_t flowId = *spec.flowId;
@@ -218,6 +230,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
                       " flows accepted); raise the passive's limit of open files (ulimit -Hn, LimitNOFILE=) or run "
                       "fewer flows");
   }
+  if (added.status == npmp::kStatusProcessWideConflict) throw processWideConflict(flowId);
   if (added.status != npmp::kStatusOk) {
     throw ActiveError("the passive rejected flow #" + std::to_string(flowId) + " (see the passive's log for why)");
   }
@@ -248,6 +261,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   if (channel->reliable()) {
     co_await sendIdentify(*channel, identifyMessage, owner);
     const auto a = co_await awaitAck(flowId, spec.streamId, "IDENTIFY_FLOW");
+    if (a.status == npmp::kStatusProcessWideConflict) throw processWideConflict(flowId);
     if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
     co_return;
   }

@@ -88,6 +88,7 @@ private:
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec,
                                                                       asio::io_context& owner);
   asio::awaitable<void> setupFlow(FlowRun& run);
+  ActiveError processWideConflict(std::uint32_t flowId) const;  // the one line for kStatusProcessWideConflict
   // Sends one message on a flow's channel, on the channel's own thread.
   asio::awaitable<void> sendIdentify(transport::DataChannel& channel, const npmp::Bytes& message,
                                      asio::io_context& owner);

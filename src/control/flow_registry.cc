@@ -100,6 +100,13 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<Session>& session, const n
       reject(std::string(npmp::protocolName(m.protocol)) + " data flows are not supported by this passive");
       return npmp::kStatusUnsupported;
   }
+  if (m.protocol == Protocol::SCTP) {
+    const auto tuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
+    if (auto compatible = sctp::processWideCompatible(tuning); !compatible) {
+      log::warning("ADD_FLOW rejected" + from + ": " + compatible.error());
+      return npmp::kStatusProcessWideConflict;
+    }
+  }
   if (m.maxMsgSize < npmp::kDataHeaderSize) {
     return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
   }
@@ -196,10 +203,16 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
         const FlowKey key{id->measurementId, id->flowId, id->streamId};
         auto entry = self->find(key);
         if (entry && entry->flow->parameters().protocol == Protocol::SCTP && !entry->identified) {
+          // The flow's settings on this side too: its buffers (this side receives what the
+          // active sends) and CMT with its tuning (for what this side sends).
           try {
+            const auto& options = entry->request.socketOptions;
+            association->socket().setBufferSizes(options.rcvBufferSize, options.sndBufferSize);
             association->socket().tune(entry->request.sctpTuning);
           } catch (const transport::TransportError& e) {
-            log::warning("Flow " + std::to_string(id->flowId) + ": " + e.what());
+            self->refuseIdentify(key, *entry, std::string("SCTP association from ") + association->peerName() + ": " +
+                                                  e.what(), npmp::kStatusProcessWideConflict);
+            return;
           }
         }
         const auto peers = association->socket().peerAddresses();
@@ -214,6 +227,12 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
         if (!self) return;
         if (self->pendingAssociations_.take(raw)) log::debug("SCTP association from " + raw->peerName() + ": " + reason);
       });
+}
+
+void FlowRegistry::refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why,
+                                  std::uint32_t status) {
+  log::warning("Rejected IDENTIFY for " + keyName(key) + ": " + why);
+  if (auto session = entry.session.lock()) session->acknowledge(key.flowId, key.measurementId, key.streamId, status);
 }
 
 void FlowRegistry::deliverDatagram(std::span<const std::uint8_t> message, const udp::endpoint& from,

@@ -86,6 +86,8 @@ private:
                 std::optional<asio::ip::udp::endpoint> udpPeer);
 
   bool refuse(const asio::ip::address& peer, const std::string& what);
+  // An IDENTIFY this passive cannot serve: said in the log and acknowledged with `status`.
+  void refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why, std::uint32_t status);
 
   asio::io_context& io_;
   transport::IoThreads* threads_;

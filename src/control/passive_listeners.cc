@@ -333,6 +333,9 @@ void Listeners::openSctp(sctp::Stack stack) {
       if (!control) {
         o.rcvBufferSize = options_.rcvBufferSize;
         o.sndBufferSize = options_.sndBufferSize;
+        // Offered to every active: an association uses NR-SACK exactly when its active offers it
+        // too (nrsack=on), which this passive cannot know before the INIT.
+        if (stack == sctp::Stack::Userland) o.nrSack = true;
       }
       listener->configure(o);
       const auto& addresses = control ? options_.controlAddresses : options_.localAddresses;

@@ -87,6 +87,9 @@ constexpr std::uint32_t kStatusOkPathVectorFollows = 5;
 constexpr std::uint32_t kStatusTooManyFlows = 6;
 // ... and an ADD_FLOW that its limit of open files could not hold (RLIMIT_NOFILE).
 constexpr std::uint32_t kStatusNoDescriptors = 7;
+// ... and an SCTP flow whose CMT association needs process-wide settings of the userland stack
+// (buffer splitting, DAC) other than those of a CMT association it serves already.
+constexpr std::uint32_t kStatusProcessWideConflict = 8;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;

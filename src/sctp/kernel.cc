@@ -51,8 +51,10 @@ public:
     setOption(fd(), IPPROTO_SCTP, SCTP_INITMSG, init, "SCTP_INITMSG");
     const int nodelay = o.noDelay ? 1 : 0;
     setOption(fd(), IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
-    if (o.rcvBufferSize > 0) setOption(fd(), SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
-    if (o.sndBufferSize > 0) setOption(fd(), SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+    if (o.nrSack.value_or(false)) {
+      throw TransportError("NR-SACK is not available in the Linux kernel SCTP stack; use the userland stack");
+    }
+    setBufferSizes(o.rcvBufferSize, o.sndBufferSize);
     if (family_ == AF_INET6 && o.v6only) setOption(fd(), IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
     const int reuse = 1;
     setOption(fd(), SOL_SOCKET, SO_REUSEADDR, reuse, "SO_REUSEADDR");
@@ -76,6 +78,13 @@ public:
       setOption(fd(), IPPROTO_SCTP, SCTP_ASSOCINFO, assoc, "SCTP_ASSOCINFO (association max. retransmissions)");
     }
   }
+
+  void setBufferSizes(std::uint32_t rcv, std::uint32_t snd) override {
+    if (rcv > 0) setOption(fd(), SOL_SOCKET, SO_RCVBUF, static_cast<int>(rcv), "SO_RCVBUF");
+    if (snd > 0) setOption(fd(), SOL_SOCKET, SO_SNDBUF, static_cast<int>(snd), "SO_SNDBUF");
+  }
+
+  std::optional<bool> nrSackNegotiated() override { return std::nullopt; }
 
   void tune(const Tuning& t) override {
     if (t.needsUserland()) {

@@ -1,5 +1,6 @@
 #include "sctp/socket.h"
 
+#include "flowspec/flowspec.h"
 #include "transport/sockets.h"
 
 namespace npm::sctp {
@@ -37,6 +38,16 @@ Stack resolve(StackChoice choice, bool needsCmt) {
   }
   if (!needsCmt && kernelAvailable()) return Stack::Kernel;
   return Stack::Userland;
+}
+
+std::optional<ProcessWide> processWideOf(const Tuning& tuning) {
+  if (tuning.cmt == 0) return std::nullopt;
+  return ProcessWide{tuning.bufferSplitting, tuning.dac};
+}
+
+std::string describe(const ProcessWide& settings) {
+  return std::string("bufsplit=") + flowspec::bufferSplittingName(settings.bufferSplitting) +
+         " dac=" + (settings.dac ? "on" : "off");
 }
 
 std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, const StackSettings& settings) {

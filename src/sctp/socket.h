@@ -60,6 +60,9 @@ struct SocketOptions {
   std::uint32_t rcvBufferSize = 0;    // 0 = default
   std::uint32_t sndBufferSize = 0;
   bool noDelay = true;
+  // NR-SACK offered in INIT / INIT-ACK (negotiated when both ends offer it); only before the
+  // association exists, and only the userland stack has it. nullopt: the stack's default (off).
+  std::optional<bool> nrSack;
   std::optional<bool> v6only;
 
   // RTO.max (and the initial RTO) that goes with the heartbeat: half of its interval, at least
@@ -94,9 +97,16 @@ public:
   virtual ~Socket() = default;
   virtual Stack stack() const = 0;
 
-  // Options and CMT tuning; throw transport::TransportError naming the option.
+  // Options and CMT tuning; throw transport::TransportError naming the option. tune() may be
+  // called again on the same socket (the passive: once per stream of the association).
   virtual void configure(const SocketOptions& options) = 0;
   virtual void tune(const Tuning& tuning) = 0;
+  // SO_RCVBUF / SO_SNDBUF of an association that exists (0 = leave as it is): the receiver
+  // advertises the new receive window from its next SACK on.
+  virtual void setBufferSizes(std::uint32_t rcvBufferSize, std::uint32_t sndBufferSize) = 0;
+  // Whether the association negotiated NR-SACK (nullopt: no association yet, or a stack
+  // without NR-SACK).
+  virtual std::optional<bool> nrSackNegotiated() = 0;
   virtual void bind(const std::vector<asio::ip::address>& addresses, std::uint16_t port) = 0;
   virtual void listen() = 0;
   // An accepted association, or nullptr when none is waiting.
@@ -149,8 +159,20 @@ std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, cons
 
 // The usrsctp stack: its local UDP encapsulation port once started (0 = not started).
 std::uint16_t userlandEncapsulationPort();
-// Applies the process-wide part of a tuning to usrsctp; returns a warning text when an
-// earlier, different process-wide setting is replaced.
-std::string applyProcessWide(const Tuning& tuning);
+
+// usrsctp 0.9.5 has buffer splitting and DAC only as process-wide sysctls, read whenever a CMT
+// association sends or acknowledges (associations without CMT never read them). So the CMT
+// associations of one process must agree on them: the first one sets them, and while it lives,
+// one that needs other values is refused (tune() throws), never silently overruled.
+struct ProcessWide {
+  std::uint8_t bufferSplitting = 0;
+  bool dac = false;
+  bool operator==(const ProcessWide&) const = default;
+};
+// What a tuning needs process-wide; nullopt when it needs nothing (no CMT).
+std::optional<ProcessWide> processWideOf(const Tuning& tuning);
+std::string describe(const ProcessWide& settings);  // "bufsplit=both dac=off"
+// Whether a CMT association with `tuning` can run beside this process's CMT associations.
+Result<void> processWideCompatible(const Tuning& tuning);
 
 }  // namespace npm::sctp

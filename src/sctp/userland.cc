@@ -36,8 +36,15 @@ constexpr int kSctpPluggableCc = 0x1202;
 std::mutex& gMutex = *new std::mutex;
 bool gStarted = false;
 std::uint16_t gPort = 0;
-Tuning gProcessWide;
-bool gProcessWideSet = false;
+// The process-wide settings and how many CMT associations rely on them (guarded by gMutex).
+ProcessWide gProcessWide;
+std::size_t gProcessWideUsers = 0;
+
+std::string processWideConflict(const ProcessWide& wanted) {
+  return "usrsctp has buffer splitting and DAC only process-wide, and a CMT association of this process runs with " +
+         describe(gProcessWide) + "; this one needs " + describe(wanted) +
+         " (run CMT flows that differ in them in separate netperfmeter processes)";
+}
 
 struct Waiters;
 auto& gRegistry = *new std::unordered_map<std::uintptr_t, std::weak_ptr<Waiters>>;  // guarded by gMutex
@@ -242,8 +249,15 @@ public:
     setOption(so_, IPPROTO_SCTP, SCTP_INITMSG, init, "SCTP_INITMSG");
     const int nodelay = o.noDelay ? 1 : 0;
     setOption(so_, IPPROTO_SCTP, SCTP_NODELAY, nodelay, "SCTP_NODELAY");
-    if (o.rcvBufferSize > 0) setOption(so_, SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
-    if (o.sndBufferSize > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+    setBufferSizes(o.rcvBufferSize, o.sndBufferSize);
+    if (o.nrSack) {
+      // Read by the endpoint when the socket is created, copied into each association and
+      // offered in INIT/INIT-ACK; the sysctl sctp_nrsack_enable is only the default for new sockets.
+      sctp_assoc_value v{};
+      v.assoc_id = SCTP_FUTURE_ASSOC;
+      v.assoc_value = *o.nrSack ? 1 : 0;
+      setOption(so_, IPPROTO_SCTP, SCTP_NRSACK_SUPPORTED, v, "SCTP_NRSACK_SUPPORTED");
+    }
     if (o.heartbeatMs != 0) {
       sctp_paddrparams hb{};
       hb.spp_assoc_id = SCTP_FUTURE_ASSOC;
@@ -271,7 +285,21 @@ public:
     }
   }
 
+  void setBufferSizes(std::uint32_t rcv, std::uint32_t snd) override {
+    if (rcv > 0) setOption(so_, SOL_SOCKET, SO_RCVBUF, static_cast<int>(rcv), "SO_RCVBUF");
+    if (snd > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(snd), "SO_SNDBUF");
+  }
+
+  std::optional<bool> nrSackNegotiated() override {
+    sctp_assoc_value v{};
+    v.assoc_id = SCTP_FUTURE_ASSOC;  // one-to-one style: the socket's association, once it exists
+    socklen_t len = sizeof(v);
+    if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_NRSACK_SUPPORTED, &v, &len) != 0) return std::nullopt;
+    return v.assoc_value != 0;
+  }
+
   void tune(const Tuning& t) override {
+    claimProcessWide(processWideOf(t));  // first: a refused tuning leaves the socket as it was
     sctp_assoc_value v{};
     v.assoc_id = SCTP_FUTURE_ASSOC;
     v.assoc_value = t.cmt;
@@ -285,7 +313,25 @@ public:
       rto.srto_initial = std::max<std::uint32_t>(t.rtoMinMs, 1000);
       setOption(so_, IPPROTO_SCTP, SCTP_RTOINFO, rto, "SCTP_RTOINFO (RTO.min)");
     }
-    if (auto warning = applyProcessWide(t); !warning.empty()) log::warning(warning);
+  }
+
+  // Holds (or drops) this socket's share of the process-wide settings; throws when another CMT
+  // association holds different ones.
+  void claimProcessWide(const std::optional<ProcessWide>& wanted) {
+    std::lock_guard lock(gMutex);
+    if (wanted == claimed_) return;
+    const bool alone = claimed_ && gProcessWideUsers == 1;
+    if (wanted && gProcessWideUsers > 0 && !alone && !(*wanted == gProcessWide)) {
+      throw TransportError(processWideConflict(*wanted));
+    }
+    if (claimed_) --gProcessWideUsers;
+    claimed_ = wanted;
+    if (!wanted) return;
+    if (gProcessWideUsers++ == 0) {
+      gProcessWide = *wanted;
+      usrsctp_sysctl_set_sctp_buffer_splitting(wanted->bufferSplitting);
+      usrsctp_sysctl_set_sctp_cmt_use_dac(wanted->dac ? 1 : 0);
+    }
   }
 
   void setRemoteEncapsulationPort(std::uint16_t port) {
@@ -466,6 +512,7 @@ public:
 
   void close() override {
     if (so_ == nullptr) return;
+    claimProcessWide(std::nullopt);
     usrsctp_set_upcall(so_, nullptr, nullptr);
     {
       std::lock_guard lock(gMutex);
@@ -484,6 +531,7 @@ private:
   std::uint16_t remotePort_;
   static constexpr int on_ = 1;
   std::shared_ptr<Waiters> waiters_;
+  std::optional<ProcessWide> claimed_;  // what this socket's CMT association relies on
 };
 
 }  // namespace
@@ -494,23 +542,11 @@ std::uint16_t userlandEncapsulationPort() {
   return gStarted ? gPort : 0;
 }
 
-std::string applyProcessWide(const Tuning& t) {
+Result<void> processWideCompatible(const Tuning& tuning) {
+  const auto wanted = processWideOf(tuning);
   std::lock_guard lock(gMutex);
-  Tuning wanted;
-  wanted.bufferSplitting = t.bufferSplitting;
-  wanted.nrSack = t.nrSack;
-  wanted.dac = t.dac;
-  std::string warning;
-  if (gProcessWideSet && !(wanted == gProcessWide)) {
-    warning = "usrsctp's buffer splitting, NR-SACK and DAC settings are process-wide: the new flow's settings "
-              "replace those of earlier flows of this process";
-  }
-  usrsctp_sysctl_set_sctp_buffer_splitting(wanted.bufferSplitting);
-  usrsctp_sysctl_set_sctp_nrsack_enable(wanted.nrSack ? 1 : 0);
-  usrsctp_sysctl_set_sctp_cmt_use_dac(wanted.dac ? 1 : 0);
-  gProcessWide = wanted;
-  gProcessWideSet = true;
-  return warning;
+  if (!wanted || gProcessWideUsers == 0 || *wanted == gProcessWide) return {};
+  return Failure{processWideConflict(*wanted)};
 }
 
 std::unique_ptr<Socket> openUserland(asio::io_context& io, int family, const StackSettings& settings) {

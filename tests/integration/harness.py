@@ -34,6 +34,33 @@ def wait_for_port(port, host="127.0.0.1", timeout=10.0, proto=socket.SOCK_STREAM
     raise TimeoutError(f"nothing listens on {host}:{port}")
 
 
+def _free(port, kind):
+    with socket.socket(socket.AF_INET, kind) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_base_port(udp_ports=0):
+    """A netperfmeter base port BASE from the system, with BASE-1..BASE+1 free for TCP and UDP,
+    and `udp_ports` more free UDP ports after them (for usrsctp's encapsulation): (BASE, [UDP...]).
+    Asked of the kernel, not fixed, so that tests running at the same time do not collide."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("0.0.0.0", 0))
+            base = s.getsockname()[1]
+        if base < 2000 or base + 2 + udp_ports > 65535:
+            continue
+        ports = [base - 1, base, base + 1]
+        extra = list(range(base + 2, base + 2 + udp_ports))
+        if all(_free(p, socket.SOCK_STREAM) and _free(p, socket.SOCK_DGRAM) for p in ports) and \
+                all(_free(p, socket.SOCK_DGRAM) for p in extra):
+            return base, extra
+    raise RuntimeError("no free port range found")
+
+
 class Passive:
     """A passive netperfmeter on `port`, stopped (SIGINT) at the end of a with-block."""
 
@@ -73,6 +100,78 @@ class Passive:
     def __exit__(self, *exc):
         self.stop()
         os.unlink(self.log.name)
+
+
+class Capture:
+    """tshark writing what `interface` carries (a capture filter) to `path` while the with-block
+    runs; ready when tshark says it is capturing, stopped with SIGINT at the end, which writes
+    out everything it took."""
+
+    def __init__(self, path, capture_filter, interface="lo", netns=None, snaplen=None):
+        self.path = path
+        self.netns = netns
+        # A marker datagram to a port of its own tells when the capture runs (tshark says
+        # "Capturing on" a moment before it takes packets).
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            self.marker = s.getsockname()[1]
+        cmd = ["tshark", "-i", interface, "-f", f"({capture_filter}) or (udp dst port {self.marker})", "-w", path,
+               "-q", "-B", "32"]
+        if snaplen:
+            cmd += ["-s", str(snaplen)]
+        if netns:
+            cmd = ["ip", "netns", "exec", netns, *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def _send_marker(self):
+        code = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                f"s.sendto(b'npm-capture-marker', ('127.0.0.1', {self.marker}))")
+        cmd = [sys.executable, "-c", code]
+        subprocess.run(["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd, check=False)
+
+    def __enter__(self):
+        deadline = time.monotonic() + 30
+        seen = []
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if "Capturing on" in line:
+                break
+            if not line and self.proc.poll() is not None:
+                deadline = 0
+            seen.append(line)
+        while time.monotonic() < deadline:
+            self._send_marker()
+            time.sleep(0.05)
+            try:
+                with open(self.path, "rb") as f:
+                    if b"npm-capture-marker" in f.read():
+                        return self
+            except FileNotFoundError:
+                pass
+        self.proc.kill()
+        raise RuntimeError("tshark did not start capturing: " + "".join(seen[-3:]).strip())
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def fields(self, display_filter, *fields, decode=()):
+        """Rows (lists of strings, one per field) of the packets that match `display_filter`;
+        `decode`: tshark -d rules (e.g. "udp.port==9899,sctp")."""
+        cmd = ["tshark", "-n", "-r", self.path]
+        for rule in decode:
+            cmd += ["-d", rule]
+        cmd += ["-Y", display_filter, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
+        for f in fields:
+            cmd += ["-e", f]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise AssertionError(f"tshark failed: {r.stderr.strip()}")
+        return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
 
 
 def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):

@@ -80,6 +80,21 @@ TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
   CHECK(std::get<npmp::AddFlow>(*r) == m);
 }
 
+TEST_CASE("usrsctp's process-wide settings: what a tuning needs of them") {
+  // Only CMT associations read buffer splitting and DAC: a flow without CMT needs nothing.
+  CHECK_FALSE(sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:bufsplit=both:dac=on"))));
+  const auto cmt = sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=receiver:dac=on")));
+  REQUIRE(cmt);
+  CHECK(cmt->bufferSplitting == 2);
+  CHECK(cmt->dac);
+  CHECK(sctp::describe(*cmt) == "bufsplit=receiver dac=on");
+  // NR-SACK, RTO.min and the CC module are per socket: they do not make settings differ.
+  CHECK(*sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:nrsack=on:rtomin=200"))) ==
+        *sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))));
+  // Nothing of this process holds them: anything goes.
+  CHECK(sctp::processWideCompatible(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=both"))));
+}
+
 TEST_CASE("per-message PR-SCTP policy from the flow options") {
   auto always = sctp::streamPolicy(1.0, 1.0, npmp::kRetransmitUnlimited);
   CHECK(always.reliable == 1.0);
