@@ -756,7 +756,7 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              linetype_title = NULL, title = NULL, value_labels = list(),
                              grey = FALSE, points = TRUE, base_size = 12,
                              legend_position = "bottom", x_limits = NULL, y_limits = NULL,
-                             x_log = FALSE, y_log = FALSE) {
+                             x_log = FALSE, y_log = FALSE, runs = FALSE) {
   data <- as.data.table(data)
   nz <- function(v) if (is.null(v) || length(v) == 0L || is.na(v[1]) || v[1] == "") NULL else v[1]
   colour <- nz(colour); linetype <- nz(linetype)
@@ -830,6 +830,24 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   dodge <- if (xnum) position_identity() else position_dodge(width = 0.5)
   if (xnum) p <- p + geom_line(line_aes, linewidth = 0.7)
   if (points || !xnum) p <- p + geom_point(point_aes, size = 2.2, position = dodge)
+  if (runs) {
+    # Every run's value beside the means, so that a spread or two modes show as such.
+    r <- copy(data)
+    r[, .y := get(y) * y_scale]
+    r[, .x := if (xnum) get(x) * x_scale else factor(get(x), levels = levels(s$.x))]
+    run_aes <- aes(x = .x, y = .y, group = NULL)
+    if (!is.null(colour)) {
+      r[, .col := factor(as.character(get(colour)), levels = levels(s$.col))]
+      run_aes$colour <- quote(.col)
+      run_aes$group <- quote(.col)
+    }
+    xr <- if (xnum) diff(range(s$.x, na.rm = TRUE)) else 1
+    jitter <- if (xnum) position_jitter(width = if (xr > 0) xr / 80 else 0.05, height = 0, seed = 1)
+              else if (is.null(colour)) position_jitter(width = 0.08, height = 0, seed = 1)
+              else position_jitterdodge(jitter.width = 0.1, jitter.height = 0, dodge.width = 0.5, seed = 1)
+    p <- p + geom_point(run_aes, data = r, size = 1.3, alpha = 0.55, shape = 16, position = jitter,
+                        inherit.aes = FALSE, show.legend = FALSE)
+  }
   ci <- s[!is.na(Lower)]
   if (nrow(ci)) {
     xr <- if (xnum) diff(range(s$.x, na.rm = TRUE)) else 1
