@@ -9,7 +9,8 @@
  * PACKET_VNET_HDR keep GSO/checksum offload metadata, so TSO-sized frames pass
  * unchanged (a lossy path should send one packet per frame: gso_max_segs 1 on
  * its end points, as netperfmeter-lab sets). Runs until SIGTERM/SIGINT; prints
- * "ready" once both interfaces are open and its counters on exit.
+ * "ready" once both interfaces are open, its counters on standard output on each
+ * SIGUSR1 (one "counters ..." line) and on standard error on exit.
  * See netperfmeter-delayline(1).
  */
 #define _GNU_SOURCE
@@ -59,8 +60,18 @@ static unsigned long long next_random(void)
 	return z ^ (z >> 31);
 }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, report;
 static void on_sig(int s) { (void)s; stop = 1; }
+static void on_report(int s) { (void)s; report = 1; }
+
+static void print_counters(FILE *f, const char *what, const char *ifa, const char *ifb, const struct queue *ab,
+			   const struct queue *ba)
+{
+	fprintf(f, "%s %s->%s in=%llu out=%llu lost=%llu dropped=%llu; %s->%s in=%llu out=%llu lost=%llu dropped=%llu\n",
+		what, ifa, ifb, ab->in, ab->out, ab->lost, ab->dropped, ifb, ifa, ba->in, ba->out, ba->lost,
+		ba->dropped);
+	fflush(f);
+}
 
 static long long now_ns(void)
 {
@@ -237,6 +248,12 @@ int main(int argc, char **argv)
 	fb = open_if(ifb);
 	signal(SIGTERM, on_sig);
 	signal(SIGINT, on_sig);
+	{
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_report; /* no SA_RESTART: ppoll() returns at once */
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	printf("ready\n");
 	fflush(stdout);
 	while (!stop) {
@@ -261,9 +278,11 @@ int main(int argc, char **argv)
 		t = now_ns();
 		push(fb, &qab, t);
 		push(fa, &qba, t);
+		if (report) {
+			report = 0;
+			print_counters(stdout, "counters", ifa, ifb, &qab, &qba);
+		}
 	}
-	fprintf(stderr, "netperfmeter-delayline %s->%s in=%llu out=%llu lost=%llu dropped=%llu; "
-		"%s->%s in=%llu out=%llu lost=%llu dropped=%llu\n", ifa, ifb, qab.in, qab.out, qab.lost,
-		qab.dropped, ifb, ifa, qba.in, qba.out, qba.lost, qba.dropped);
+	print_counters(stderr, "netperfmeter-delayline", ifa, ifb, &qab, &qba);
 	return 0;
 }

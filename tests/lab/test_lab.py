@@ -3,6 +3,7 @@
 usage: test_lab.py LAB_PROGRAM LAB_SOURCE_DIR NETPERFMETER DELAYLINE
 """
 
+import json
 import math
 import os
 import re
@@ -178,6 +179,56 @@ class StudyFiles(unittest.TestCase):
         tree = expr.compile_formula('scalar("active", 0, "path[2] Bytes Sent") / 1000')
         self.assertEqual(expr.evaluate(tree, scalars), 12.345)
 
+    def test_counters_in_formulas(self):
+        counters = {"paths": {"2": {"forward": {"drops": 17}}}, "nstat": {"passive": {"UdpSndbufErrors": 3}}}
+        self.assertEqual(expr.evaluate(expr.compile_formula('queue(2, "forward", "drops") + 1'), {}, counters), 18)
+        self.assertEqual(expr.evaluate(expr.compile_formula('counter("passive", "UdpSndbufErrors")'), {}, counters), 3)
+        self.assertEqual(expr.evaluate(expr.compile_formula('counter("active", "UdpSndbufErrors")'), {}, counters), 0)
+        with self.assertRaisesRegex(KeyError, "path 1"):
+            expr.evaluate(expr.compile_formula('queue(1, "forward", "drops")'), {}, counters)
+
+    def test_steins_procedure_and_the_two_modes(self):
+        from npmlab import runner
+        # pilot 1, 3 (mean 2, sd 1.414), t(0.975, 1) = 12.706: a half-width of 1 needs
+        # ceil((12.706 * 1.414 / 1)^2) = 323 runs, of 20 it needs the pilot's 2
+        self.assertEqual(runner.stein([1, 3], 1.0, 0.95), 323)
+        self.assertEqual(runner.stein([1, 3], 20.0, 0.95), 2)
+        low, high = runner.two_modes([2.1, 2.2, 7.9, 8.1, 2.0, 8.3])
+        self.assertEqual((sorted(low), sorted(high)), ([2.0, 2.1, 2.2], [7.9, 8.1, 8.3]))
+        self.assertEqual(runner.median([3, 1, 2, 10]), 2.5)
+
+    def test_a_run_that_measured_something_else_is_invalid(self):
+        from npmlab import evidence
+
+        class Topo:
+            paths = [None, None]
+
+        class Capture:
+            path = "capture.pcapng"
+
+            def available(self):
+                return True
+
+        seen = {"init_offers_nr_sack": False, "init_ack_offers_nr_sack": True, "nr_sacks_from_passive": 0,
+                "sacks_from_passive": 400, "max_a_rwnd_passive": 131072, "data_packets_per_interface": {"0": 900}}
+        real = evidence.summarise_sctp
+        evidence.summarise_sctp = lambda path, port: dict(seen)
+        try:
+            flows = [study.Flow("sctp", "const0:const1444:const0:const0:cmt=cmt:nrsack=on:rcvbuf=100000", "")]
+            judged = evidence.judge(flows, Topo(), Capture(), {}, {}, [100.0], [9899], [9000])
+        finally:
+            evidence.summarise_sctp = real
+        self.assertFalse(judged["valid"])
+        problems = " | ".join(judged["problems"])
+        # what the review found: NR-SACK asked for and not used, the receive buffer ignored, and
+        # here also a CMT flow on one path only
+        self.assertIn("NR-SACK: expected True, seen False", problems)
+        self.assertIn("passive a_rwnd (rcvbuf): expected 50000 to 100000, seen 131072", problems)
+        self.assertIn("CMT: DATA on every path: expected [1, 2], seen [1]", problems)
+        # pairs that started far apart
+        judged = evidence.judge([], Topo(), Capture(), {}, {}, [100.0, 101.5], [], [])
+        self.assertIn("started 1.500 s apart", " ".join(judged["problems"]))
+
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
 class PathAccuracy(unittest.TestCase):
@@ -297,8 +348,9 @@ class Runs(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         with open(os.path.join(self.out, "summary.csv")) as f:
             rows = [line.split(",") for line in f.read().splitlines()]
-        self.assertEqual(rows[0], ["proto", "metric", "n", "mean", "ci_low", "ci_high"])
-        by_proto = {row[0]: row for row in rows[1:]}
+        self.assertEqual(rows[0], ["proto", "metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid",
+                                   "median", "low_mode_mean", "high_mode_mean", "high_mode_fraction"])
+        by_proto = {row[0]: row for row in rows[1:] if row[1] == "goodput"}
         self.assertEqual(set(by_proto), {"tcp", "mptcp"})
         for proto, row in by_proto.items():
             n, mean, low, high = int(row[2]), float(row[3]), float(row[4]), float(row[5])
@@ -311,11 +363,29 @@ class Runs(unittest.TestCase):
         self.assertGreater(mptcp, 11.0, "MPTCP uses the second path (the passive announces it)")
         self.assertTrue(os.path.getsize(os.path.join(self.out, "goodput.pdf")) > 1000)
         self.assertTrue(os.path.exists(os.path.join(self.out, "tables", "passive.flow-ReceivedBitRate.data.bz2")))
+        # what every run records beside the study's metric, and what it had
+        recorded = {row[1] for row in rows[1:]}
+        for metric in ("drops_path1_forward", "drops_path2_reverse", "udp_sndbuf_errors_active", "cpu_passive"):
+            self.assertIn(metric, recorded)
+        with open(os.path.join(self.out, "runs.csv")) as f:
+            runs = [line.split(",") for line in f.read().splitlines()]
+        self.assertEqual(runs[0][-2:], ["validity", "problems"])
+        self.assertEqual({row[-2] for row in runs[1:]}, {"valid"})
+        with open(os.path.join(self.out, "runs", "proto=mptcp-r1", "evidence.json")) as f:
+            judged = json.load(f)
+        self.assertTrue(judged["valid"], judged)
+        self.assertEqual(judged["flows"][0]["seen"]["syns_per_interface"].keys(), {"0", "1"},
+                         "the capture shows a subflow per path")
+        with open(os.path.join(self.out, "runs", "proto=mptcp-r1", "counters.json")) as f:
+            counters = json.load(f)
+        self.assertGreater(counters["paths"]["2"]["forward"]["packets"], 100, "MPTCP used the second path's queue")
+        with open(os.path.join(self.out, "lab.json")) as f:
+            self.assertIsInstance(json.load(f)["seed"], int)
         env = open(os.path.join(self.out, "runs", "proto=tcp-r1", "environment.txt")).read()
-        for needle in ("kernel:", "active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control", "netperfmeter:",
-                       "--warmup=0.25"):
+        for needle in ("kernel:", "flow 0 active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control",
+                       "netperfmeter:", "--warmup=0.25"):
             self.assertIn(needle, env)
-        with open(os.path.join(self.out, "runs", "proto=tcp-r1", "run.config")) as f:
+        with open(os.path.join(self.out, "runs", "proto=tcp-r1", "f0", "run.config")) as f:
             self.assertIn("WARMUP=0.250\n", f.read())
         mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
                   for e in os.listdir(os.path.join(self.out, "runs"))}
@@ -334,7 +404,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.out, "goodput.pdf")))
 
-    def test_ci_target_repeats_until_converged_and_reports_what_did_not(self):
+    def test_ci_target_is_steins_two_stage_procedure(self):
         with open(self.study, "w") as f:
             # A rate-driven flow: its goodput varies little from run to run, but never by nothing.
             f.write(TINY.format(runtime=1, repetitions=2)
@@ -342,27 +412,43 @@ class Runs(unittest.TestCase):
                     .replace('proto = ["tcp", "mptcp"]', 'proto = ["udp"]')
                     .replace("const0:const1400:const0:const0", "const200:const1000:const0:const0"))
 
-        def summary_n(out):
+        def summary(out):
             with open(os.path.join(out, "summary.csv")) as f:
                 rows = [line.split(",") for line in f.read().splitlines()[1:]]
+            rows = [row for row in rows if row[1] == "goodput"]
             self.assertEqual([row[0] for row in rows], ["udp"])
-            return int(rows[0][2])
+            return int(rows[0][2]), rows[0][6]
 
-        # A loose target: two runs (the minimum) already agree within 50 % of their mean (with two
-        # samples the 95 % half-width is 6.4 times their difference).
+        # A loose target: the pilot of two runs (min_repetitions) already gives it.
         loose = os.path.join(self.dir, "loose")
         r = lab("run", self.study, "-o", loose, "--ci-target=50")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        self.assertEqual(summary_n(loose), 2)
-        self.assertNotIn("not converged", r.stdout)
-        # A target no measurement meets: the maximum number of runs, and the combination named.
+        self.assertEqual(summary(loose), (2, "stein(n0=2)"))
+        self.assertNotIn("needs more than max_repetitions", r.stdout)
+        # A target no measurement meets: the pilot asks for more than max_repetitions; the
+        # maximum is run and the combination named.
         tight = os.path.join(self.dir, "tight")
         r = lab("run", self.study, "-o", tight, "--ci-target=0.000001")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        self.assertEqual(summary_n(tight), 3)
-        self.assertIn("not converged within max_repetitions: proto=udp", r.stdout)
+        self.assertEqual(summary(tight), (3, "stein(n0=2)"))
+        self.assertIn("the wanted half-width needs more than max_repetitions runs: proto=udp", r.stdout)
         self.assertEqual(sorted(e for e in os.listdir(os.path.join(tight, "runs")) if not e.startswith(".")),
                          ["proto=udp-r1", "proto=udp-r2", "proto=udp-r3"])
+
+    def test_the_run_order_is_blocked_and_drawn_from_the_seed(self):
+        r = lab("run", self.study, "-o", self.out, "--seed=7", "--no-plot")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        order = re.findall(r"\] ETA \S+ (proto=\w+ r\d)", r.stderr)
+        self.assertEqual(len(order), 4, r.stderr)
+        # every repetition is a block holding each combination once
+        self.assertEqual(sorted(order[:2]), ["proto=mptcp r1", "proto=tcp r1"])
+        self.assertEqual(sorted(order[2:]), ["proto=mptcp r2", "proto=tcp r2"])
+        self.assertIn("run order from seed 7", r.stderr)
+        sys.path.insert(0, LAB_SRC)
+        from npmlab import runner  # the same seed, the same order
+        loaded = study.load(self.study)
+        again = runner.Runner(loaded, self.out, runner.Tools({}), seed=7).blocks(1, 2)
+        self.assertEqual(order, [f"{runner.label(v)} r{rep}" for v, rep in again])
 
     def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
         proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
@@ -380,7 +466,9 @@ class Runs(unittest.TestCase):
         self.assertEqual(proc.returncode, 130, err)
         self.assertIn("1 complete run(s) kept", err)
         self.assertNothingLeft(proc.pid)
-        self.assertEqual(sorted(os.listdir(os.path.join(self.out, "runs"))), ["proto=tcp-r1"])
+        kept = os.listdir(os.path.join(self.out, "runs"))
+        self.assertEqual(len(kept), 1, kept)
+        self.assertRegex(kept[0], r"^proto=(tcp|mptcp)-r1$")
         # --resume runs the three missing ones only
         r = lab("run", self.study, "-o", self.out, "--resume", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -394,7 +482,7 @@ class Runs(unittest.TestCase):
                                 stderr=subprocess.PIPE, text=True)
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 1, err)
-        self.assertRegex(err.strip().splitlines()[-1], r"run proto=tcp r1: .*logs in ")
+        self.assertRegex(err.strip().splitlines()[-1], r"run proto=(tcp|mptcp) r1: .*logs in ")
         self.assertNothingLeft(proc.pid)
 
     def test_stale_leftovers_of_its_own_prefix_only(self):

@@ -98,7 +98,7 @@ try:
         result["received"] = int(receiver.communicate(timeout=200)[0])
         done("count")
     result["snmp"] = topo.ns("passive", "cat", "/proc/net/snmp")
-    result["qdiscs"] = topo.ns("active", "tc", "-s", "qdisc", "show")
+    result["qdiscs"] = topo.ns(topo.router(0), "tc", "-s", "qdisc", "show")
 finally:
     topo.down()
     done("down")
@@ -129,8 +129,9 @@ class LabNetem(unittest.TestCase):
         describe = result["describe"]
         self.assertTrue(result["netem"], describe)
         self.assertEqual(describe.splitlines()[0], "netem: yes", describe)
-        self.assertRegex(describe, rf"qdisc netem 1: dev a1 .*delay {DELAY_MS}ms loss {LOSS:g}%")
-        reverse = [line for line in describe.splitlines() if "qdisc netem 1: dev p1 " in line]
+        # on the path's router (no queue on a sending host): forward towards P (rp), reverse towards A (ra)
+        self.assertRegex(describe, rf"qdisc netem 1: dev rp .*delay {DELAY_MS}ms loss {LOSS:g}%")
+        reverse = [line for line in describe.splitlines() if "qdisc netem 1: dev ra " in line]
         self.assertEqual(len(reverse), 1, describe)
         self.assertIn(f"delay {REVERSE_DELAY_MS}ms", reverse[0])
         self.assertNotIn("loss", reverse[0])

@@ -8,7 +8,7 @@ import sys
 
 from . import study as studymod
 from . import topology
-from .runner import Interrupted, LabError, Runner, Tools, label
+from .runner import Interrupted, LabError, Runner, Tools, label, run_evidence
 
 PROGRAM = "netperfmeter-lab"
 
@@ -68,7 +68,14 @@ def _report(runner, summary, pdfs, out):
     for pdf in pdfs:
         print(f"  plot: {pdf}")
     if runner.unconverged:
-        print("not converged within max_repetitions: " + "; ".join(label(v) for v in runner.unconverged))
+        print("the wanted half-width needs more than max_repetitions runs: " +
+              "; ".join(label(v) for v in runner.unconverged))
+    invalid = [run for run in runner.runs_done() if run_evidence(run[2]).get("valid") is False]
+    if invalid:
+        print(f"{len(invalid)} run(s) did not measure what the study asks for and are left out of the summary "
+              "(runs.csv and each run's evidence.json say why):")
+        for values, rep, run_dir in invalid:
+            print(f"  {label(values)} r{rep}: {'; '.join(run_evidence(run_dir).get('problems', []))}")
 
 
 def cmd_run(args, config):
@@ -80,10 +87,17 @@ def cmd_run(args, config):
     if args.repetitions is not None and not 1 <= args.repetitions <= 10000:
         raise LabError("--repetitions must be 1 to 10000")
     _check_root()
-    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
-                    resume=args.resume, retries=args.retries)
-    runner.check_congestion_controls()
     meta_path = os.path.join(out, "lab.json")
+    seed = args.seed
+    if args.resume and seed is None and os.path.exists(meta_path):
+        try:
+            with open(meta_path) as f:
+                seed = json.load(f).get("seed")  # the same order of runs as before
+        except (OSError, ValueError):
+            pass
+    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
+                    resume=args.resume, retries=args.retries, seed=seed)
+    runner.check_congestion_controls()
     if os.path.exists(meta_path) and not args.resume:
         existing = os.listdir(os.path.join(out, "runs")) if os.path.isdir(os.path.join(out, "runs")) else []
         if any(not e.startswith(".") for e in existing):
@@ -95,7 +109,12 @@ def cmd_run(args, config):
         shutil.copyfile(path, os.path.join(out, "study.toml"))
     with open(meta_path, "w") as f:
         json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
-                   "ci_target": args.ci_target}, f, indent=1)
+                   "ci_target": args.ci_target, "seed": runner.seed,
+                   "order": "blocks: each repetition runs every combination once, shuffled with the seed",
+                   "procedure": "stein two-stage (pilot: min_repetitions)" if args.ci_target else "fixed repetitions"},
+                  f, indent=1)
+    print(f"{PROGRAM}: {study.name}: run order from seed {runner.seed} (blocks of every combination per "
+          "repetition)", file=sys.stderr)
     try:
         runner.run()
     except Interrupted as e:
@@ -116,7 +135,8 @@ def cmd_plot(args, config):
     except (OSError, ValueError) as e:
         raise LabError(f"{args.directory}: not a netperfmeter-lab results directory ({meta_path}: {e})")
     study = studymod.load(os.path.join(args.directory, "study.toml"), quick=bool(meta.get("quick")))
-    runner = Runner(study, args.directory, Tools(config["tools"]))
+    runner = Runner(study, args.directory, Tools(config["tools"]), ci_target=meta.get("ci_target"),
+                    seed=meta.get("seed"))
     summary = runner.summarize()
     _report(runner, summary, runner.plot(), args.directory)
     return 0
@@ -133,8 +153,10 @@ def main(argv, config):
     run.add_argument("-o", "--output", help="results directory (default: the study's name)")
     run.add_argument("--repetitions", type=int, help="repetitions per parameter combination")
     run.add_argument("--ci-target", type=float, metavar="PERCENT",
-                     help="repeat each combination until the main metric's 95%% CI half-width is within PERCENT "
-                          "of its mean (between min_repetitions and max_repetitions)")
+                     help="Stein's two-stage procedure: a pilot of min_repetitions runs per combination fixes how "
+                          "many runs give the main metric a 95%% CI half-width of PERCENT of its mean (at most "
+                          "max_repetitions); the interval uses the pilot's variance, so it keeps its coverage")
+    run.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded in lab.json)")
     run.add_argument("--resume", action="store_true", help="keep complete runs of an earlier, unfinished run")
     run.add_argument("--retries", type=int, default=1, help="repeat a failed run this often (default 1)")
     run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")

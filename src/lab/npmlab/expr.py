@@ -6,6 +6,9 @@
   scalar("active", 0, "path[1] Mean Cwnd")   a per-path scalar (path ID as netperfmeter numbers it)
   scalar("active", 0, "connection Mean Unacked")   the whole MPTCP connection / SCTP association
   sent(0)                            active "Transmitted Bit Rate" of flow 0
+  queue(2, "forward", "drops")       a counter of path 2's queue during the run (bytes,
+                                     packets, drops, overlimits; "forward" = active -> passive)
+  counter("passive", "UdpSndbufErrors")   a host's MIB counter (nstat) during the run
 
 Only numbers, + - * /, parentheses and these functions are allowed: a study file is data.
 """
@@ -15,7 +18,7 @@ import operator
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-FUNCTIONS = {"goodput": 1, "sent": 1, "scalar": 3, "min": None, "max": None}
+FUNCTIONS = {"goodput": 1, "sent": 1, "scalar": 3, "queue": 3, "counter": 2, "min": None, "max": None}
 
 
 class FormulaError(Exception):
@@ -47,8 +50,21 @@ def compile_formula(text):
     return tree
 
 
-def evaluate(tree, scalars):
-    """scalars: {(side, flow, name): value}. Raises KeyError naming a missing scalar."""
+def evaluate(tree, scalars, counters=None):
+    """scalars: {(side, flow, name): value}; counters: a run's counters.json. Raises KeyError
+    naming a missing scalar or counter."""
+    counters = counters or {}
+
+    def queue(path, direction, name):
+        try:
+            return counters["paths"][str(int(path))][direction][name]
+        except KeyError:
+            raise KeyError(f"no counter \"{name}\" of path {int(path)} ({direction}) in this run")
+
+    def counter(side, name):
+        if "nstat" not in counters:
+            raise KeyError("this run recorded no MIB counters")
+        return counters["nstat"].get(side, {}).get(name, 0)  # unchanged counters are not recorded
 
     def value(side, flow, name):
         key = (side, int(flow), name)
@@ -58,7 +74,7 @@ def evaluate(tree, scalars):
 
     functions = {"goodput": lambda f: value("passive", f, "Received Bit Rate"),
                  "sent": lambda f: value("active", f, "Transmitted Bit Rate"),
-                 "scalar": value, "min": min, "max": max}
+                 "scalar": value, "queue": queue, "counter": counter, "min": min, "max": max}
 
     def walk(node):
         if isinstance(node, ast.Expression):

@@ -1,30 +1,54 @@
-"""The run loop: every parameter combination x repetition as a real netperfmeter run (passive in
-one namespace, active in another), then createsummary, summary.csv and the plots.
+"""The run loop: every parameter combination x repetition as real netperfmeter runs, then
+createsummary, summary.csv and the plots.
+
+Each flow of a study runs in a netperfmeter pair of its own (an active in A's namespace, a
+passive in P's, pair i on port 9000 + 10 i and userland SCTP over UDP port 9899 + i), all pairs
+of a run started together: a reference flow shares no process, no SCTP stack and no UDP socket
+with the multipath flow it is compared with.
+
+Runs are done in blocks: every repetition k is one block with each combination once, in an
+order drawn from the recorded seed, so that the variants a study compares are measured
+interleaved, and repetition k of two variants form a pair (paired comparisons, [compare]).
+The repetitions are fixed before measuring (the study's, or --repetitions), or found by
+Stein's two-stage procedure (--ci-target): a pilot of min_repetitions runs per combination
+fixes how many runs give the wanted half-width, and the interval uses the pilot's variance.
+
+Every run is checked against what its study asks for (evidence.py): a capture of its first
+seconds, the congestion controls in force, the counters of queues, delay lines and MIBs. A run
+that did not measure the asked-for configuration is kept, marked invalid and left out of the
+summaries (counted there), never silently averaged.
 
 Layout of a results directory DIR:
-  DIR/lab.json                 what was run (study file, --quick, tools), for `plot` and --resume
+  DIR/lab.json                 what was run (study file, --quick, tools, the seed, the order)
   DIR/study.toml               a copy of the study file
-  DIR/runs/<var>=<v>-...-r<k>/ one complete run: run.config, run-{active,passive}.sca.bz2,
-                               active.log, passive.log, environment.txt (kernel, settings, qdiscs,
-                               tool versions, the exact command lines)
+  DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
+                               tool versions, the exact command lines), counters.json,
+                               evidence.json, capture.pcapng, and per flow i f<i>/ with its
+                               pair's run.config, run-{active,passive}.sca.bz2, active.log,
+                               passive.log
   DIR/runs/.partial-*          a run in progress (removed when it fails or is interrupted)
   DIR/results.summary          createsummary's input; DIR/tables/ its tables
-  DIR/runs.csv                 every run's metrics; DIR/summary.csv means with t-based CIs
-  DIR/<metric>.pdf             one plot per metric (plot-netperfmeter-summary)
+  DIR/runs.csv                 every run's metrics and validity; DIR/summary.csv means with
+                               t-based CIs of the valid runs; DIR/paired.csv paired differences
+  DIR/<metric>.pdf             one plot per metric (plot-netperfmeter-summary), runs as points
 """
 
 import bz2
 import csv
 import json
+import math
 import os
 import platform
+import random
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 
-from . import expr, stats, topology
+from . import evidence, expr, stats, topology
 from .topology import LabError
 
 LEVEL = 0.95
@@ -97,30 +121,119 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def complete(run_dir):
-    """A run counts as done when its directory exists (renamed into place at the end) and both
-    scalar files decompress and hold flow scalars."""
+PAIR_STEP = 10
+
+
+def pair_port(i):
+    """The passive port of flow i's netperfmeter pair (its control port is one above)."""
+    return topology.PASSIVE_PORT + PAIR_STEP * i
+
+
+def pair_udp(i):
+    """The passive's userland SCTP (UDP encapsulation) port of flow i's pair."""
+    return 9899 + i
+
+
+def pair_dirs(run_dir):
+    """The directories of a run's netperfmeter pairs (f0, f1, ...); a run made before flows had
+    pairs of their own has its files at the top."""
     try:
-        for side in ("active", "passive"):
-            stats.read_scalars(os.path.join(run_dir, f"run-{side}.sca.bz2"), side)
-        return True
+        dirs = sorted((e for e in os.listdir(run_dir) if re.fullmatch(r"f\d+", e)), key=lambda e: int(e[1:]))
+    except OSError:
+        return []
+    return [os.path.join(run_dir, d) for d in dirs] or [run_dir]
+
+
+def complete(run_dir):
+    """A run counts as done when its directory exists (renamed into place at the end) and every
+    pair's scalar files decompress and hold flow scalars."""
+    dirs = pair_dirs(run_dir)
+    try:
+        for d in dirs:
+            for side in ("active", "passive"):
+                stats.read_scalars(os.path.join(d, f"run-{side}.sca.bz2"), side)
+        return bool(dirs)
     except (OSError, EOFError, ValueError):
         return False
 
 
+def read_run_scalars(run_dir):
+    scalars = {}
+    for d in pair_dirs(run_dir):
+        for side in ("active", "passive"):
+            scalars.update(stats.read_scalars(os.path.join(d, f"run-{side}.sca.bz2"), side))
+    return scalars
+
+
+def run_evidence(run_dir):
+    """evidence.json of a run ({} for a run made before runs were checked)."""
+    try:
+        with open(os.path.join(run_dir, "evidence.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+_LOG_TIME = re.compile(r"^(\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}\.\d+): Starting measurement", re.M)
+
+
+def start_time(active_log):
+    """When an active sent START (its log's "Starting measurement" line), seconds since the epoch."""
+    try:
+        with open(active_log, errors="replace") as f:
+            m = _LOG_TIME.search(f.read())
+    except OSError:
+        return None
+    if not m:
+        return None
+    stamp, _, fraction = m.group(1).partition(".")
+    return datetime.strptime(stamp, "%d-%b-%Y %H:%M:%S").timestamp() + float("0." + fraction)
+
+
+def stein(pilot, half_width, level):
+    """Stein's two-stage procedure: the number of runs whose mean has a `level` confidence
+    interval of half-width `half_width`, from a pilot sample (at least 2 values)."""
+    n0 = len(pilot)
+    mean = sum(pilot) / n0
+    sd = math.sqrt(sum((v - mean) ** 2 for v in pilot) / (n0 - 1))
+    t = stats.t_quantile(1 - (1 - level) / 2, n0 - 1)
+    return max(n0, math.ceil((t * sd / half_width) ** 2)) if half_width > 0 else n0
+
+
+def two_modes(values):
+    """A split of `values` into two modes (1-D 2-means from the extremes): (low, high) lists."""
+    lo_c, hi_c = min(values), max(values)
+    for _ in range(50):
+        low = [v for v in values if abs(v - lo_c) <= abs(v - hi_c)]
+        high = [v for v in values if abs(v - lo_c) > abs(v - hi_c)]
+        new = (sum(low) / len(low) if low else lo_c, sum(high) / len(high) if high else hi_c)
+        if new == (lo_c, hi_c):
+            break
+        lo_c, hi_c = new
+    return low, high
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return math.nan if n == 0 else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+
+
 class Runner:
     def __init__(self, study, outdir, tools, repetitions=None, ci_target=None, resume=False, retries=1,
-                 log=sys.stderr):
+                 seed=None, log=sys.stderr):
         self.study, self.outdir, self.tools = study, outdir, tools
         self.repetitions = repetitions
         self.ci_target = ci_target
         self.resume = resume
         self.retries = retries
+        self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
         self.log = log
         self.topo = None
         self.topo_key = None
         self.topo_text = ""
         self.unconverged = []
+        self.invalid = []  # (label, reasons) of runs that did not measure what the study asks
         self.current = []  # processes of the run in progress
 
     # ------------------------------------------------------------------ runs
@@ -172,57 +285,117 @@ class Runner:
                 proc.wait()
 
     def _commands(self, topo, values):
+        """[(flow, passive command, active command)]: a netperfmeter pair per flow."""
         study = self.study
-        passive = ["ip", "netns", "exec", topo.P, self.tools["netperfmeter"], str(topology.PASSIVE_PORT),
-                   "-nodisplay", *study.args_for("passive", values)]
         flows = study.flows_for(values)
-        active = ["ip", "netns", "exec", topo.A, self.tools["netperfmeter"],
-                  f"{topo.address('passive', 0)}:{topology.PASSIVE_PORT}", "-control-over-tcp",
-                  f"-runtime={study.runtime:g}", "-config=run.config", "-scalar=run.sca.bz2", "-nodisplay"]
-        if study.warmup > 0:
-            active.append(f"--warmup={study.warmup:g}")
-        if any(f.protocol == "sctp" for f in flows) and len(topo.paths) > 1:
-            active.append("-L" + ",".join(topo.active_addresses()))
-        active += study.args_for("active", values)
-        for f in flows:
-            active += f.argument()
-        return passive, active
+        pairs = []
+        for i, f in enumerate(flows):
+            passive = ["ip", "netns", "exec", topo.P, self.tools["netperfmeter"], str(pair_port(i)), "-nodisplay",
+                       f"--sctp-udp-port={pair_udp(i)}", *study.args_for("passive", values)]
+            active = ["ip", "netns", "exec", topo.A, self.tools["netperfmeter"],
+                      f"{topo.address('passive', 0)}:{pair_port(i)}", "-control-over-tcp",
+                      f"--sctp-remote-udp-port={pair_udp(i)}", f"-runtime={study.runtime:g}", "-config=run.config",
+                      "-scalar=run.sca.bz2", "-nodisplay"]
+            if study.warmup > 0:
+                active.append(f"--warmup={study.warmup:g}")
+            if f.protocol == "sctp" and len(topo.paths) > 1:
+                active.append("-L" + ",".join(topo.active_addresses()))
+            active += study.args_for("active", values)
+            # the flow keeps its number in the study (goodput(i)) in a pair of its own
+            flow = f.argument()
+            if "id" not in evidence.flow_options(f.spec):
+                flow[1] += f":id={i}"
+            active += flow
+            pairs.append((f, passive, active))
+        return pairs
+
+    def _ccs_while_running(self, topo, flows, actives):
+        """{flow index: {"active": {cc}, "passive": {cc}}} of the TCP and MPTCP pairs, from ss
+        once their connections are up (within the first seconds of the run)."""
+        wanted = {i: pair_port(i) - (1 if f.protocol == "mptcp" else 0) for i, f in enumerate(flows)
+                  if f.protocol in ("tcp", "mptcp")}
+        seen = {i: {"active": set(), "passive": set()} for i in wanted}
+        deadline = time.monotonic() + min(5.0, self.study.runtime * 0.8)
+        while wanted and time.monotonic() < deadline and all(a.poll() is None for a in actives):
+            for i, port in wanted.items():
+                for side in ("active", "passive"):
+                    seen[i][side] |= evidence.congestion_controls(topo, side, port)
+            if all(v["active"] and v["passive"] for v in seen.values()):
+                time.sleep(0.5)  # every subflow joined by now: one more look
+                for i, port in wanted.items():
+                    for side in ("active", "passive"):
+                        seen[i][side] |= evidence.congestion_controls(topo, side, port)
+                break
+            time.sleep(0.2)
+        return {i: {side: sorted(v) for side, v in sides.items()} for i, sides in seen.items()}
 
     def _attempt(self, topo, values, partial):
-        passive_cmd, active_cmd = self._commands(topo, values)
+        pairs = self._commands(topo, values)
+        flows = [f for f, _, _ in pairs]
         with open(os.path.join(partial, "environment.txt"), "w") as env:
             env.write(f"kernel: {platform.uname().release} ({platform.uname().version})\n")
             env.write(f"netperfmeter: {self.tools.version('netperfmeter')}\n")
             env.write(f"python: {platform.python_version()}\n")
             env.write(f"variables: {json.dumps(values)}\n")
-            env.write(f"passive: {subprocess.list2cmdline(passive_cmd)}\n")
-            env.write(f"active: {subprocess.list2cmdline(active_cmd)}\n")
+            for i, (_, passive_cmd, active_cmd) in enumerate(pairs):
+                env.write(f"flow {i} passive: {subprocess.list2cmdline(passive_cmd)}\n")
+                env.write(f"flow {i} active: {subprocess.list2cmdline(active_cmd)}\n")
             env.write(self.topo_text)
-        passive_log = os.path.join(partial, "passive.log")
-        with open(passive_log, "w") as plog, open(os.path.join(partial, "active.log"), "w") as alog:
-            passive = subprocess.Popen(passive_cmd, stdout=subprocess.DEVNULL, stderr=plog, cwd=partial,
-                                       start_new_session=True)
-            self.current = [passive]
-            try:
-                self._wait_for_passive(passive, passive_log)
-                active = subprocess.Popen(active_cmd, stdout=alog, stderr=subprocess.STDOUT, cwd=partial,
-                                          start_new_session=True)
-                self.current.append(active)
+        logs = []
+        try:
+            passives = []
+            for i, (_, passive_cmd, _) in enumerate(pairs):
+                d = os.path.join(partial, f"f{i}")
+                os.makedirs(d)
+                logs.append(open(os.path.join(d, "passive.log"), "w"))
+                passives.append(subprocess.Popen(passive_cmd, stdout=subprocess.DEVNULL, stderr=logs[-1], cwd=d,
+                                                 start_new_session=True))
+                self.current.append(passives[-1])
+            for i, p in enumerate(passives):
+                self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
+            before = evidence.snapshot(topo)
+            capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"))
+            actives = []
+            for i, (_, _, active_cmd) in enumerate(pairs):
+                logs.append(open(os.path.join(partial, f"f{i}", "active.log"), "w"))
+                actives.append(subprocess.Popen(active_cmd, stdout=logs[-1], stderr=subprocess.STDOUT,
+                                                cwd=os.path.join(partial, f"f{i}"), start_new_session=True))
+                self.current.append(actives[-1])
+            ccs = self._ccs_while_running(topo, flows, actives)
+            deadline = time.monotonic() + self.study.runtime + 90
+            codes = []
+            for a in actives:
                 try:
-                    code = active.wait(timeout=self.study.runtime + 90)
+                    codes.append(a.wait(timeout=max(1, deadline - time.monotonic())))
                 except subprocess.TimeoutExpired:
-                    self._stop(active, timeout=5)
-                    raise LabError(f"the active netperfmeter did not finish within {self.study.runtime + 90:g} s")
-            finally:
-                for p in reversed(self.current):
-                    self._stop(p)
-                self.current = []
-        if code != 0:
-            with open(os.path.join(partial, "active.log"), errors="replace") as f:
-                lines = [l for l in f.read().splitlines() if l.strip()]
-            raise LabError(f"netperfmeter failed (exit {code}): {lines[-1] if lines else 'no output'}")
+                    for other in actives:
+                        self._stop(other, timeout=5)
+                    raise LabError(f"an active netperfmeter did not finish within {self.study.runtime + 90:g} s")
+            capture.wait()
+            after = evidence.snapshot(topo)
+        finally:
+            for p in reversed(self.current):
+                self._stop(p)
+            self.current = []
+            for f in logs:
+                f.close()
+        for i, code in enumerate(codes):
+            if code != 0:
+                with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
+                    lines = [l for l in f.read().splitlines() if l.strip()]
+                raise LabError(f"netperfmeter (flow {i}) failed (exit {code}): {lines[-1] if lines else 'no output'}")
         if not complete(partial):
             raise LabError("netperfmeter ended without complete scalar files")
+        counters = evidence.delta(before, after)
+        with open(os.path.join(partial, "counters.json"), "w") as f:
+            json.dump(counters, f, indent=1, sort_keys=True)
+        starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(pairs))]
+        judged = evidence.judge(flows, topo, capture, ccs, counters, starts,
+                                [pair_udp(i) for i in range(len(flows))],
+                                [pair_port(i) for i in range(len(flows))])
+        with open(os.path.join(partial, "evidence.json"), "w") as f:
+            json.dump(judged, f, indent=1, sort_keys=True)
+        return judged
 
     def run_one(self, values, rep, progress):
         final = self.run_dir(values, rep)
@@ -232,7 +405,7 @@ class Runner:
                 return False
             shutil.rmtree(final)
         text = f"{label(values)} r{rep}"
-        progress.start(text, self.study.runtime + 3)
+        progress.start(text, self.study.runtime + 8)
         topo = self._topology_for(values)
         partial = os.path.join(self.outdir, "runs", f".partial-{label(values)}-r{rep}")
         for attempt in range(self.retries + 1):
@@ -240,7 +413,7 @@ class Runner:
             os.makedirs(partial)
             began = time.monotonic()
             try:
-                self._attempt(topo, values, partial)
+                judged = self._attempt(topo, values, partial)
                 break
             except LabError as e:
                 if attempt == self.retries:
@@ -253,28 +426,65 @@ class Runner:
                 shutil.rmtree(partial, ignore_errors=True)
                 raise
         os.rename(partial, final)
-        progress.finish(f"run {text}: done in {time.monotonic() - began:.1f} s")
+        verdict = ""
+        if not judged.get("valid", True):
+            self.invalid.append((text, judged.get("problems", [])))
+            verdict = " INVALID: " + "; ".join(judged.get("problems", []))
+            progress.stream.write(f"\nrun {text} did not measure what the study asks for:{verdict[9:]}\n")
+        progress.finish(f"run {text}: done in {time.monotonic() - began:.1f} s{verdict}")
         return True
 
     # -------------------------------------------------------------- metrics
     def metrics_of(self, run_dir):
-        scalars = {}
-        for side in ("active", "passive"):
-            scalars.update(stats.read_scalars(os.path.join(run_dir, f"run-{side}.sca.bz2"), side))
+        scalars = read_run_scalars(run_dir)
+        counters = {}
+        try:
+            with open(os.path.join(run_dir, "counters.json")) as f:
+                counters = json.load(f)
+        except (OSError, ValueError):
+            pass
         out = {}
         for m in self.study.metrics:
             try:
-                out[m.name] = expr.evaluate(m.tree, scalars)
+                out[m.name] = expr.evaluate(m.tree, scalars, counters)
             except (KeyError, ZeroDivisionError, TypeError, ValueError) as e:
                 raise LabError(f"{run_dir}: metric {m.name}: {e.args[0] if e.args else e}")
         return out
 
-    def _main_converged(self, values, reps):
-        samples = [self.metrics_of(self.run_dir(values, r))[self.study.metrics[0].name] for r in reps]
-        n, mean, low, high = stats.mean_ci(samples, LEVEL)
-        if n < 2 or mean == 0:
-            return False
-        return (high - low) / 2 <= abs(mean) * self.ci_target / 100
+    def recorded_metrics(self, run_dir):
+        """The metrics every run records beside the study's: per path and direction the queue's
+        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair)."""
+        out = {}
+        try:
+            with open(os.path.join(run_dir, "counters.json")) as f:
+                counters = json.load(f)
+        except (OSError, ValueError):
+            counters = {}
+        for path, dirs in sorted(counters.get("paths", {}).items()):
+            for direction, c in sorted(dirs.items()):
+                out[f"drops_path{path}_{direction}"] = c.get("drops", 0)
+        for direction, c in sorted(counters.get("bottleneck", {}).items()):
+            out[f"drops_bottleneck_{direction}"] = c.get("drops", 0)
+        for side in ("active", "passive"):
+            out[f"udp_sndbuf_errors_{side}"] = counters.get("nstat", {}).get(side, {}).get("UdpSndbufErrors", 0)
+        for side in ("active", "passive"):
+            busy = []
+            for d in pair_dirs(run_dir):
+                idle = stats.read_cpu_idle(os.path.join(d, f"run-{side}.sca.bz2"), side)
+                if idle is not None:
+                    busy.append(100.0 - idle)
+            if busy:
+                out[f"cpu_{side}"] = max(busy)
+        return out
+
+    def _n_for(self, values, reps):
+        """Stein: the runs this combination needs for the wanted half-width, from its pilot."""
+        pilot = [self.metrics_of(self.run_dir(values, r))[self.study.metrics[0].name] for r in reps
+                 if run_evidence(self.run_dir(values, r)).get("valid", True)]
+        if len(pilot) < 2:
+            return self.study.max_repetitions
+        mean = sum(pilot) / len(pilot)
+        return stein(pilot, abs(mean) * self.ci_target / 100, LEVEL)
 
     def check_congestion_controls(self):
         """Every cc= of the study's flows must be available before anything is built."""
@@ -297,6 +507,17 @@ class Runner:
                            f"(available: {' '.join(sorted(available))}){hint}")
 
     # ------------------------------------------------------------------ all
+    def blocks(self, first, last):
+        """Repetitions first..last as blocks: in each, every combination once, in an order drawn
+        from the seed and the repetition (the same order for a --resume)."""
+        combos = list(self.study.combinations())
+        order = []
+        for rep in range(first, last + 1):
+            block = list(combos)
+            random.Random(f"{self.seed}-{rep}").shuffle(block)
+            order += [(values, rep) for values in block]
+        return order
+
     def run(self):
         study = self.study
         os.makedirs(os.path.join(self.outdir, "runs"), exist_ok=True)
@@ -304,25 +525,26 @@ class Runner:
             if entry.startswith(".partial-"):
                 shutil.rmtree(os.path.join(self.outdir, "runs", entry), ignore_errors=True)
         combos = list(study.combinations())
-        if self.ci_target is not None:
-            first = study.min_repetitions
-        else:
-            first = self.repetitions or study.repetitions
+        first = study.min_repetitions if self.ci_target is not None else (self.repetitions or study.repetitions)
         progress = Progress(len(combos) * first)
         old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            for values in combos:
-                reps = list(range(1, first + 1))
-                for rep in reps:
+            for values, rep in self.blocks(1, first):
+                self.run_one(values, rep, progress)
+            if self.ci_target is not None:
+                # Stein's second stage: as many more runs per combination as its pilot asks for
+                need = {}
+                for values in combos:
+                    n = self._n_for(values, range(1, first + 1))
+                    if n > study.max_repetitions:
+                        self.unconverged.append(values)
+                        n = study.max_repetitions
+                    need[label(values)] = n
+                extra = [(v, r) for v, r in self.blocks(first + 1, max(need.values(), default=first))
+                         if r <= need[label(v)]]
+                progress.grow(len(extra))
+                for values, rep in extra:
                     self.run_one(values, rep, progress)
-                if self.ci_target is not None:
-                    while not self._main_converged(values, reps):
-                        if len(reps) >= study.max_repetitions:
-                            self.unconverged.append(values)
-                            break
-                        reps.append(len(reps) + 1)
-                        progress.grow(1)
-                        self.run_one(values, reps[-1], progress)
         finally:
             for p in self.current:
                 self._stop(p, timeout=3)
@@ -345,20 +567,37 @@ class Runner:
                 done.append((by_label[base], int(rep), os.path.join(runs, entry)))
         return done
 
+    def _interval(self, values, samples_by_rep, metric):
+        """(n, mean, low, high, procedure) of a combination's valid runs: the t interval, or
+        Stein's (the pilot's variance and degrees of freedom) for runs made with --ci-target."""
+        samples = [v for _, v in sorted(samples_by_rep.items())]
+        n, mean, low, high = stats.mean_ci(samples, LEVEL)
+        n0 = self.study.min_repetitions
+        pilot = [v for r, v in sorted(samples_by_rep.items()) if r <= n0]
+        if self.ci_target is not None and metric == self.study.metrics[0].name and len(pilot) >= 2 and n >= n0:
+            m0 = sum(pilot) / len(pilot)
+            sd0 = math.sqrt(sum((v - m0) ** 2 for v in pilot) / (len(pilot) - 1))
+            half = stats.t_quantile(1 - (1 - LEVEL) / 2, len(pilot) - 1) * sd0 / math.sqrt(n)
+            return n, mean, mean - half, mean + half, f"stein(n0={len(pilot)})"
+        return n, mean, low, high, "t"
+
     def summarize(self):
         study = self.study
         runs = self.runs_done()
         if not runs:
             raise LabError(f"{self.outdir}: no complete runs to summarize")
         variables = study.variables
-        # createsummary: one table per scalar, the study's variables and the repetition as columns
+        # createsummary: one table per scalar, the study's variables, the repetition and the
+        # flow's pair as columns
         with open(os.path.join(self.outdir, "results.summary"), "w") as f:
-            f.write("--varnames=" + " ".join(variables + ["Repetition"]) + "\n")
+            f.write("--varnames=" + " ".join(variables + ["Repetition", "Pair"]) + "\n")
             f.write("--resultsdirectory=tables\n")
             for values, rep, run_dir in runs:
-                for side in ("active", "passive"):
-                    f.write("--values=" + " ".join(str(values[v]) for v in variables) + f" {rep}\n")
-                    f.write(f"--input={os.path.relpath(run_dir, self.outdir)}/run-{side}.sca.bz2\n")
+                for d in pair_dirs(run_dir):
+                    pair = os.path.basename(d)[1:] if d != run_dir else "0"
+                    for side in ("active", "passive"):
+                        f.write("--values=" + " ".join(str(values[v]) for v in variables) + f" {rep} {pair}\n")
+                        f.write(f"--input={os.path.relpath(d, self.outdir)}/run-{side}.sca.bz2\n")
         tables = os.path.join(self.outdir, "tables")
         shutil.rmtree(tables, ignore_errors=True)
         os.makedirs(tables)
@@ -370,32 +609,81 @@ class Runner:
 
         rows = []
         for values, rep, run_dir in runs:
-            rows.append((values, rep, self.metrics_of(run_dir)))
+            judged = run_evidence(run_dir)
+            metrics = self.metrics_of(run_dir)
+            metrics.update(self.recorded_metrics(run_dir))
+            validity = "unchecked" if not judged else ("valid" if judged.get("valid") else "invalid")
+            rows.append((values, rep, metrics, validity, "; ".join(judged.get("problems", []))))
+        names = [m.name for m in study.metrics]
+        recorded = sorted({k for _, _, m, _, _ in rows for k in m} - set(names))
         with open(os.path.join(self.outdir, "runs.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(variables + ["repetition"] + [m.name for m in study.metrics])
-            for values, rep, metrics in rows:
-                w.writerow([values[v] for v in variables] + [rep] + [repr(metrics[m.name]) for m in study.metrics])
+            w.writerow(variables + ["repetition"] + names + recorded + ["validity", "problems"])
+            for values, rep, metrics, validity, problems in rows:
+                w.writerow([values[v] for v in variables] + [rep] +
+                           [repr(metrics[n]) if n in metrics else "NA" for n in names + recorded] +
+                           [validity, problems])
         summary = []
+        bimodal = {m.name for m in study.metrics if m.bimodal}
         with open(os.path.join(self.outdir, "summary.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(variables + ["metric", "n", "mean", "ci_low", "ci_high"])
+            w.writerow(variables + ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
+                                    "low_mode_mean", "high_mode_mean", "high_mode_fraction"])
             for values in study.combinations():
-                for m in study.metrics:
-                    samples = [metrics[m.name] for v, _, metrics in rows if v == values]
-                    if not samples:
+                mine = [(rep, metrics, validity) for v, rep, metrics, validity, _ in rows if v == values]
+                invalid = sum(1 for _, _, validity in mine if validity == "invalid")
+                for name in names + recorded:
+                    by_rep = {rep: metrics[name] for rep, metrics, validity in mine
+                              if validity != "invalid" and name in metrics}
+                    if not by_rep:
                         continue
-                    n, mean, low, high = stats.mean_ci(samples, LEVEL)
-                    w.writerow([values[v] for v in variables] + [m.name, n, repr(mean), repr(low), repr(high)])
-                    summary.append((values, m.name, n, mean, low, high))
-        # per metric a table for the plotter: the variables, the repetition, the value
+                    n, mean, low, high, procedure = self._interval(values, by_rep, name)
+                    samples = list(by_rep.values())
+                    modes = ["", "", ""]
+                    if name in bimodal and len(samples) >= 2:
+                        lo, hi = two_modes(samples)
+                        modes = [repr(sum(lo) / len(lo)) if lo else "NA", repr(sum(hi) / len(hi)) if hi else "NA",
+                                 repr(len(hi) / len(samples))]
+                    w.writerow([values[v] for v in variables] +
+                               [name, n, repr(mean), repr(low), repr(high), procedure, invalid,
+                                repr(median(samples))] + modes)
+                    if name in names:
+                        summary.append((values, name, n, mean, low, high))
+        if study.compare:
+            self._paired(rows)
+        # per metric a table for the plotter: the variables, the repetition, the value (valid runs)
         for m in study.metrics:
             path = os.path.join(tables, f"lab-{m.name}.data.bz2")
             with bz2.open(path, "wt") as f:
                 f.write(" ".join(variables + ["Repetition", m.name]) + "\n")
-                for values, rep, metrics in rows:
-                    f.write(" ".join(str(values[v]) for v in variables) + f" {rep} {metrics[m.name]!r}\n")
+                for values, rep, metrics, validity, _ in rows:
+                    if validity != "invalid":
+                        f.write(" ".join(str(values[v]) for v in variables) + f" {rep} {metrics[m.name]!r}\n")
         return summary
+
+    def _paired(self, rows):
+        """paired.csv: per combination of the other variables, each variant's difference from the
+        baseline variant in the same repetition (block), with a t interval of the differences."""
+        study = self.study
+        var, baseline = study.compare["variable"], study.compare["baseline"]
+        others = [v for v in study.variables if v != var]
+        valid = {(tuple(str(values[v]) for v in others), str(values[var]), rep): metrics
+                 for values, rep, metrics, validity, _ in rows if validity != "invalid"}
+        with open(os.path.join(self.outdir, "paired.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(others + [var, "baseline", "metric", "pairs", "mean_difference", "ci_low", "ci_high"])
+            keys = sorted({k[0] for k in valid})
+            variants = [str(v) for v in study.sweep[var] if str(v) != str(baseline)]
+            for key in keys:
+                for variant in variants:
+                    for m in study.metrics:
+                        diffs = [valid[(key, variant, rep)][m.name] - valid[(key, str(baseline), rep)][m.name]
+                                 for (k, v, rep) in valid if k == key and v == variant
+                                 and (key, str(baseline), rep) in valid]
+                        if not diffs:
+                            continue
+                        n, mean, low, high = stats.mean_ci(diffs, LEVEL)
+                        w.writerow(list(key) + [variant, baseline, m.name, n, repr(mean), repr(low), repr(high)])
 
     def plot(self):
         study = self.study
@@ -414,7 +702,7 @@ class Runner:
         for m in study.metrics:
             pdf = os.path.join(self.outdir, f"{m.name}.pdf")
             cmd = [self.tools["plot-netperfmeter-summary"], os.path.join(self.outdir, "tables", f"lab-{m.name}.data.bz2"),
-                   "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}",
+                   "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}", "--runs",
                    f"--ylab={m.name.replace('_', ' ')}" + (f" [{m.unit}]" if m.unit else ""),
                    f"--title={study.name}: {m.name.replace('_', ' ')}"]
             if colour:

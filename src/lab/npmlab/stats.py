@@ -90,3 +90,20 @@ def read_scalars(path, side):
     if not scalars:
         raise ValueError(f"{path}: no flow scalars")
     return scalars
+
+
+_CPU_IDLE = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.totalCPU"\s+"Idle"\s+(\S+)\s*$')
+
+
+def read_cpu_idle(path, side):
+    """The idle share (percent, all cores) during the measurement from a scalar file; None if absent."""
+    opener = bz2.open if path.endswith(".bz2") else open
+    try:
+        with opener(path, "rt", errors="replace") as f:
+            for line in f:
+                m = _CPU_IDLE.match(line)
+                if m and m.group(1) == side:
+                    return float(m.group(2))
+    except (OSError, EOFError, ValueError):
+        return None
+    return None

@@ -128,8 +128,9 @@ class Flow:
 
 
 class Metric:
-    def __init__(self, name, formula, unit, tree):
+    def __init__(self, name, formula, unit, tree, bimodal=False):
         self.name, self.formula, self.unit, self.tree = name, formula, unit, tree
+        self.bimodal = bimodal  # summary.csv adds the median and the two modes
 
 
 class Study:
@@ -151,6 +152,7 @@ class Study:
         self.active_args, self.passive_args = [], []
         self.plot = {}
         self.sysctls = {}
+        self.compare = None        # {"variable": name, "baseline": value}: paired differences
         self._checker = None
 
     @property
@@ -238,7 +240,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck"}
+             "bottleneck", "compare"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -375,7 +377,7 @@ def load(path, quick=False):
             checker.fail(f"sysctl.{k}", "must be an integer or a string")
     study.sysctls = sysctl
 
-    metrics = _tables(checker, data, "metrics", {"name", "value", "unit"}, needed="name and value")
+    metrics = _tables(checker, data, "metrics", {"name", "value", "unit", "bimodal"}, needed="name and value")
     for i, m in enumerate(metrics):
         key = f"metrics[{i + 1}]"
         name = _expect(checker, f"{key}.name", m.get("name"), str, "a name")
@@ -386,7 +388,22 @@ def load(path, quick=False):
             tree = expr.compile_formula(formula)
         except expr.FormulaError as e:
             checker.fail(f"{key}.value", str(e))
-        study.metrics.append(Metric(name, formula, m.get("unit", ""), tree))
+        bimodal = m.get("bimodal", False)
+        if not isinstance(bimodal, bool):
+            checker.fail(f"{key}.bimodal", "must be true or false")
+        study.metrics.append(Metric(name, formula, m.get("unit", ""), tree, bimodal))
+
+    if "compare" in data:
+        compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
+        for k in compare:
+            if k not in ("variable", "baseline"):
+                checker.fail(f"compare.{k}", "unknown key (known: variable, baseline)")
+        variable = compare.get("variable")
+        if variable not in study.sweep:
+            checker.fail("compare.variable", f"\"{variable}\" is not a variable of the sweep")
+        if str(compare.get("baseline")) not in map(str, study.sweep[variable]):
+            checker.fail("compare.baseline", f"\"{compare.get('baseline')}\" is not a value of {variable}")
+        study.compare = {"variable": variable, "baseline": compare["baseline"]}
 
     plot = _expect(checker, "plot", data.get("plot", {}), dict, "a table")
     for k, v in plot.items():

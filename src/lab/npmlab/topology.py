@@ -1,28 +1,38 @@
 """Dual-homed (or n-homed) test beds from network namespaces, veth pairs, tbf and a delay line.
 
-Disjoint paths between an active host A and a passive host P:
+Disjoint paths between an active host A and a passive host P, each through a router R<i> of its own:
 
-    A a1 10.250.1.1/24 --[tbf]--(delay line D1)--[tbf]-- p1 10.250.1.2/24 P
-    A a2 10.250.2.1/24 --[tbf]--(delay line D2)--[tbf]-- p2 10.250.2.2/24 P
+    A a1 10.250.1.1/24 --- R1 [tbf] --(delay line D1)-- p1 10.250.1.2/24 P
+    A a2 10.250.2.1/24 --- R2 [tbf] --(delay line D2)-- p2 10.250.2.2/24 P
     ...
 
-Forward (A -> P) is shaped on A's interface, reverse on P's. One-way delay and random loss
-come from netem where the kernel has it, else from netperfmeter-delayline in a namespace of
-its own between the two (paths without delay or loss are plain veth pairs). Every interface
-of a path sends one packet per frame (gso_max_segs 1), so tbf, loss and the delay line see
-packets as a real link would. Neighbours are static, so no ARP crosses a path during a run.
+Every queue sits on a forwarding hop, as a real bottleneck does: the forward direction (A -> P)
+is shaped on R<i>'s interface towards P, the reverse on its interface towards A. A queue on the
+sending host's own interface would stay nearly empty: TCP Small Queues lets a socket hold only a
+packet or two below it, and userland SCTP's UDP socket would be charged for every queued packet
+(its send buffer then couples all paths). The router receives each packet into its own IP stack
+(which releases the sender's socket) and forwards it; the hosts see each other on one /24 per
+path (static neighbour entries point at the router), so addresses are those of a direct link.
+One-way delay and random loss come from netem where the kernel has it (on the router, with the
+tbf below it), else from netperfmeter-delayline in a namespace of its own between the router and
+P (paths without delay or loss have none). Every interface sends one packet per frame
+(gso_max_segs 1), so tbf, loss and the delay line see packets as a real link would. Neighbours
+are static, so no ARP crosses a path during a run. An unshaped direction gets a FIFO on its
+router as a counter (qdisc_sent(), path_counters()).
 
 All names start with npmlab<pid>- (or another prefix a program chooses, such as a test's):
 a later run removes stale leftovers of its own prefix (namespaces whose creating process is
 gone) and nothing else.
 
 Programs other than the lab (the tests) build paths with path(rate="20mbit", delay_ms=10, ...)
-and use a topology's address(), device(), ns()/popen() in its namespaces, mptcp_endpoint()
-and qdisc_sent().
+and use a topology's address(), device(), ns()/popen() in its namespaces, mptcp_endpoint(),
+qdisc_sent() and path_counters().
 """
 
+import json
 import os
 import re
+import select
 import signal
 import subprocess
 import threading
@@ -74,6 +84,20 @@ def _kill_namespace(ns):
             time.sleep(0.05)
         pids = alive
     _run(["ip", "netns", "del", ns], check=False)
+
+
+def _qdisc_counters(ns, dev):
+    """The statistics of the root qdisc of `dev` in `ns` (tc -s -j): bytes, packets, drops,
+    overlimits, requeues, backlog (bytes) and qlen (packets)."""
+    out = _run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev])
+    try:
+        qdiscs = json.loads(out)
+    except ValueError:
+        raise LabError(f"tc gave no JSON for {dev} in {ns}: {out.strip()[:200]}")
+    root = next((q for q in qdiscs if q.get("root")), None)
+    if root is None:
+        raise LabError(f"no root qdisc on {dev} in {ns}")
+    return {k: int(root.get(k, 0)) for k in ("bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen")}
 
 
 def remove_stale(prefix=PREFIX):
@@ -150,6 +174,8 @@ class Disjoint:
         self.created = []
         self.delaylines = []
         self.netem = False
+        self.counting = True  # unshaped router interfaces get a counting FIFO
+        self.delayline_of = {}  # link index (path i: i + 1) -> its delay line process
 
     def address(self, side, path):
         return f"10.250.{path + 1}.{1 if side == 'active' else 2}"
@@ -179,19 +205,33 @@ class Disjoint:
         self.ns(side, "ip", "mptcp", "endpoint", "add", self.address(side, path), "dev", self.device(side, path),
                 *flags.split())
 
+    def router(self, path):
+        """The namespace of the router on path `path` (0, 1, ...)."""
+        return self.A[:-1] + f"r{path + 1}"
+
+    def _routers(self):
+        """[(namespace, what its qdiscs are)] of the routers, for describe()."""
+        return [(self.router(i), f"path {i + 1}: rp forward, ra reverse") for i in range(len(self.paths))]
+
+    def _shaping_point(self, side, path):
+        """(namespace, device) whose root qdisc carries what `side` sends on `path`: the router's
+        interface towards the other host."""
+        return (self.router(path), "rp") if side == "active" else (self.router(path), "ra")
+
     def qdisc_sent(self, side, path):
-        """(bytes, packets) the root qdisc of a host's interface on `path` sent: per frame, headers
-        included. An unshaped end has no qdisc until count() gives it one."""
-        out = _run(["tc", "-n", self.namespace(side), "-s", "qdisc", "show", "dev", self.device(side, path)])
-        m = re.search(r"Sent (\d+) bytes (\d+) pkt", out)
-        if not m:
-            raise LabError(f"no qdisc counts on {self.device(side, path)}: {out.strip()}")
-        return int(m.group(1)), int(m.group(2))
+        """(bytes, packets) that `side` sent on `path`, as the path's queue counted them: per
+        frame, headers included."""
+        c = self.path_counters(side, path)
+        return c["bytes"], c["packets"]
+
+    def path_counters(self, side, path):
+        """The counters of the queue that carries what `side` sends on `path` (tc -s): bytes,
+        packets, drops, overlimits, requeues and the backlog (bytes, packets) at this moment."""
+        ns, dev = self._shaping_point(side, path)
+        return _qdisc_counters(ns, dev)
 
     def count(self, side, path, packets=1000):
-        """Gives an unshaped end a FIFO (of `packets`) for qdisc_sent() to read."""
-        _run(["tc", "-n", self.namespace(side), "qdisc", "add", "dev", self.device(side, path), "root", "pfifo",
-              "limit", str(packets)])
+        """Kept for programs written before every path direction had a counting queue: nothing to do."""
 
     def _add_ns(self, name):
         _run(["ip", "netns", "add", name])
@@ -220,6 +260,10 @@ class Disjoint:
             burst = burst or tbf_burst(rate)
             _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *parent, "tbf", "rate", f"{int(rate)}bit",
                   "burst", str(burst), "limit", str(max(queue, burst))])
+        elif parent[0] == "root" and self.counting:
+            # Unshaped: a FIFO that never fills (the veth behind it takes every packet at once),
+            # only for its counters.
+            _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "2:", "pfifo", "limit", "10000"])
 
     def mac(self, ns, dev):
         out = _run(["ip", "-n", ns, "-o", "link", "show", dev])
@@ -238,9 +282,14 @@ class Disjoint:
             self.down()
             raise
 
-    def _link(self, index, path, ns_a, dev_a, ns_b, dev_b):
-        """A shaped link: tbf forward on dev_a, reverse on dev_b; delay and loss by netem or by a
-        delay line in a namespace of its own between the two."""
+    def _link(self, index, path, ns_a, dev_a, ns_b, dev_b, forward=None, reverse=None):
+        """A link from dev_a to dev_b carrying `path`: delay and loss by netem (at the shaping
+        points) or by a delay line in a namespace of its own between the two; tbf for the
+        forward direction (A -> P) at `forward` and for the reverse at `reverse`, (namespace,
+        device) pairs that default to dev_a and dev_b. Every shaping point must be a router's
+        interface (see the module's description)."""
+        forward = forward or (ns_a, dev_a)
+        reverse = reverse or (ns_b, dev_b)
         if path.needs_delay_line() and not self.netem:
             d = self.A[:-1] + f"d{index}"
             self._add_ns(d)
@@ -258,11 +307,15 @@ class Disjoint:
                 raise LabError(f"{self.delayline} is not installed")
             if line != "ready":
                 raise LabError(f"the delay line of link {index} did not start: {line}")
+            self.delayline_of[index] = self.delaylines[-1]
         else:
             self._veth(ns_a, dev_a, ns_b, dev_b)
-        self._shape(ns_a, dev_a, path.rate, path.queue, path.delay_ms, path.loss, getattr(path, "burst", None))
-        self._shape(ns_b, dev_b, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss,
+        self._shape(*forward, path.rate, path.queue, path.delay_ms, path.loss, getattr(path, "burst", None))
+        self._shape(*reverse, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss,
                     getattr(path, "reverse_burst", None))
+
+    def _neighbour(self, ns, dev, address, mac):
+        self.ns(ns, "ip", "neigh", "replace", address, "lladdr", mac, "dev", dev, "nud", "permanent")
 
     def _neighbours(self, ns_a, dev_a, addr_a, ns_b, dev_b, addr_b):
         self.ns(ns_a, "ip", "neigh", "replace", addr_b, "lladdr", self.mac(ns_b, dev_b), "dev", dev_a, "nud", "permanent")
@@ -295,11 +348,22 @@ class Disjoint:
         self._add_ns(self.A)
         self._add_ns(self.P)
         for i, path in enumerate(self.paths):
-            a, p = f"a{i + 1}", f"p{i + 1}"
-            self._link(i + 1, path, self.A, a, self.P, p)
-            self.ns(self.A, "ip", "addr", "add", self.address("active", i) + "/24", "dev", a)
-            self.ns(self.P, "ip", "addr", "add", self.address("passive", i) + "/24", "dev", p)
-            self._neighbours(self.A, a, self.address("active", i), self.P, p, self.address("passive", i))
+            a, p, r = f"a{i + 1}", f"p{i + 1}", self.router(i)
+            self._add_ns(r)
+            self.ns(r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            self._veth(self.A, a, r, "ra")
+            self._link(i + 1, path, r, "rp", self.P, p, forward=(r, "rp"), reverse=(r, "ra"))
+            active, passive = self.address("active", i), self.address("passive", i)
+            self.ns(self.A, "ip", "addr", "add", active + "/24", "dev", a)
+            self.ns(self.P, "ip", "addr", "add", passive + "/24", "dev", p)
+            # The router forwards between the two hosts of its path (host routes; it needs no
+            # address of its own), and each host reaches the other through the router's MAC.
+            self.ns(r, "ip", "route", "add", passive + "/32", "dev", "rp")
+            self.ns(r, "ip", "route", "add", active + "/32", "dev", "ra")
+            self._neighbour(self.A, a, passive, self.mac(r, "ra"))
+            self._neighbour(r, "ra", active, self.mac(self.A, a))
+            self._neighbour(r, "rp", passive, self.mac(self.P, p))
+            self._neighbour(self.P, p, active, self.mac(r, "rp"))
         self._hosts()
 
     def _start_delayline(self, cmd):
@@ -312,6 +376,23 @@ class Disjoint:
             return (proc.stderr.read().strip() or f"exit {proc.returncode}").splitlines()[-1]
         return line
 
+    def delay_counters(self):
+        """{link index: {"forward"/"reverse": {in, out, lost, dropped}}} of the running delay lines
+        (asked with SIGUSR1; link i + 1 is path i, a shared topology's bottleneck is the last)."""
+        out = {}
+        for index, proc in self.delayline_of.items():
+            if proc.poll() is not None:
+                raise LabError(f"the delay line of link {index} has ended")
+            proc.send_signal(signal.SIGUSR1)
+            ready, _, _ = select.select([proc.stdout], [], [], 5)
+            line = proc.stdout.readline().strip() if ready else ""
+            parts = re.findall(r"in=(\d+) out=(\d+) lost=(\d+) dropped=(\d+)", line)
+            if not line.startswith("counters") or len(parts) != 2:
+                raise LabError(f"the delay line of link {index} gave no counters: {line!r}")
+            out[str(index)] = {d: dict(zip(("in", "out", "lost", "dropped"), map(int, p)))
+                               for d, p in zip(("forward", "reverse"), parts)}
+        return out
+
     def delayline_counters(self):
         """The delay lines' exit lines (after down())."""
         return [getattr(p, "counters", "") for p in self.delaylines]
@@ -319,6 +400,9 @@ class Disjoint:
     def describe(self):
         """What decides a run's result on this topology: qdiscs and the settings in force."""
         lines = [f"netem: {'yes' if self.netem else 'no (netperfmeter-delayline)'}"]
+        for ns, what in self._routers():
+            lines.append(f"== {ns} qdiscs ({what})")
+            lines.append(_run(["tc", "-n", ns, "qdisc", "show"], check=False).rstrip())
         for ns in (self.A, self.P):
             lines.append(f"== {ns} qdiscs")
             lines.append(_run(["tc", "-n", ns, "qdisc", "show"], check=False).rstrip())
@@ -358,10 +442,11 @@ class Shared(Disjoint):
         A a1 10.250.1.1 --[path 1]-- R1 --[bottleneck]-- R2 --- p1 10.251.1.2 P
         A a2 10.250.2.1 --[path 2]-- R1                  R2 --- p2 10.251.2.2 P
 
-    The paths shape A's access links (forward on A's side, reverse on R1's); the bottleneck
-    (tbf forward on R1, reverse on R2, delay and loss as on a path) is the study's [bottleneck].
-    A reaches P's address i over its path i, and from its own address i (an MPTCP subflow
-    endpoint's) all of P over path i.
+    The bottleneck (tbf forward on R1, reverse on R2, delay and loss as on a path) is the
+    study's [bottleneck]: the queue sits on a router, as in the disjoint topology. The paths are
+    A's access links; they are not shaped forward (that queue would sit on A, the sending host:
+    refused), the reverse direction (on R1) may be. A reaches P's address i over its path i, and
+    from its own address i (an MPTCP subflow endpoint's) all of P over path i.
     """
 
     def __init__(self, paths, bottleneck, **kw):
@@ -372,7 +457,24 @@ class Shared(Disjoint):
     def address(self, side, path):
         return f"10.250.{path + 1}.1" if side == "active" else f"10.251.{path + 1}.2"
 
+    def _routers(self):
+        return [(self.R1, "bottleneck forward: dev bn; paths reverse: dev a<i>"), (self.R2, "bottleneck reverse: dev bn")]
+
+    def _shaping_point(self, side, path):
+        # A's access link i carries what A sends on path i (a counting FIFO on A: never full);
+        # R1's interface of that link what P sends back over it.
+        return (self.A, f"a{path + 1}") if side == "active" else (self.R1, f"a{path + 1}")
+
+    def bottleneck_counters(self, side):
+        """The counters of the bottleneck's queue in the direction `side` sends (see path_counters())."""
+        return _qdisc_counters(self.R1 if side == "active" else self.R2, "bn")
+
     def _build(self):
+        for i, path in enumerate(self.paths):
+            if path.rate is not None or (self.netem and (path.delay_ms > 0 or path.loss > 0)):
+                raise LabError(f"shared topology: path {i + 1} ({path.name}) would be shaped forward on the sending "
+                               "host, where TCP Small Queues keep a queue empty; shape the [bottleneck] (or give the "
+                               "path only a reverse_rate)")
         for ns in (self.A, self.P, self.R1, self.R2):
             self._add_ns(ns)
         for ns in (self.R1, self.R2):
@@ -406,9 +508,3 @@ class Shared(Disjoint):
             self.ns(self.P, "ip", "route", "add", f"10.250.{i + 1}.0/24", "via", gw_p, "dev", p)
         self._hosts()
 
-    def describe(self):
-        text = super().describe()
-        for ns in (self.R1, self.R2):
-            text += f"== {ns} qdiscs (bottleneck: dev bn)\n"
-            text += _run(["tc", "-n", ns, "qdisc", "show"], check=False)
-        return text

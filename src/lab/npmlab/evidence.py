@@ -1,0 +1,307 @@
+"""What a run really had, from the network and the stacks: a capture of its first seconds in the
+passive's namespace (headers only), the congestion controls in force (ss), and the counters
+of every queue, delay line and stack MIB before and after it. From these, the checks that a run
+measured the configuration its study asks for; a run that fails one is marked invalid.
+
+Evidence of a run, in its directory:
+  capture.pcapng    the first seconds at the passive's interfaces, 256 bytes per packet
+  evidence.json     what was seen per flow (NR-SACK, a_rwnd, windows, paths and subflows, CCs),
+                    the checks and their verdict ("valid")
+  counters.json     per path and direction the queue's counters (sent, drops, overlimits,
+                    backlog) and the delay line's, and the nstat deltas of both hosts
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+from .topology import LabError, _run
+
+CAPTURE_SECONDS = 3.0
+SNAPLEN = 256
+NR_SACK, SACK, DATA, INIT = 16, 3, 0, 1
+
+
+def flow_options(spec):
+    """The name=value options of a FLOWSPEC (everything after the four traffic fields)."""
+    options = {}
+    for field in spec.split(":")[4:]:
+        key, _, value = field.partition("=")
+        options[key] = value
+    return options
+
+
+def _on(value):
+    return value.lower() in ("on", "1", "yes", "true")
+
+
+# ------------------------------------------------------------------------------------ capture
+class Capture:
+    """tshark in the passive's namespace on all its path interfaces for the first seconds of
+    a run (it ends by itself); nothing when tshark is not installed."""
+
+    def __init__(self, topo, path, seconds=CAPTURE_SECONDS):
+        self.path = path
+        self.proc = None
+        self.interfaces = [topo.device("passive", i) for i in range(len(topo.paths))]
+        if shutil.which("tshark") is None:
+            return
+        cmd = ["ip", "netns", "exec", topo.P, "tshark", "-q", "-s", str(SNAPLEN), "-a", f"duration:{seconds:g}",
+               "-w", path, "-f", "tcp or udp"]
+        for dev in self.interfaces:
+            cmd += ["-i", dev]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if "Capturing on" in line:
+                time.sleep(0.3)  # tshark takes packets a moment after it says so
+                return
+            if not line and self.proc.poll() is not None:
+                break
+        self.stop()
+        raise LabError("tshark did not start capturing in the passive's namespace")
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def wait(self):
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=CAPTURE_SECONDS + 30)
+            except subprocess.TimeoutExpired:
+                self.stop()
+
+    def available(self):
+        return self.proc is not None and os.path.exists(self.path)
+
+
+def _tshark(path, display_filter, fields, decode=()):
+    cmd = ["tshark", "-n", "-r", path]
+    for rule in decode:
+        cmd += ["-d", rule]
+    cmd += ["-Y", display_filter, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
+    for f in fields:
+        cmd += ["-e", f]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise LabError(f"tshark could not read {path}: {r.stderr.strip().splitlines()[-1:]}")
+    return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+
+
+def _ints(text):
+    return [int(v, 0) for v in text.split(",") if v]
+
+
+def summarise_sctp(path, udp_port):
+    """What the capture shows of the userland SCTP association(s) on `udp_port` (the passive's
+    encapsulation port): NR-SACK offered and used, the passive's a_rwnd once data flows, the
+    path interfaces that carried DATA."""
+    rows = _tshark(path, f"udp.port == {udp_port}",
+                   ["frame.interface_id", "udp.srcport", "udp.length", "sctp.chunk_type",
+                    "sctp.supported_chunk_type", "sctp.sack_a_rwnd", "sctp.nr_sack_a_rwnd"],
+                   decode=[f"udp.port=={udp_port},sctp"])
+    out = {"init_offers_nr_sack": None, "init_ack_offers_nr_sack": None, "nr_sacks_from_passive": 0,
+           "sacks_from_passive": 0, "max_a_rwnd_passive": None, "data_packets_per_interface": {}}
+    data_seen = 0
+    windows = []
+    for iface, src, length, types, supported, a_rwnd, nr_a_rwnd in rows:
+        chunk_types = _ints(types)
+        from_passive = src == str(udp_port)
+        if INIT in chunk_types and not from_passive:
+            out["init_offers_nr_sack"] = NR_SACK in _ints(supported)
+        if 2 in chunk_types and from_passive:
+            out["init_ack_offers_nr_sack"] = NR_SACK in _ints(supported)
+        if from_passive:
+            out["nr_sacks_from_passive"] += chunk_types.count(NR_SACK)
+            out["sacks_from_passive"] += chunk_types.count(SACK)
+            if data_seen > 20:  # the set-up's SACKs come before the flow's buffer sizes
+                windows += _ints(a_rwnd) + _ints(nr_a_rwnd)
+        elif length and int(length) > 500:  # DATA (a truncated packet shows no chunks)
+            data_seen += 1
+            key = str(int(iface))
+            out["data_packets_per_interface"][key] = out["data_packets_per_interface"].get(key, 0) + 1
+    out["max_a_rwnd_passive"] = max(windows) if windows else None
+    return out
+
+
+def summarise_tcp(path, port):
+    """What the capture shows of the TCP or MPTCP connection(s) to `port` at the passive: the
+    subflows (SYNs with MP_CAPABLE or MP_JOIN) and data packets per path interface, and the
+    passive's largest advertised window once connected."""
+    rows = _tshark(path, f"tcp.port == {port}",
+                   ["frame.interface_id", "tcp.srcport", "tcp.flags.syn", "tcp.flags.ack", "tcp.len",
+                    "tcp.options.mptcp.subtype", "tcp.window_size"])
+    out = {"syns_per_interface": {}, "mp_joins_per_interface": {}, "data_packets_per_interface": {},
+           "max_window_passive": None}
+    windows = []
+    for iface, src, syn, ack, length, subtypes, window in rows:
+        key = str(int(iface))
+        from_passive = src == str(port)
+        if syn in ("1", "True") and ack in ("0", "False"):
+            out["syns_per_interface"][key] = out["syns_per_interface"].get(key, 0) + 1
+            if 1 in _ints(subtypes):
+                out["mp_joins_per_interface"][key] = out["mp_joins_per_interface"].get(key, 0) + 1
+        elif from_passive and window:
+            windows.append(int(window))
+        if not from_passive and length and int(length) > 0:
+            out["data_packets_per_interface"][key] = out["data_packets_per_interface"].get(key, 0) + 1
+    out["max_window_passive"] = max(windows) if windows else None
+    return out
+
+
+# ------------------------------------------------------------------------ congestion control
+_SS_CC = re.compile(r"\b(reno|cubic|bbr|bbr2|htcp|vegas|westwood|illinois|dctcp|hybla|highspeed|scalable|veno|yeah|"
+                    r"lp|nv|cdg|npm_\w+)\b")
+
+
+def congestion_controls(topo, side, port):
+    """{cc names} of the established TCP connections (MPTCP subflows) of `side` to/from `port`."""
+    selector = f"sport = :{port}" if side == "passive" else f"dport = :{port}"
+    out = topo.ns(side, "ss", "-tinH", "state", "established", selector, check=False)
+    return set(_SS_CC.findall(out))
+
+
+# ---------------------------------------------------------------------------------- counters
+NSTAT_KEYS = re.compile(r"^(Udp|Tcp|TcpExt|MPTcpExt|Sctp|Ip)")
+
+
+def nstat(topo, side):
+    """The host's MIB counters (nstat -az: absolute values, zeros included)."""
+    out = topo.ns(side, "nstat", "-az", "--json", check=False)
+    try:
+        data = json.loads(out)
+    except ValueError:
+        return {}
+    counters = {}
+    for table in data.values():
+        for k, v in table.items():
+            if NSTAT_KEYS.match(k):
+                counters[k] = int(v)
+    return counters
+
+
+def snapshot(topo):
+    """Every counter that a run's result depends on, now."""
+    paths = {}
+    for i in range(len(topo.paths)):
+        paths[str(i + 1)] = {"forward": topo.path_counters("active", i), "reverse": topo.path_counters("passive", i)}
+    snap = {"paths": paths, "delay_lines": topo.delay_counters(), "nstat": {s: nstat(topo, s) for s in ("active", "passive")}}
+    if hasattr(topo, "bottleneck_counters"):
+        snap["bottleneck"] = {"forward": topo.bottleneck_counters("active"), "reverse": topo.bottleneck_counters("passive")}
+    return snap
+
+
+LEVELS = ("backlog", "qlen")  # queue levels, not counts: kept as before and after
+
+
+def _queue_delta(before, after):
+    out = {k: v - before.get(k, 0) for k, v in after.items() if k not in LEVELS}
+    for k in LEVELS:
+        if k in after:
+            out[k + "_before"], out[k + "_after"] = before.get(k, 0), after[k]
+    return out
+
+
+def delta(before, after):
+    """What happened during a run: counts after - before, queue levels before and after."""
+    out = {}
+    for key in ("paths", "bottleneck"):
+        if key in after:
+            if key == "paths":
+                out[key] = {p: {d: _queue_delta(before[key][p][d], c) for d, c in dirs.items()}
+                            for p, dirs in after[key].items()}
+            else:
+                out[key] = {d: _queue_delta(before[key][d], c) for d, c in after[key].items()}
+    out["delay_lines"] = {p: {d: {k: v - before["delay_lines"].get(p, {}).get(d, {}).get(k, 0) for k, v in c.items()}
+                              for d, c in dirs.items()}
+                          for p, dirs in after.get("delay_lines", {}).items()}
+    out["nstat"] = {}
+    for side in ("active", "passive"):
+        b, a = before["nstat"].get(side, {}), after["nstat"].get(side, {})
+        out["nstat"][side] = {k: v - b.get(k, 0) for k, v in a.items() if v - b.get(k, 0) != 0}
+    return out
+
+
+# ------------------------------------------------------------------------------------ checks
+START_SKEW_LIMIT = 0.5  # s between the first and the last pair's START
+
+
+def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports):
+    """Whether a run measured what its study asks for: per flow what was seen and each check
+    (expected, observed, ok). The run is valid when no check failed; checks that the evidence
+    cannot decide (no capture, no traffic of that kind) say so and do not fail it."""
+    result = {"flows": [], "problems": [], "unverified": []}
+    paths = len(topo.paths)
+    pcap = capture.path if capture is not None and capture.available() else None
+
+    def check(flow, what, expected, observed, ok):
+        entry = {"check": what, "expected": expected, "observed": observed,
+                 "ok": ok if ok is not None else "unverified"}
+        flow["checks"].append(entry)
+        if ok is False:
+            result["problems"].append(f"flow {flow['flow']}: {what}: expected {expected}, seen {observed}")
+        elif ok is None:
+            result["unverified"].append(f"flow {flow['flow']}: {what}")
+
+    for i, f in enumerate(flows):
+        options = flow_options(f.spec)
+        entry = {"flow": i, "protocol": f.protocol, "spec": f.spec, "checks": []}
+        result["flows"].append(entry)
+        rcvbuf = int(options["rcvbuf"]) if options.get("rcvbuf", "").isdigit() else None
+        if f.protocol == "sctp":
+            seen = summarise_sctp(pcap, udp_ports[i]) if pcap else None
+            entry["seen"] = seen
+            wanted = _on(options.get("nrsack", "off"))
+            if seen is None or seen["sacks_from_passive"] + seen["nr_sacks_from_passive"] == 0:
+                check(entry, "NR-SACK", wanted, "no SACKs captured", None)
+            else:
+                used = seen["nr_sacks_from_passive"] > 0
+                check(entry, "NR-SACK", wanted, used, used == wanted and (not wanted or bool(seen["init_offers_nr_sack"])))
+            if rcvbuf is not None:
+                window = seen["max_a_rwnd_passive"] if seen else None
+                check(entry, "passive a_rwnd (rcvbuf)", f"{rcvbuf // 2} to {rcvbuf}", window,
+                      None if window is None else rcvbuf // 2 <= window <= rcvbuf)
+            cmt = options.get("cmt", "off")
+            if cmt not in ("off", "0") and paths > 1:
+                used = sorted(int(k) + 1 for k, n in (seen or {}).get("data_packets_per_interface", {}).items() if n)
+                check(entry, "CMT: DATA on every path", list(range(1, paths + 1)), used if seen else "no capture",
+                      None if seen is None else used == list(range(1, paths + 1)))
+        elif f.protocol in ("tcp", "mptcp"):
+            port = ports[i] - (1 if f.protocol == "mptcp" else 0)
+            seen = summarise_tcp(pcap, port) if pcap else None
+            entry["seen"] = seen
+            if rcvbuf is not None:
+                window = seen["max_window_passive"] if seen else None
+                # Linux doubles SO_RCVBUF and advertises a share of it
+                check(entry, "passive window (rcvbuf)", f"{rcvbuf // 4} to {2 * rcvbuf}", window,
+                      None if window is None else rcvbuf // 4 <= window <= 2 * rcvbuf)
+            if f.protocol == "mptcp" and paths > 1:
+                syns = sorted(int(k) + 1 for k, n in (seen or {}).get("syns_per_interface", {}).items() if n)
+                check(entry, "MPTCP: a subflow on every path", list(range(1, paths + 1)),
+                      syns if seen else "no capture", None if seen is None else syns == list(range(1, paths + 1)))
+            cc = options.get("cc")
+            if cc:
+                for side in ("active", "passive"):
+                    found = ccs.get(i, {}).get(side, [])
+                    check(entry, f"congestion control ({side})", [cc], found, None if not found else found == [cc])
+    known = [t for t in starts if t is not None]
+    if len(known) > 1:
+        skew = max(known) - min(known)
+        result["start_skew_s"] = skew
+        if skew > START_SKEW_LIMIT:
+            result["problems"].append(f"the flows' pairs started {skew:.3f} s apart (limit {START_SKEW_LIMIT} s)")
+    if pcap is None:
+        result["unverified"].append("no capture (tshark is not installed)")
+    result["valid"] = not result["problems"]
+    return result

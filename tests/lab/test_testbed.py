@@ -1,0 +1,158 @@
+"""The lab's test beds have real bottlenecks: every shaped queue sits on a router namespace, so
+that it fills as a modem's or a switch's does (a queue on the sending host's own interface stays
+nearly empty under TCP Small Queues, and would charge userland SCTP's one UDP socket for every
+queued packet). Measured with real TCP and SCTP traffic through the lab's topology module.
+
+usage: test_testbed.py LAB_SOURCE_DIR NETPERFMETER DELAYLINE
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:4]
+del sys.argv[1:4]
+sys.path.insert(0, LAB_SRC)
+from npmlab import evidence, stats, topology  # noqa: E402
+
+FRAME = 1514  # bytes of a full Ethernet frame (MTU 1500)
+
+
+def netns_available():
+    return os.geteuid() == 0
+
+
+class Testbed(unittest.TestCase):
+    def build(self, *paths):
+        topology.remove_stale("npmtb")
+        topo = topology.Disjoint(list(paths), prefix="npmtb", delayline=DELAYLINE)
+        topo.up()
+        self.addCleanup(topo.down)
+        self.dir = tempfile.mkdtemp(prefix="npm-testbed-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        return topo
+
+    def passive(self, topo, port, *args):
+        log = open(os.path.join(self.dir, f"passive-{port}.log"), "w")
+        proc = topo.popen("passive", NETPERFMETER, port, "-nodisplay", *args, stdout=subprocess.DEVNULL, stderr=log)
+        self.addCleanup(self._stop, proc, log)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with open(log.name) as f:
+                if "waiting for incoming connections" in f.read():
+                    return proc
+            self.assertIsNone(proc.poll(), "the passive ended")
+            time.sleep(0.05)
+        self.fail("the passive did not start")
+
+    @staticmethod
+    def _stop(proc, log):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+    def active(self, topo, port, *args, timeout=120):
+        r = subprocess.run(["ip", "netns", "exec", topo.A, NETPERFMETER, f"{topo.address('passive', 0)}:{port}",
+                            "-nodisplay", "-control-over-tcp", *args], cwd=self.dir, capture_output=True, text=True,
+                           timeout=timeout)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r
+
+
+@unittest.skipUnless(netns_available(), "network namespaces need root")
+class Bottlenecks(Testbed):
+    def test_an_adsl_like_queue_fills_on_its_router(self):
+        # 800 kbit/s with a 100-packet queue (a modem's), 28 ms each way: a saturated Reno flow
+        # keeps the queue near full, so its RTT approaches the queue's drain time plus the base
+        # RTT. A queue on the sending host held 2-3 packets (sRTT about 91 ms, studies/README.md).
+        rate, packets, delay = 800e3, 100, 28
+        topo = self.build(topology.path(rate=rate, queue=packets * FRAME, delay_ms=delay, name="adsl"))
+        drain = packets * FRAME * 8 / rate  # 1.51 s
+        base = 2 * delay / 1000
+        self.passive(topo, 9000)
+        sender = subprocess.Popen(["ip", "netns", "exec", topo.A, NETPERFMETER, f"{topo.address('passive', 0)}:9000",
+                                   "-nodisplay", "-control-over-tcp", "-runtime=25", "-tcp",
+                                   "const0:const1400:cc=reno"], cwd=self.dir, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        rtts, backlog = [], []
+        try:
+            time.sleep(6)  # slow start and the first loss are over
+            for _ in range(30):
+                out = topo.ns("active", "ss", "-tinH", "state", "established", "dport = :9000", check=False)
+                rtts += [float(v) / 1000 for v in re.findall(r"\brtt:([\d.]+)/", out)]
+                backlog.append(topo.path_counters("active", 0)["backlog"])
+                time.sleep(0.5)
+        finally:
+            _, err = sender.communicate(timeout=120)
+        self.assertEqual(sender.returncode, 0, err)
+        counters = topo.path_counters("active", 0)
+        print(f"800 kbit/s, {packets}-packet queue, {2 * delay} ms base RTT: sRTT {min(rtts):.3f} to {max(rtts):.3f} s "
+              f"(median {sorted(rtts)[len(rtts) // 2]:.3f} s; drain time of the full queue {drain:.3f} s); "
+              f"router queue backlog up to {max(backlog)} bytes; {counters['drops']} drops")
+        # Reno halves its window at each loss, so the queue swings between about half and full:
+        # the largest sRTT comes close to drain + base, the median stays above half of it.
+        self.assertGreater(max(rtts), 0.8 * (drain + base))
+        self.assertGreater(sorted(rtts)[len(rtts) // 2], 0.4 * (drain + base))
+        self.assertGreater(max(backlog), packets * FRAME // 2)
+        self.assertGreater(counters["drops"], 0, "a full queue drops")
+        # the sending host holds no queue of its own
+        self.assertNotIn("tbf", topo.ns("active", "tc", "qdisc", "show"))
+
+    def test_two_reno_flows_share_a_path_and_the_drops_are_counted(self):
+        # Two saturated Reno flows with the same RTT on one 10 Mbit/s path with a 50-packet
+        # queue (2 ms each way): each gets half within the tolerance below, and the queue's
+        # drops are what make them share.
+        topo = self.build(topology.path(rate=10e6, queue=50 * FRAME, delay_ms=2, name="dfn"))
+        self.passive(topo, 9000)
+        before = topo.path_counters("active", 0)
+        self.active(topo, 9000, "-runtime=30", "-scalar=run.sca", "-tcp", "const0:const1400:cc=reno",
+                    "-tcp", "const0:const1400:cc=reno")
+        after = topo.path_counters("active", 0)
+        scalars = stats.read_scalars(os.path.join(self.dir, "run-passive.sca"), "passive")
+        goodput = [scalars[("passive", i, "Received Bit Rate")] for i in (0, 1)]
+        share = goodput[0] / sum(goodput)
+        drops = after["drops"] - before["drops"]
+        print(f"two Reno flows on 10 Mbit/s: {goodput[0] / 1e6:.3f} and {goodput[1] / 1e6:.3f} Mbit/s "
+              f"(share {share:.3f}), {drops} drops at the router's queue")
+        self.assertGreater(drops, 0)
+        self.assertGreater(sum(goodput), 0.9 * 10e6 * 1448 / 1514)
+        # Tolerance: over 30 s at an RTT of about 30 ms (4 ms + the half-full queue) each flow
+        # goes through about 20 loss epochs; with synchronised and unsynchronised losses alike,
+        # the share of one flow has measured 0.47-0.53 here (see the commit of this test), so
+        # 0.5 +- 0.1 fails only for a path that does not make them share.
+        self.assertAlmostEqual(share, 0.5, delta=0.1)
+
+    def test_saturated_cmt_sends_without_udp_send_buffer_errors(self):
+        # CMT-SCTP over a fast path and the ADSL-like one (userland SCTP: one UDP socket per
+        # process for every path). With the queues on the routers, a packet leaves the sending
+        # host at once, so the socket's send buffer never fills and no path waits for another.
+        topo = self.build(topology.path(rate=10e6, queue=50 * FRAME, delay_ms=2, name="dfn"),
+                          topology.path(rate=800e3, reverse_rate=16e6, queue=100 * FRAME, reverse_queue=50 * FRAME,
+                                        delay_ms=28, name="adsl"))
+        self.passive(topo, 9000, "--sctp-udp-port=9899")
+        before = {side: evidence.nstat(topo, side) for side in ("active", "passive")}
+        self.active(topo, 9000, "-runtime=10", "-scalar=run.sca", "-L" + ",".join(topo.active_addresses()),
+                    "-sctp", "const0:const1444:cmt=cmt:rtomin=200:bufsplit=both:sndbuf=1000000:rcvbuf=500000")
+        after = {side: evidence.nstat(topo, side) for side in ("active", "passive")}
+        errors = {side: after[side].get("UdpSndbufErrors", 0) - before[side].get("UdpSndbufErrors", 0)
+                  for side in after}
+        sent = {i: topo.path_counters("active", i)["packets"] for i in (0, 1)}
+        print(f"CMT over 10 Mbit/s + 800 kbit/s for 10 s: UDP send-buffer errors {errors}, packets per path {sent}")
+        self.assertGreater(min(sent.values()), 100, "CMT used both paths")
+        self.assertEqual(errors, {"active": 0, "passive": 0})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
