@@ -115,6 +115,8 @@ local hf = {
   sctp_dac = ProtoField.bool("npmp.sctp.dac", "SCTP DAC", 16, nil, 0x8000, "Delayed-ACK-aware CMT"),
   pathmgr = ProtoField.string("npmp.pathmgr", "Path Manager", base.NONE, "Obsolete"),
   cc = ProtoField.string("npmp.cc", "Congestion Control", base.NONE),
+  runtime = ProtoField.uint32("npmp.runtime", "Runtime (ms)", base.DEC, nil, nil,
+    "Obsolete Scheduler field in the reference; here the measurement's runtime, after which the passive's flow sends nothing (0 = until STOP)"),
   scheduler = ProtoField.string("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
   onoffevents = ProtoField.uint16("npmp.onoffevents", "On/Off Events", base.DEC),
   onoff = ProtoField.none("npmp.onoff", "On/Off Event"),
@@ -151,7 +153,7 @@ local hf_order = {
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
-  "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
+  "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "runtime", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
   "onoff_reltime", "onoff_padding", "onoff_value", "magic", "frameid", "seqnumber", "byteseqnumber",
   "timestamp", "timestamp_abs", "payload", "results_data", "auth_nonce", "auth_mac",
   "flow_description", "flow_protocol",
@@ -521,7 +523,9 @@ local function dissect_add_flow_message(m)
   end
   if ok(144, 16) then ti:add(hf.pathmgr, tvb(144, 16)) end
   if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
-  if ok(176, 16) then ti:add(hf.scheduler, tvb(176, 16)) end
+  -- the obsolete Scheduler field: its first 4 bytes carry the measurement's runtime (ms)
+  if ok(176, 4) then ti:add(hf.runtime, tvb(176, 4)) end
+  if ok(180, 12) then ti:add(hf.scheduler, tvb(180, 12)) end
   if ok(192, 2) then dissect_onoff_events(m) end
 end
 

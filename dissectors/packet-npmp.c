@@ -195,7 +195,7 @@ static int hf_ordered = -1, hf_ordered_fraction = -1, hf_reliable = -1, hf_relia
 static int hf_retranstrials = -1, hf_retranstrials_is_time = -1, hf_retranstrials_value = -1;
 static int hf_framerate = -1, hf_framesize = -1, hf_framerate_rng = -1, hf_framesize_rng = -1;
 static int hf_rcvbuf = -1, hf_sndbuf = -1, hf_maxmsgsize = -1, hf_cmt = -1, hf_ccid = -1;
-static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1;
+static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1, hf_runtime = -1;
 static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags = -1;
 static int hf_onoff_flags_reltime = -1, hf_onoff_padding = -1, hf_onoff_value = -1;
 static int hf_magic = -1;
@@ -669,7 +669,9 @@ dissect_npmp_add_flow_message(npmp_msg_t *m)
     proto_tree_add_bitmask(tree, tvb, 142, hf_ndiffports, ett_ndiffports, ndiffports_fields, ENC_BIG_ENDIAN);
   if (field_ok(m, 144, 16)) proto_tree_add_item(tree, hf_pathmgr, tvb, 144, 16, ENC_ASCII);
   if (field_ok(m, 160, 16)) proto_tree_add_item(tree, hf_cc, tvb, 160, 16, ENC_ASCII);
-  if (field_ok(m, 176, 16)) proto_tree_add_item(tree, hf_scheduler, tvb, 176, 16, ENC_ASCII);
+  /* The obsolete Scheduler field: its first 4 bytes carry the measurement's runtime (ms). */
+  if (field_ok(m, 176, 4)) proto_tree_add_item(tree, hf_runtime, tvb, 176, 4, ENC_BIG_ENDIAN);
+  if (field_ok(m, 180, 12)) proto_tree_add_item(tree, hf_scheduler, tvb, 180, 12, ENC_ASCII);
   if (field_ok(m, 192, 2))
     dissect_npmp_onoff_events(m);
 }
@@ -1196,6 +1198,9 @@ proto_register_npmp(void)
         "Delayed-ACK-aware CMT", HFILL } },
     { &hf_pathmgr, { "Path Manager", "npmp.pathmgr", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
     { &hf_cc, { "Congestion Control", "npmp.cc", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_runtime, { "Runtime (ms)", "npmp.runtime", FT_UINT32, BASE_DEC, NULL, 0x0,
+        "Obsolete Scheduler field in the reference; here the measurement's runtime, after which the passive's "
+        "flow sends nothing (0 = until STOP)", HFILL } },
     { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
     { &hf_onoffevents, { "On/Off Events", "npmp.onoffevents", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_onoff, { "On/Off Event", "npmp.onoff", FT_NONE, BASE_NONE, NULL, 0x0, NULL, HFILL } },

@@ -204,7 +204,9 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   const std::uint32_t flowId = *spec.flowId;
   // ADD_FLOW first: a passive that cannot serve the transport says so before anything connects.
   npmp::Bytes message;
-  npmp::encode(toAddFlow(spec, measurementId_), message);
+  const std::uint32_t runtimeMs =
+      options_.runtime ? static_cast<std::uint32_t>(std::min(*options_.runtime * 1000.0, 4294967295.0) + 0.5) : 0;
+  npmp::encode(toAddFlow(spec, measurementId_, runtimeMs), message);
   control_->send(std::move(message));
   const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
   if (added.status == npmp::kStatusNotAllowed) {

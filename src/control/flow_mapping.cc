@@ -42,7 +42,7 @@ sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint1
   return t;
 }
 
-npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId) {
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs) {
   const sctp::Tuning tuning = sctpTuning(spec);
   npmp::AddFlow add;
   add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
@@ -52,6 +52,7 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
   add.measurementId = measurementId;
   add.streamId = spec.streamId;
   add.sctpRtoMinAndDac = sctpRtoMinAndDac(tuning);
+  add.runtimeMs = runtimeMs;
   add.protocol = spec.protocol;
   add.description = spec.description;
   add.orderedMode = fractionToWire(spec.ordered);
@@ -107,6 +108,7 @@ FlowRequest fromAddFlow(const npmp::AddFlow& m) {
   r.socketOptions.congestionControl = m.congestionControl;
   r.socketOptions.ccid = m.ccid;
   r.sctpTuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
+  r.runtimeMs = m.runtimeMs;
   r.streamPolicy =
       sctp::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);
   return r;

@@ -7,7 +7,8 @@
 //
 // ADD_FLOW describes the flow from the passive's point of view: its FrameRate/FrameSize are
 // the active's inbound traffic. This project's extensions travel where the reference sends
-// zeros: the CMT-SCTP tuning in flag bits 3–7 and in the obsolete NDiffPorts field.
+// zeros: the CMT-SCTP tuning in flag bits 3–7 and in the obsolete NDiffPorts field, the
+// runtime in the obsolete Scheduler field.
 // Pure (no sockets, no clocks); a round trip over every option is unit-tested.
 #pragma once
 
@@ -22,7 +23,8 @@
 
 namespace npm::control {
 
-npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId);
+// `runtimeMs`: the measurement's runtime (0: none), after which the passive's flow sends nothing.
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs = 0);
 measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId);
 
 // What a passive is asked to run by one ADD_FLOW.
@@ -31,6 +33,7 @@ struct FlowRequest {
   transport::SocketOptions socketOptions;  // buffers, TCP_NODELAY, congestion control, DCCP CCID
   sctp::Tuning sctpTuning;                 // CMT and its tuning (SCTP)
   sctp::StreamPolicy streamPolicy;    // per-message delivery of the passive's sending (SCTP)
+  std::uint32_t runtimeMs = 0;        // no frame due after START + this (0: until STOP)
 };
 FlowRequest fromAddFlow(const npmp::AddFlow& m);
 

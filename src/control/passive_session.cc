@@ -201,12 +201,20 @@ void Session::handleStart(const npmp::Start& m) {
     log::error(std::string("Measurement vector: ") + e.what());
     status = npmp::kStatusError;
   }
+  // The active's runtime (in its ADD_FLOWs): the flows send nothing due after it, on this
+  // side's own timeline, whenever STOP comes. Without it (a reference active), until STOP.
+  std::uint32_t runtimeMs = 0;
   for (const FlowKey& key : flows_) {
     if (key.measurementId != m.measurementId) continue;
     auto entry = state_->flows->find(key);
-    if (entry && entry->identified) pm.measurement->flows().push_back(entry->flow);
+    if (entry && entry->identified) {
+      pm.measurement->flows().push_back(entry->flow);
+      runtimeMs = std::max(runtimeMs, entry->request.runtimeMs);
+    }
   }
-  pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs));
+  std::optional<std::chrono::steady_clock::duration> runtime;
+  if (runtimeMs > 0) runtime = std::chrono::milliseconds(runtimeMs);
+  pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs), runtime);
   log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
             std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName() +
             (m.warmupMs > 0 ? ", warm-up " + std::to_string(m.warmupMs) + " ms" : std::string()));

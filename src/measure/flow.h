@@ -90,7 +90,8 @@ public:
   // the sender starts (off first if it has an on/off schedule) and receptions are recorded
   // relative to it. A rate-driven sender's frames are due at `steadyStart` and then one
   // interval after the other (on/off times count from it too), and none due after
-  // `sendUntil` is sent (the active's runtime; the passive sends until STOP).
+  // `sendUntil` is sent (the runtime: the active's own, the passive's from ADD_FLOW; none: until
+  // STOP).
   void start(std::uint64_t startTime, std::chrono::steady_clock::time_point steadyStart,
              std::chrono::steady_clock::time_point sendUntil = std::chrono::steady_clock::time_point::max());
   // The end of the warm-up (--warmup): from here on result() covers only what follows, and

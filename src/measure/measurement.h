@@ -35,8 +35,8 @@ public:
   // Starts every flow and the per-second vector blocks. With a warm-up, the scalars (flows,
   // totals, CPU usage) cover only what follows it; the vectors cover everything. The flows'
   // frames follow one timeline from this moment (steadyStart()), however long starting them
-  // all takes; with a `runtime` (the active's), rate-driven flows send no frame due after
-  // steadyStart() + runtime.
+  // all takes; with a `runtime` (the active's, or on the passive the one ADD_FLOW carries),
+  // rate-driven flows send no frame due after steadyStart() + runtime.
   void start(std::uint64_t now, std::chrono::milliseconds warmup = {},
              std::optional<std::chrono::steady_clock::duration> runtime = std::nullopt);
   std::chrono::steady_clock::time_point steadyStart() const { return steadyStart_; }

@@ -154,6 +154,11 @@ struct AddFlow {
   std::uint8_t ccid = 0;
   std::uint16_t sctpRtoMinAndDac = 0;  // NDiffPorts on the wire; see kSctpDacBit
   std::string congestionControl;  // at most 16 bytes on the wire; empty = "default"
+  // Not in the reference (the first 4 bytes of its obsolete Scheduler field, which it ignores):
+  // the measurement's runtime in ms. The passive's flow sends no frame due after its START +
+  // this, on its own timeline, so a rate-driven flow sends exactly what its spec says whenever
+  // STOP arrives; 0 = until STOP (no runtime, or a reference active).
+  std::uint32_t runtimeMs = 0;
   std::vector<OnOffEvent> onOffEvents;
   bool operator==(const AddFlow&) const = default;
 };

@@ -72,12 +72,27 @@ class Passive:
         self.log = tempfile.NamedTemporaryFile(prefix="passive-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, cwd=cwd)
         self.netns = netns
+        # a log level above info (or -q) hides the line that says it is ready
+        self.quiet = any(re.fullmatch(r"-?-loglevel=[3-5]|-q|--quiet", a) for a in args)
+
+    def listening(self):
+        """Whether its TCP control listener is open (for a passive whose log level hides the
+        line that says it is ready)."""
+        cmd = ["ss", "-Hltn", f"sport = :{self.port + 1}"]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
+        return bool(subprocess.run(cmd, capture_output=True, text=True).stdout.strip())
 
     def __enter__(self):
-        if self.netns is None:
-            wait_for_port(self.port + 1)
-        else:
-            time.sleep(0.5)
+        # Ready when it says so (after every listener is open), in a namespace or not.
+        deadline = time.monotonic() + 15
+        while "waiting for incoming connections" not in self.output() and not (self.quiet and self.listening()):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the passive ended ({self.proc.returncode}): {self.output()[-500:]}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"the passive on port {self.port} did not start: {self.output()[-500:]}")
+            time.sleep(0.02)
         return self
 
     def alive(self):

@@ -128,11 +128,12 @@ class Bottlenecks(Testbed):
               f"(share {share:.3f}), {drops} drops at the router's queue")
         self.assertGreater(drops, 0)
         self.assertGreater(sum(goodput), 0.9 * 10e6 * 1448 / 1514)
-        # Tolerance: over 30 s at an RTT of about 30 ms (4 ms + the half-full queue) each flow
-        # goes through about 20 loss epochs; with synchronised and unsynchronised losses alike,
-        # the share of one flow has measured 0.47-0.53 here (see the commit of this test), so
-        # 0.5 +- 0.1 fails only for a path that does not make them share.
-        self.assertAlmostEqual(share, 0.5, delta=0.1)
+        # Tolerance, fixed before these figures: Jain's fairness index of the two rates at least
+        # 0.95 (one flow's share within 0.39-0.61), which only a path that does not make them
+        # share fails. Six runs here gave shares 0.500-0.569 (mean 0.531: the first flow, set up
+        # first, tends to keep a little more), i.e. indexes 0.981-1.000, about 170 drops each.
+        jain = sum(goodput) ** 2 / (2 * sum(g * g for g in goodput))
+        self.assertGreaterEqual(jain, 0.95, f"share {share:.3f}")
 
     def test_saturated_cmt_sends_without_udp_send_buffer_errors(self):
         # CMT-SCTP over a fast path and the ADSL-like one (userland SCTP: one UDP socket per

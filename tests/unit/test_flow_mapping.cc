@@ -68,6 +68,16 @@ TEST_CASE("flow mapping: every option of a stream flow reaches the passive") {
   CHECK(a.errorOnAbort);
 }
 
+TEST_CASE("flow mapping: the runtime reaches the passive") {
+  const auto s = spec("const0:const1400:const25:const1000", Protocol::UDP);
+  npmp::Bytes b;
+  npmp::encode(control::toAddFlow(s, 1, 3000), b);
+  const auto decoded = npmp::decode(b);
+  REQUIRE(decoded);
+  CHECK(control::fromAddFlow(std::get<npmp::AddFlow>(*decoded)).runtimeMs == 3000);
+  CHECK(control::toAddFlow(s, 1).runtimeMs == 0);  // none: the passive sends until STOP
+}
+
 TEST_CASE("flow mapping: defaults stay defaults") {
   const auto r = overTheWire(spec("const0:const1400", Protocol::UDP), 1);
   CHECK(r.parameters.protocol == Protocol::UDP);
