@@ -309,24 +309,33 @@ class Runner:
             pairs.append((f, passive, active))
         return pairs
 
-    def _ccs_while_running(self, topo, flows, actives):
-        """{flow index: {"active": {cc}, "passive": {cc}}} of the TCP and MPTCP pairs, from ss
-        once their connections are up (within the first seconds of the run)."""
+    def _ccs_while_running(self, topo, flows, actives, logs):
+        """{flow index: {"active": [cc], "passive": [cc]}} of the TCP and MPTCP pairs, from ss once
+        their measurements run (the passive sets a flow's CC when it identifies the connection,
+        before START: from START on, every byte is sent under it)."""
         wanted = {i: pair_port(i) - (1 if f.protocol == "mptcp" else 0) for i, f in enumerate(flows)
                   if f.protocol in ("tcp", "mptcp")}
         seen = {i: {"active": set(), "passive": set()} for i in wanted}
-        deadline = time.monotonic() + min(5.0, self.study.runtime * 0.8)
-        while wanted and time.monotonic() < deadline and all(a.poll() is None for a in actives):
+        if not wanted:
+            return {}
+        deadline = time.monotonic() + 15
+
+        def started(log):
+            try:
+                with open(log, errors="replace") as f:
+                    return "Starting measurement" in f.read()
+            except OSError:
+                return False
+
+        while not all(started(logs[i]) for i in wanted):
+            if time.monotonic() > deadline or any(a.poll() is not None for a in actives):
+                return {}  # the run fails or ends without its CCs: said by the run's exit or checks
+            time.sleep(0.05)
+        for _ in range(3):
             for i, port in wanted.items():
                 for side in ("active", "passive"):
                     seen[i][side] |= evidence.congestion_controls(topo, side, port)
-            if all(v["active"] and v["passive"] for v in seen.values()):
-                time.sleep(0.5)  # every subflow joined by now: one more look
-                for i, port in wanted.items():
-                    for side in ("active", "passive"):
-                        seen[i][side] |= evidence.congestion_controls(topo, side, port)
-                break
-            time.sleep(0.2)
+            time.sleep(0.1)
         return {i: {side: sorted(v) for side, v in sides.items()} for i, sides in seen.items()}
 
     def _attempt(self, topo, values, partial):
@@ -361,7 +370,8 @@ class Runner:
                 actives.append(subprocess.Popen(active_cmd, stdout=logs[-1], stderr=subprocess.STDOUT,
                                                 cwd=os.path.join(partial, f"f{i}"), start_new_session=True))
                 self.current.append(actives[-1])
-            ccs = self._ccs_while_running(topo, flows, actives)
+            ccs = self._ccs_while_running(topo, flows, actives,
+                                          [os.path.join(partial, f"f{i}", "active.log") for i in range(len(pairs))])
             deadline = time.monotonic() + self.study.runtime + 90
             codes = []
             for a in actives:
