@@ -5,8 +5,12 @@
 #                              Build-Depends of packaging/debian/control
 #   packaging/setup.sh build   deps + configure and build into ./build
 #   packaging/setup.sh demo    build + a loopback measurement against a local passive
-#   packaging/setup.sh test    build + the whole test suite (ctest), its "sanitize" tests
-#                              again under ASan+UBSan, its "tsan" tests under TSan
+#   packaging/setup.sh test    build + the gating test suite (ctest -j2 without the labels
+#                              long, packages, fresh-root), its "sanitize" tests again under
+#                              ASan+UBSan, its "tsan" tests under TSan (tests/README.md)
+#   packaging/setup.sh quick   build + the quick tier (label quick): the coding loop
+#   packaging/setup.sh long    test + the long tier (label long, sanitize-long under ASan) and
+#                              the release checks (packages, fresh-root)
 #   packaging/setup.sh bench   build + the benchmarks in tests/bench
 #   packaging/setup.sh packages  the Debian binary packages (dpkg-buildpackage, lintian) in
 #                              BUILD_DIR/packages
@@ -79,20 +83,41 @@ case "${1:-}" in
   demo)  build; exec "$here/packaging/demo.sh" "$build_dir" ;;
   test)
     build
+    # The sanitizer builds are for finding bugs, not for speed: -O1 (as ASan recommends) and
+    # line tables only, which halves their build time.
+    san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+               "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DNPM_WITH_DISSECTORS=OFF -DNPM_WITH_BPF_CC=OFF
+               -DNPM_WITH_RPLOT=OFF)
     # The same tests once more in an ASan+UBSan build, where reading freed memory or
     # overflowing a buffer fails the test instead of passing unnoticed (label "sanitize").
-    cmake -S "$here" -B "$sanitize_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DNPM_SANITIZE=address,undefined -DNPM_WITH_DISSECTORS=OFF -DNPM_WITH_BPF_CC=OFF -DNPM_WITH_RPLOT=OFF >/dev/null
+    cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=address,undefined >/dev/null
     cmake --build "$sanitize_dir" -j "$jobs"
     # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan.
-    cmake -S "$here" -B "$tsan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DNPM_SANITIZE=thread -DNPM_WITH_DISSECTORS=OFF -DNPM_WITH_BPF_CC=OFF -DNPM_WITH_RPLOT=OFF >/dev/null
+    cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=thread >/dev/null
     cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter
     status=0
-    # (The release checks, labels "packages" and "fresh-root", run on their own: ctest -L ...)
-    (cd "$build_dir" && ctest --output-on-failure --timeout 900 -j1 -LE 'packages|fresh-root') || status=1
-    (cd "$sanitize_dir" && ctest --output-on-failure --timeout 900 -j1 -L sanitize) || status=1
-    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure --timeout 900 -j1 -L tsan) || status=1
+    # The gating suite: everything but the long tier and the release checks (labels "long",
+    # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), two at a time; tests
+    # that measure rates or timing run alone (RUN_SERIAL). See tests/README.md.
+    (cd "$build_dir" && ctest --output-on-failure --timeout 900 -j "$jobs" -LE '^(long|packages|fresh-root)$') || status=1
+    (cd "$sanitize_dir" && ctest --output-on-failure --timeout 900 -j "$jobs" -L '^sanitize$') || status=1
+    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure --timeout 900 -j "$jobs" -L '^tsan$') || status=1
+    exit $status
+    ;;
+  quick)
+    # The coding loop: the quick tier of the plain build (a few minutes).
+    build
+    cd "$build_dir" && exec ctest --output-on-failure --timeout 300 -j "$jobs" -L '^quick$'
+    ;;
+  long)
+    # The long tier, run before resolving the issues that touch it: the full quick-form lab
+    # studies, statistical claims over repeated runs, the long stress test, and under ASan the
+    # tests the gating suite runs only in the plain build; then the release checks.
+    "$0" test || exit 1
+    status=0
+    (cd "$build_dir" && ctest --output-on-failure --timeout 7200 -L '^long$') || status=1
+    (cd "$sanitize_dir" && ctest --output-on-failure --timeout 900 -L '^sanitize-long$') || status=1
+    (cd "$build_dir" && ctest --output-on-failure --timeout 7200 -L '^(packages|fresh-root)$') || status=1
     exit $status
     ;;
   bench) build; exec "$here/tests/bench/run-all.sh" "$build_dir" ;;
@@ -113,5 +138,5 @@ case "${1:-}" in
     log "packages in $build_dir/packages (lintian: no errors or warnings):"
     ls "$build_dir/packages" >&2
     ;;
-  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
 esac

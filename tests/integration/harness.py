@@ -43,22 +43,55 @@ def _free(port, kind):
             return False
 
 
-def free_base_port(udp_ports=0):
-    """A netperfmeter base port BASE from the system, with BASE-1..BASE+1 free for TCP and UDP,
-    and `udp_ports` more free UDP ports after them (for usrsctp's encapsulation): (BASE, [UDP...]).
-    Asked of the kernel, not fixed, so that tests running at the same time do not collide."""
-    for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("0.0.0.0", 0))
-            base = s.getsockname()[1]
-        if base < 2000 or base + 2 + udp_ports > 65535:
+# Ports. Tests that run at the same time must not share a port, and a port of the kernel's
+# ephemeral range (32768 and up here) may be taken by any outgoing connection at any moment. So
+# each test process owns a block of ports below that range, claimed with a lock file (held
+# until the process ends, whatever way it ends) and checked free with the kernel; all its ports
+# come from there.
+PORT_BLOCK = 250
+_PORT_RANGE = (20000, 32500)
+_LOCK_DIR = os.path.join(tempfile.gettempdir(), "npm-test-ports")
+_block = {"fd": None, "base": None, "next": 0}
+
+
+def _claim_block():
+    import fcntl
+    os.makedirs(_LOCK_DIR, exist_ok=True)
+    for base in range(_PORT_RANGE[0], _PORT_RANGE[1] - PORT_BLOCK + 1, PORT_BLOCK):
+        fd = os.open(os.path.join(_LOCK_DIR, f"{base}.lock"), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
             continue
-        ports = [base - 1, base, base + 1]
-        extra = list(range(base + 2, base + 2 + udp_ports))
-        if all(_free(p, socket.SOCK_STREAM) and _free(p, socket.SOCK_DGRAM) for p in ports) and \
-                all(_free(p, socket.SOCK_DGRAM) for p in extra):
-            return base, extra
-    raise RuntimeError("no free port range found")
+        _block.update(fd=fd, base=base, next=0)
+        return
+    raise RuntimeError(f"all test port blocks in {_PORT_RANGE} are taken ({_LOCK_DIR})")
+
+
+def take_ports(n, kinds=(socket.SOCK_STREAM, socket.SOCK_DGRAM)):
+    """The first of `n` consecutive ports of this process's block that are free (for TCP and UDP)."""
+    if _block["fd"] is None:
+        _claim_block()
+    while _block["next"] + n <= PORT_BLOCK:
+        first = _block["base"] + _block["next"]
+        _block["next"] += n
+        if all(_free(p, k) for p in range(first, first + n) for k in kinds):
+            return first
+    raise RuntimeError(f"this test's block of {PORT_BLOCK} ports from {_block['base']} is used up")
+
+
+def free_base_port(udp_ports=0, span=0):
+    """A netperfmeter base port BASE whose neighbours BASE-1 (MPTCP) .. BASE+1 (control) and
+    `span` more above are free, and `udp_ports` free UDP ports for usrsctp's encapsulation:
+    (BASE, [UDP...]). From this process's block, so tests running together never collide."""
+    base = take_ports(3 + span) + 1
+    return base, [take_ports(1, (socket.SOCK_DGRAM,)) for _ in range(udp_ports)]
+
+
+# The userland SCTP (UDP encapsulation) port of each passive this process started in its own
+# namespace, by base port: run_active() tells an active the port of the passive it addresses.
+_passive_udp = {}
 
 
 class Passive:
@@ -66,6 +99,18 @@ class Passive:
 
     def __init__(self, port, *args, netns=None, cwd=None):
         self.port = port
+        # Its own userland SCTP port (usrsctp's UDP encapsulation; 9899 by default): passives of
+        # tests that run at the same time on this host must not share it.
+        given = [a.split("=", 1)[1] for a in args if a.startswith("--sctp-udp-port=")]
+        if given:
+            self.udp = int(given[0])
+        elif netns is None:
+            self.udp = take_ports(1, (socket.SOCK_DGRAM,))
+            args = (*args, f"--sctp-udp-port={self.udp}")
+        else:
+            self.udp = 9899
+        if netns is None:
+            _passive_udp[port] = self.udp
         cmd = [NETPERFMETER, str(port), "-nodisplay", *args]
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
@@ -138,9 +183,9 @@ class Capture:
             cmd = ["ip", "netns", "exec", netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def _send_marker(self):
+    def _send_marker(self, text="npm-capture-marker"):
         code = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-                f"s.sendto(b'npm-capture-marker', ('127.0.0.1', {self.marker}))")
+                f"s.sendto(b'{text}', ('127.0.0.1', {self.marker}))")
         cmd = [sys.executable, "-c", code]
         subprocess.run(["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd, check=False)
 
@@ -166,7 +211,22 @@ class Capture:
         self.proc.kill()
         raise RuntimeError("tshark did not start capturing: " + "".join(seen[-3:]).strip())
 
+    def _tail_has(self, text, size=1 << 20):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.path) - size))
+                return text.encode() in f.read()
+        except OSError:
+            return False
+
     def __exit__(self, *exc):
+        # Everything before a last marker is in the file once the marker is.
+        deadline = time.monotonic() + 15
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self._send_marker("npm-capture-end")
+            time.sleep(0.05)
+            if self._tail_has("npm-capture-end"):
+                break
         self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=30)
@@ -189,7 +249,64 @@ class Capture:
         return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
 
 
+def active_args(target, args):
+    """`args`, and the userland SCTP port of the passive at `target` if this process started it
+    and the arguments do not name one."""
+    port = target.rsplit(":", 1)[-1]
+    if port.isdigit() and int(port) in _passive_udp and not any(a.startswith("--sctp-remote-udp-port") for a in args):
+        return [*args, f"--sctp-remote-udp-port={_passive_udp[int(port)]}"]
+    return list(args)
+
+
+def wait_for_text(read, text, timeout=15.0, proc=None, count=1):
+    """Polls read() (a log's text) until `text` is in it `count` times; fails at the deadline or
+    when `proc` has ended without it."""
+    deadline = time.monotonic() + timeout
+    while read().count(text) < count:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended (exit {proc.returncode}) before \"{text}\": {read()[-500:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no \"{text}\" within {timeout:g} s: {read()[-500:]}")
+        time.sleep(0.02)
+
+
+class Active:
+    """An active netperfmeter started in the background (its log in a file), for tests that act
+    while it runs: started() waits until its measurement runs."""
+
+    def __init__(self, target, *args, cwd=None, netns=None):
+        if netns is None:
+            args = active_args(target, args)
+        cmd = [NETPERFMETER, target, "-nodisplay", *args]
+        if netns:
+            cmd = ["ip", "netns", "exec", netns, *cmd]
+        self.log = tempfile.NamedTemporaryFile(prefix="active-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def started(self, timeout=15.0):
+        wait_for_text(self.output, "Starting measurement", timeout, self.proc)
+        return self
+
+    def finish(self, timeout=60):
+        """Its exit status once it ends by itself."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            os.unlink(self.log.name)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+        os.unlink(self.log.name)
+
+
 def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):
+    if netns is None:
+        args = active_args(target, args)
     cmd = [NETPERFMETER, target, "-nodisplay", *args]
     if netns:
         cmd = ["ip", "netns", "exec", netns, *cmd]
@@ -199,19 +316,52 @@ def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):
     return result
 
 
-def settled_descriptors(passive, port, cwd):
-    """The passive's descriptors once its SCTP stack has opened all of its own (after one run)."""
-    run_active(f"127.0.0.1:{port}", "-x", "-runtime=0.2", "-tcp", "const10:const100", cwd=cwd, timeout=30)
-    time.sleep(0.5)
+def descriptors(passive):
     return len(os.listdir(f"/proc/{passive.proc.pid}/fd"))
 
 
-def descriptors_while_killed(passive, args, cwd, after=1.5):
-    """Starts an active with `args` (SCTP control), lets it run `after` seconds, kills it
-    (SIGKILL: no goodbye) and returns the passive's descriptor count while it was running."""
-    active = subprocess.Popen([NETPERFMETER, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(after)
-    running = len(os.listdir(f"/proc/{passive.proc.pid}/fd"))
+def settled(measure, timeout=10.0, quiet=0.3):
+    """measure()'s value once it has not changed for `quiet` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    value, since = measure(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = measure()
+        if now != value:
+            value, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+    return value
+
+
+def settled_descriptors(passive, port, cwd):
+    """The passive's descriptors once its SCTP stack has opened all of its own (after one run)
+    and the run's sockets are closed."""
+    run_active(f"127.0.0.1:{port}", "-x", "-runtime=0.2", "-tcp", "const10:const100", cwd=cwd, timeout=30)
+    return settled(lambda: descriptors(passive))
+
+
+def descriptors_while_killed(passive, args, cwd):
+    """Starts an active with `args` (SCTP control), waits until the passive runs its measurement,
+    kills the active (SIGKILL: no goodbye) and returns the passive's descriptor count while it
+    was running."""
+    measuring = passive.output().count("Starting measurement")
+    before = descriptors(passive)
+    active = subprocess.Popen([NETPERFMETER, args[0], *active_args(args[0], args[1:])], cwd=cwd,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 15
+
+    def started():  # its log says so; a quiet one: its data connections are open
+        if passive.quiet:
+            return descriptors(passive) > before + 1
+        return passive.output().count("Starting measurement") > measuring
+
+    while not started():
+        if active.poll() is not None or time.monotonic() > deadline:
+            active.kill()
+            raise AssertionError(f"the active's measurement did not start: {passive.output()[-500:]}")
+        time.sleep(0.02)
+    running = settled(lambda: descriptors(passive), timeout=3, quiet=0.2)
     active.kill()
     active.wait()
     return running

@@ -6,9 +6,9 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import NETPERFMETER
+from harness import free_base_port, NETPERFMETER
 
-PORT = 21100
+PORT, _ = free_base_port(span=12)  # this test's ports: PORT - 1 .. PORT + 13, its own
 
 
 def run(*args, cwd=None):

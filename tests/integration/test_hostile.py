@@ -18,9 +18,10 @@ import threading
 import time
 import unittest
 
-from harness import NETPERFMETER, Passive, descriptors_while_killed, run_active, settled_descriptors
+from harness import (Active, free_base_port, NETPERFMETER, Passive, descriptors_while_killed, run_active, settled,
+                     settled_descriptors)
 
-PORT = 21300
+PORT, _ = free_base_port(span=165)  # this test's ports: PORT - 1 .. PORT + 166, its own
 MAGIC = 0x4BCDF3AA303C6774
 
 
@@ -118,15 +119,11 @@ class HandlersOutliveTheirOwner(unittest.TestCase):
     def test_stopped_passive_whose_active_is_killed(self):
         with Passive(PORT + 10, "-loglevel=4") as passive, tempfile.TemporaryDirectory() as d:
             for trial in range(3):
-                active = subprocess.Popen(
-                    [NETPERFMETER, f"127.0.0.1:{PORT + 10}", "-y", "-nodisplay", "-runtime=30",
-                     "-vector=run.vec", "-tcp", "const20:const500:const20:const500"],
-                    cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(1.5)  # running
+                active = Active(f"127.0.0.1:{PORT + 10}", "-y", "-runtime=30", "-vector=run.vec",
+                                "-tcp", "const20:const500:const20:const500", cwd=d).started()
                 passive.proc.send_signal(signal.SIGSTOP)
                 time.sleep(1.2)  # its vector-block timer expires while it is stopped
                 active.kill()
-                active.wait()
                 time.sleep(0.2)  # the reset is queued at the passive
                 passive.proc.send_signal(signal.SIGCONT)
                 time.sleep(1.5)
@@ -193,8 +190,8 @@ class Exhaustion(unittest.TestCase):
                     sent += 1
             except (BrokenPipeError, ConnectionResetError, socket.timeout):
                 pass  # closed by the passive: the peer does not read
-            time.sleep(2)  # whatever was sent is processed
-            grown = rss_mib(passive.proc.pid) - baseline
+            # whatever was sent is processed: its memory stops changing
+            grown = settled(lambda: round(rss_mib(passive.proc.pid)), timeout=10, quiet=0.5) - baseline
             self.assertLess(grown, 48, f"the passive grew by {grown:.0f} MiB after {sent * 4096} STOPs")
             self.assertLess(sent, 400, "the passive never gave up on a peer that does not read")
             control.close()
@@ -242,13 +239,10 @@ class KilledActive(unittest.TestCase):
     def test_a_killed_active_leaves_no_files(self):
         with Passive(PORT + 80, "-loglevel=4") as passive, tempfile.TemporaryDirectory() as d:
             for _ in range(3):
-                active = subprocess.Popen(
-                    [NETPERFMETER, f"127.0.0.1:{PORT + 80}", "-y", "-nodisplay", "-runtime=30",
-                     "-vector=run.vec.bz2", "-scalar=run.sca", "-tcp", "const0:const1400"],
-                    cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(1.5)  # writing its vectors
+                active = Active(f"127.0.0.1:{PORT + 80}", "-y", "-runtime=30", "-vector=run.vec.bz2",
+                                "-scalar=run.sca", "-tcp", "const0:const1400", cwd=d).started()
+                time.sleep(0.5)  # spooling its vector rows
                 active.kill()
-                active.wait()
             self.assertEqual(os.listdir(d), [])  # no half-written file, named or temporary
             self.assertTrue(passive.alive())
 

@@ -10,14 +10,14 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import NETPERFMETER, Passive, main, read_text
+from harness import free_base_port, NETPERFMETER, Passive, main, read_text
 
 try:
     import jsonschema
 except ImportError:  # python3-jsonschema
     jsonschema = None
 
-PORT = 21600
+PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
 SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "app", "schema")
 FLOWS = ["-tcp", "const20:const1000:const20:const1000:description=Bulk \"TCP\"",
          "-udp", "const25:const500:const25:const700:description=Voice",

@@ -17,11 +17,14 @@ import tempfile
 import time
 import unittest
 
-from harness import Capture, Passive, free_base_port, main, run_active
+from harness import Active, Capture, Passive, free_base_port, main, run_active
 
 # usrsctp's default receive buffer (sb_hiwat of a new socket): what a_rwnd starts from without rcvbuf=.
 USRSCTP_DEFAULT_RCVBUF = 128 * 1024
 MESSAGE = 1400
+# Rate-driven (about 22 Mbit/s): every knob but sndbuf= shows without saturating loopback, and
+# the captures stay small enough to decode in seconds.
+RATE = "const2000"
 
 
 def tshark_available():
@@ -71,7 +74,7 @@ class UserlandSctpKnobs(unittest.TestCase):
         return {int(v) for r in rows for v in r[1].split(",") if v}
 
     def test_nrsack_on_is_negotiated_and_the_receiver_sends_nr_sacks(self):
-        capture = self.run_captured("nrsack-on", "-sctp", "const0:const1400:nrsack=on")
+        capture = self.run_captured("nrsack-on", "-sctp", f"{RATE}:const1400:nrsack=on")
         self.assertIn(16, self.supported_chunks(capture, 1), "the active's INIT does not offer NR-SACK")
         self.assertIn(16, self.supported_chunks(capture, 2), "the passive's INIT-ACK does not offer NR-SACK")
         types = self.chunks(capture, "sctp.chunk_type == 16 or sctp.chunk_type == 3", "sctp.chunk_type")
@@ -80,7 +83,7 @@ class UserlandSctpKnobs(unittest.TestCase):
         self.assertEqual(from_passive.count(3), 0, "the receiver sent plain SACKs in an NR-SACK association")
 
     def test_nrsack_off_is_not_offered_and_the_receiver_sends_sacks(self):
-        capture = self.run_captured("nrsack-off", "-sctp", "const0:const1400")
+        capture = self.run_captured("nrsack-off", "-sctp", f"{RATE}:const1400")
         self.assertNotIn(16, self.supported_chunks(capture, 1), "the active's INIT offers NR-SACK")
         types = self.numbers(self.from_passive(
             self.chunks(capture, "sctp.chunk_type == 16 or sctp.chunk_type == 3", "sctp.chunk_type")))
@@ -103,13 +106,13 @@ class UserlandSctpKnobs(unittest.TestCase):
 
     def test_rcvbuf_is_the_receivers_window_in_both_directions(self):
         n = 60000
-        capture = self.run_captured("rcvbuf", "-sctp", f"const0:const{MESSAGE}:const0:const{MESSAGE}:rcvbuf={n}")
+        capture = self.run_captured("rcvbuf", "-sctp", f"{RATE}:const{MESSAGE}:{RATE}:const{MESSAGE}:rcvbuf={n}")
         for side in ("passive", "active"):
             windows = self.a_rwnd(capture, side)
             # a_rwnd is the free receive buffer: at most N, and N less what is unread
             self.assertLessEqual(max(windows), n, f"the {side} advertises more than rcvbuf={n}")
             self.assertGreaterEqual(max(windows), n - 4 * MESSAGE, f"the {side}'s window never comes near {n}")
-        default = self.run_captured("rcvbuf-default", "-sctp", f"const0:const{MESSAGE}")
+        default = self.run_captured("rcvbuf-default", "-sctp", f"{RATE}:const{MESSAGE}")
         self.assertGreater(max(self.a_rwnd(default, "passive")), n + 20000,
                            "without rcvbuf= the window is that small too: the test would not see the knob")
 
@@ -133,9 +136,11 @@ class UserlandSctpKnobs(unittest.TestCase):
                         del sent[tsn]
                 most = max(most, sum(sent.values()))
             return most
-        small = outstanding(self.run_captured("sndbuf", "-sctp", f"const0:const{MESSAGE}:sndbuf={n}:rcvbuf=1000000"))
+        small = outstanding(self.run_captured("sndbuf", "-sctp", f"const0:const{MESSAGE}:sndbuf={n}:rcvbuf=1000000",
+                                               runtime=0.3))
         self.assertLessEqual(small, n + MESSAGE, f"sndbuf={n}: {small} bytes outstanding")
-        large = outstanding(self.run_captured("sndbuf-large", "-sctp", f"const0:const{MESSAGE}:rcvbuf=1000000"))
+        large = outstanding(self.run_captured("sndbuf-large", "-sctp", f"const0:const{MESSAGE}:rcvbuf=1000000",
+                                               runtime=0.3))
         self.assertGreater(large, 2 * n, f"without sndbuf= only {large} bytes outstanding: the test would not see it")
 
 
@@ -156,10 +161,10 @@ class UserlandSctpKnobs(unittest.TestCase):
     def test_dac_is_in_force_for_the_cmt_association_beside_a_flow_without_it(self):
         # The CMT association asks for DAC; a flow without CMT (set up after it, with DAC off) must
         # not turn it off in either process.
-        on, total = self.dac_flags(self.run_captured("dac-on", "-sctp", "const0:const1400:cmt=cmt:dac=on",
+        on, total = self.dac_flags(self.run_captured("dac-on", "-sctp", f"{RATE}:const1400:cmt=cmt:dac=on",
                                                      "-sctp", "const10:const200"))
         self.assertGreater(on, total // 4, f"only {on} of {total} SACKs carry DAC bits")
-        off, total = self.dac_flags(self.run_captured("dac-off", "-sctp", "const0:const1400:cmt=cmt",
+        off, total = self.dac_flags(self.run_captured("dac-off", "-sctp", f"{RATE}:const1400:cmt=cmt",
                                                       "-sctp", "const10:const200"))
         self.assertEqual(off, 0, f"{off} of {total} SACKs carry DAC bits without dac=on")
 
@@ -213,27 +218,26 @@ class StreamKnobs(unittest.TestCase):
         self.check_rcvbuf("mptcp")
 
     def congestion_controls(self, protocol, cc):
-        """{side: {cc names of the connections (subflows) seen by ss}} during a run with cc=`cc`."""
+        """{side: {cc names of the connections (subflows) seen by ss}} while a measurement with
+        cc=`cc` runs (the passive sets it on the connection it accepts, at IDENTIFY, before
+        START: from START on, every byte is sent under it)."""
         port = self.port - 1 if protocol == "mptcp" else self.port
-        active = subprocess.Popen([os.environ.get("NETPERFMETER", "netperfmeter"), f"127.0.0.1:{self.port}",
-                                   "-nodisplay", "-control-over-tcp", "-runtime=2", f"-{protocol}",
-                                   f"const0:const1400:const0:const1400:cc={cc}"],
-                                  cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        active = Active(f"127.0.0.1:{self.port}", "-control-over-tcp", "-runtime=1.5", f"-{protocol}",
+                        f"const0:const1400:const0:const1400:cc={cc}", cwd=self.dir).started()
         seen = {"passive": set(), "active": set()}
         names = re.compile(r"\b(reno|cubic|bbr|htcp|vegas|npm_\w+)\b")
         try:
-            deadline = time.monotonic() + 10
-            while active.poll() is None and time.monotonic() < deadline:
+            for _ in range(5):
                 for side, selector in (("passive", f"sport = :{port}"), ("active", f"dport = :{port}")):
                     out = subprocess.run(["ss", "-tinH", "state", "established", selector],
                                          capture_output=True, text=True).stdout
                     seen[side].update(names.findall(out))
-                if seen["passive"] and seen["active"]:
-                    break
                 time.sleep(0.1)
         finally:
-            _, err = active.communicate(timeout=30)
-        self.assertEqual(active.returncode, 0, err)
+            code = active.proc.wait(timeout=30)
+            err = active.output()
+            active.finish()
+        self.assertEqual(code, 0, err)
         return seen
 
     def test_cc_is_in_force_on_both_sides(self):

@@ -9,10 +9,10 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection, read_paths,
+from harness import (free_base_port, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection, read_paths,
                      read_scalars, read_text, read_vector, run_active)
 
-PORT = 21000
+PORT, _ = free_base_port(span=32)  # this test's ports: PORT - 1 .. PORT + 33, its own
 
 
 class LoopbackRun(unittest.TestCase):
@@ -274,7 +274,8 @@ class SaturatedVectorsRun(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="npm-satvec-")
         with Passive(PORT + 30) as passive:
-            run_active(f"127.0.0.1:{PORT + 30}", "-runtime=2", "-scalar=run.sca", "-vector=run.vec.bz2",
+            # half a second of saturated TCP is tens of thousands of messages each way
+            run_active(f"127.0.0.1:{PORT + 30}", "-runtime=0.5", "-scalar=run.sca", "-vector=run.vec.bz2",
                        "-tcp", "const0:const1400:const0:const1400", cwd=cls.dir)
             cls.passive_alive = passive.alive()
 

@@ -7,14 +7,16 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import NETPERFMETER, Passive, main, read_scalars, run_active, wait_for_port
+from harness import (free_base_port, NETPERFMETER, Passive, main, read_scalars, run_active, settled, take_ports,
+                     wait_for_port)
 
-PORT = 26100  # this test's ports: 26099..26131
+PORT, _ = free_base_port(span=42)  # this test's ports: PORT - 1 .. PORT + 43, its own
 FLOW = "const10:const100"
 
 
@@ -86,7 +88,8 @@ class ManyFlows(unittest.TestCase):
     @unittest.skipUnless(shutil.which("prlimit"), "needs prlimit")
     def test_both_sides_raise_their_soft_limit_to_the_hard_one(self):
         # Soft limits of 100 hold neither side's 300 data connections; hard limits of 2000 do.
-        passive_cmd = ["prlimit", "--nofile=100:2000", NETPERFMETER, str(PORT + 30), "-nodisplay", "-control-over-tcp"]
+        passive_cmd = ["prlimit", "--nofile=100:2000", NETPERFMETER, str(PORT + 30), "-nodisplay", "-control-over-tcp",
+                       f"--sctp-udp-port={take_ports(1, (socket.SOCK_DGRAM,))}"]
         log = tempfile.TemporaryFile()
         passive = subprocess.Popen(passive_cmd, stdout=subprocess.DEVNULL, stderr=log)
         try:
@@ -116,7 +119,7 @@ class ManyFlows(unittest.TestCase):
         # The passive may open 150 descriptors: 150 - 64 (reserve) = 86 flows, not 120.
         log = tempfile.TemporaryFile()
         passive = subprocess.Popen(["prlimit", "--nofile=150:150", NETPERFMETER, str(PORT + 40), "-nodisplay",
-                                    "-control-over-tcp"], stdout=subprocess.DEVNULL, stderr=log)
+                                    "-control-over-tcp", f"--sctp-udp-port={take_ports(1, (socket.SOCK_DGRAM,))}"], stdout=subprocess.DEVNULL, stderr=log)
         try:
             wait_for_port(PORT + 41)
             result = run_active(f"127.0.0.1:{PORT + 40}", "-control-over-tcp", "-runtime=1", "--count=120", "-tcp",
@@ -127,8 +130,8 @@ class ManyFlows(unittest.TestCase):
             self.assertIn("refused flow #86", errors[0])
             self.assertIn("may not open more file descriptors (86 flows accepted)", errors[0])
             self.assertIn("ulimit -Hn", errors[0])
-            # Its flows are gone with the session: a run within the limit works.
-            time.sleep(0.5)
+            # Its flows are gone with the session (its descriptors settle): a run within the limit works.
+            settled(lambda: len(os.listdir(f"/proc/{passive.pid}/fd")))
             run_active(f"127.0.0.1:{PORT + 40}", "-control-over-tcp", "-runtime=0.5", "--count=80", "-tcp", FLOW,
                        cwd=self.dir, timeout=60)
             self.assertIsNone(passive.poll())

@@ -17,10 +17,10 @@ import tempfile
 import time
 import unittest
 
-from harness import NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root, wait_for_port
+from harness import free_base_port, take_ports, NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root, wait_for_text
 
-PORT = 27100
-UDP = 27190  # own SCTP/UDP encapsulation ports (9899 is for others)
+PORT, _ = free_base_port(span=42)  # this test's ports: PORT - 1 .. PORT + 43, its own
+UDP = take_ports(5, (socket.SOCK_DGRAM,))  # own SCTP/UDP encapsulation ports UDP .. UDP + 4
 
 
 def _crc32c_table():
@@ -127,7 +127,6 @@ class InitRateLimit(unittest.TestCase):
         rate, burst = 20, 10
         with Passive(PORT, "--sctp-stack=userland", f"--sctp-udp-port={UDP}", f"--sctp-init-rate={rate}/{burst}") \
                 as passive:
-            time.sleep(0.3)  # the SCTP listeners come after the TCP ones
             self.assertIn(f"SCTP/UDP port {UDP}: INITs limited to {rate}/s, burst {burst} (BPF socket filter on",
                           passive.output())
             flood = InitFlood(UDP, PORT)
@@ -154,7 +153,6 @@ class InitRateLimit(unittest.TestCase):
     def test_without_a_limit_every_init_is_answered(self):
         with Passive(PORT + 10, "--sctp-stack=userland", f"--sctp-udp-port={UDP + 1}", "--sctp-init-rate=0") \
                 as passive:
-            time.sleep(0.3)
             self.assertIn(f"SCTP/UDP port {UDP + 1}: INITs are not rate-limited (--sctp-init-rate=0)", passive.output())
             flood = InitFlood(UDP + 1, PORT + 10)
             try:
@@ -185,7 +183,6 @@ class InitRateLimit(unittest.TestCase):
     @skip_unless_root("loading a BPF socket filter needs root (CAP_BPF)")
     def test_default_limit_is_on_and_leaves_measurements_alone(self):
         with Passive(PORT + 20, "--sctp-stack=userland", f"--sctp-udp-port={UDP + 2}") as passive:
-            time.sleep(0.3)
             self.assertIn(f"SCTP/UDP port {UDP + 2}: INITs limited to 500/s, burst 1000", passive.output())
             # Six associations (and SCTP control) set up one after another, data through the filter.
             scalars = self.measure_through(PORT + 20, UDP + 2, associations=6)
@@ -209,8 +206,9 @@ class InitRateLimit(unittest.TestCase):
                                         "--sctp-stack=userland", f"--sctp-udp-port={udp}"],
                                        cwd=d, stdout=subprocess.DEVNULL, stderr=log)
             try:
-                wait_for_port(port + 1)
-                time.sleep(0.3)
+                # (its own reading of the log: seeking `log` would move the passive's write offset)
+                wait_for_text(lambda: open(f"/proc/self/fd/{log.fileno()}", errors="replace").read(),
+                              "waiting for incoming connections", proc=passive)
                 scalars = self.measure_through(port, udp)
                 self.assert_received(scalars, (0, 1, 2, 3))
                 self.assertIsNone(passive.poll())

@@ -8,9 +8,9 @@ import tempfile
 import time
 import unittest
 
-from harness import Passive, descriptors_while_killed, settled_descriptors
+from harness import free_base_port, Passive, descriptors_while_killed, settled_descriptors
 
-PORT = 21500
+PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
 
 
 class SctpControlLiveness(unittest.TestCase):

@@ -1,21 +1,24 @@
-"""Control over userland SCTP (-x), 200 measurements in a row against one passive: every one
+"""Control over userland SCTP (-x), measurements in a row against one passive: every one
 connects, measures three SCTP streams and collects its results. (Once one in eight such runs
-timed out connecting; a stack that loses an INIT now and then shows here.)"""
+timed out connecting; a stack that loses an INIT now and then shows here, and a passive that
+corrupted its heap when associations ended died after 30 to 420 runs.) 60 runs in the gating
+suite, NPM_STRESS_RUNS (1000 in the long tier: integration_sctp_stress_long) otherwise."""
 
+import os
 import statistics
 import tempfile
 import time
 import unittest
 
-from harness import Passive, run_active
+from harness import free_base_port, Passive, run_active
 
-PORT = 21700
+PORT, _ = free_base_port(span=100)  # this test's ports: PORT - 1 .. PORT + 101, its own
 UDP_PORT = PORT + 99  # its own SCTP/UDP encapsulation port: no other passive interferes
-RUNS = 200
+RUNS = int(os.environ.get("NPM_STRESS_RUNS", "60"))
 
 
 class SequentialSctpControl(unittest.TestCase):
-    def test_two_hundred_runs_without_a_failure(self):
+    def test_runs_in_a_row_without_a_failure(self):
         failures, durations = [], []
         with Passive(PORT, "--sctp-stack=userland", f"--sctp-udp-port={UDP_PORT}") as passive, \
                 tempfile.TemporaryDirectory() as d:

@@ -10,9 +10,9 @@ import tempfile
 import time
 import unittest
 
-from harness import NETPERFMETER, Passive, read_scalars, run_active
+from harness import free_base_port, NETPERFMETER, Passive, read_scalars, run_active
 
-PORT = 21800
+PORT, _ = free_base_port(span=22)  # this test's ports: PORT - 1 .. PORT + 23, its own
 SANITIZED = bool(os.environ.get("NPM_SANITIZE"))
 RUNTIME = 3
 
@@ -138,9 +138,14 @@ class OneThread(unittest.TestCase):
     def test_the_active_uses_no_more_threads_than_flows(self):
         with Passive(PORT + 20) as passive, tempfile.TemporaryDirectory() as d:
             active = subprocess.Popen([NETPERFMETER, f"127.0.0.1:{PORT + 20}", "-nodisplay", "--threads=8",
-                                       "-runtime=1.5", "-tcp", "const0:const1400", "-tcp", "const0:const1400"],
+                                       "-control-over-tcp", "-runtime=1.5", "-tcp", "const0:const1400",
+                                       "-tcp", "const0:const1400"],
                                       cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1)
+            # its threads exist once the measurement runs (they are made at set-up)
+            deadline = time.monotonic() + 10
+            while "Starting measurement" not in passive.output() and time.monotonic() < deadline:
+                self.assertIsNone(active.poll(), "the active ended before its measurement started")
+                time.sleep(0.02)
             names = thread_cpu(active.pid)
             self.assertEqual(active.wait(timeout=60), 0)
             self.assertIn("npm-net1", names)

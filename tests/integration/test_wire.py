@@ -11,9 +11,9 @@ import tempfile
 import time
 import unittest
 
-from harness import Passive, run_active
+from harness import Capture, free_base_port, Passive, run_active
 
-PORT = 21300
+PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
 MAGIC = 0x4BCDF3AA303C6774
 PROTOCOLS = {6, 17, 33, 132, 261, 262}
 
@@ -25,24 +25,12 @@ class WireFormat(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="npm-wire-")
         cls.pcap = os.path.join(cls.dir, "run.pcapng")
-        capture = subprocess.Popen(
-            ["tshark", "-i", "lo", "-f", f"port {PORT - 1} or port {PORT} or port {PORT + 1}", "-w", cls.pcap, "-q"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
-        line = ""
-        while "Capturing on" not in line and time.monotonic() < deadline:
-            line = capture.stderr.readline()
-        try:
-            with Passive(PORT):
-                cls.result = run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=2", "-vector=run.vec", "-scalar=run.sca.bz2",
-                                     "-tcp", "const50:const3000:const20:const800:maxmsgsize=1400:description=tcp",
-                                     "-udp", "const40:const300:const20:const200",
-                                     "-mptcp", "const20:const500:onoff=0.2,+1:id=5",
-                                     cwd=cls.dir)
-        finally:
-            time.sleep(0.5)
-            capture.send_signal(signal.SIGINT)
-            capture.wait(timeout=20)
+        with Capture(cls.pcap, f"port {PORT - 1} or port {PORT} or port {PORT + 1}"), Passive(PORT):
+            cls.result = run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=2", "-vector=run.vec", "-scalar=run.sca.bz2",
+                                    "-tcp", "const50:const3000:const20:const800:maxmsgsize=1400:description=tcp",
+                                    "-udp", "const40:const300:const20:const200",
+                                    "-mptcp", "const20:const500:onoff=0.2,+1:id=5",
+                                    cwd=cls.dir)
 
     def tshark(self, *args):
         result = subprocess.run(["tshark", "-n", "-r", self.pcap, *args], capture_output=True, text=True, timeout=120)
@@ -116,7 +104,9 @@ class WireFormat(unittest.TestCase):
                 self.assertIn(m[129], range(6))
                 self.assertEqual(m[142:160], b"\0" * 18)  # NDiffPorts + PathMgr (obsolete)
                 self.assertEqual(m[160:176].rstrip(b"\0"), b"default")
-                self.assertEqual(m[176:192], b"\0" * 16)  # Scheduler (obsolete)
+                # Scheduler (obsolete): this project's runtime in its first 4 bytes, zeros after
+                self.assertEqual(struct.unpack_from("!I", m, 176)[0], 2000)
+                self.assertEqual(m[180:192], b"\0" * 12)
                 if flow == 5:
                     self.assertEqual(protocol, 262)
                     self.assertEqual(events, 2)
