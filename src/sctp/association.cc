@@ -275,6 +275,9 @@ void Association::shutdown() {
 void Association::finish() {
   if (closed_ || finishing_) return;
   finishing_ = true;
+  // Done for its users: another CMT association may take the process-wide settings now, also
+  // while this one's shutdown completes (a next run started within milliseconds was refused).
+  socket_->releaseProcessWide();
   if (failed_) {
     close();
     return;
@@ -290,6 +293,7 @@ void Association::finish() {
 void Association::close() {
   if (closed_) return;
   closed_ = true;
+  socket_->releaseProcessWide();
   if (finishTimer_) finishTimer_->cancel();
   if (!peerShutdown_ || gone_) return closeSocket();
   // The timer holds the association until the socket is closed; the read does not.

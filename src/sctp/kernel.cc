@@ -85,6 +85,7 @@ public:
   }
 
   std::optional<bool> nrSackNegotiated() override { return std::nullopt; }
+  void releaseProcessWide() override {}
 
   void tune(const Tuning& t) override {
     if (t.needsUserland()) {

@@ -104,6 +104,9 @@ public:
   // SO_RCVBUF / SO_SNDBUF of an association that exists (0 = leave as it is): the receiver
   // advertises the new receive window from its next SACK on.
   virtual void setBufferSizes(std::uint32_t rcvBufferSize, std::uint32_t sndBufferSize) = 0;
+  // Its users are done with the association (it may still be shutting down): it no longer
+  // holds the stack's process-wide settings (see ProcessWide), which close() also ends.
+  virtual void releaseProcessWide() = 0;
   // Whether the association negotiated NR-SACK (nullopt: no association yet, or a stack
   // without NR-SACK).
   virtual std::optional<bool> nrSackNegotiated() = 0;

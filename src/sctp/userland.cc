@@ -290,6 +290,8 @@ public:
     if (snd > 0) setOption(so_, SOL_SOCKET, SO_SNDBUF, static_cast<int>(snd), "SO_SNDBUF");
   }
 
+  void releaseProcessWide() override { claimProcessWide(std::nullopt); }
+
   std::optional<bool> nrSackNegotiated() override {
     sctp_assoc_value v{};
     v.assoc_id = SCTP_FUTURE_ASSOC;  // one-to-one style: the socket's association, once it exists
