@@ -4,7 +4,8 @@ captures decoded by tshark) or in the kernel's own state (ss), never only as a p
 Userland SCTP (usrsctp over UDP) on loopback: nrsack= (INIT and INIT-ACK list NR-SACK, the
 receiver sends NR-SACK chunks; off: neither), rcvbuf= (the receiver's a_rwnd, in both
 directions: the passive applies ADD_FLOW's size to its association), sndbuf= (what the sender
-keeps outstanding). TCP and MPTCP: rcvbuf= (the receiver's advertised window, both sides),
+keeps outstanding), dac= (CMT's delayed-ack bits in the receiver's SACKs), rtomin= (the path's
+RTO in the stack's own state). TCP and MPTCP: rcvbuf= (the receiver's advertised window, both sides),
 cc= (the congestion control of the connection on both sides). The process-wide settings of
 usrsctp (buffer splitting, DAC): CMT flows that would need different values in one process are
 refused with one line, on the active before anything connects and on a passive that serves a
@@ -17,7 +18,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Active, Capture, Passive, free_base_port, main, run_active
+from harness import Active, Capture, Passive, free_base_port, main, number, read_paths, run_active
 
 # usrsctp's default receive buffer (sb_hiwat of a new socket): what a_rwnd starts from without rcvbuf=.
 USRSCTP_DEFAULT_RCVBUF = 128 * 1024
@@ -143,6 +144,23 @@ class UserlandSctpKnobs(unittest.TestCase):
                                                runtime=0.3))
         self.assertGreater(large, 2 * n, f"without sndbuf= only {large} bytes outstanding: the test would not see it")
 
+
+    def rto(self, spec):
+        """The RTO (ms) of the association's path, from the active's per-path vector: the stack's
+        own state (SCTP_GET_PEER_ADDR_INFO), sampled every 100 ms."""
+        d = tempfile.mkdtemp(dir=self.dir)
+        run_active(f"127.0.0.1:{self.port}", "-control-over-tcp", "--sctp-stack=userland",
+                   f"--sctp-remote-udp-port={self.udp}", "-runtime=1", "-vector=run.vec", "-sctp", spec, cwd=d)
+        rows = [r for rows in read_paths(os.path.join(d, "run-paths-active-00000000-0000.vec")).values() for r in rows]
+        values = [number(r["RTO"]) for r in rows if number(r["RTO"]) is not None]
+        self.assertGreater(len(values), 5)
+        return values
+
+    def test_rtomin_is_the_paths_rto(self):
+        # On loopback the RTT is far below a millisecond, so the RTO is RTO.min
+        tuned = self.rto(f"{RATE}:const1400:rtomin=200")
+        self.assertEqual(sorted(tuned)[len(tuned) // 2], 200, tuned)  # (before a first RTT: RTO.initial, 1 s)
+        self.assertGreaterEqual(min(self.rto(f"{RATE}:const1400")), 1000, "usrsctp's default RTO.min is 1 s")
 
     def dac_flags(self, capture):
         """Of the SACKs the passive sends on the association that carries the most DATA: how many
@@ -271,6 +289,17 @@ class ProcessWideSettings(unittest.TestCase):
                            "-sctp", "const20:const1000:cmt=cmt:bufsplit=both:dac=on", "-sctp", "const20:const1000",
                            cwd=d)
             self.assertNotIn("process-wide", r.stderr)
+            self.assertNotIn("process-wide", passive.output())
+
+    def test_runs_one_after_the_other_may_differ(self):
+        # An association that its users are done with no longer holds the settings while its
+        # shutdown completes: a next run a few milliseconds later was refused.
+        port, (udp,) = free_base_port(udp_ports=1)
+        with Passive(port, "--sctp-stack=userland", f"--sctp-udp-port={udp}") as passive, \
+                tempfile.TemporaryDirectory() as d:
+            for dac in ("on", "off", "on", "off"):
+                run_active(f"127.0.0.1:{port}", "-control-over-tcp", f"--sctp-remote-udp-port={udp}", "-runtime=0.3",
+                           "-sctp", f"const200:const1000:cmt=cmt:dac={dac}", cwd=d)
             self.assertNotIn("process-wide", passive.output())
 
     def test_the_passive_refuses_a_cmt_flow_that_conflicts_with_one_it_serves(self):
