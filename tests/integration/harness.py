@@ -35,7 +35,10 @@ def wait_for_port(port, host="127.0.0.1", timeout=10.0, proto=socket.SOCK_STREAM
 
 
 def _free(port, kind):
+    """Whether nothing holds `port` (a socket in TIME_WAIT does not count: netperfmeter binds
+    with SO_REUSEADDR, as this probe does)."""
     with socket.socket(socket.AF_INET, kind) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
             return True
@@ -54,10 +57,13 @@ _LOCK_DIR = os.path.join(tempfile.gettempdir(), "npm-test-ports")
 _block = {"fd": None, "base": None, "next": 0}
 
 
-def _claim_block():
+def _claim_block(after=None):
+    """Claims the next free block (after the block starting at `after`); the earlier ones
+    stay claimed until the process ends."""
     import fcntl
     os.makedirs(_LOCK_DIR, exist_ok=True)
-    for base in range(_PORT_RANGE[0], _PORT_RANGE[1] - PORT_BLOCK + 1, PORT_BLOCK):
+    first = _PORT_RANGE[0] if after is None else after + PORT_BLOCK
+    for base in range(first, _PORT_RANGE[1] - PORT_BLOCK + 1, PORT_BLOCK):
         fd = os.open(os.path.join(_LOCK_DIR, f"{base}.lock"), os.O_CREAT | os.O_RDWR, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -71,14 +77,18 @@ def _claim_block():
 
 def take_ports(n, kinds=(socket.SOCK_STREAM, socket.SOCK_DGRAM)):
     """The first of `n` consecutive ports of this process's block that are free (for TCP and UDP)."""
+    if n > PORT_BLOCK:
+        raise ValueError(f"{n} ports are more than a block of {PORT_BLOCK}")
     if _block["fd"] is None:
         _claim_block()
-    while _block["next"] + n <= PORT_BLOCK:
-        first = _block["base"] + _block["next"]
-        _block["next"] += n
-        if all(_free(p, k) for p in range(first, first + n) for k in kinds):
-            return first
-    raise RuntimeError(f"this test's block of {PORT_BLOCK} ports from {_block['base']} is used up")
+    while True:
+        while _block["next"] + n <= PORT_BLOCK:
+            first = _block["base"] + _block["next"]
+            _block["next"] += 1
+            if all(_free(p, k) for p in range(first, first + n) for k in kinds):
+                _block["next"] = first - _block["base"] + n
+                return first
+        _claim_block(after=_block["base"])  # this block is used up (or held by others): the next
 
 
 def free_base_port(udp_ports=0, span=0):

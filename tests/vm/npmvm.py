@@ -77,7 +77,7 @@ def initramfs(version):
             f.write("MODULES=list\nBUSYBOX=auto\nCOMPRESS=gzip\n")
         with open(os.path.join(conf, "modules"), "w") as f:
             f.write("9p\n9pnet\n9pnet_virtio\nvirtio_pci\nnetfs\n")
-        partial = image + ".partial"
+        partial = f"{image}.partial-{os.getpid()}"  # VM tests may build it at the same time
         subprocess.run(["mkinitramfs", "-d", conf, "-o", partial, version], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.replace(partial, image)
