@@ -6,6 +6,7 @@
   scalar("active", 0, "path[1] Mean Cwnd")   a per-path scalar (path ID as netperfmeter numbers it)
   scalar("active", 0, "connection Mean Unacked")   the whole MPTCP connection / SCTP association
   sent(0)                            active "Transmitted Bit Rate" of flow 0
+  total_goodput()                    the sum of every flow's goodput
   queue(2, "forward", "drops")       a counter of path 2's queue during the run (bytes,
                                      packets, drops, overlimits; "forward" = active -> passive)
   counter("passive", "UdpSndbufErrors")   a host's MIB counter (nstat) during the run
@@ -18,7 +19,8 @@ import operator
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-FUNCTIONS = {"goodput": 1, "sent": 1, "scalar": 3, "queue": 3, "counter": 2, "min": None, "max": None}
+FUNCTIONS = {"goodput": 1, "sent": 1, "scalar": 3, "queue": 3, "counter": 2, "total_goodput": 0, "min": None,
+             "max": None}
 
 
 class FormulaError(Exception):
@@ -74,7 +76,9 @@ def evaluate(tree, scalars, counters=None):
 
     functions = {"goodput": lambda f: value("passive", f, "Received Bit Rate"),
                  "sent": lambda f: value("active", f, "Transmitted Bit Rate"),
-                 "scalar": value, "queue": queue, "counter": counter, "min": min, "max": max}
+                 "scalar": value, "queue": queue, "counter": counter, "min": min, "max": max,
+                 "total_goodput": lambda: sum(v for (side, _, name), v in scalars.items()
+                                              if side == "passive" and name == "Received Bit Rate")}
 
     def walk(node):
         if isinstance(node, ast.Expression):

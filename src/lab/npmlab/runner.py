@@ -445,7 +445,7 @@ class Runner:
         return True
 
     # -------------------------------------------------------------- metrics
-    def metrics_of(self, run_dir):
+    def metrics_of(self, run_dir, values):
         scalars = read_run_scalars(run_dir)
         counters = {}
         try:
@@ -456,7 +456,7 @@ class Runner:
         out = {}
         for m in self.study.metrics:
             try:
-                out[m.name] = expr.evaluate(m.tree, scalars, counters)
+                out[m.name] = expr.evaluate(self.study.metric_tree(m, values), scalars, counters)
             except (KeyError, ZeroDivisionError, TypeError, ValueError) as e:
                 raise LabError(f"{run_dir}: metric {m.name}: {e.args[0] if e.args else e}")
         return out
@@ -489,7 +489,7 @@ class Runner:
 
     def _n_for(self, values, reps):
         """Stein: the runs this combination needs for the wanted half-width, from its pilot."""
-        pilot = [self.metrics_of(self.run_dir(values, r))[self.study.metrics[0].name] for r in reps
+        pilot = [self.metrics_of(self.run_dir(values, r), values)[self.study.metrics[0].name] for r in reps
                  if run_evidence(self.run_dir(values, r)).get("valid", True)]
         if len(pilot) < 2:
             return self.study.max_repetitions
@@ -620,7 +620,7 @@ class Runner:
         rows = []
         for values, rep, run_dir in runs:
             judged = run_evidence(run_dir)
-            metrics = self.metrics_of(run_dir)
+            metrics = self.metrics_of(run_dir, values)
             metrics.update(self.recorded_metrics(run_dir))
             validity = "unchecked" if not judged else ("valid" if judged.get("valid") else "invalid")
             rows.append((values, rep, metrics, validity, "; ".join(judged.get("problems", []))))

@@ -19,6 +19,24 @@ _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
 
 
+class _Value(str):
+    """A sweep value in a template: itself, and with [derive.VARIABLE] its derived fields as
+    {VARIABLE.FIELD}."""
+
+    def __new__(cls, value, fields):
+        obj = super().__new__(cls, value)
+        obj._fields = fields
+        return obj
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 class StudyError(Exception):
     pass
 
@@ -153,6 +171,8 @@ class Study:
         self.plot = {}
         self.sysctls = {}
         self.compare = None        # {"variable": name, "baseline": value}: paired differences
+        self.exclude = []          # [{variable: value}]: combinations that are not run
+        self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
         self._checker = None
 
     @property
@@ -162,15 +182,20 @@ class Study:
     def combinations(self):
         names = self.variables
         for values in itertools.product(*(self.sweep[n] for n in names)):
-            yield dict(zip(names, values))
+            combination = dict(zip(names, values))
+            if not any(all(str(combination[k]) == str(v) for k, v in rule.items()) for rule in self.exclude):
+                yield combination
 
     def _fill(self, key, template, values):
         if not isinstance(template, str):
             return template
+        mapping = {k: _Value(str(v), self.derive.get(k, {}).get(str(v), {})) for k, v in values.items()}
         try:
-            return template.format_map(values)
+            return template.format_map(mapping)
         except KeyError as e:
             self._checker.fail(key, f"{{{e.args[0]}}} is not a variable of the sweep")
+        except AttributeError as e:
+            self._checker.fail(key, f"bad template \"{template}\": no field {e.args[0]} in [derive] for these values")
         except (ValueError, IndexError) as e:
             self._checker.fail(key, f"bad template \"{template}\": {e}")
 
@@ -215,15 +240,31 @@ class Study:
         return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, **numbers)
 
     def flows_for(self, values):
+        """The flows of a combination, in order; a [[flows]] entry with count = N (or a
+        {variable}) stands for N such flows."""
         flows = []
         for i, raw in enumerate(self.flows):
             key = f"flows[{i + 1}]"
             protocol = self._fill(f"{key}.protocol", raw["protocol"], values)
             if protocol not in PROTOCOLS:
                 self._checker.fail(f"{key}.protocol", f"\"{protocol}\" is not one of {', '.join(PROTOCOLS)}")
-            flows.append(Flow(protocol, self._fill(f"{key}.spec", raw["spec"], values),
-                              self._fill(f"{key}.description", raw.get("description", ""), values)))
+            count = self._fill(f"{key}.count", raw.get("count", 1), values)
+            try:
+                count = int(count)
+            except (TypeError, ValueError):
+                self._checker.fail(f"{key}.count", f"\"{count}\" is not a number of flows")
+            if not 1 <= count <= 64:
+                self._checker.fail(f"{key}.count", "must be 1 to 64")
+            for _ in range(count):
+                flows.append(Flow(protocol, self._fill(f"{key}.spec", raw["spec"], values),
+                                  self._fill(f"{key}.description", raw.get("description", ""), values)))
         return flows
+
+    def metric_tree(self, metric, values):
+        """A metric's formula for a combination (its {variable}s filled)."""
+        if "{" not in metric.formula:
+            return metric.tree
+        return expr.compile_formula(self._fill("metrics", metric.formula, values))
 
     def args_for(self, which, values):
         return [self._fill(which, a, values) for a in (self.active_args if which == "active" else self.passive_args)]
@@ -240,7 +281,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare"}
+             "bottleneck", "compare", "exclude", "derive"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -352,7 +393,7 @@ def load(path, quick=False):
     if len(study.paths) > 8:
         checker.fail("paths", "a study has 1 to 8 paths")
 
-    flows = _tables(checker, data, "flows", {"protocol", "spec", "description"}, needed="protocol and spec")
+    flows = _tables(checker, data, "flows", {"protocol", "spec", "description", "count"}, needed="protocol and spec")
     for i, f in enumerate(flows):
         key = f"flows[{i + 1}]"
         protocol = f.get("protocol")
@@ -385,13 +426,45 @@ def load(path, quick=False):
             checker.fail(f"{key}.name", "a metric name is letters, digits and '_'")
         formula = _expect(checker, f"{key}.value", m.get("value"), str, "an expression")
         try:
-            tree = expr.compile_formula(formula)
+            # a formula may use {variable} (e.g. a path's rate); checked with the first combination
+            first = next(study.combinations(), {})
+            tree = expr.compile_formula(study._fill(f"{key}.value", formula, first) if "{" in formula else formula)
         except expr.FormulaError as e:
             checker.fail(f"{key}.value", str(e))
         bimodal = m.get("bimodal", False)
         if not isinstance(bimodal, bool):
             checker.fail(f"{key}.bimodal", "must be true or false")
         study.metrics.append(Metric(name, formula, m.get("unit", ""), tree, bimodal))
+
+    derive = _expect(checker, "derive", data.get("derive", {}), dict, "a table of [derive.VARIABLE]")
+    for var, table in derive.items():
+        if var not in study.sweep:
+            checker.fail(f"derive.{var}", "is not a variable of the sweep")
+        if not isinstance(table, dict):
+            checker.fail(f"derive.{var}", "must be a table of value = { field = text, ... }")
+        fields = None
+        for value in map(str, study.sweep[var]):
+            entry = table.get(value)
+            if not isinstance(entry, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                                      for v in entry.values()):
+                checker.fail(f"derive.{var}", f"needs a table of fields for the value \"{value}\"")
+            if fields is not None and set(entry) != fields:
+                checker.fail(f"derive.{var}", f"\"{value}\" has other fields than the values before it")
+            fields = set(entry)
+        study.derive[var] = {value: {k: str(v) for k, v in entry.items()} for value, entry in table.items()}
+
+    exclude = data.get("exclude", [])
+    if not isinstance(exclude, list) or not all(isinstance(rule, dict) and rule for rule in exclude):
+        checker.fail("exclude", "must be a list of tables of variable = value ([[exclude]] or exclude = [{...}])")
+    for rule in exclude:
+        for k, v in rule.items():
+            if k not in study.sweep:
+                checker.fail("exclude", f"\"{k}\" is not a variable of the sweep")
+            if str(v) not in map(str, study.sweep[k]):
+                checker.fail("exclude", f"\"{v}\" is not a value of {k}")
+    study.exclude = exclude
+    if not any(True for _ in study.combinations()):
+        checker.fail("exclude", "leaves no combination to run")
 
     if "compare" in data:
         compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
