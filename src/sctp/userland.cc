@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -144,16 +143,19 @@ private:
 };
 
 // Keeps the stack's UDP port from being a traffic amplifier (init_filter.h): attaches the INIT
-// rate limit to the sockets usrsctp_init opened on `port` (those not in `before`), or says why
-// it could not and how else to protect the port. The stack works either way.
-void limitInits(std::uint16_t port, const InitRateLimit& limit, const std::set<int>& before) {
+// rate limit to the sockets usrsctp_init opened on `port` (checked free before it: only usrsctp
+// binds it in this process), or says why it could not and how else to protect the port. The
+// stack works either way. (It once left out the descriptors open before usrsctp_init; another
+// thread's file closed in between gave usrsctp's socket a number from that set, and the port
+// went unprotected: seen under ASan with --threads=2.)
+void limitInits(std::uint16_t port, const InitRateLimit& limit) {
   const std::string where = "SCTP/UDP port " + std::to_string(port);
   if (!limit.enabled()) {
     log::warning(where + ": INITs are not rate-limited (--sctp-init-rate=0); each spoofed INIT is answered "
                  "with a 12 to 15 times larger INIT-ACK");
     return;
   }
-  const auto sockets = udpSocketsOnPort(port, before);
+  const auto sockets = udpSocketsOnPort(port);
   std::string why;
   std::unique_ptr<InitRateFilter> filter;
   if (sockets.empty()) {
@@ -194,12 +196,11 @@ void start(const StackSettings& settings) {
     throw TransportError("the SCTP/UDP encapsulation port " + std::to_string(port) +
                          " is in use (another userland SCTP process?); choose one with --sctp-udp-port");
   }
-  const std::set<int> before = settings.initRateLimit ? openDescriptors() : std::set<int>{};
   {
     WithoutRawSockets udpOnly;
     usrsctp_init(port, nullptr, nullptr);
   }
-  if (settings.initRateLimit) limitInits(port, *settings.initRateLimit, before);
+  if (settings.initRateLimit) limitInits(port, *settings.initRateLimit);
   // Never answer SCTP packets that belong to someone else (should raw SCTP reach the stack
   // after all, e.g. where the capabilities cannot be lowered).
   usrsctp_sysctl_set_sctp_blackhole(2);
