@@ -19,15 +19,23 @@ def _fail(message, code=1):
 
 
 def shipped(studies_dir):
+    """{name: path} of the shipped studies, those in folders (ablations/...) by their path there."""
     out = {}
     if os.path.isdir(studies_dir):
-        for name in sorted(os.listdir(studies_dir)):
-            if name.endswith(".toml"):
-                out[name[:-5]] = os.path.join(studies_dir, name)
+        for folder, dirs, files in sorted(os.walk(studies_dir)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".toml"):
+                    path = os.path.join(folder, name)
+                    out[os.path.relpath(path, studies_dir)[:-5]] = path
     return out
 
 
 def resolve(name, studies_dir):
+    # a shipped study under a folder of the studies (ablations/...) by its name there
+    nested = os.path.join(studies_dir, name + ".toml")
+    if os.path.sep in name and not name.endswith(".toml") and os.path.exists(nested):
+        return nested
     if os.path.sep in name or name.endswith(".toml") or os.path.exists(name):
         return name
     known = shipped(studies_dir)
