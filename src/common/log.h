@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdint>
 #include <string>
 
 namespace npm::log {
@@ -25,5 +26,23 @@ inline void info(const std::string& t) { write(Info, t); }
 inline void warning(const std::string& t) { write(Warning, t); }
 inline void error(const std::string& t) { write(Error, t); }
 inline void fatal(const std::string& t) { write(Fatal, t); }
+
+// A repeated event that a peer can cause at will (refused connections, garbage, failed
+// handshakes): counted, and said for the first `first` occurrences and then for the 16th,
+// 32nd, 64th, ... one, so that a flood does not flood the log. Not thread-safe: one per thread.
+class Repeated {
+public:
+  explicit Repeated(std::uint64_t first = 10) : first_(first) {}
+  // Counts one more; true when this one is worth a line.
+  bool next() {
+    ++count_;
+    return count_ <= first_ || (count_ & (count_ - 1)) == 0;
+  }
+  std::uint64_t count() const { return count_; }
+
+private:
+  std::uint64_t first_;
+  std::uint64_t count_ = 0;
+};
 
 }  // namespace npm::log

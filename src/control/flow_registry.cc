@@ -61,9 +61,9 @@ FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<
 // True (and said in a rate-limited line) when `peer` is not in the --allow list.
 bool FlowRegistry::refuse(const asio::ip::address& peer, const std::string& what) {
   if (transport::allowed(allow_, peer)) return false;
-  if (++refused_ <= 10 || (refused_ & (refused_ - 1)) == 0) {
+  if (refused_.next()) {
     log::warning("Refused " + what + " from " + unmapped(peer).to_string() + ": not in the --allow list (" +
-                 std::to_string(refused_) + " refused so far)");
+                 std::to_string(refused_.count()) + " refused so far)");
   }
   return true;
 }
@@ -250,10 +250,10 @@ void FlowRegistry::deliverDatagram(std::span<const std::uint8_t> message, const 
     }
   }
   // Rate-limited: a flood of garbage must not flood the log.
-  if (++udpGarbage_ <= 10 || (udpGarbage_ & (udpGarbage_ - 1)) == 0) {
+  if (udpGarbage_.next()) {
     log::warning("Ignored " + std::to_string(message.size()) + " bytes of UDP from " +
                  transport::endpointName(from.address(), from.port()) + ": not from an identified flow (" +
-                 std::to_string(udpGarbage_) + " so far)");
+                 std::to_string(udpGarbage_.count()) + " so far)");
   }
 }
 
@@ -264,8 +264,8 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   const std::string where = " on " + std::string(npmp::protocolName(protocol)) + " from " +
                             (channel ? channel->peerName() : transport::endpointName(udpPeer->address(), udpPeer->port()));
   auto reject = [&](const std::string& why) {
-    if (++rejected_ <= 10 || (rejected_ & (rejected_ - 1)) == 0) {  // a flood must not flood the log
-      log::warning("Rejected IDENTIFY for " + keyName(key) + where + ": " + why + " (" + std::to_string(rejected_) +
+    if (rejected_.next()) {
+      log::warning("Rejected IDENTIFY for " + keyName(key) + where + ": " + why + " (" + std::to_string(rejected_.count()) +
                    " rejected so far)");
     }
     if (channel) channel->close();

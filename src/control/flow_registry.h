@@ -92,14 +92,14 @@ private:
   asio::io_context& io_;
   transport::IoThreads* threads_;
   std::vector<transport::AddressPrefix> allow_;
-  std::uint64_t refused_ = 0, rejected_ = 0;
+  log::Repeated refused_, rejected_;
   bool sctp_ = false, dccp_ = false;
   asio::ip::udp::socket* udp_ = nullptr;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;
   PendingTable<transport::DataChannel> pendingConnections_;
   PendingTable<sctp::Association> pendingAssociations_;
-  std::uint64_t udpGarbage_ = 0;
+  log::Repeated udpGarbage_;
 };
 
 }  // namespace npm::control

@@ -38,7 +38,7 @@ asio::awaitable<void> refuseControl(ControlChannel& control, std::uint32_t statu
 }
 
 asio::awaitable<bool> authenticateControl(ControlChannel& control, const AuthKey& key, Clock::duration timeout) {
-  static std::uint64_t failures = 0;  // of all connections, for rate-limited logging
+  static log::Repeated failures;  // of all connections (the control thread's)
   const auto hello = co_await control.next(timeout);
   if (!hello) co_return false;
   const auto decoded = npmp::decode(*hello);
@@ -59,9 +59,9 @@ asio::awaitable<bool> authenticateControl(ControlChannel& control, const AuthKey
   const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult(Failure{"no answer"});
   const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer) : nullptr;
   if (r == nullptr || !sameProof(r->mac, activeProof(key, challenge.nonce, h->nonce))) {
-    if (++failures <= 10 || (failures & (failures - 1)) == 0) {
+    if (failures.next()) {
       log::warning("Refused control connection from " + control.peerName() + ": authentication failed (" +
-                   std::to_string(failures) + " failures so far)");
+                   std::to_string(failures.count()) + " failures so far)");
     }
     sendAcknowledge(control, 0, 0, 0, npmp::kStatusNotAllowed);
     co_await control.drained(0);

@@ -30,15 +30,15 @@ asio::ip::address anyAddress(int family) {
 class AcceptBackoff {
 public:
   void failed(const char* what, const boost::system::error_code& ec) {
-    if (++failures_ <= 5 || (failures_ & (failures_ - 1)) == 0) {
+    if (failures_.next()) {
       log::warning(std::string("Accepting ") + what + " failed: " + ec.message() + " (" +
-                   std::to_string(failures_) + " times so far)");
+                   std::to_string(failures_.count()) + " times so far)");
     }
   }
   static constexpr auto kPause = std::chrono::milliseconds(100);
 
 private:
-  std::uint64_t failures_ = 0;
+  log::Repeated failures_{5};
 };
 
 AcceptBackoff& backoff() {

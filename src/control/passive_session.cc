@@ -275,9 +275,9 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   const FlowKey key{m.measurementId, m.flowId, m.streamId};
   auto entry = flows_.count(key) ? state_->flows->find(key) : nullptr;
   if (!entry) {
-    if (++unknownRemovals_ <= 10 || (unknownRemovals_ & (unknownRemovals_ - 1)) == 0) {
+    if (unknownRemovals_.next()) {
       log::warning("REMOVE_FLOW for unknown " + keyName(key) + " from " + control_->peerName() + " (" +
-                   std::to_string(unknownRemovals_) + " so far)");
+                   std::to_string(unknownRemovals_.count()) + " so far)");
     }
     acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
     co_return;

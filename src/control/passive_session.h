@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "common/log.h"
 #include "control/control_channel.h"
 #include "control/passive_state.h"
 #include "measure/measurement.h"
@@ -70,7 +71,7 @@ private:
   std::map<std::uint64_t, PassiveMeasurement> measurements_;
   std::shared_ptr<measure::SpoolBudget> spool_;
   std::size_t onOffEvents_ = 0;  // of all its flows
-  std::uint64_t unknownRemovals_ = 0;
+  log::Repeated unknownRemovals_;
   bool flowLimitSaid_ = false;  // the --max-flows warning, once
   bool descriptorLimitSaid_ = false;  // the descriptor warning, once
   bool closing_ = false;

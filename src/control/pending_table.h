@@ -27,9 +27,9 @@ public:
     const bool hostFull = hosts_[host] >= perHost_;
     if (entries_.size() >= limit_ || hostFull) {
       if (hosts_[host] == 0) hosts_.erase(host);
-      if (++refused_ <= 10 || (refused_ & (refused_ - 1)) == 0) {
+      if (refused_.next()) {
         log::warning("Closing " + what_ + " from " + object->peerName() + ": too many unidentified ones" +
-                     (hostFull ? " from this host" : "") + " (" + std::to_string(refused_) + " refused so far)");
+                     (hostFull ? " from this host" : "") + " (" + std::to_string(refused_.count()) + " refused so far)");
       }
       object->close();
       return false;
@@ -84,7 +84,7 @@ private:
   std::size_t limit_, perHost_;
   std::map<T*, Entry> entries_;
   std::map<asio::ip::address, std::size_t> hosts_;
-  std::uint64_t refused_ = 0;
+  log::Repeated refused_;
 };
 
 }  // namespace npm::control
