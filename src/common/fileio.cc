@@ -304,12 +304,12 @@ void OutputFile::giveName() {
   fail("no free temporary name");
 }
 
-std::FILE* OutputFile::takeForReading() {
+UniqueFile OutputFile::takeForReading() {
   if (file_ == nullptr) throw FileError("cannot read back " + path_ + ": file is not open");
   finishStream();
-  std::FILE* f = file_;
+  UniqueFile f(file_);
   file_ = nullptr;
-  std::rewind(f);
+  std::rewind(f.get());
   return f;
 }
 

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/handle.h"
+
 namespace npm {
 
 class FileError : public std::runtime_error {
@@ -72,8 +74,8 @@ public:
   // Finishes the stream, flushes, syncs, and renames the temporary into place.
   void commit();
   // For anonymous files: finishes the stream and returns the FILE rewound to the
-  // start, for reading back (ownership passes to the caller).
-  std::FILE* takeForReading();
+  // start, for reading back (owned by the caller: closed, and so deleted, with it).
+  UniqueFile takeForReading();
   // Removes the temporary (no effect after commit()).
   void discard() noexcept;
 

@@ -6,14 +6,17 @@
 #include <cstdarg>
 #include <ctime>
 
+#include "common/handle.h"
+
 namespace npm::log {
 
 namespace {
 int gLevel = Info;
 bool gColour = true;
-std::FILE* gFile = nullptr;  // nullptr = stderr
+// Never destroyed: threads may still log while static objects go (libc flushes it at exit).
+UniqueFile& gFile = *new UniqueFile;  // none: stderr
 
-std::FILE* out() { return gFile != nullptr ? gFile : stderr; }
+std::FILE* out() { return gFile ? gFile.get() : stderr; }
 
 const char* colourOf(int level) {
   switch (level) {
@@ -39,11 +42,10 @@ int level() { return gLevel; }
 void setColour(bool on) { gColour = on; }
 
 bool setFile(const std::string& path, bool append) {
-  std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
-  if (f == nullptr) return false;
-  std::setvbuf(f, nullptr, _IOLBF, 0);
-  if (gFile != nullptr) std::fclose(gFile);
-  gFile = f;
+  UniqueFile f(std::fopen(path.c_str(), append ? "a" : "w"));
+  if (!f) return false;
+  std::setvbuf(f.get(), nullptr, _IOLBF, 0);
+  gFile = std::move(f);
   return true;
 }
 
@@ -58,7 +60,7 @@ void write(int level, const std::string& text) {
   char stamp[64];
   const std::size_t n = std::strftime(stamp, sizeof(stamp), "%d-%b-%Y %H:%M:%S", &local);
   std::snprintf(stamp + n, sizeof(stamp) - n, ".%04ld", static_cast<long>(tv.tv_usec / 100));
-  const bool colour = gColour && gFile == nullptr && ::isatty(STDERR_FILENO);
+  const bool colour = gColour && !gFile && ::isatty(STDERR_FILENO);
   std::fprintf(out(), "%s%s: %s%s%s\n", colour ? colourOf(level) : "", stamp, prefixOf(level),
                text.c_str(), colour ? "\x1b[0m" : "");
   std::fflush(out());

@@ -45,9 +45,9 @@ asio::awaitable<void> Active::connectControl() {
   }
   const Protocol protocol = transport == ControlProtocol::Mptcp ? Protocol::MPTCP : Protocol::TCP;
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
-  const int fd = transport::openSocket(protocol, family);
   tcp::socket socket(io_);
-  socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+  socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), transport::openSocket(protocol, family));
+  const int fd = socket.native_handle();  // owned by the socket
   transport::SocketOptions options;
   if (family == AF_INET6) options.v6only = options_.v6only;
   options.noDelay = true;

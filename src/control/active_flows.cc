@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/fileio.h"
+#include "common/handle.h"
 #include "common/log.h"
 #include "control/flow_mapping.h"
 #include "sctp/sockaddr.h"
@@ -83,7 +84,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   const std::uint16_t port =
       protocol == Protocol::MPTCP ? static_cast<std::uint16_t>(options_.port - 1) : options_.port;
-  const int fd = transport::openSocket(protocol, family);
+  UniqueFd fd(transport::openSocket(protocol, family));
   transport::SocketOptions options;
   options.reuseAddress = !options_.localAddresses.empty();
   options.rcvBufferSize = spec.rcvBufferSize;
@@ -92,13 +93,8 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   options.congestionControl = spec.congestionControl;
   options.ccid = spec.ccid;
   if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
-  try {
-    transport::configureSocket(fd, protocol, family, options);
-    if (!options_.localAddresses.empty()) transport::bindSocket(fd, options_.localAddresses.front(), 0);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  transport::configureSocket(fd.get(), protocol, family, options);
+  if (!options_.localAddresses.empty()) transport::bindSocket(fd.get(), options_.localAddresses.front(), 0);
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting " + npmp::protocolName(protocol) + " socket to " +
             transport::endpointName(options_.remote, port) + " from " +
             (options_.localAddresses.empty() ? std::string("(any)") : options_.localAddresses.front().to_string()));
@@ -106,7 +102,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
     case Protocol::TCP:
     case Protocol::MPTCP: {
       tcp::socket socket(io_);
-      socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+      socket.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd.release());
       co_await connectWithin(socket, tcp::endpoint(options_.remote, port), kConnectTimeout);
       if (&owner == &io_) co_return transport::makeStreamChannel(std::move(socket));
       // Connected here, with this thread's timers; then handed to its owner's context.
@@ -116,7 +112,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
     }
     case Protocol::UDP: {
       udp::socket socket(owner);  // connected at once: no waiting on this thread
-      socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
+      socket.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd.release());
       boost::system::error_code ec;
       socket.connect(udp::endpoint(options_.remote, port), ec);
       if (ec) {
@@ -127,32 +123,28 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
     }
     case Protocol::DCCP: {
       udp::endpoint to(options_.remote, port);  // only for its sockaddr
-      if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
-        const std::string why = std::strerror(errno);
-        ::close(fd);
+      if (::connect(fd.get(), to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
         throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) +
-                          ": " + why);
+                          ": " + std::strerror(errno));
       }
-      asio::posix::stream_descriptor waiter(io_, fd);
+      asio::posix::stream_descriptor waiter(io_, fd.release());  // owns it while it waits
       boost::system::error_code ec;
       {
         Deadline deadline(io_.get_executor(), kConnectTimeout, [&waiter] { waiter.cancel(); });
         co_await waiter.async_wait(asio::posix::stream_descriptor::wait_write,
                                    asio::redirect_error(asio::use_awaitable, ec));
       }
+      fd.reset(waiter.release());
       int error = 0;
       socklen_t len = sizeof(error);
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-      waiter.release();
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
       if (ec || error != 0) {
-        ::close(fd);
         throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) + ": " +
                           (error != 0 ? std::strerror(error) : "timed out"));
       }
-      co_return transport::makeDccpChannel(owner, fd, transport::endpointName(options_.remote, port));
+      co_return transport::makeDccpChannel(owner, fd.release(), transport::endpointName(options_.remote, port));
     }
     default:
-      ::close(fd);
       throw ActiveError(std::string(npmp::protocolName(protocol)) + " flows are not supported yet");
   }
 }

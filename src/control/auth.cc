@@ -1,3 +1,4 @@
+#include "common/handle.h"
 #include "control/auth.h"
 
 #include <fcntl.h>
@@ -30,15 +31,11 @@ npmp::AuthBlock proof(const AuthKey& key, std::string_view label, const npmp::Au
 
 Result<AuthKey> readAuthKey(const std::string& path) {
   auto fail = [&](const std::string& why) { return Failure{"--auth-key-file=" + path + ": " + why}; };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return fail(std::strerror(errno));
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return fail(std::strerror(errno));
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return fail("not a regular file");
   if ((st.st_mode & 077) != 0) {
-    ::close(fd);
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return fail(std::string("its permissions ") + mode + " let others read or change the key (chmod 600 it)");
@@ -46,21 +43,13 @@ Result<AuthKey> readAuthKey(const std::string& path) {
   AuthKey key;
   std::uint8_t buffer[4096];
   for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return fail(std::strerror(e));
-    }
+    if (n < 0) return fail(std::strerror(errno));
     if (n == 0) break;
     key.insert(key.end(), buffer, buffer + n);
-    if (key.size() > 65536) {
-      ::close(fd);
-      return fail("longer than 64 KiB; a key of 32 random bytes is plenty");
-    }
+    if (key.size() > 65536) return fail("longer than 64 KiB; a key of 32 random bytes is plenty");
   }
-  ::close(fd);
   while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
   if (key.size() < 16) return fail("a key needs at least 16 bytes (e.g. head -c 32 /dev/urandom | base64)");
   return key;

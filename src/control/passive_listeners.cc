@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/handle.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "transport/sockets.h"
@@ -106,40 +107,32 @@ void Listeners::close() {
 
 int Listeners::family(const std::vector<asio::ip::address>& addresses) const {
   if (!addresses.empty()) return addresses.front().is_v6() ? AF_INET6 : AF_INET;
-  const int probe = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (probe < 0) return AF_INET;
-  ::close(probe);
-  return AF_INET6;
+  return UniqueFd(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) ? AF_INET6 : AF_INET;
 }
 
 void Listeners::openStream(Protocol protocol, std::uint16_t port, const std::vector<asio::ip::address>& addresses,
                            bool control, bool mptcpControl) {
   const int family = this->family(addresses);
   const Protocol socketProtocol = mptcpControl ? Protocol::MPTCP : protocol;
-  const int fd = transport::openSocket(socketProtocol, family);
-  try {
-    transport::SocketOptions o;
-    o.reuseAddress = true;
-    if (family == AF_INET6) o.v6only = options_.v6only;
-    if (!control) {
-      o.rcvBufferSize = options_.rcvBufferSize;
-      o.sndBufferSize = options_.sndBufferSize;
-    } else {
-      o.noDelay = socketProtocol == Protocol::TCP || socketProtocol == Protocol::MPTCP;
-    }
-    transport::configureSocket(fd, socketProtocol, family, o);
-    transport::bindSocket(fd, addresses.empty() ? anyAddress(family) : addresses.front(), port);
-    // Data connections may come by the thousand (--max-flows, several actives): the kernel's
-    // whole backlog (net.core.somaxconn caps it).
-    if (::listen(fd, control ? 128 : SOMAXCONN) != 0) {
-      throw transport::TransportError("cannot listen on port " + std::to_string(port) + ": " + std::strerror(errno));
-    }
-  } catch (...) {
-    ::close(fd);
-    throw;
+  UniqueFd fd(transport::openSocket(socketProtocol, family));
+  transport::SocketOptions o;
+  o.reuseAddress = true;
+  if (family == AF_INET6) o.v6only = options_.v6only;
+  if (!control) {
+    o.rcvBufferSize = options_.rcvBufferSize;
+    o.sndBufferSize = options_.sndBufferSize;
+  } else {
+    o.noDelay = socketProtocol == Protocol::TCP || socketProtocol == Protocol::MPTCP;
+  }
+  transport::configureSocket(fd.get(), socketProtocol, family, o);
+  transport::bindSocket(fd.get(), addresses.empty() ? anyAddress(family) : addresses.front(), port);
+  // Data connections may come by the thousand (--max-flows, several actives): the kernel's
+  // whole backlog (net.core.somaxconn caps it).
+  if (::listen(fd.get(), control ? 128 : SOMAXCONN) != 0) {
+    throw transport::TransportError("cannot listen on port " + std::to_string(port) + ": " + std::strerror(errno));
   }
   auto acceptor = std::make_shared<tcp::acceptor>(io_);
-  acceptor->assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+  acceptor->assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd.release());
   acceptors_.push_back(acceptor);
   if (control) {
     acceptControl(acceptor);
@@ -187,21 +180,16 @@ void Listeners::acceptData(std::shared_ptr<tcp::acceptor> acceptor, Protocol pro
 
 void Listeners::openUdp() {
   const int family = this->family(options_.localAddresses);
-  const int fd = transport::openSocket(Protocol::UDP, family);
-  try {
-    transport::SocketOptions o;
-    o.reuseAddress = true;
-    if (family == AF_INET6) o.v6only = options_.v6only;
-    o.rcvBufferSize = options_.rcvBufferSize;
-    o.sndBufferSize = options_.sndBufferSize;
-    transport::configureSocket(fd, Protocol::UDP, family, o);
-    transport::bindSocket(fd, options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
-                          options_.port);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  udp_.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd);
+  UniqueFd fd(transport::openSocket(Protocol::UDP, family));
+  transport::SocketOptions o;
+  o.reuseAddress = true;
+  if (family == AF_INET6) o.v6only = options_.v6only;
+  o.rcvBufferSize = options_.rcvBufferSize;
+  o.sndBufferSize = options_.sndBufferSize;
+  transport::configureSocket(fd.get(), Protocol::UDP, family, o);
+  transport::bindSocket(fd.get(), options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
+                        options_.port);
+  udp_.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd.release());
   udp_.non_blocking(true);  // drainUdp() reads until would_block
   udpBuffer_.resize(65536);
   receiveUdp();
@@ -232,18 +220,20 @@ void Listeners::openDccp() {
 }
 
 void Listeners::openDccp(int family) {
-  int fd = -1;
+  UniqueFd fd;
   try {
-    fd = transport::openSocket(Protocol::DCCP, family);
+    fd.reset(transport::openSocket(Protocol::DCCP, family));
     transport::SocketOptions o;
     o.reuseAddress = true;
     if (family == AF_INET6) o.v6only = options_.v6only;
-    transport::configureSocket(fd, Protocol::DCCP, family, o);
-    transport::bindSocket(fd, options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
+    transport::configureSocket(fd.get(), Protocol::DCCP, family, o);
+    transport::bindSocket(fd.get(), options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
                           options_.port);
-    if (::listen(fd, SOMAXCONN) != 0) throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
+    if (::listen(fd.get(), SOMAXCONN) != 0) {
+      throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
+    }
   } catch (const transport::TransportError& e) {
-    if (fd >= 0) ::close(fd);
+    fd.reset();
     if (family == AF_INET6 && options_.localAddresses.empty()) {
       // DCCP over IPv6 is a module of its own (dccp_ipv6); serve IPv4 when only that is there.
       log::debug(std::string("No DCCP over IPv6: ") + e.what() + "; trying IPv4");
@@ -252,7 +242,7 @@ void Listeners::openDccp(int family) {
     log::info(std::string("No DCCP data listener: ") + e.what());
     return;
   }
-  dccp_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  dccp_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd.release());
   acceptDccp();
 }
 

@@ -247,8 +247,9 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
   const measure::MeasurementResult result = measurement->stop(nowMicros());
 
-  std::FILE* vectorFile = nullptr;
-  std::FILE* scalarFile = nullptr;
+  // Owned here: closed (and so deleted) on every way out, also when the peer leaves during
+  // an upload and the upload throws.
+  UniqueFile vectorFile, scalarFile;
   std::uint32_t status = npmp::kStatusOk;
   try {
     if (auto* v = measurement->vector()) vectorFile = v->file().takeForReading();
@@ -262,13 +263,11 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
     status = npmp::kStatusError;
   }
   acknowledge(0, m.measurementId, 0, status);
-  if (status == npmp::kStatusOk) {
-    if (vectorFile != nullptr) co_await upload(vectorFile);
-    if (scalarFile != nullptr) co_await upload(scalarFile);
-  }
-  if (vectorFile != nullptr) std::fclose(vectorFile);
-  if (scalarFile != nullptr) std::fclose(scalarFile);
   measurements_.erase(m.measurementId);
+  if (status == npmp::kStatusOk) {
+    if (vectorFile) co_await upload(vectorFile.get());
+    if (scalarFile) co_await upload(scalarFile.get());
+  }
 }
 
 asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
@@ -290,11 +289,11 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
     co_await stopSending(state_->io.get_executor(), one);
   }
   measure::onOwner(flow, [](measure::Flow& f) { f.finishReceiving(); });
-  std::FILE* vectorFile = nullptr;
+  UniqueFile vectorFile;
   if (flow->vector() != nullptr) {
     // Formatting the recorded rows takes seconds after a long saturated run: on a worker,
     // so that the other sessions' measurements go on undisturbed.
-    auto formatted = std::make_shared<std::FILE*>(nullptr);  // the worker's, not this frame's
+    auto formatted = std::make_shared<UniqueFile>();  // the worker's, not this frame's
     // A named function, not a lambda temporary in the co_await expression (GCC 12 destroys
     // such temporaries twice).
     std::function<void()> format = [flow, formatted, who = keyName(key)] {
@@ -303,13 +302,13 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
     };
     try {
       co_await runOn(*state_->workers, std::move(format));
-      vectorFile = *formatted;
+      vectorFile = std::move(*formatted);
     } catch (const FileError& e) {
       log::error(std::string("Per-flow vector: ") + e.what());
     }
   }
-  std::FILE* pathFile = nullptr;  // only with the flow's vector: it follows it
-  if (auto* v = flow->pathVector(); v != nullptr && vectorFile != nullptr) {
+  UniqueFile pathFile;  // only with the flow's vector: it follows it
+  if (auto* v = flow->pathVector(); v != nullptr && vectorFile) {
     try {
       v->flush();
       pathFile = v->file().takeForReading();
@@ -325,17 +324,11 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
     acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
   } else if (flow->vector() != nullptr) {
     acknowledge(m.flowId, m.measurementId, m.streamId,
-                vectorFile == nullptr ? npmp::kStatusError
-                : pathFile != nullptr ? npmp::kStatusOkPathVectorFollows
-                                      : npmp::kStatusOk);
-    if (vectorFile != nullptr) {
-      co_await upload(vectorFile);
-      std::fclose(vectorFile);
-    }
-    if (pathFile != nullptr) {
-      co_await upload(pathFile);
-      std::fclose(pathFile);
-    }
+                !vectorFile ? npmp::kStatusError
+                : pathFile  ? npmp::kStatusOkPathVectorFollows
+                            : npmp::kStatusOk);
+    if (vectorFile) co_await upload(vectorFile.get());
+    if (pathFile) co_await upload(pathFile.get());
   }
   // A removed flow's own connection (TCP, MPTCP) has nothing more to carry; as the reference
   // does, it is closed now rather than at the end of the session. (UDP shares the passive's

@@ -12,19 +12,15 @@ const std::array<const char*, kCpuStates> kCpuStateNames = {
     "User", "Nice", "System", "Idle", "IOWait", "Hardware Interrupts", "Software Interrupts",
     "Hypervisor"};
 
-CpuSampler::CpuSampler() { fd_ = ::open("/proc/stat", O_RDONLY | O_CLOEXEC); }
-
-CpuSampler::~CpuSampler() {
-  if (fd_ >= 0) ::close(fd_);
-}
+CpuSampler::CpuSampler() : fd_(::open("/proc/stat", O_RDONLY | O_CLOEXEC)) {}
 
 CpuTimes CpuSampler::sample() const {
-  if (fd_ < 0) return {};
+  if (!fd_) return {};
   std::string text;
   char buffer[16384];
   off_t offset = 0;
   for (;;) {
-    const ssize_t n = ::pread(fd_, buffer, sizeof(buffer), offset);
+    const ssize_t n = ::pread(fd_.get(), buffer, sizeof(buffer), offset);
     if (n <= 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
     offset += n;

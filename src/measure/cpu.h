@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/handle.h"
+
 namespace npm::measure {
 
 // The eight Linux states, in /proc/stat order, with their scalar names.
@@ -29,13 +31,12 @@ struct CpuUsage {
 class CpuSampler {
 public:
   CpuSampler();  // opens /proc/stat; an unreadable /proc gives empty samples
-  ~CpuSampler();
   CpuSampler(const CpuSampler&) = delete;
   CpuSampler& operator=(const CpuSampler&) = delete;
   CpuTimes sample() const;
 
 private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // Parses the text of /proc/stat.

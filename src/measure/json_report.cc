@@ -286,18 +286,12 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
 
 std::string bzip2Text(std::string data) {
   if (data.compare(0, 3, "BZh") != 0) return data;
-  std::FILE* memory = ::fmemopen(data.data(), data.size(), "r");
-  if (memory == nullptr) throw FileError("cannot read the compressed scalar file in memory");
+  const UniqueFile memory(::fmemopen(data.data(), data.size(), "r"));
+  if (!memory) throw FileError("cannot read the compressed scalar file in memory");
   std::string text;
-  try {
-    InputFile in(memory, "the passive's scalar file");
-    char buffer[65536];
-    for (std::size_t n; (n = in.read(buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
-  } catch (...) {
-    std::fclose(memory);
-    throw;
-  }
-  std::fclose(memory);
+  InputFile in(memory.get(), "the passive's scalar file");
+  char buffer[65536];
+  for (std::size_t n; (n = in.read(buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
   return text;
 }
 

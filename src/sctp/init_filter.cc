@@ -211,28 +211,24 @@ Result<std::unique_ptr<InitRateFilter>> InitRateFilter::load(const InitRateLimit
   attr.value_size = sizeof(State);
   attr.max_entries = 1;
   std::strncpy(attr.map_name, "npm_init_rate", sizeof(attr.map_name) - 1);
-  const int mapFd = static_cast<int>(bpf(BPF_MAP_CREATE, attr));
-  if (mapFd < 0) return fail(errnoText("cannot create the BPF map", errno));
+  UniqueFd mapFd(static_cast<int>(bpf(BPF_MAP_CREATE, attr)));
+  if (!mapFd) return fail(errnoText("cannot create the BPF map", errno));
 
   const std::uint64_t interval = kNsPerSecond / limit.perSecond;
   const std::uint32_t burst = limit.burst == 0 ? 1 : limit.burst;
   State initial{interval, interval * burst, 0, 0, 0};
   const std::uint32_t key = 0;
   attr = bpf_attr{};
-  attr.map_fd = static_cast<std::uint32_t>(mapFd);
+  attr.map_fd = static_cast<std::uint32_t>(mapFd.get());
   attr.key = reinterpret_cast<std::uintptr_t>(&key);
   attr.value = reinterpret_cast<std::uintptr_t>(&initial);
   attr.flags = BPF_ANY;
-  if (bpf(BPF_MAP_UPDATE_ELEM, attr) != 0) {
-    const int error = errno;
-    ::close(mapFd);
-    return fail(errnoText("cannot set the BPF map", error));
-  }
+  if (bpf(BPF_MAP_UPDATE_ELEM, attr) != 0) return fail(errnoText("cannot set the BPF map", errno));
 
-  const auto code = program(mapFd);
+  const auto code = program(mapFd.get());
   static const char license[] = "GPL";
   std::vector<char> log(16384, '\0');
-  int programFd = -1;
+  UniqueFd programFd;
   for (const bool withLog : {false, true}) {
     attr = bpf_attr{};
     attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
@@ -245,29 +241,23 @@ Result<std::unique_ptr<InitRateFilter>> InitRateFilter::load(const InitRateLimit
       attr.log_size = static_cast<std::uint32_t>(log.size());
       attr.log_level = 1;
     }
-    programFd = static_cast<int>(bpf(BPF_PROG_LOAD, attr));
-    if (programFd >= 0) break;
+    programFd.reset(static_cast<int>(bpf(BPF_PROG_LOAD, attr)));
+    if (programFd) break;
     // Only the verifier's refusal is worth a second attempt with its log.
     if (errno != EINVAL && errno != EACCES) break;
   }
-  if (programFd < 0) {
-    const int error = errno;
-    ::close(mapFd);
-    std::string text = errnoText("cannot load the BPF socket filter", error);
+  if (!programFd) {
+    std::string text = errnoText("cannot load the BPF socket filter", errno);
     if (const auto verdict = lastLine(log); !verdict.empty()) text += " (verifier: " + verdict + ")";
     return fail(text);
   }
-  return std::unique_ptr<InitRateFilter>(new InitRateFilter(InitRateLimit{limit.perSecond, burst}, mapFd, programFd));
-}
-
-InitRateFilter::~InitRateFilter() {
-  // Sockets the program is attached to keep it (and its map) alive.
-  if (programFd_ >= 0) ::close(programFd_);
-  if (mapFd_ >= 0) ::close(mapFd_);
+  return std::unique_ptr<InitRateFilter>(
+      new InitRateFilter(InitRateLimit{limit.perSecond, burst}, std::move(mapFd), std::move(programFd)));
 }
 
 Result<void> InitRateFilter::attach(int socket) {
-  if (::setsockopt(socket, SOL_SOCKET, SO_ATTACH_BPF, &programFd_, sizeof(programFd_)) == 0) return {};
+  const int program = programFd_.get();
+  if (::setsockopt(socket, SOL_SOCKET, SO_ATTACH_BPF, &program, sizeof(program)) == 0) return {};
   return Failure{errnoText("SO_ATTACH_BPF", errno)};
 }
 
@@ -275,7 +265,7 @@ std::optional<InitRateFilter::State> InitRateFilter::state() const {
   State s{};
   const std::uint32_t key = 0;
   bpf_attr attr{};
-  attr.map_fd = static_cast<std::uint32_t>(mapFd_);
+  attr.map_fd = static_cast<std::uint32_t>(mapFd_.get());
   attr.key = reinterpret_cast<std::uintptr_t>(&key);
   attr.value = reinterpret_cast<std::uintptr_t>(&s);
   if (bpf(BPF_MAP_LOOKUP_ELEM, attr) != 0) return std::nullopt;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/handle.h"
 #include "common/result.h"
 
 namespace npm::sctp {
@@ -66,7 +67,6 @@ public:
 
   // Loads the program and its map, or says why the kernel refused (no CAP_BPF, ...).
   static Result<std::unique_ptr<InitRateFilter>> load(const InitRateLimit& limit);
-  ~InitRateFilter();
   InitRateFilter(const InitRateFilter&) = delete;
   InitRateFilter& operator=(const InitRateFilter&) = delete;
 
@@ -77,11 +77,12 @@ public:
   const InitRateLimit& limit() const { return limit_; }
 
 private:
-  InitRateFilter(const InitRateLimit& limit, int mapFd, int programFd)
-      : limit_(limit), mapFd_(mapFd), programFd_(programFd) {}
+  InitRateFilter(const InitRateLimit& limit, UniqueFd mapFd, UniqueFd programFd)
+      : limit_(limit), mapFd_(std::move(mapFd)), programFd_(std::move(programFd)) {}
   InitRateLimit limit_;
-  int mapFd_ = -1;
-  int programFd_ = -1;
+  // Closed with the filter; sockets the program is attached to keep it (and its map) alive.
+  UniqueFd mapFd_;
+  UniqueFd programFd_;
 };
 
 }  // namespace npm::sctp

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/handle.h"
 #include "sctp/socket.h"
 #include "sctp/sockaddr.h"
 #include "transport/sockets.h"
@@ -302,11 +303,7 @@ private:
 }  // namespace
 
 Result<void> kernelAvailable() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP);
-  if (fd >= 0) {
-    ::close(fd);
-    return {};
-  }
+  if (UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP))) return {};
   return Failure{std::string("this kernel has no SCTP (") + std::strerror(errno) + ")"};
 }
 

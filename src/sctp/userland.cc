@@ -15,6 +15,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/handle.h"
 #include "common/log.h"
 #include "sctp/socket.h"
 #include "sctp/sockaddr.h"
@@ -91,27 +92,24 @@ void upcall(struct socket*, void* arg, int) {
 }
 
 std::uint16_t freeUdpPort() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   socklen_t len = sizeof(sa);
   std::uint16_t port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+  if (fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
     port = ntohs(sa.sin_port);
   }
-  if (fd >= 0) ::close(fd);
   return port;
 }
 
 bool udpPortFree(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
-  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
-  if (fd >= 0) ::close(fd);
-  return ok;
+  return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
 }
 
 // usrsctp_init opens, besides its UDP sockets, raw SCTP sockets (IP protocol 132) when it may:

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/handle.h"
+
 namespace npm::transport {
 
 namespace {
@@ -51,11 +53,7 @@ std::string readFirstLine(const char* path) {
 
 Result<void> protocolAvailable(npmp::Protocol protocol) {
   const SocketType t = socketType(protocol);
-  const int fd = ::socket(AF_INET, t.type | SOCK_CLOEXEC, t.protocol);
-  if (fd >= 0) {
-    ::close(fd);
-    return {};
-  }
+  if (UniqueFd(::socket(AF_INET, t.type | SOCK_CLOEXEC, t.protocol))) return {};
   return Failure{std::string(npmp::protocolName(protocol)) + " is not supported by this kernel (" + errnoText() + ")"};
 }
 
@@ -121,11 +119,10 @@ void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOp
 
 Result<void> checkCongestionControl(const std::string& name) {
   if (name.empty()) return {};
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) return Failure{"cannot create a TCP socket: " + errnoText()};
-  const int rc = ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
+  const UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+  if (!fd) return Failure{"cannot create a TCP socket: " + errnoText()};
+  const int rc = ::setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
   const int error = errno;
-  ::close(fd);
   if (rc == 0) return {};
   const std::string available = readFirstLine("/proc/sys/net/ipv4/tcp_available_congestion_control");
   const std::string allowed = readFirstLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control");

@@ -18,10 +18,10 @@ import threading
 import time
 import unittest
 
-from harness import (Active, free_base_port, NETPERFMETER, Passive, descriptors_while_killed, run_active, settled,
-                     settled_descriptors)
+from harness import (Active, descriptors, free_base_port, NETPERFMETER, Passive, descriptors_while_killed, run_active,
+                     settled, settled_descriptors, wait_for_text)
 
-PORT, _ = free_base_port(span=165)  # this test's ports: PORT - 1 .. PORT + 166, its own
+PORT, _ = free_base_port(span=175)  # this test's ports: PORT - 1 .. PORT + 176, its own
 MAGIC = 0x4BCDF3AA303C6774
 
 
@@ -245,6 +245,29 @@ class KilledActive(unittest.TestCase):
                 active.kill()
             self.assertEqual(os.listdir(d), [])  # no half-written file, named or temporary
             self.assertTrue(passive.alive())
+
+
+class PeerLeavesDuringUpload(unittest.TestCase):
+    def test_nothing_of_the_upload_stays_open(self):
+        # The passive holds its result files (anonymous spool files) while it uploads them; an
+        # active that dies in the middle makes the upload fail. Before the files were owned,
+        # that failure left the file (a deleted temporary, and its descriptor) open for the
+        # daemon's lifetime.
+        with Passive(PORT + 170) as passive, tempfile.TemporaryDirectory() as d:
+            baseline = settled_descriptors(passive, PORT + 170, d)
+            for _ in range(2):
+                active = Active(f"127.0.0.1:{PORT + 170}", "-y", "-runtime=1", "-vector=run.vec",
+                                "-tcp", "const0:const1400", cwd=d)
+                # the passive's per-flow vector (tens of MB of rows) is on its way
+                wait_for_text(active.output, "Downloading per-flow vector", timeout=60, proc=active.proc)
+                active.kill()
+            self.assertTrue(passive.alive())
+            held = settled(lambda: descriptors(passive), timeout=15, quiet=0.5)
+            spool = [os.readlink(f"/proc/{passive.proc.pid}/fd/{fd}")
+                     for fd in os.listdir(f"/proc/{passive.proc.pid}/fd")]
+            spool = [target for target in spool if target.endswith("(deleted)")]
+            self.assertEqual(spool, [], "spool files left open")
+            self.assertEqual(held, baseline, passive.output()[-2000:])
 
 
 class HostilePassive(unittest.TestCase):

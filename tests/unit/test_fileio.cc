@@ -109,16 +109,15 @@ TEST_CASE("OutputFile names the file when it cannot be created") {
 TEST_CASE("anonymous OutputFile can be read back") {
   auto out = npm::OutputFile::anonymous(true);
   out.write("hello\nworld\n");
-  std::FILE* f = out.takeForReading();
+  const npm::UniqueFile f = out.takeForReading();
   char buffer[3];
-  CHECK(std::fread(buffer, 1, 3, f) == 3);
+  CHECK(std::fread(buffer, 1, 3, f.get()) == 3);
   CHECK(std::string(buffer, 3) == "BZh");
-  std::rewind(f);
-  npm::InputFile in(f, "anon");
+  std::rewind(f.get());
+  npm::InputFile in(f.get(), "anon");
   std::string line;
   REQUIRE(in.getline(line));
   CHECK(line == "hello");
-  std::fclose(f);
 }
 
 namespace {

@@ -16,12 +16,11 @@ namespace {
 std::string render(const std::function<void(OutputFile&)>& write) {
   auto out = OutputFile::anonymous(false);
   write(out);
-  std::FILE* f = out.takeForReading();
+  const UniqueFile f = out.takeForReading();
   std::string text;
   char b[4096];
   std::size_t n;
-  while ((n = std::fread(b, 1, sizeof(b), f)) > 0) text.append(b, n);
-  std::fclose(f);
+  while ((n = std::fread(b, 1, sizeof(b), f.get())) > 0) text.append(b, n);
   return text;
 }
 }  // namespace
@@ -168,13 +167,12 @@ TEST_CASE("per-flow vector: spooled rows format exactly as rows formatted on arr
   CHECK(w.rowCount() == rows);
   w.flush(3);
   CHECK(w.spooledBytes() == rows * sizeof(FlowVectorWriter::Record));
-  std::FILE* f = w.file().takeForReading();
-  InputFile in(f, "vector");
+  const UniqueFile f = w.file().takeForReading();
+  InputFile in(f.get(), "vector");
   std::string text, line;
   REQUIRE(in.getline(line));
   CHECK(line.substr(0, 16) == "AbsTime\tRelTime\t");
   while (in.getline(line)) text += line + "\n";
-  std::fclose(f);
   CHECK(text.size() == expected.size());
   CHECK(text == expected);
 }
