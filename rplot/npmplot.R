@@ -756,7 +756,7 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              linetype_title = NULL, title = NULL, value_labels = list(),
                              grey = FALSE, points = TRUE, base_size = 12,
                              legend_position = "bottom", x_limits = NULL, y_limits = NULL,
-                             x_log = FALSE, y_log = FALSE, runs = FALSE) {
+                             x_log = FALSE, y_log = FALSE, runs = FALSE, reference = NULL) {
   data <- as.data.table(data)
   nz <- function(v) if (is.null(v) || length(v) == 0L || is.na(v[1]) || v[1] == "") NULL else v[1]
   colour <- nz(colour); linetype <- nz(linetype)
@@ -830,6 +830,31 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   dodge <- if (xnum) position_identity() else position_dodge(width = 0.5)
   if (xnum) p <- p + geom_line(line_aes, linewidth = 0.7)
   if (points || !xnum) p <- p + geom_point(point_aes, size = 2.2, position = dodge)
+  if (!is.null(reference)) {
+    # Values to compare with (a paper's): hollow, in the colour of the curve they belong to.
+    ref <- as.data.table(reference)
+    npm_require_columns(ref, c(x, y, if (!is.null(colour) && colour %in% names(ref)) colour))
+    ref[, .y := as.numeric(get(y)) * y_scale]
+    ref[, .x := if (xnum) as.numeric(get(x)) * x_scale else factor(as.character(get(x)), levels = levels(s$.x))]
+    ref_aes <- aes(x = .x, y = .y)
+    if (!is.null(colour) && colour %in% names(ref)) {
+      ref[, .col := factor(as.character(get(colour)), levels = levels(s$.col))]
+      ref_aes$colour <- quote(.col)
+    }
+    # a value as a diamond; a bound ("less than", "at least") as a triangle pointing its way
+    kind <- if ("bound" %in% names(ref)) as.character(ref$bound) else rep("value", nrow(ref))
+    if (!all(kind %in% c("value", "upper", "lower"))) {
+      npm_stop("the reference's bound column takes value, upper or lower, not \"%s\"",
+               setdiff(kind, c("value", "upper", "lower"))[1])
+    }
+    for (k in c("value", "upper", "lower")) {
+      rows <- ref[kind == k & !is.na(.y)]
+      if (nrow(rows) > 0L) {
+        p <- p + geom_point(ref_aes, data = rows, shape = c(value = 5, upper = 6, lower = 2)[[k]], size = 3,
+                            stroke = 0.9, inherit.aes = FALSE, show.legend = FALSE)
+      }
+    }
+  }
   if (runs) {
     # Every run's value beside the means, so that a spread or two modes show as such.
     r <- copy(data)

@@ -6,6 +6,7 @@ usage: test_lab.py LAB_PROGRAM LAB_SOURCE_DIR NETPERFMETER DELAYLINE
 import json
 import math
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -107,6 +108,12 @@ class StudyFiles(unittest.TestCase):
         self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\nwarmup = 2", 1), 5,
                    "warmup")
 
+    def test_bad_paper_values(self):
+        base = TINY.format(runtime=2, repetitions=1)
+        self.check(base + '[[paper]]\nmetric = "goodput"\nproto = "tcp"\nvalue = "ten"\n', 26, "paper[1].value")
+        self.check(base + '[[paper]]\nmetric = "throughput"\nproto = "tcp"\nvalue = 9\n', 24, "paper[1].metric")
+        self.check(base + '[[paper]]\nmetric = "goodput"\nprotocol = "tcp"\nvalue = 9\n', 25, "paper[1].protocol")
+
     def test_shipped_studies_load(self):
         r = lab("list")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -132,7 +139,7 @@ class StudyFiles(unittest.TestCase):
         # cmake --install puts the program, the module, the studies, the delay line and the man
         # pages in place, and the installed program names the installed files.
         build = os.path.dirname(os.path.dirname(os.path.dirname(LAB)))
-        cache = open(os.path.join(build, "CMakeCache.txt")).read()
+        cache = pathlib.Path(build, "CMakeCache.txt").read_text()
         prefix = re.search(r"^CMAKE_INSTALL_PREFIX:PATH=(.*)$", cache, re.M).group(1)
         with tempfile.TemporaryDirectory() as root:
             subprocess.run(["cmake", "--install", build], env=dict(os.environ, DESTDIR=root), check=True,
@@ -145,14 +152,15 @@ class StudyFiles(unittest.TestCase):
                          root + prefix + "/share/man/man1/netperfmeter-lab.1",
                          root + prefix + "/share/man/man1/netperfmeter-delayline.1"):
                 self.assertTrue(os.path.exists(path), path)
-            program = open(root + prefix + "/bin/netperfmeter-lab").read()
+            program = pathlib.Path(root + prefix + "/bin/netperfmeter-lab").read_text()
             self.assertIn(f'sys.path.insert(0, "{prefix}/share/netperfmeter/lab")', program)
             self.assertIn(f'"netperfmeter": "{prefix}/bin/netperfmeter"', program)
             # the installed module and studies work (run from the staging root)
             r = subprocess.run([sys.executable, "-c", program.replace(prefix + "/share", root + prefix + "/share"),
                                 "list"], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
-            studies = [n for n in os.listdir(share + "/studies") if n.endswith(".toml")]
+            studies = [n for _, _, names in os.walk(share + "/studies") for n in names if n.endswith(".toml")]
+            self.assertIn("ablations/buffer-splitting-rtomin", r.stdout, "nested studies are installed and listed")
             self.assertEqual(len(r.stdout.splitlines()), len(studies), r.stdout)
 
     def test_confidence_interval_matches_t_test(self):
@@ -333,6 +341,9 @@ class Runs(unittest.TestCase):
         self.study = os.path.join(self.dir, "tiny.toml")
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=2).replace("runtime = 1.5", "runtime = 1.5\nwarmup = 0.25"))
+            # a value to compare with (as a paper's): drawn beside the curve, for its point only
+            f.write('[[paper]]\nmetric = "goodput"\nproto = "tcp"\nvalue = 9.5\nsource = "a test"\n'
+                    '[[paper]]\nmetric = "goodput"\nproto = "sctp"\nvalue = 3\n')
         self.out = os.path.join(self.dir, "out")
 
     def tearDown(self):
@@ -363,6 +374,8 @@ class Runs(unittest.TestCase):
         self.assertGreater(mptcp, 11.0, "MPTCP uses the second path (the passive announces it)")
         self.assertTrue(os.path.getsize(os.path.join(self.out, "goodput.pdf")) > 1000)
         self.assertTrue(os.path.exists(os.path.join(self.out, "tables", "passive.flow-ReceivedBitRate.data.bz2")))
+        with open(os.path.join(self.out, "tables", "lab-goodput-paper.data")) as f:
+            self.assertEqual(f.read(), "proto goodput bound\ntcp 9.5 value\n")
         # what every run records beside the study's metric, and what it had
         recorded = {row[1] for row in rows[1:]}
         for metric in ("drops_path1_forward", "drops_path2_reverse", "udp_sndbuf_errors_active", "cpu_passive"):
@@ -381,7 +394,7 @@ class Runs(unittest.TestCase):
         self.assertGreater(counters["paths"]["2"]["forward"]["packets"], 100, "MPTCP used the second path's queue")
         with open(os.path.join(self.out, "lab.json")) as f:
             self.assertIsInstance(json.load(f)["seed"], int)
-        env = open(os.path.join(self.out, "runs", "proto=tcp-r1", "environment.txt")).read()
+        env = pathlib.Path(self.out, "runs", "proto=tcp-r1", "environment.txt").read_text()
         for needle in ("kernel:", "flow 0 active: ip netns exec", "tbf", "net.ipv4.tcp_congestion_control",
                        "netperfmeter:", "--warmup=0.25"):
             self.assertIn(needle, env)

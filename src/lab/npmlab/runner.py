@@ -695,6 +695,29 @@ class Runner:
                         n, mean, low, high = stats.mean_ci(diffs, LEVEL)
                         w.writerow(list(key) + [variant, baseline, m.name, n, repr(mean), repr(low), repr(high)])
 
+    def _paper_table(self, metric, x, colour):
+        """The paper's values of a metric (the study's [[paper]]) that fit this plot: a table of
+        the x variable, the colour variable, the value and whether it is a bound, for the plotter's --reference; None
+        when there are none."""
+        rows = []
+        for entry in self.study.paper:
+            values = entry["values"]
+            if entry["metric"] != metric.name or x not in values or (colour and colour not in values):
+                continue
+            # only points of this form of the study (a quick form runs fewer values)
+            if any(str(v) not in map(str, self.study.sweep[k]) for k, v in values.items()):
+                continue
+            rows.append([str(values[x])] + ([str(values[colour])] if colour else []) +
+                        [repr(entry["value"]), entry["bound"]])
+        if not rows:
+            return None
+        path = os.path.join(self.outdir, "tables", f"lab-{metric.name}-paper.data")
+        with open(path, "w") as f:
+            f.write(" ".join([x] + ([colour] if colour else []) + [metric.name, "bound"]) + "\n")
+            for row in rows:
+                f.write(" ".join(row) + "\n")
+        return path
+
     def plot(self):
         study = self.study
         # Variables with one value (e.g. in a quick form) make no axis: the next one does.
@@ -711,12 +734,15 @@ class Runner:
         written = []
         for m in study.metrics:
             pdf = os.path.join(self.outdir, f"{m.name}.pdf")
+            reference = self._paper_table(m, x, colour)
             cmd = [self.tools["plot-netperfmeter-summary"], os.path.join(self.outdir, "tables", f"lab-{m.name}.data.bz2"),
                    "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}", "--runs",
                    f"--ylab={m.name.replace('_', ' ')}" + (f" [{m.unit}]" if m.unit else ""),
                    f"--title={study.name}: {m.name.replace('_', ' ')}"]
             if colour:
                 cmd += ["-c", colour]
+            if reference:
+                cmd.append(f"--reference={reference}")
             if facets:
                 cmd += ["-r", facets[0]]
             if len(facets) > 1:

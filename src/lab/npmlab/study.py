@@ -173,6 +173,7 @@ class Study:
         self.compare = None        # {"variable": name, "baseline": value}: paired differences
         self.exclude = []          # [{variable: value}]: combinations that are not run
         self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
+        self.paper = []            # [{"metric", "values": {variable: value}, "value", "bound", "source"}]
         self._checker = None
 
     @property
@@ -281,7 +282,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive"}
+             "bottleneck", "compare", "exclude", "derive", "paper"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -300,7 +301,7 @@ def _tables(checker, data, name, known, needed=None):
         if not isinstance(table, dict):
             checker.fail(f"{name}[{i + 1}]", f"must be a table ([[{name}]])")
         for k in table:
-            if k not in known:
+            if known is not None and k not in known:
                 checker.fail(f"{name}[{i + 1}].{k}", f"unknown key (known: {', '.join(sorted(known))})")
     return tables
 
@@ -465,6 +466,28 @@ def load(path, quick=False):
     study.exclude = exclude
     if not any(True for _ in study.combinations()):
         checker.fail("exclude", "leaves no combination to run")
+
+    names = {m.name for m in study.metrics}
+    for i, entry in enumerate(_tables(checker, data, "paper", None)):
+        key = f"paper[{i + 1}]"
+        metric = entry.get("metric")
+        if metric not in names:
+            checker.fail(f"{key}.metric", f"\"{metric}\" is not a metric of the study")
+        value = entry.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            checker.fail(f"{key}.value", "must be a number (the paper's value, in the metric's unit)")
+        values = {}
+        for k, v in entry.items():
+            if k in ("metric", "value", "source", "bound"):
+                continue
+            if k not in study.sweep:
+                checker.fail(f"{key}.{k}", "is not a variable of the sweep (or metric, value, source)")
+            values[k] = v
+        bound = entry.get("bound", "value")
+        if bound not in ("value", "upper", "lower"):
+            checker.fail(f"{key}.bound", "must be \"upper\" or \"lower\" (the paper gives a bound, not a value)")
+        study.paper.append({"metric": metric, "values": values, "value": float(value), "bound": bound,
+                            "source": str(entry.get("source", ""))})
 
     if "compare" in data:
         compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")

@@ -81,6 +81,25 @@ test_that("the plotted points are the group means and intervals after filtering 
                class = "npm_error")
 })
 
+test_that("reference values are drawn where they belong: values as diamonds, bounds as triangles", {
+  d <- make_table()
+  ref <- data.table(rho = c(5, 10, 10), Gamma = c("cmt", "cmt", "like-mptcp"), Value = c(1, 2, 3),
+                    bound = c("value", "upper", "value"))
+  p <- npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", y_scale = 1000, reference = ref)
+  b <- ggplot_build(p)
+  drawn <- Filter(function(l) all(c("x", "y", "shape") %in% names(l)) && all(l$shape %in% c(5, 6)), b$data)
+  got <- do.call(rbind, lapply(drawn, function(l) data.frame(x = l$x, y = l$y, shape = l$shape)))
+  got <- got[order(got$x, got$y), ]
+  expect_equal(got$x, c(5, 10, 10))
+  expect_equal(got$y, c(1000, 2000, 3000))     # scaled as the curves
+  expect_equal(got$shape, c(5, 6, 5))
+  expect_error(npm_plot_summary(d, x = "rho", y = "Value", reference = ref[, .(rho)]), "Value",
+               class = "npm_error")
+  bad <- copy(ref)[, bound := "about"]
+  expect_error(npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", reference = bad), "about",
+               class = "npm_error")
+})
+
 test_that("a single repetition is drawn without an interval", {
   d <- make_table()[Run == 1]
   p <- npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", linetype = "Flow")
