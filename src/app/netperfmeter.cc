@@ -1,4 +1,7 @@
 // netperfmeter: main() — argument parsing and wiring only.
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -86,9 +89,10 @@ int runPassive(const app::PassiveCommand& c) {
     tick.expires_after(std::chrono::seconds(1));
     tick.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      const auto s = server.status();
-      status.update(s.flows, s.measurements, s.transmitted, s.received);
-      schedule();
+      boost::asio::co_spawn(io, server.status(), [&](const std::exception_ptr& error, const control::PassiveStatus& s) {
+        if (!error) status.update(s.flows, s.measurements, s.transmitted, s.received);
+        schedule();
+      });
     });
   };
   schedule();

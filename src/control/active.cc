@@ -3,6 +3,10 @@
 #include "control/active_internal.h"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
@@ -86,19 +90,27 @@ void Active::onSignal(int number) {
   if (control_ && !measurement_) control_->close();  // still setting up: abort
 }
 
-void Active::statusTick() {
-  if (!measurement_ || !measurement_->running()) return;
-  measure::Counters tx, rx;
-  measure::onOwners(flowPointers(), [&tx, &rx](measure::Flow& f, std::size_t) {
-    tx += f.transmitted().total;
-    rx += f.received().received();
-  });
-  status_->update(flows_.size(), 1, tx, rx);
-  json_.tick(measurementId_, nowMicros(), measurement_->startTime(), flowPointers(), status_->cpuUsage());
-  statusTimer_->expires_after(std::chrono::seconds(1));
-  statusTimer_->async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) statusTick();
-  });
+// Once a second while the measurement runs: the status line and the JSON stream, from what
+// the flows report on their own threads.
+asio::awaitable<void> Active::statusLoop() {
+  asio::steady_timer& timer = *statusTimer_;
+  for (;;) {
+    timer.expires_after(std::chrono::seconds(1));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !statusRunning_ || !measurement_->running()) co_return;
+    const auto flows = flowPointers();
+    measure::Counters tx, rx;
+    std::vector<measure::JsonFlowSample> samples(flows.size());
+    co_await measure::onOwners(flows, [&tx, &rx, &samples](measure::Flow& f, std::size_t i) {
+      tx += f.transmitted().total;
+      rx += f.received().received();
+      samples[i] = JsonOutput::sample(f);
+    });
+    if (!statusRunning_) co_return;  // the measurement ended meanwhile: its line is written
+    status_->update(flows_.size(), 1, tx, rx);
+    json_.tick(measurementId_, nowMicros(), measurement_->startTime(), samples, status_->cpuUsage());
+  }
 }
 
 asio::awaitable<int> Active::run() {
@@ -136,7 +148,7 @@ asio::awaitable<void> Active::setUp() {
   writeConfig();
   measurement_ = std::make_shared<measure::Measurement>(io_, measurementId_);
   for (auto& f : flows_) measurement_->flows().push_back(f.flow);
-  openOwnFiles();
+  co_await openOwnFiles();
 
   npmp::Start start;
   start.measurementId = measurementId_;
@@ -164,14 +176,14 @@ asio::awaitable<void> Active::runMeasurement() {
   if (options_.runtime) {
     runtime = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime));
   }
-  measurement_->start(nowMicros(), options_.warmup, runtime);
+  co_await measurement_->start(nowMicros(), options_.warmup, runtime);
   status_ = std::make_unique<StatusLine>(options_.display, json_.humanOut());
-  statusTimer_ = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
-  statusTimer_->async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) statusTick();
-  });
+  statusTimer_ = std::make_unique<asio::steady_timer>(io_);
+  statusRunning_ = true;
+  asio::co_spawn(io_, statusLoop(), asio::detached);
   const auto deadline = runtime ? measurement_->steadyStart() + *runtime : Clock::time_point::max();
   co_await runEvent_.wait(deadline);
+  statusRunning_ = false;
   statusTimer_->cancel();
   status_->finish();
 }
@@ -181,6 +193,7 @@ asio::awaitable<void> Active::runMeasurement() {
 asio::awaitable<int> Active::stopAndCollect() {
   int exitCode = 0;
   log::info("Shutdown");
+  const auto flows = flowPointers();
   co_await stopSending(io_.get_executor(), flowPointers());  // as the passive does at STOP
   const bool controlLost = control_->failed();
   measure::MeasurementResult own;
@@ -202,8 +215,8 @@ asio::awaitable<int> Active::stopAndCollect() {
     if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2))) {
       log::info("Stop: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
     }
-    measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
-    own = measurement_->stop(nowMicros());
+    co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
+    own = co_await measurement_->stop(nowMicros());
     ownWritten = true;  // attempted: a failure (full disk, ...) is reported once, not retried
     writeOwnResults(own);
     if (stopped.status != npmp::kStatusOk) throw ActiveError("the passive could not stop the measurement");
@@ -217,8 +230,8 @@ asio::awaitable<int> Active::stopAndCollect() {
   if (!ownWritten) {
     // Whatever happened to the passive, the active's own results are kept.
     try {
-      measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
-      own = measurement_->stop(nowMicros());
+      co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
+      own = co_await measurement_->stop(nowMicros());
       writeOwnResults(own);
       log::info("The active's own results have been written");
     } catch (const std::exception& e) {
@@ -232,7 +245,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     exitCode = 1;
   }
   co_await endAssociations();
-  measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.close(); });
+  for (const auto& flow : flows) measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
   for (auto& [id, a] : associations_) a->close();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));

@@ -241,7 +241,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
     runEvent_.notify();
   });
-  measure::onOwner(run.flow, [](measure::Flow& f) { f.startReceiving(); });
+  measure::tellOwner(run.flow, [](measure::Flow& f) { f.startReceiving(); });
 
   npmp::IdentifyFlow identify;
   identify.flowId = flowId;

@@ -100,7 +100,7 @@ private:
   // active_results.cc
   asio::awaitable<void> download(const std::string& fileName, const char* what, std::string* keep = nullptr);
   asio::awaitable<bool> downloadPassiveResults();
-  void openOwnFiles();
+  asio::awaitable<void> openOwnFiles();
   void writeConfig();
   void writeOwnResults(const measure::MeasurementResult& result);
   void printStatistics(const measure::MeasurementResult& own) const;
@@ -109,7 +109,7 @@ private:
   asio::awaitable<void> setUp();
   asio::awaitable<void> runMeasurement();
   asio::awaitable<int> stopAndCollect();
-  void statusTick();
+  asio::awaitable<void> statusLoop();
 
   transport::IoThreads& threads_;
   asio::io_context& io_;  // the control thread's (threads_.main())
@@ -130,6 +130,7 @@ private:
   bool pathsUnsupportedSaid_ = false;
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
+  bool statusRunning_ = false;
   JsonOutput json_;
 };
 

@@ -26,13 +26,14 @@ void Active::writeConfig() {
   out.commit();
 }
 
-void Active::openOwnFiles() {
+asio::awaitable<void> Active::openOwnFiles() {
   if (!options_.vectorPattern.empty()) {
     measurement_->setVector(
         measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(options_.vectorPattern, "active"))));
   }
   // On each flow's own thread, which may already be receiving.
-  measure::onOwners(flowPointers(), [this](measure::Flow& f, std::size_t) {
+  const auto flows = flowPointers();
+  co_await measure::onOwners(flows, [this](measure::Flow& f, std::size_t) {
     if (samplesPaths(f.parameters().protocol)) f.samplePathsEvery(options_.pathInterval);
     if (options_.vectorPattern.empty()) return;
     f.setVector(measure::FlowVectorWriter(

@@ -53,20 +53,4 @@ asio::awaitable<void> pollUntil(const asio::any_io_executor& executor, std::func
   }
 }
 
-asio::awaitable<void> runOn(asio::thread_pool& pool, std::function<void()> work) {
-  const auto executor = co_await asio::this_coro::executor;
-  Completion<std::exception_ptr> done(executor);
-  asio::post(pool, [work = std::move(work), report = done.reporter(), executor] {
-    std::exception_ptr error;
-    try {
-      work();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    asio::post(executor, [report, error] { report(error); });
-  });
-  const auto error = co_await done.wait(Clock::time_point::max());
-  if (error && *error) std::rethrow_exception(*error);
-}
-
 }  // namespace npm::control

@@ -11,8 +11,9 @@
 //                  has not finished in time; never taken after the Deadline is destroyed.
 //   pollUntil      for states that report no event (socket queues, an association's end):
 //                  checks `done` every 5 ms until it holds or `limit` has passed.
-//   runOn          work that would block the network thread (formatting a vector after the
-//                  measurement) on a worker pool; the coroutine waits without blocking.
+//
+// Work on another thread (a flow's, a worker pool's) is transport::runThere, under
+// measure::onOwners for the flows.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
@@ -20,7 +21,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
 #include <functional>
@@ -104,11 +104,5 @@ private:
 
 asio::awaitable<void> pollUntil(const asio::any_io_executor& executor, std::function<bool()> done,
                                 Clock::duration limit);
-
-// Runs `work` on one of `pool`'s threads and resumes the caller on its own executor when it is
-// done, rethrowing what `work` threw. `work` must own (share) what it touches, and nothing it
-// touches may be used by the network thread meanwhile. The pool must be destroyed (joined)
-// before the caller's io_context.
-asio::awaitable<void> runOn(asio::thread_pool& pool, std::function<void()> work);
 
 }  // namespace npm::control

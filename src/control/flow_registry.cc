@@ -139,7 +139,7 @@ void FlowRegistry::remove(const FlowKey& key) {
   auto it = flows_.find(key);
   if (it == flows_.end()) return;
   if (it->second->udpPeer) udpFlows_.erase(*it->second->udpPeer);
-  measure::onOwner(it->second->flow, [](measure::Flow& f) { f.close(); });
+  measure::tellOwner(it->second->flow, [](measure::Flow& f) { f.close(); });
   flows_.erase(it);
 }
 
@@ -342,7 +342,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   });
   if (!udpPeer) {
     channel->expect(npmp::MessageSet::Data);
-    measure::onOwner(flow, [](measure::Flow& f) { f.startReceiving(); });
+    measure::tellOwner(flow, [](measure::Flow& f) { f.startReceiving(); });
   }
   log::debug("Identified " + keyName(key) + where);
   session->acknowledge(id.flowId, id.measurementId, id.streamId, npmp::kStatusOk);
@@ -351,7 +351,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
 void FlowRegistry::closeAll() {
   pendingAssociations_.closeAll();
   pendingConnections_.closeAll();
-  measure::onOwners(flowPointers(), [](measure::Flow& f, std::size_t) { f.close(); });
+  for (const auto& [key, entry] : flows_) measure::tellOwner(entry->flow, [](measure::Flow& f) { f.close(); });
 }
 
 std::vector<std::shared_ptr<measure::Flow>> FlowRegistry::flowPointers() const {
@@ -361,16 +361,14 @@ std::vector<std::shared_ptr<measure::Flow>> FlowRegistry::flowPointers() const {
   return flows;
 }
 
-measure::Counters FlowRegistry::transmitted() const {
-  measure::Counters c;
-  measure::onOwners(flowPointers(), [&c](measure::Flow& f, std::size_t) { c += f.transmitted().total; });
-  return c;
-}
-
-measure::Counters FlowRegistry::received() const {
-  measure::Counters c;
-  measure::onOwners(flowPointers(), [&c](measure::Flow& f, std::size_t) { c += f.received().received(); });
-  return c;
+asio::awaitable<FlowTraffic> FlowRegistry::traffic() const {
+  FlowTraffic t;
+  const auto flows = flowPointers();
+  co_await measure::onOwners(flows, [&t](measure::Flow& f, std::size_t) {
+    t.transmitted += f.transmitted().total;
+    t.received += f.received().received();
+  });
+  co_return t;
 }
 
 }  // namespace npm::control

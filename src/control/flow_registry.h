@@ -51,6 +51,10 @@ struct FlowLimits {
   Clock::duration identifyTimeout = std::chrono::seconds(30);
 };
 
+struct FlowTraffic {
+  measure::Counters transmitted, received;
+};
+
 class FlowRegistry : public std::enable_shared_from_this<FlowRegistry> {
 public:
   // `allow`: the peers that may send data (empty: everyone).
@@ -77,8 +81,8 @@ public:
   void closeAll();
   std::size_t size() const { return flows_.size(); }
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
-  measure::Counters transmitted() const;
-  measure::Counters received() const;
+  // What all flows have sent and received so far, asked on their own threads.
+  [[nodiscard]] asio::awaitable<FlowTraffic> traffic() const;
 
 private:
   void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel,

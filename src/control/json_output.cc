@@ -32,19 +32,20 @@ void JsonOutput::control(std::string protocol, std::string local, std::string re
   info_.controlRemote = std::move(remote);
 }
 
-void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start, const std::vector<std::shared_ptr<measure::Flow>>& flows,
-                      const measure::CpuUsage& cpu) {
+measure::JsonFlowSample JsonOutput::sample(const measure::Flow& f) {
+  measure::JsonFlowSample s;
+  s.info = {f.flowId(), f.streamId(), npmp::protocolName(f.parameters().protocol), f.parameters().description};
+  s.transmitted = f.transmitted().total;
+  s.received = f.received().received();
+  s.lost = f.received().lost();
+  s.jitterMs = f.received().jitterMs();
+  return s;
+}
+
+void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start,
+                      const std::vector<measure::JsonFlowSample>& samples, const measure::CpuUsage& cpu) {
   if (!options_.jsonStream) return;
   if (!stream_) stream_ = std::make_unique<measure::JsonStream>(measurementId, start);
-  std::vector<measure::JsonFlowSample> samples(flows.size());
-  measure::onOwners(flows, [&samples](measure::Flow& f, std::size_t i) {
-    measure::JsonFlowSample& s = samples[i];
-    s.info = {f.flowId(), f.streamId(), npmp::protocolName(f.parameters().protocol), f.parameters().description};
-    s.transmitted = f.transmitted().total;
-    s.received = f.received().received();
-    s.lost = f.received().lost();
-    s.jitterMs = f.received().jitterMs();
-  });
   const std::string line = stream_->line(now, samples, cpu);
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fflush(stdout);

@@ -32,9 +32,11 @@ public:
   // The passive's scalar file as uploaded (bzip2 or plain).
   std::string& passiveScalars() { return passiveScalars_; }
 
+  // What a stream line says of a flow: taken on the flow's own thread.
+  static measure::JsonFlowSample sample(const measure::Flow& f);
   // A stream line for the flows now (nothing without --json-stream).
-  void tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start, const std::vector<std::shared_ptr<measure::Flow>>& flows,
-            const measure::CpuUsage& cpu);
+  void tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start,
+            const std::vector<measure::JsonFlowSample>& samples, const measure::CpuUsage& cpu);
   // Writes the result document (nothing without --json); `own` is null if the active has no
   // results. Returns the exit code: 1 if the document could not be written.
   int finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own);

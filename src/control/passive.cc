@@ -89,13 +89,18 @@ public:
     state_->workers->join();  // a vector being formatted is finished (and then dropped)
   }
 
-  PassiveStatus status() const {
+  // A coroutine of its own, holding what it reads: the status may be asked for while the
+  // passive stops.
+  static asio::awaitable<PassiveStatus> status(std::shared_ptr<const Impl> self) {
+    const std::shared_ptr<PassiveState> state = self->state_;
+    const std::shared_ptr<FlowRegistry> flows = state->flows;
     PassiveStatus s;
-    s.flows = state_->flows->size();
-    for (const Session* session : state_->sessions) s.measurements += session->measurementCount();
-    s.transmitted = state_->flows->transmitted();
-    s.received = state_->flows->received();
-    return s;
+    s.flows = flows->size();
+    for (const Session* session : state->sessions) s.measurements += session->measurementCount();
+    const FlowTraffic traffic = co_await flows->traffic();
+    s.transmitted = traffic.transmitted;
+    s.received = traffic.received;
+    co_return s;
   }
 
 private:
@@ -109,6 +114,6 @@ PassiveServer::PassiveServer(transport::IoThreads& threads, PassiveOptions optio
 PassiveServer::~PassiveServer() { impl_->stop(); }
 void PassiveServer::start() { impl_->start(); }
 void PassiveServer::stop() { impl_->stop(); }
-PassiveStatus PassiveServer::status() const { return impl_->status(); }
+asio::awaitable<PassiveStatus> PassiveServer::status() const { return Impl::status(impl_); }
 
 }  // namespace npm::control

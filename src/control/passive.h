@@ -3,6 +3,9 @@
 // (TCP, UDP, DCCP where the kernel has it) and BASE-1 (MPTCP).
 #pragma once
 
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 
@@ -89,7 +92,8 @@ public:
   // Opens the listeners; throws transport::TransportError when no control listener works.
   void start();
   void stop();
-  PassiveStatus status() const;
+  // Flows, measurements and their traffic so far (asked on the flows' own threads).
+  [[nodiscard]] asio::awaitable<PassiveStatus> status() const;
 
   class Impl;
 

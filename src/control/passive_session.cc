@@ -15,6 +15,7 @@
 #include "control/stop_flows.h"
 #include "transport/sockets.h"
 #include "transport/data_channel.h"
+#include "transport/io_threads.h"
 
 namespace npm::control {
 
@@ -121,7 +122,7 @@ asio::awaitable<void> Session::run() {
       if (const auto* add = std::get_if<npmp::AddFlow>(&m)) {
         handleAddFlow(*add);
       } else if (const auto* start = std::get_if<npmp::Start>(&m)) {
-        handleStart(*start);
+        co_await handleStart(*start);
       } else if (const auto* stop = std::get_if<npmp::Stop>(&m)) {
         co_await handleStop(*stop);
       } else if (const auto* remove = std::get_if<npmp::RemoveFlow>(&m)) {
@@ -175,18 +176,18 @@ void Session::handleAddFlow(const npmp::AddFlow& m) {
   acknowledge(m.flowId, m.measurementId, m.streamId, status);
 }
 
-void Session::handleStart(const npmp::Start& m) {
+asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   if (!measurements_.count(m.measurementId) && measurements_.size() >= state_->limits.measurementsPerSession) {
     log::warning("START rejected from " + control_->peerName() + ": more than " +
                  std::to_string(state_->limits.measurementsPerSession) + " measurements in one session");
     acknowledge(0, m.measurementId, 0, npmp::kStatusError);
-    return;
+    co_return;
   }
   auto& pm = measurements_[m.measurementId];
   if (pm.measurement && pm.measurement->running()) {
     log::warning("START for measurement already running, from " + control_->peerName());
     acknowledge(0, m.measurementId, 0, npmp::kStatusError);
-    return;
+    co_return;
   }
   pm.measurement = std::make_shared<measure::Measurement>(state_->io, m.measurementId);
   pm.flags = m.flags;
@@ -214,7 +215,8 @@ void Session::handleStart(const npmp::Start& m) {
   }
   std::optional<std::chrono::steady_clock::duration> runtime;
   if (runtimeMs > 0) runtime = std::chrono::milliseconds(runtimeMs);
-  pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs), runtime);
+  // Only this session's own handlers change its measurements, one after the other: `pm` stays.
+  co_await pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs), runtime);
   log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
             std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName() +
             (m.warmupMs > 0 ? ", warm-up " + std::to_string(m.warmupMs) + " ms" : std::string()));
@@ -244,8 +246,8 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
     log::info("STOP: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
   }
-  measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
-  const measure::MeasurementResult result = measurement->stop(nowMicros());
+  co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
+  const measure::MeasurementResult result = co_await measurement->stop(nowMicros());
 
   // Owned here: closed (and so deleted) on every way out, also when the peer leaves during
   // an upload and the upload throws.
@@ -283,12 +285,12 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   }
   auto flow = entry->flow;
   bool sending = false;
-  measure::onOwner(flow, [&sending](measure::Flow& f) { sending = f.sending(); });
+  co_await measure::onOwner(flow, [&sending](measure::Flow& f) { sending = f.sending(); });
   if (sending) {
     const std::vector<std::shared_ptr<measure::Flow>> one{flow};
     co_await stopSending(state_->io.get_executor(), one);
   }
-  measure::onOwner(flow, [](measure::Flow& f) { f.finishReceiving(); });
+  co_await measure::onOwner(flow, [](measure::Flow& f) { f.finishReceiving(); });
   UniqueFile vectorFile;
   if (flow->vector() != nullptr) {
     // Formatting the recorded rows takes seconds after a long saturated run: on a worker,
@@ -301,7 +303,7 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
       *formatted = flow->vector()->file().takeForReading();
     };
     try {
-      co_await runOn(*state_->workers, std::move(format));
+      co_await transport::runThere(state_->workers->get_executor(), std::move(format));
       vectorFile = std::move(*formatted);
     } catch (const FileError& e) {
       log::error(std::string("Per-flow vector: ") + e.what());
@@ -334,7 +336,7 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   // does, it is closed now rather than at the end of the session. (UDP shares the passive's
   // socket, an SCTP stream its association.)
   if (auto* channel = flow->channel(); channel != nullptr && channel->isByteStream()) {
-    measure::onOwner(flow, [](measure::Flow& f) { f.close(); });
+    measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
   }
 }
 
@@ -356,8 +358,8 @@ asio::awaitable<void> Session::upload(std::FILE* file) {
 void Session::cleanup() {
   for (auto& [id, pm] : measurements_) {
     if (pm.measurement->running()) {
-      measure::onOwners(pm.measurement->flows(), [](measure::Flow& f, std::size_t) { f.close(); });
-      pm.measurement->stop(nowMicros());
+      for (const auto& flow : pm.measurement->flows()) measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
+      pm.measurement->abandon();
     }
   }
   measurements_.clear();

@@ -57,7 +57,7 @@ private:
 
   asio::awaitable<void> run();
   void handleAddFlow(const npmp::AddFlow& m);
-  void handleStart(const npmp::Start& m);
+  asio::awaitable<void> handleStart(const npmp::Start& m);
   asio::awaitable<void> handleStop(const npmp::Stop& m);
   asio::awaitable<void> handleRemoveFlow(const npmp::RemoveFlow& m);
   asio::awaitable<void> upload(std::FILE* file);

@@ -42,7 +42,7 @@ struct PassiveState {
   const std::optional<std::vector<std::uint8_t>> authKey;
   std::shared_ptr<FlowRegistry> flows;
   std::set<Session*> sessions;  // not owned
-  // Where vectors are formatted after a measurement (runOn), off the network thread; joined
+  // Where vectors are formatted after a measurement (transport::runThere), off the network thread; joined
   // when the passive stops, while the io_context still exists.
   const std::shared_ptr<asio::thread_pool> workers =
       std::make_shared<asio::thread_pool>(measure::compressionThreads());

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
-#include <future>
 #include <limits>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "transport/io_threads.h"
 
 namespace npm::measure {
 
@@ -487,7 +487,7 @@ void Flow::beginScalars() {
 
 // ------------------------------------------------------------------------- threads
 
-void onOwners(const std::vector<std::shared_ptr<Flow>>& flows, const std::function<void(Flow&, std::size_t)>& fn) {
+asio::awaitable<void> askOwners(std::vector<std::shared_ptr<Flow>> flows, std::function<void(Flow&, std::size_t)> fn) {
   // Batches in the order of the flows' contexts' first appearance (a handful of contexts).
   std::vector<std::pair<asio::io_context*, std::vector<std::size_t>>> batches;
   for (std::size_t i = 0; i < flows.size(); ++i) {
@@ -497,24 +497,16 @@ void onOwners(const std::vector<std::shared_ptr<Flow>>& flows, const std::functi
     if (it == batches.end()) it = batches.insert(batches.end(), {context, {}});
     it->second.push_back(i);
   }
-  for (const auto& [context, indices] : batches) {
-    auto run = [&flows, &fn, &indices = indices] {
-      for (std::size_t i : indices) fn(*flows[i], i);
+  for (const auto& batch : batches) {
+    std::function<void()> run = [&flows, &fn, &batch] {
+      for (std::size_t i : batch.second) fn(*flows[i], i);
     };
-    if (context->get_executor().running_in_this_thread() || context->stopped()) {
+    asio::io_context& context = *batch.first;
+    if (context.get_executor().running_in_this_thread() || context.stopped()) {
       run();
-      continue;
+    } else {
+      co_await transport::runThere(context.get_executor(), std::move(run));
     }
-    std::promise<void> done;
-    asio::post(*context, [&run, &done] {
-      try {
-        run();
-        done.set_value();
-      } catch (...) {
-        done.set_exception(std::current_exception());
-      }
-    });
-    done.get_future().get();
   }
 }
 

@@ -2,6 +2,10 @@
 // against an absolute timeline, on/off schedule), its receiver accounting and its vector.
 #pragma once
 
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -14,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowspec/flowspec.h"
@@ -44,7 +49,7 @@ struct FlowParameters {
 
 // A flow lives on one network thread, the one running the io_context it was made with (see
 // transport/io_threads.h): its connection's handlers and its timers run there, and every other
-// call must be made there too; other threads go through onOwners().
+// call must be made there too; other threads go through onOwners() or tellOwner().
 class Flow : public std::enable_shared_from_this<Flow> {
 public:
   Flow(asio::io_context& io, FlowParameters parameters, bool activeSide);
@@ -192,15 +197,37 @@ private:
   bool finished_ = false;
 };
 
-// Runs fn(flow, i) for every flows[i] on the flow's own thread and returns when all have run:
-// inline for flows of the calling thread's context (or of one that no thread runs any more),
-// otherwise posted, one batch per context, and waited for. The batches run one after the
-// other, never at the same time, so fn needs no locking of its own; what it writes is visible
-// to the caller afterwards. Only the main thread calls this (a worker waiting for another
-// could deadlock).
-void onOwners(const std::vector<std::shared_ptr<Flow>>& flows, const std::function<void(Flow&, std::size_t)>& fn);
-inline void onOwner(const std::shared_ptr<Flow>& flow, const std::function<void(Flow&)>& fn) {
-  onOwners({flow}, [&fn](Flow& f, std::size_t) { fn(f); });
+// Asks the flows' own threads: runs fn(flow, i) for every flows[i] on the flow's own thread and
+// resumes the calling coroutine when all have run. Inline for flows of the calling thread's
+// context (or of one that no thread runs any more); otherwise one batch per context, posted
+// with transport::runThere, the batches one after the other, never at the same time, so fn
+// needs no locking of its own; what it writes is visible to the caller afterwards. The calling
+// thread is not blocked meanwhile: its other handlers run (on the passive, the other sessions),
+// so what fn writes belongs to the waiting frame, and whatever else the caller reads may have
+// changed when it resumes.
+[[nodiscard]] asio::awaitable<void> askOwners(std::vector<std::shared_ptr<Flow>> flows, std::function<void(Flow&, std::size_t)> fn);
+
+// The forms to call: fn a lambda that captures only references and plain values, and flows a
+// named vector. (GCC 12 destroys a lambda temporary of a co_await expression twice; the
+// std::function that askOwners keeps is made in here, outside that expression.)
+template <class Fn>
+[[nodiscard]] asio::awaitable<void> onOwners(const std::vector<std::shared_ptr<Flow>>& flows, Fn fn) {
+  static_assert(std::is_trivially_destructible_v<Fn>, "capture references and plain values only");
+  return askOwners(flows, std::function<void(Flow&, std::size_t)>(fn));
+}
+template <class Fn>
+asio::awaitable<void> onOwners(std::vector<std::shared_ptr<Flow>>&& flows, Fn fn) = delete;  // name the vector
+template <class Fn>
+[[nodiscard]] asio::awaitable<void> onOwner(const std::shared_ptr<Flow>& flow, Fn fn) {
+  static_assert(std::is_trivially_destructible_v<Fn>, "capture references and plain values only");
+  return askOwners({flow}, [fn](Flow& f, std::size_t) { fn(f); });
+}
+
+// Tells a flow's own thread: runs fn(flow) there (at once when called there), without waiting.
+// For what nobody waits for: closing, starting to read.
+template <class Fn>
+void tellOwner(const std::shared_ptr<Flow>& flow, Fn fn) {
+  asio::dispatch(flow->context(), [flow, fn] { fn(*flow); });
 }
 
 }  // namespace npm::measure

@@ -1,47 +1,58 @@
 #include "measure/measurement.h"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/text.h"
 
 namespace npm::measure {
 
-namespace {
-std::vector<FlowSnapshot> snapshots(const std::vector<std::shared_ptr<Flow>>& flows) {
-  std::vector<FlowSnapshot> s(flows.size());
-  onOwners(flows, [&s](Flow& f, std::size_t i) { s[i] = f.snapshot(); });
-  return s;
+asio::awaitable<std::vector<FlowSnapshot>> Measurement::snapshots() {
+  std::vector<FlowSnapshot> s(flows_.size());
+  co_await onOwners(flows_, [&s](Flow& f, std::size_t i) { s[i] = f.snapshot(); });
+  co_return s;
 }
-}  // namespace
 
-void Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup,
-                        std::optional<std::chrono::steady_clock::duration> runtime) {
+asio::awaitable<void> Measurement::start(std::uint64_t now, std::chrono::milliseconds warmup,
+                                         std::optional<std::chrono::steady_clock::duration> runtime) {
+  const auto self = shared_from_this();
   start_ = scalarsFrom_ = now;
   steadyStart_ = std::chrono::steady_clock::now();
   running_ = true;
   cpuStart_ = cpu_.sample();
-  const auto steady = steadyStart_;
-  const auto until = runtime ? steady + *runtime : std::chrono::steady_clock::time_point::max();
-  onOwners(flows_, [now, steady, until](Flow& f, std::size_t) { f.start(now, steady, until); });
-  if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
-  nextBlock_ = std::chrono::steady_clock::now();
-  scheduleBlock();
   warmup_ = warmup;
   warmingUp_ = warmup.count() > 0;
-  if (!warmingUp_) return;
-  warmupTimer_.expires_after(warmup);
+  const auto steady = steadyStart_;
+  const auto until = runtime ? steady + *runtime : std::chrono::steady_clock::time_point::max();
+  co_await onOwners(flows_, [now, steady, until](Flow& f, std::size_t) { f.start(now, steady, until); });
+  if (vector_) {
+    const auto first = co_await snapshots();
+    if (vector_) vector_->writeBlock(now, start_, first);
+  }
+  if (!running_) co_return;  // stopped while the flows were starting
+  nextBlock_ = std::chrono::steady_clock::now();
+  scheduleBlock();
+  if (!warmingUp_) co_return;
+  warmupTimer_.expires_at(steady + warmup);
   warmupTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     auto self = weak.lock();
-    if (ec || !self || !self->running_ || !self->warmingUp_) return;
-    self->beginScalars(nowMicros());
+    if (ec || !self) return;
+    asio::co_spawn(self->warmupTimer_.get_executor(), endWarmup(self), asio::detached);
   });
 }
 
-void Measurement::beginScalars(std::uint64_t now) {
+asio::awaitable<void> Measurement::endWarmup(std::shared_ptr<Measurement> self) {
+  if (!self->running_ || !self->warmingUp_) co_return;
+  co_await self->beginScalars(nowMicros());
+}
+
+asio::awaitable<void> Measurement::beginScalars(std::uint64_t now) {
   warmingUp_ = false;
   scalarsFrom_ = now;
   cpuStart_ = cpu_.sample();
-  onOwners(flows_, [](Flow& f, std::size_t) { f.beginScalars(); });
+  co_await onOwners(flows_, [](Flow& f, std::size_t) { f.beginScalars(); });
 }
 
 void Measurement::scheduleBlock() {
@@ -50,35 +61,54 @@ void Measurement::scheduleBlock() {
   timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->running_) return;
-    if (self->vector_) {
-      try {
-        self->vector_->writeBlock(nowMicros(), self->start_, snapshots(self->flows_));
-      } catch (const std::exception& e) {
-        log::error(e.what());
-        self->vector_.reset();
-      }
-    }
-    self->scheduleBlock();
+    asio::co_spawn(self->timer_.get_executor(), writeBlock(self), asio::detached);
   });
 }
 
-MeasurementResult Measurement::stop(std::uint64_t now) {
+asio::awaitable<void> Measurement::writeBlock(std::shared_ptr<Measurement> self) {
+  const auto s = co_await self->snapshots();
+  if (!self->running_) co_return;  // stopped meanwhile: the last block is stop()'s
+  if (self->vector_) {
+    try {
+      self->vector_->writeBlock(nowMicros(), self->start_, s);
+    } catch (const std::exception& e) {
+      log::error(e.what());
+      self->vector_.reset();
+    }
+  }
+  self->scheduleBlock();
+}
+
+asio::awaitable<MeasurementResult> Measurement::stop(std::uint64_t now) {
+  const auto self = shared_from_this();
   running_ = false;
   timer_.cancel();
   warmupTimer_.cancel();
+  // The flows' threads run what is asked of them in the order asked, so a warm-up end
+  // under way has reached every flow before their results are taken below.
   if (warmingUp_) {
     log::warning("Measurement $" + hex64(id_) + " ended within its warm-up of " +
                  std::to_string(warmup_.count()) + " ms: its scalars cover nothing");
-    beginScalars(now);
+    co_await beginScalars(now);
   }
   MeasurementResult r;
   r.firstStatisticsEvent = scalarsFrom_;
   r.lastStatisticsEvent = now;
   r.cpu = cpuUsage(cpuStart_, cpu_.sample());
   r.flows.resize(flows_.size());
-  onOwners(flows_, [&r](Flow& f, std::size_t i) { r.flows[i] = f.result(); });
-  if (vector_) vector_->writeBlock(now, start_, snapshots(flows_));
-  return r;
+  co_await onOwners(flows_, [&r](Flow& f, std::size_t i) { r.flows[i] = f.result(); });
+  if (vector_) {
+    const auto last = co_await snapshots();
+    if (vector_) vector_->writeBlock(now, start_, last);
+  }
+  co_return r;
+}
+
+void Measurement::abandon() {
+  running_ = false;
+  warmingUp_ = false;
+  timer_.cancel();
+  warmupTimer_.cancel();
 }
 
 }  // namespace npm::measure

@@ -18,7 +18,9 @@ namespace npm::measure {
 
 // Owned by a shared_ptr: its timer handler holds a weak reference, so a block already
 // queued when the owner destroys the measurement finds it gone instead of touching freed
-// memory (cancelling a timer does not recall a handler that is already queued).
+// memory (cancelling a timer does not recall a handler that is already queued). What it asks
+// of its flows it asks on their own threads (onOwners) without blocking its own: start() and
+// stop() are coroutines, and so are the vector blocks and the end of the warm-up.
 class Measurement : public std::enable_shared_from_this<Measurement> {
 public:
   Measurement(asio::io_context& io, std::uint64_t id) : id_(id), timer_(io), warmupTimer_(io) {}
@@ -37,16 +39,22 @@ public:
   // frames follow one timeline from this moment (steadyStart()), however long starting them
   // all takes; with a `runtime` (the active's, or on the passive the one ADD_FLOW carries),
   // rate-driven flows send no frame due after steadyStart() + runtime.
-  void start(std::uint64_t now, std::chrono::milliseconds warmup = {},
-             std::optional<std::chrono::steady_clock::duration> runtime = std::nullopt);
+  [[nodiscard]] asio::awaitable<void> start(std::uint64_t now, std::chrono::milliseconds warmup = {},
+                                            std::optional<std::chrono::steady_clock::duration> runtime = std::nullopt);
   std::chrono::steady_clock::time_point steadyStart() const { return steadyStart_; }
   // Ends the interval: final vector block, CPU usage; flows must have stopped sending
   // and finished receiving. Returns the results for the scalar file.
-  MeasurementResult stop(std::uint64_t now);
+  [[nodiscard]] asio::awaitable<MeasurementResult> stop(std::uint64_t now);
+  // Ends the interval without results (its session has ended): no more blocks, no warm-up end.
+  void abandon();
 
 private:
   void scheduleBlock();
-  void beginScalars(std::uint64_t now);
+  asio::awaitable<void> beginScalars(std::uint64_t now);
+  asio::awaitable<std::vector<FlowSnapshot>> snapshots();
+  // Spawned by the timers; they hold the measurement while they wait for its flows.
+  static asio::awaitable<void> writeBlock(std::shared_ptr<Measurement> self);
+  static asio::awaitable<void> endWarmup(std::shared_ptr<Measurement> self);
 
   std::uint64_t id_;
   std::vector<std::shared_ptr<Flow>> flows_;

@@ -1,8 +1,13 @@
 #include "transport/io_threads.h"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <pthread.h>
 
+#include <atomic>
 #include <exception>
 #include <string>
 
@@ -64,6 +69,35 @@ void IoThreads::stop() {
   for (std::size_t i = 1; i < contexts_.size(); ++i) contexts_[i]->stop();
   for (auto& thread : threads_) thread.join();
   threads_.clear();
+}
+
+asio::awaitable<void> runThere(asio::any_io_executor where, std::function<void()> work) {
+  const asio::any_io_executor home = co_await asio::this_coro::executor;
+  struct Outcome {
+    std::atomic<bool> done = false;
+    std::exception_ptr error;  // written before `done`, read after it
+  };
+  auto outcome = std::make_shared<Outcome>();
+  // The waiter's wake-up: a timer of the caller's context, touched on that context's thread
+  // only (the worker holds a weak reference and posts the wake-up home).
+  auto wake = std::make_shared<asio::steady_timer>(home, asio::steady_timer::time_point::max());
+  asio::post(where, [work = std::move(work), outcome, weak = std::weak_ptr<asio::steady_timer>(wake), home] {
+    try {
+      work();
+    } catch (...) {
+      outcome->error = std::current_exception();
+    }
+    outcome->done.store(true, std::memory_order_release);
+    asio::post(home, [weak] {
+      // An expiry in the past also ends a wait that has not begun yet.
+      if (auto timer = weak.lock()) timer->expires_at(asio::steady_timer::time_point::min());
+    });
+  });
+  while (!outcome->done.load(std::memory_order_acquire)) {
+    boost::system::error_code ec;
+    co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (outcome->error) std::rethrow_exception(outcome->error);
 }
 
 }  // namespace npm::transport

@@ -6,16 +6,25 @@
 // its timers live on the context pick() gave it; whatever the main thread wants of a flow it
 // asks on the flow's own thread (measure::onOwners), so no flow is ever touched by two threads.
 //
+// runThere is the one way work goes to another thread and its result comes back: the caller, a
+// coroutine, is suspended meanwhile and its thread goes on with its other handlers (the other
+// sessions of a passive), instead of blocking on a future.
+//
 // Lifetime: every object bound to a context must go before the context. The IoThreads object
 // therefore owns the main context too and destroys it first: whatever its pending handlers
 // still hold (flows, with their worker-bound sockets and timers) is destroyed while the worker
 // contexts exist.
 #pragma once
 
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -53,5 +62,13 @@ private:
   std::vector<std::thread> threads_;
   unsigned next_ = 0;
 };
+
+// Runs `work` on `where` (a network thread's context, a worker pool) and resumes the calling
+// coroutine on its own executor when it has run, rethrowing what it threw. `work` may refer to
+// the caller's frame: a suspended frame is destroyed only when its context is torn down, and
+// that happens after the other threads have been joined (IoThreads, the passive's workers), so
+// no work runs on a frame that is gone. Work that never ran (its context stopped first) is
+// destroyed with its context, without running.
+[[nodiscard]] asio::awaitable<void> runThere(asio::any_io_executor where, std::function<void()> work);
 
 }  // namespace npm::transport

@@ -1,10 +1,14 @@
-// The network threads: contexts on threads of their own, flows asked on their owner's thread,
+// The network threads: contexts on threads of their own, flows asked on their owner's thread
+// (without blocking the caller's),
 // a stream connection handed from one thread to another with what it had read already.
 #include <catch2/catch.hpp>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 
 #include <atomic>
@@ -45,6 +49,15 @@ std::pair<tcp::socket, tcp::socket> connectedPair(asio::io_context& ca, asio::io
   return {std::move(a), std::move(b)};
 }
 
+// Runs `a` on `io` (run here, by this thread) to its end; its result or exception.
+template <class T>
+T complete(asio::io_context& io, asio::awaitable<T> a) {
+  auto result = asio::co_spawn(io, std::move(a), asio::use_future);
+  io.restart();
+  io.run();
+  return result.get();
+}
+
 }  // namespace
 
 TEST_CASE("network threads: one context per thread, round robin from the main one") {
@@ -83,20 +96,14 @@ TEST_CASE("onOwners: every flow on its owner's thread, in the flows' order, one 
   std::vector<std::thread::id> where(flows.size());
   std::atomic<int> running = 0, most = 0;
   // The main context's flows run inline where this thread runs it.
-  std::promise<void> done;
-  asio::post(main, [&] {
-    measure::onOwners(flows, [&](measure::Flow& f, std::size_t i) {
-      most = std::max(most.load(), ++running);
-      seen[i] = f.flowId();
-      where[i] = std::this_thread::get_id();
-      CHECK(f.context().get_executor().running_in_this_thread());
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      --running;
-    });
-    done.set_value();
-  });
-  main.run_one();
-  done.get_future().get();
+  complete(main, measure::onOwners(flows, [&seen, &where, &running, &most](measure::Flow& f, std::size_t i) {
+             most = std::max(most.load(), ++running);
+             seen[i] = f.flowId();
+             where[i] = std::this_thread::get_id();
+             CHECK(f.context().get_executor().running_in_this_thread());
+             std::this_thread::sleep_for(std::chrono::milliseconds(2));
+             --running;
+           }));
   CHECK(most == 1);
   for (std::size_t i = 0; i < flows.size(); ++i) {
     if (!flows[i]) {
@@ -108,14 +115,59 @@ TEST_CASE("onOwners: every flow on its owner's thread, in the flows' order, one 
   }
 
   // An exception on the owner's thread reaches the caller.
-  CHECK_THROWS_WITH(measure::onOwner(flows[1], [](measure::Flow&) { throw std::runtime_error("on the worker"); }),
-                    "on the worker");
+  CHECK_THROWS_WITH(
+      complete(main, measure::onOwner(flows[1], [](measure::Flow&) { throw std::runtime_error("on the worker"); })),
+      "on the worker");
+
+  // Told, not asked: runs on the owner's thread, the caller does not wait.
+  std::promise<std::thread::id> told;
+  measure::tellOwner(flows[1], [&told](measure::Flow&) { told.set_value(std::this_thread::get_id()); });
+  CHECK(told.get_future().get() == worker);
 
   // Once the threads have stopped, nothing runs the contexts: inline, on the caller's thread.
   threads.stop();
   std::thread::id after;
-  measure::onOwner(flows[1], [&after](measure::Flow&) { after = std::this_thread::get_id(); });
+  complete(main, measure::onOwner(flows[1], [&after](measure::Flow&) { after = std::this_thread::get_id(); }));
   CHECK(after == std::this_thread::get_id());
+}
+
+TEST_CASE("a caller waiting for a held-up flow thread goes on with its other work") {
+  // The passive's control thread asks flows' threads for their state (STOP, REMOVE_FLOW, the
+  // status); one held-up flow thread must not hold up the other sessions on the control thread.
+  transport::IoThreads threads(2);
+  threads.start();
+  asio::io_context& main = threads.main();
+  auto flow = flowOn(threads.context(1), 1);
+  std::promise<void> release;
+  // Held up until released (by the other work below), for 10 s at most.
+  asio::post(threads.context(1), [held = release.get_future().share()] { held.wait_for(std::chrono::seconds(10)); });
+  std::atomic<bool> asked = false;
+  auto waiting = asio::co_spawn(main, measure::onOwner(flow, [&asked](measure::Flow&) { asked = true; }), asio::use_future);
+  // Queued on the caller's thread behind the caller, which has asked by then: it runs while the
+  // caller waits (a caller blocking its thread would run it only after the 10 s).
+  bool otherWorkFirst = false;
+  asio::post(main, [&] {
+    otherWorkFirst = !asked;
+    release.set_value();
+  });
+  main.run();
+  waiting.get();
+  CHECK(otherWorkFirst);
+  CHECK(asked);
+}
+
+TEST_CASE("runThere: work on a worker pool, its result and its exception back on the caller's thread") {
+  transport::IoThreads threads(1);
+  asio::io_context& main = threads.main();
+  asio::thread_pool pool(1);
+  std::thread::id ranOn;
+  std::function<void()> work = [&ranOn] { ranOn = std::this_thread::get_id(); };
+  complete(main, transport::runThere(pool.get_executor(), std::move(work)));
+  CHECK(ranOn != std::thread::id());
+  CHECK(ranOn != std::this_thread::get_id());
+  std::function<void()> failing = [] { throw std::runtime_error("in the pool"); };
+  CHECK_THROWS_WITH(complete(main, transport::runThere(pool.get_executor(), std::move(failing))), "in the pool");
+  pool.join();
 }
 
 TEST_CASE("a stream channel moves to another thread with the bytes it had read already") {
