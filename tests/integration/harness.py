@@ -5,6 +5,7 @@ Standard library otherwise."""
 import bz2
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -125,7 +126,11 @@ class Passive:
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
         self.log = tempfile.NamedTemporaryFile(prefix="passive-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, cwd=cwd)
+        # A crash leaves a core in its working directory (core_pattern permitting), which
+        # crash_report() reads: a rare crash is diagnosed the first time it is seen.
+        self.cwd = cwd or os.getcwd()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, cwd=cwd,
+                                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (-1, -1)))
         self.netns = netns
         # a log level above info (or -q) hides the line that says it is ready
         self.quiet = any(re.fullmatch(r"-?-loglevel=[3-5]|-q|--quiet", a) for a in args)
@@ -152,6 +157,24 @@ class Passive:
 
     def alive(self):
         return self.proc.poll() is None
+
+    def crash_report(self):
+        """After the passive died of a signal: the backtraces of its threads from its core file
+        (gdb), or why there are none."""
+        if self.proc.poll() is None or self.proc.returncode >= 0:
+            return "it did not die of a signal"
+        with open("/proc/sys/kernel/core_pattern") as f:
+            pattern = f.read().strip()
+        cores = [os.path.join(self.cwd, name) for name in (f"core.{self.proc.pid}", "core")
+                 if os.path.exists(os.path.join(self.cwd, name))]
+        if not cores:
+            return f"no core file in {self.cwd} (core_pattern {pattern!r})"
+        if shutil.which("gdb") is None:
+            return f"core file {cores[0]} (no gdb here to read it)"
+        program = NETPERFMETER if os.path.isabs(NETPERFMETER) else shutil.which(NETPERFMETER)
+        out = subprocess.run(["gdb", "-batch", "-ex", "thread apply all bt 25", program, cores[0]],
+                             capture_output=True, text=True, timeout=120).stdout
+        return f"core file {cores[0]}:\n" + "\n".join(l for l in out.splitlines() if l.startswith(("#", "Thread")))
 
     def stop(self):
         if self.proc.poll() is None:

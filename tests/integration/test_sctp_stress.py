@@ -26,7 +26,8 @@ class SequentialSctpControl(unittest.TestCase):
                 if not passive.alive():
                     # The remaining runs could only time out connecting (10 s each): stop here.
                     tail = passive.output().strip().splitlines()[-3:]
-                    self.fail(f"the passive died (exit {passive.proc.returncode}) after {run} runs: {tail}")
+                    self.fail(f"the passive died (exit {passive.proc.returncode}) after {run} runs: {tail}\n"
+                              f"{passive.crash_report()}")
                 begin = time.monotonic()
                 result = run_active(f"127.0.0.1:{PORT}", "-x", f"--sctp-remote-udp-port={UDP_PORT}", "-runtime=0.3",
                                     "-scalar=run.sca", "-sctp", "const0:const1400", "const10:const500",
