@@ -9,7 +9,6 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
-#include "control/passive_session.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -68,9 +67,9 @@ bool FlowRegistry::refuse(const asio::ip::address& peer, const std::string& what
   return true;
 }
 
-std::uint32_t FlowRegistry::add(const std::shared_ptr<Session>& session, const npmp::AddFlow& m) {
+std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const npmp::AddFlow& m) {
   const FlowKey key{m.measurementId, m.flowId, m.streamId};
-  const std::string from = " from " + session->control().peerName();
+  const std::string from = " from " + session->peerName();
   auto reject = [&](const std::string& why) {
     log::warning("ADD_FLOW rejected" + from + ": " + why);
     return npmp::kStatusError;
@@ -327,7 +326,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
       }
     }
   }
-  flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<Session>(session)](const std::string& reason) {
+  flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<FlowOwner>(session)](const std::string& reason) {
     // An orderly close is what a reference active does with its data connections just before
     // STOP (the session warns if the measurement is not stopped soon after); and once the
     // measurement is stopped, the peer may end them as it likes. Neither is a warning.

@@ -26,8 +26,6 @@
 
 namespace npm::control {
 
-class Session;
-
 struct FlowKey {
   std::uint64_t measurementId;
   std::uint32_t flowId;
@@ -36,10 +34,30 @@ struct FlowKey {
 };
 std::string keyName(const FlowKey& key);
 
+// What the registry needs of whoever added a flow (the passive's session of that control
+// connection): the registry is below the session and knows it only through this.
+class FlowOwner {
+public:
+  virtual ~FlowOwner() = default;
+  virtual std::string peerName() const = 0;
+  virtual const asio::ip::address& peerAddress() const = 0;
+  // How often flows that ask for per-path vectors are sampled (--path-interval).
+  virtual std::chrono::milliseconds pathInterval() const = 0;
+  // What the owner's result files may take while they wait for upload.
+  virtual const std::shared_ptr<measure::SpoolBudget>& spool() const = 0;
+  // The measurement was started, and no STOP for it has come yet.
+  virtual bool measuring(std::uint64_t measurementId) const = 0;
+  // A flow of the measurement lost its data connection.
+  virtual void flowFailed(std::uint64_t measurementId) = 0;
+  // Sends an ACKNOWLEDGE on the owner's control connection.
+  virtual void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
+                           std::uint32_t status) = 0;
+};
+
 // Everything the passive knows about one flow.
 struct FlowEntry {
   std::shared_ptr<measure::Flow> flow;
-  std::weak_ptr<Session> session;  // whose control connection added it
+  std::weak_ptr<FlowOwner> session;  // whose control connection added it
   FlowRequest request;             // socket options, SCTP tuning and policy from ADD_FLOW
   bool identified = false;
   std::optional<asio::ip::udp::endpoint> udpPeer;
@@ -67,7 +85,7 @@ public:
   void setUdpSocket(asio::ip::udp::socket* socket) { udp_ = socket; }
 
   // ADD_FLOW of `session`: the acknowledgement status.
-  std::uint32_t add(const std::shared_ptr<Session>& session, const npmp::AddFlow& m);
+  std::uint32_t add(const std::shared_ptr<FlowOwner>& session, const npmp::AddFlow& m);
   std::shared_ptr<FlowEntry> find(const FlowKey& key) const;
   void remove(const FlowKey& key);
 

@@ -24,8 +24,20 @@ PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
 
 std::size_t PassiveState::sessionsOf(const asio::ip::address& host) const {
   std::size_t n = 0;
-  for (const Session* s : sessions) n += s->peerAddress() == host ? 1 : 0;
+  for (const Session* s : sessions_) n += s->peerAddress() == host ? 1 : 0;
   return n;
+}
+
+std::size_t PassiveState::measurementCount() const {
+  std::size_t n = 0;
+  for (const Session* s : sessions_) n += s->measurementCount();
+  return n;
+}
+
+void PassiveState::stop() {
+  stopped_ = true;
+  const auto sessions = sessions_;  // closing may end a session
+  for (Session* s : sessions) s->close();
 }
 
 void PassiveState::releaseMemory() {
@@ -45,8 +57,8 @@ public:
     ListenerHandlers h;
     h.control = [weak](std::shared_ptr<ControlChannel> channel) {
       auto state = weak.lock();
-      if (!state || state->stopped) return channel->close();
-      if (state->sessions.size() >= state->limits.sessions) {
+      if (!state || state->stopped()) return channel->close();
+      if (state->sessionCount() >= state->limits.sessions) {
         log::warning("Refusing control connection from " + channel->peerName() + ": " +
                      std::to_string(state->limits.sessions) + " sessions are open (--max-sessions)");
         return channel->close();
@@ -60,15 +72,15 @@ public:
       std::make_shared<Session>(state, std::move(channel))->start();
     };
     h.connection = [weak](std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol) {
-      if (auto state = weak.lock(); state && !state->stopped) return state->flows->adoptConnection(channel, protocol);
+      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptConnection(channel, protocol);
       channel->close();
     };
     h.association = [weak](std::shared_ptr<sctp::Association> association) {
-      if (auto state = weak.lock(); state && !state->stopped) return state->flows->adoptAssociation(association);
+      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptAssociation(association);
       association->close();
     };
     h.datagram = [weak](std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now) {
-      if (auto state = weak.lock(); state && !state->stopped) state->flows->deliverDatagram(message, from, now);
+      if (auto state = weak.lock(); state && !state->stopped()) state->flows->deliverDatagram(message, from, now);
     };
     listeners_ = std::make_shared<Listeners>(io, options_, std::move(h));
   }
@@ -80,11 +92,9 @@ public:
   }
 
   void stop() {
-    if (state_->stopped) return;
-    state_->stopped = true;
+    if (state_->stopped()) return;
     listeners_->close();
-    const auto sessions = state_->sessions;  // closing may end a session
-    for (Session* s : sessions) s->close();
+    state_->stop();
     state_->flows->closeAll();
     state_->workers->join();  // a vector being formatted is finished (and then dropped)
   }
@@ -96,7 +106,7 @@ public:
     const std::shared_ptr<FlowRegistry> flows = state->flows;
     PassiveStatus s;
     s.flows = flows->size();
-    for (const Session* session : state->sessions) s.measurements += session->measurementCount();
+    s.measurements = state->measurementCount();
     const FlowTraffic traffic = co_await flows->traffic();
     s.transmitted = traffic.transmitted;
     s.received = traffic.received;

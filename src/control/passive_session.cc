@@ -32,7 +32,7 @@ Session::Session(std::shared_ptr<PassiveState> state, std::shared_ptr<ControlCha
                                                     state_->spool)) {}
 
 void Session::start() {
-  state_->sessions.insert(this);
+  state_->join(this);
   control_->limitQueue(state_->limits.controlQueueBytes);
   control_->start();
   asio::co_spawn(state_->io, [self = shared_from_this()]() { return self->run(); }, asio::detached);
@@ -366,7 +366,7 @@ void Session::cleanup() {
   for (const FlowKey& key : flows_) state_->flows->remove(key);
   flows_.clear();
   control_->close();
-  state_->sessions.erase(this);
+  state_->leave(this);
   state_->releaseMemory();
 }
 

@@ -21,32 +21,31 @@
 
 namespace npm::control {
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public FlowOwner, public std::enable_shared_from_this<Session> {
 public:
   Session(std::shared_ptr<PassiveState> state, std::shared_ptr<ControlChannel> control);
-  // Leaves the shared state's list also if its coroutine never finished (io_context torn down).
-  ~Session() { state_->sessions.erase(this); }
+  // Leaves the shared state also if its coroutine never finished (io_context torn down).
+  ~Session() override { state_->leave(this); }
 
   void start();
   void close();
 
-  ControlChannel& control() { return *control_; }
-  // What the result files of this session may take while they wait for upload.
-  const std::shared_ptr<measure::SpoolBudget>& spool() const { return spool_; }
-  // How often flows that ask for per-path vectors are sampled (--path-interval).
-  std::chrono::milliseconds pathInterval() const { return state_->limits.pathInterval; }
-  const asio::ip::address& peerAddress() const { return control_->peerAddress(); }
   std::size_t measurementCount() const { return measurements_.size(); }
-  // A flow of the measurement lost its data connection: when every flow of a running
-  // measurement has (and none is UDP, which cannot tell), the active is gone — even if its
-  // control association does not know it yet (SCTP notices a dead peer only after minutes).
-  // The session ends if the measurement is still running kDataGoneGrace later.
-  void flowFailed(std::uint64_t measurementId);
-  // The measurement was started, and no STOP for it has come yet.
-  bool measuring(std::uint64_t measurementId) const;
+
+  // For the flow registry (FlowOwner).
+  std::string peerName() const override { return control_->peerName(); }
+  const asio::ip::address& peerAddress() const override { return control_->peerAddress(); }
+  std::chrono::milliseconds pathInterval() const override { return state_->limits.pathInterval; }
+  const std::shared_ptr<measure::SpoolBudget>& spool() const override { return spool_; }
+  bool measuring(std::uint64_t measurementId) const override;
+  // When every flow of a running measurement has lost its data connection (and none is UDP,
+  // which cannot tell), the active is gone — even if its control association does not know it
+  // yet (SCTP notices a dead peer only after minutes). The session ends if the measurement is
+  // still running kDataGoneGrace later.
+  void flowFailed(std::uint64_t measurementId) override;
+  void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
+                   std::uint32_t status) override;
   static constexpr std::chrono::seconds kDataGoneGrace{3};
-  // Sends an ACKNOWLEDGE on the control connection.
-  void acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId, std::uint32_t status);
 
 private:
   struct PassiveMeasurement {

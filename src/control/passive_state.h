@@ -1,6 +1,7 @@
 // What the parts of the passive share (as Beast's chat-multi shares its state): the
 // io_context, the limits, the flow registry, and the open sessions. Sessions hold this state;
-// it only points at them (a session lives as long as its control connection's coroutine).
+// it only points at them (a session lives as long as its control connection's coroutine), and
+// they join and leave it; what changes is private to it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -18,7 +19,8 @@ namespace npm::control {
 
 class Session;
 
-struct PassiveState {
+class PassiveState {
+public:
   PassiveState(transport::IoThreads& threads, const PassiveOptions& options)
       : io(threads.main()),
         limits(options.limits),
@@ -28,8 +30,17 @@ struct PassiveState {
                                              FlowLimits{options.limits.pendingConnections, options.limits.pendingPerHost},
                                              options.allow, &threads)) {}
 
+  // A session is in the state from its start to its end (or its destruction).
+  void join(Session* session) { sessions_.insert(session); }
+  void leave(Session* session) { sessions_.erase(session); }
+  std::size_t sessionCount() const { return sessions_.size(); }
   // Sessions of one host at the moment.
   std::size_t sessionsOf(const asio::ip::address& host) const;
+  // Measurements of all sessions at the moment.
+  std::size_t measurementCount() const;
+  // The passive stops: no new sessions or connections are taken, and every session is closed.
+  void stop();
+  bool stopped() const { return stopped_; }
   // Gives memory freed by ended sessions back to the system (at most once a second).
   void releaseMemory();
 
@@ -41,14 +52,14 @@ struct PassiveState {
   const std::vector<transport::AddressPrefix> allow;
   const std::optional<std::vector<std::uint8_t>> authKey;
   std::shared_ptr<FlowRegistry> flows;
-  std::set<Session*> sessions;  // not owned
   // Where vectors are formatted after a measurement (transport::runThere), off the network thread; joined
   // when the passive stops, while the io_context still exists.
   const std::shared_ptr<asio::thread_pool> workers =
       std::make_shared<asio::thread_pool>(measure::compressionThreads());
-  bool stopped = false;
 
 private:
+  std::set<Session*> sessions_;  // not owned
+  bool stopped_ = false;
   std::chrono::steady_clock::time_point lastRelease_{};
 };
 
