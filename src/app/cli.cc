@@ -14,6 +14,7 @@
 
 #include "common/numbers.h"
 #include "common/options.h"
+#include "common/result.h"
 #include "control/auth.h"
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
@@ -311,13 +312,13 @@ constexpr OptionDef kOptions[] = {
 // ------------------------------------------------------------- the scanner
 
 // Finds a long option by exact name or unique prefix (getopt_long_only: unlike the tools,
-// an abbreviation of several names is ambiguous, and "--" abbreviates them all); "" error if
-// none, the ambiguous message if many.
-const OptionDef* findLong(const std::string& name, std::string& error) {
+// an abbreviation of several names is ambiguous, and "--" abbreviates them all): the option,
+// nullptr if there is none, a failure if the name abbreviates several.
+Result<const OptionDef*> findLong(const std::string& name) {
   const auto match = options::findLongOption(
       std::span<const OptionDef>(kOptions), name, options::Abbreviations::Unique,
       [](const OptionDef& o) { return o.name; }, [](const OptionDef& a, const OptionDef& b) { return &a == &b; });
-  if (match.ambiguous) error = "option \"" + name + "\" is ambiguous";
+  if (match.ambiguous) return Failure{"option \"" + name + "\" is ambiguous"};
   return match.option;
 }
 
@@ -373,16 +374,16 @@ std::optional<CliError> scanArguments(const std::vector<std::string>& args, std:
       body = body.substr(0, eq);
       hasValue = true;
     }
-    std::string error;
     // As getopt_long_only: a single letter that is a short option is that option ("-w" is
     // --control-over-mptcp, not --warmup, the only long option beginning with w).
     const bool shortLetter = !doubleDash && !hasValue && body.size() == 1 && findShort(body[0]) != nullptr;
-    const OptionDef* def = shortLetter ? nullptr : findLong(body, error);
+    const Result<const OptionDef*> longOption = shortLetter ? nullptr : findLong(body);
+    const OptionDef* def = longOption ? *longOption : nullptr;
     if (def == nullptr && !doubleDash && !hasValue) {
       if (auto e = findShortOptions(a, body, def, value, hasValue, options)) return e;
     }
     if (def == nullptr) {
-      return CliError{error.empty() ? "unknown option \"" + a + "\" (see --help)" : error + " (see --help)"};
+      return CliError{longOption ? "unknown option \"" + a + "\" (see --help)" : longOption.error() + " (see --help)"};
     }
     if (def->arg == Arg::Required && !hasValue) {
       if (i + 1 >= args.size()) return CliError{"option \"" + a + "\" needs a value"};

@@ -240,8 +240,8 @@ asio::awaitable<int> Active::stopAndCollect() {
     exitCode = 1;
   }
   printStatistics(own);
-  if (!flowFailure_.empty()) {
-    json_.error(flowFailure_);
+  if (flowFailure_) {
+    json_.error(*flowFailure_);
     exitCode = 1;
   }
   co_await endAssociations();

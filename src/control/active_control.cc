@@ -6,8 +6,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <sys/socket.h>
 
-#include <string_view>
-
 #include "common/log.h"
 #include "control/auth.h"
 #include "sctp/sockaddr.h"
@@ -110,16 +108,17 @@ asio::awaitable<void> Active::authenticate() {
   log::info("Authenticated with the passive (shared key)");
 }
 
-asio::awaitable<void> Active::waitConnected(sctp::Association& association, Clock::duration timeout) {
-  Completion<std::string> connected(io_.get_executor());
+asio::awaitable<void> Active::waitConnected(sctp::Association& association, Clock::duration timeout,
+                                            const std::string& ifTimedOut) {
+  Completion<Result<void>> connected(io_.get_executor());
   association.onConnected(connected.reporter());
-  const auto error = co_await connected.wait(Clock::now() + timeout);
-  if (!error) {
+  const auto outcome = co_await connected.wait(Clock::now() + timeout);
+  if (!outcome) {
     association.onConnected(nullptr);
     association.close();
-    throw ActiveError("cannot connect to " + association.peerName() + ": timed out");
+    throw ActiveError("cannot connect to " + association.peerName() + ": timed out" + ifTimedOut);
   }
-  if (!error->empty()) throw ActiveError("cannot connect to " + association.peerName() + ": " + *error);
+  if (!*outcome) throw ActiveError("cannot connect to " + association.peerName() + ": " + outcome->error());
 }
 
 asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
@@ -136,20 +135,16 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
   log::info("Connecting to the passive at " + name + " (control over SCTP, " + sctp::stackName(stack) + " stack)");
   socket->connect(options_.remotes, port);
   auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
-  try {
-    co_await waitConnected(*association, timeout);
-  } catch (const ActiveError& e) {
-    // Userland SCTP reaches the passive through its UDP encapsulation port. When another
-    // userland SCTP process on the passive's host holds that port, the passive serves no SCTP
-    // (it says so in its log) and the INIT goes to the other process: a timeout, nothing else.
-    if (stack != sctp::Stack::Userland || std::string_view(e.what()).find("timed out") == std::string_view::npos) {
-      throw;
-    }
-    throw ActiveError(std::string(e.what()) + " (userland SCTP via UDP port " +
-                      std::to_string(options_.sctpRemoteUdpPort) +
-                      ": does the passive own that port, or did another userland SCTP process take it? See the "
-                      "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)");
-  }
+  // Userland SCTP reaches the passive through its UDP encapsulation port. When another
+  // userland SCTP process on the passive's host holds that port, the passive serves no SCTP
+  // (it says so in its log) and the INIT goes to the other process: a timeout, nothing else.
+  const std::string ifTimedOut =
+      stack != sctp::Stack::Userland
+          ? std::string()
+          : " (userland SCTP via UDP port " + std::to_string(options_.sctpRemoteUdpPort) +
+                ": does the passive own that port, or did another userland SCTP process take it? See the "
+                "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)";
+  co_await waitConnected(*association, timeout, ifTimedOut);
   json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
   json_.sctpStack(sctp::stackName(stack));
   control_ = std::make_shared<ControlChannel>(

@@ -236,9 +236,9 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   run.flow->reportTo(io_);
   channel->expect(npmp::MessageSet::Data);
   run.flow->attach(channel);
-  run.flow->onFailure([this, flowId](const std::string& reason) {
+  run.flow->onFailure([this, flowId](const transport::ChannelEnd& end) {
     if (stopSent_) return;
-    if (flowFailure_.empty()) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + reason;
+    if (!flowFailure_) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + end.text();
     runEvent_.notify();
   });
   measure::tellOwner(run.flow, [](measure::Flow& f) { f.startReceiving(); });

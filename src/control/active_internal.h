@@ -69,7 +69,10 @@ private:
   asio::awaitable<void> connectControl();
   asio::awaitable<void> authenticate();
   asio::awaitable<void> connectSctpControl(Clock::duration timeout);
-  asio::awaitable<void> waitConnected(sctp::Association& association, Clock::duration timeout);
+  // Waits for an SCTP association to come up; throws ActiveError when it fails, or when
+  // `timeout` passes first (the message then ends with `ifTimedOut`).
+  asio::awaitable<void> waitConnected(sctp::Association& association, Clock::duration timeout,
+                                      const std::string& ifTimedOut = "");
   // The next message must be the acknowledgement of `what`; nullopt on timeout.
   asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
                                                             const char* what, Clock::duration timeout);
@@ -123,7 +126,7 @@ private:
   asio::signal_set signals_;
   int signalCount_ = 0;
   bool interrupted_ = false;
-  std::string flowFailure_;
+  std::optional<std::string> flowFailure_;  // the first flow's failure before STOP
   // Once STOP is on its way, a passive may close data connections (the reference does when it
   // stops the measurement): their end is no failure any more.
   bool stopSent_ = false;

@@ -142,12 +142,12 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   }
   if (auto* v = measurement_->vector()) v->file().commit();
   for (auto& f : flows_) {
-    if (!f.flow->vectorError().empty()) throw ActiveError(f.flow->vectorError());
+    if (const auto& error = f.flow->vectorError()) throw ActiveError(*error);
     if (auto* v = f.flow->vector()) {
       measure::formatFlowVector(*v, "Flow #" + std::to_string(f.flow->flowId()));
       v->file().commit();
     }
-    if (!f.flow->pathVectorError().empty()) throw ActiveError(f.flow->pathVectorError());
+    if (const auto& error = f.flow->pathVectorError()) throw ActiveError(*error);
     if (auto* v = f.flow->pathVector()) {
       v->flush();
       v->file().commit();

@@ -13,6 +13,8 @@
 
 namespace npm::control {
 
+using transport::ChannelEnd;
+
 void runLoop(asio::io_context& io) {
   for (;;) {
     try {
@@ -33,16 +35,17 @@ public:
   TcpControl(asio::ip::tcp::socket socket, npmp::MessageSet incoming, bool mptcp)
       : socket_(std::move(socket)), incoming_(incoming), mptcp_(mptcp) {}
 
-  void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
+  void start(std::function<void(npmp::Bytes)> onMessage, transport::ErrorHandler onEnd) override {
     onMessage_ = std::move(onMessage);
-    onError_ = std::move(onError);
+    onEnd_ = std::move(onEnd);
     readHeader();
   }
 
-  void write(const npmp::Bytes& message, std::function<void(const std::string&)> done) override {
+  void write(const npmp::Bytes& message, std::function<void(Result<void>)> done) override {
     asio::async_write(socket_, asio::buffer(message),
                       [self = shared_from_this(), done = std::move(done)](const boost::system::error_code& ec, std::size_t) {
-                        done(ec ? ec.message() : std::string());
+                        if (!ec) return done({});
+                        done(Failure{ec.message()});
                       });
   }
 
@@ -60,9 +63,9 @@ private:
     message_.assign(4, 0);
     asio::async_read(socket_, asio::buffer(message_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
       if (self->closed_) return;
-      if (ec) return self->onError_(ec == asio::error::eof ? "connection closed by the peer" : ec.message());
+      if (ec) return self->onEnd_(ChannelEnd::ofRead(ec));
       if (auto header = npmp::checkHeader(self->message_.data(), self->incoming_); !header) {
-        return self->onError_(header.error());
+        return self->onEnd_(ChannelEnd::protocolViolation(header.error()));
       }
       const std::size_t length = *npmp::declaredLength(self->message_);  // checked: at least 4
       self->message_.resize(length);
@@ -70,10 +73,7 @@ private:
       asio::async_read(self->socket_, asio::buffer(self->message_.data() + 4, length - 4),
                        [self](const boost::system::error_code& ec2, std::size_t) {
                          if (self->closed_) return;
-                         if (ec2) {
-                           return self->onError_(ec2 == asio::error::eof ? "connection closed by the peer in the middle of a message"
-                                                                         : ec2.message());
-                         }
+                         if (ec2) return self->onEnd_(ChannelEnd::ofRead(ec2, true));
                          self->deliver();
                        });
     });
@@ -89,7 +89,7 @@ private:
   bool mptcp_;
   npmp::Bytes message_;
   std::function<void(npmp::Bytes)> onMessage_;
-  std::function<void(const std::string&)> onError_;
+  transport::ErrorHandler onEnd_;
   bool closed_ = false;
 };
 
@@ -100,23 +100,21 @@ public:
   SctpControl(std::shared_ptr<sctp::Association> association, npmp::MessageSet incoming)
       : association_(std::move(association)), incoming_(incoming) {}
 
-  void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) override {
+  void start(std::function<void(npmp::Bytes)> onMessage, transport::ErrorHandler onEnd) override {
     std::weak_ptr<SctpControl> weak = shared_from_this();
     association_->start(
-        [weak, onMessage, onError](std::uint16_t, std::uint32_t, std::span<const std::uint8_t> m, std::uint64_t) {
+        [weak, onMessage, onEnd](std::uint16_t, std::uint32_t, std::span<const std::uint8_t> m, std::uint64_t) {
           auto self = weak.lock();
           if (!self) return;
-          if (m.size() < 4) return onError("not NPMP: a message of " + std::to_string(m.size()) + " bytes");
-          if (auto header = npmp::checkHeader(m.data(), self->incoming_); !header) return onError(header.error());
-          if (*npmp::declaredLength(m) != m.size()) {  // checked: at least 4
-            return onError("not NPMP: the length field does not match the SCTP message");
+          if (auto checked = self->check(m); !checked) {
+            return onEnd(ChannelEnd::protocolViolation(checked.error()));
           }
           onMessage(npmp::Bytes(m.begin(), m.end()));
         },
-        onError);
+        onEnd);
   }
 
-  void write(const npmp::Bytes& message, std::function<void(const std::string&)> done) override {
+  void write(const npmp::Bytes& message, std::function<void(Result<void>)> done) override {
     sctp::SendInfo info;
     info.stream = 0;
     info.ppid = npmp::kPpidControl;
@@ -126,7 +124,7 @@ public:
       return;
     }
     if (sent == sctp::Association::Sent::Failed) {
-      asio::post(association_->io(), [done] { done("the SCTP association failed"); });
+      asio::post(association_->io(), [done] { done(Failure{"the SCTP association failed"}); });
       return;
     }
     association_->waitWritable([self = shared_from_this(), message, done] { self->write(message, done); });
@@ -142,6 +140,16 @@ public:
   }
 
 private:
+  // Whether a message of the association is one whole NPMP message that may come here.
+  Result<void> check(std::span<const std::uint8_t> m) const {
+    if (m.size() < 4) return Failure{"not NPMP: a message of " + std::to_string(m.size()) + " bytes"};
+    if (auto header = npmp::checkHeader(m.data(), incoming_); !header) return Failure{header.error()};
+    if (*npmp::declaredLength(m) != m.size()) {  // checked: at least 4
+      return Failure{"not NPMP: the length field does not match the SCTP message"};
+    }
+    return {};
+  }
+
   std::shared_ptr<sctp::Association> association_;
   npmp::MessageSet incoming_;
 };
@@ -176,8 +184,8 @@ void ControlChannel::start() {
           self->messageEvent_.notify();
         }
       },
-      [weak](const std::string& reason) {
-        if (auto self = weak.lock()) self->fail(reason);
+      [weak](const ChannelEnd& end) {
+        if (auto self = weak.lock()) self->fail(end.text());
       });
 }
 
@@ -209,10 +217,10 @@ void ControlChannel::writeNext() {
   }
   writing_ = true;
   // The handler keeps the channel, and with it the message being written, alive.
-  transport_->write(outgoing_.front(), [self = shared_from_this()](const std::string& error) {
-    if (!error.empty()) {
+  transport_->write(outgoing_.front(), [self = shared_from_this()](Result<void> written) {
+    if (!written) {
       self->writing_ = false;
-      self->fail(error);
+      self->fail(written.error());
       return;
     }
     self->queuedBytes_ -= self->outgoing_.front().size();

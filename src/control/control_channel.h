@@ -18,8 +18,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/result.h"
 #include "control/async.h"
 #include "npmp/messages.h"
+#include "transport/channel_end.h"
 
 namespace npm::sctp {
 class Association;
@@ -40,14 +42,14 @@ public:
 class ControlTransport {
 public:
   virtual ~ControlTransport() = default;
-  // Delivers each message; `onError` once when the connection fails or carries garbage.
-  virtual void start(std::function<void(npmp::Bytes)> onMessage, std::function<void(const std::string&)> onError) = 0;
-  // Writes one message; `done` gets "" or the error.
-  virtual void write(const npmp::Bytes& message, std::function<void(const std::string& error)> done) = 0;
+  // Delivers each message; `onEnd` once when the connection ends (closed, failed, garbage).
+  virtual void start(std::function<void(npmp::Bytes)> onMessage, transport::ErrorHandler onEnd) = 0;
+  // Writes one message; `done` gets whether it was written.
+  virtual void write(const npmp::Bytes& message, std::function<void(Result<void> written)> done) = 0;
   virtual void close() = 0;
   // Starts a graceful end where the transport needs one before the process exits (userland
   // SCTP: its threads end with the process, so an association closed at exit would linger at
-  // the peer until its heartbeats fail); the end is reported through `onError`.
+  // the peer until its heartbeats fail); the end is reported through `onEnd`.
   virtual bool shutdown() { return false; }
   virtual std::string protocol() const = 0;  // "TCP", "MPTCP", "SCTP (userland)"
 };

@@ -165,11 +165,11 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
         }
         self->identify(*id, channel, protocol, peerAddressOf(channel->fd()), std::nullopt);
       },
-      [weak, raw](const std::string& reason) {
+      [weak, raw](const transport::ChannelEnd& end) {
         auto self = weak.lock();
         if (!self) return;
         if (auto channel = self->pendingConnections_.take(raw)) {
-          log::warning("Closing data connection from " + channel->peerName() + ": " + reason);
+          log::warning("Closing data connection from " + channel->peerName() + ": " + end.text());
           channel->close();
         }
       });
@@ -221,10 +221,12 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
         // Identified at least once: no longer pending; closed with its last flow.
         if (association->hasClaims()) self->pendingAssociations_.take(raw);
       },
-      [weak, raw](const std::string& reason) {
+      [weak, raw](const transport::ChannelEnd& end) {
         auto self = weak.lock();
         if (!self) return;
-        if (self->pendingAssociations_.take(raw)) log::debug("SCTP association from " + raw->peerName() + ": " + reason);
+        if (self->pendingAssociations_.take(raw)) {
+          log::debug("SCTP association from " + raw->peerName() + ": " + end.text());
+        }
       });
 }
 
@@ -326,13 +328,14 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
       }
     }
   }
-  flow->onFailure([key, peer = channel->peerName(), weak = std::weak_ptr<FlowOwner>(session)](const std::string& reason) {
+  flow->onFailure([key, peer = channel->peerName(),
+                   weak = std::weak_ptr<FlowOwner>(session)](const transport::ChannelEnd& end) {
     // An orderly close is what a reference active does with its data connections just before
     // STOP (the session warns if the measurement is not stopped soon after); and once the
     // measurement is stopped, the peer may end them as it likes. Neither is a warning.
     const auto session = weak.lock();
-    const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + reason;
-    if (transport::closedByPeer(reason) || (session && !session->measuring(key.measurementId))) {
+    const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + end.text();
+    if (end.byPeer() || (session && !session->measuring(key.measurementId))) {
       log::info(line);
     } else {
       log::warning(line);

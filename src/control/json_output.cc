@@ -23,7 +23,7 @@ std::FILE* JsonOutput::humanOut() const { return options_.jsonFile == "-" || opt
 
 void JsonOutput::error(const std::string& message) {
   log::error(message);
-  if (error_.empty()) error_ = message;
+  if (!error_) error_ = message;
 }
 
 void JsonOutput::control(std::string protocol, std::string local, std::string remote) {
@@ -53,7 +53,7 @@ void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint6
 
 int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own) {
   if (options_.jsonFile.empty()) return exitCode;
-  if (exitCode != 0 && error_.empty()) error_ = "the measurement failed (see the log)";
+  if (exitCode != 0 && !error_) error_ = "the measurement failed (see the log)";
   info_.measurementId = measurementId;
   std::vector<measure::ScalarRow> activeRows, passiveRows;
   if (own != nullptr) activeRows = measure::scalarRows("active", *own);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ public:
 private:
   const ActiveOptions& options_;
   measure::JsonRunInfo info_;
-  std::string error_;
+  std::optional<std::string> error_;  // the run's first
   std::string passiveScalars_;
   std::unique_ptr<measure::JsonStream> stream_;
 };

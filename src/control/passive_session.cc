@@ -322,7 +322,7 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   state_->flows->remove(key);
   // As the reference: without a vector file, REMOVE_FLOW is not answered; a vector that had
   // to be given up (full disk, spool limit) is answered with ERROR, so that the active knows.
-  if (flow->vector() == nullptr && !flow->vectorError().empty()) {
+  if (flow->vector() == nullptr && flow->vectorError()) {
     acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
   } else if (flow->vector() != nullptr) {
     acknowledge(m.flowId, m.measurementId, m.streamId,

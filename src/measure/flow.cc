@@ -79,8 +79,8 @@ void Flow::startReceiving() {
       [weak](std::span<const std::uint8_t> message, std::uint64_t now) {
         if (auto self = weak.lock()) self->deliver(message, now);
       },
-      [weak](const std::string& reason) {
-        if (auto self = weak.lock()) self->fail(reason);
+      [weak](const transport::ChannelEnd& end) {
+        if (auto self = weak.lock()) self->fail(end);
       });
 }
 
@@ -88,13 +88,13 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
   if (finished_) return true;  // in flight at STOP: after the end of the measurement
   const auto header = npmp::decodeData(message);
   if (!header) {
-    fail(header.error());
+    fail(transport::ChannelEnd::protocolViolation(header.error()));
     return false;
   }
   const npmp::DataHeader& h = *header;
   if (h.flowId != params_.flowId || h.measurementId != params_.measurementId || h.streamId != params_.streamId) {
-    fail("DATA for flow " + std::to_string(h.flowId) + " on the data channel of flow " +
-         std::to_string(params_.flowId));
+    fail(transport::ChannelEnd::protocolViolation("DATA for flow " + std::to_string(h.flowId) +
+                                                  " on the data channel of flow " + std::to_string(params_.flowId)));
     return false;
   }
   const Reception r = rx_.onMessage(h, message.size(), now);
@@ -105,17 +105,17 @@ bool Flow::deliver(std::span<const std::uint8_t> message, std::uint64_t now) {
     } catch (const FileError& e) {
       // e.g. a full disk: the measurement goes on, the vector is lost and reported at the end
       vectorError_ = e.what();
-      log::error(vectorError_);
+      log::error(*vectorError_);
       vector_.reset();
     }
   }
   return true;
 }
 
-void Flow::fail(const std::string& reason) {
+void Flow::fail(transport::ChannelEnd end) {
   if (failed() || finished_) return;  // after the end, the peer may close as it likes
   failed_.store(true, std::memory_order_release);
-  if (onFailure_) asio::dispatch(*home_, [handler = onFailure_, reason] { handler(reason); });
+  if (onFailure_) asio::dispatch(*home_, [handler = onFailure_, end = std::move(end)] { handler(end); });
 }
 
 // ------------------------------------------------------------------------- sender
@@ -137,7 +137,7 @@ void Flow::samplePaths() {
     pathVector_->flush();
   } catch (const FileError& e) {
     pathVectorError_ = e.what();
-    log::error(pathVectorError_);
+    log::error(*pathVectorError_);
     pathVector_.reset();
   }
 }
@@ -354,7 +354,8 @@ void Flow::onSent(const boost::system::error_code& ec, std::size_t sent, std::si
     if (sending_) {
       sending_ = false;
       if (params_.errorOnAbort) {
-        fail("Flow #" + std::to_string(params_.flowId) + " has been aborted: " + ec.message());
+        fail(transport::ChannelEnd::failed("Flow #" + std::to_string(params_.flowId) + " has been aborted: " +
+                                           ec.message()));
       } else {
         log::warning("Flow #" + std::to_string(params_.flowId) + ": sending failed (" + ec.message() +
                      "), error_on_abort=off: the flow stops sending");

@@ -25,6 +25,7 @@
 #include "flowspec/random.h"
 #include "measure/results.h"
 #include "measure/statistics.h"
+#include "transport/channel_end.h"
 #include "transport/data_channel.h"
 
 namespace npm::measure {
@@ -76,12 +77,12 @@ public:
   bool deliver(std::span<const std::uint8_t> message, std::uint64_t now);
 
   // Called when the flow cannot go on (send error with error_on_abort, garbage, peer gone).
-  void onFailure(std::function<void(const std::string&)> handler) { onFailure_ = std::move(handler); }
+  void onFailure(std::function<void(const transport::ChannelEnd&)> handler) { onFailure_ = std::move(handler); }
 
   void setVector(FlowVectorWriter writer) { vector_.emplace(std::move(writer)); }
   FlowVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
-  // Why the vector had to be given up during the run ("" if it did not).
-  const std::string& vectorError() const { return vectorError_; }
+  // Why the vector had to be given up during the run (nothing if it did not).
+  const std::optional<std::string>& vectorError() const { return vectorError_; }
 
   // Samples the transport's per-path state every `interval` from start() to
   // finishReceiving() (and once more then), for the per-path scalars (result()) and, with a
@@ -89,7 +90,7 @@ public:
   void samplePathsEvery(std::chrono::milliseconds interval) { pathInterval_ = interval; }
   void setPathVector(PathVectorWriter writer) { pathVector_.emplace(std::move(writer)); }
   PathVectorWriter* pathVector() { return pathVector_ ? &*pathVector_ : nullptr; }
-  const std::string& pathVectorError() const { return pathVectorError_; }
+  const std::optional<std::string>& pathVectorError() const { return pathVectorError_; }
 
   // Begins the measurement at `startTime` (µs), which is `steadyStart` on the steady clock:
   // the sender starts (off first if it has an on/off schedule) and receptions are recorded
@@ -133,7 +134,7 @@ private:
   void onFrameTimer();
   void scheduleOnOff();
   void setOn(bool on, std::chrono::steady_clock::time_point at);
-  void fail(const std::string& reason);
+  void fail(transport::ChannelEnd end);
   std::optional<double> drawInterval();
 
   asio::io_context& io_;
@@ -183,16 +184,16 @@ private:
   };
   std::optional<ScalarOrigin> origin_;
   std::optional<FlowVectorWriter> vector_;
-  std::string vectorError_;
+  std::optional<std::string> vectorError_;
   std::optional<PathVectorWriter> pathVector_;
-  std::string pathVectorError_;
+  std::optional<std::string> pathVectorError_;
   std::chrono::milliseconds pathInterval_{0};
   asio::steady_timer pathTimer_;
   std::vector<transport::PathSample> pathSamples_;  // reused
   std::map<std::int64_t, PathSummary> pathSummaries_;
   void samplePaths();
   void schedulePathSample();
-  std::function<void(const std::string&)> onFailure_;
+  std::function<void(const transport::ChannelEnd&)> onFailure_;
   std::atomic<bool> failed_ = false;
   bool finished_ = false;
 };

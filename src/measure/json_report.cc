@@ -200,7 +200,8 @@ void cpu(json::Writer& w, const char* key, const std::vector<ScalarRow>* list, c
 }  // namespace
 
 std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>* active,
-                           const std::vector<ScalarRow>* passive, const std::string& error, bool indent) {
+                           const std::vector<ScalarRow>* passive, const std::optional<std::string>& error,
+                           bool indent) {
   const Rows a = index(active), p = index(passive);
   const std::string activeBase = "netPerfMeter.active", passiveBase = "netPerfMeter.passive";
   json::Writer w(indent);
@@ -279,7 +280,9 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   cpu(w, "active", active, activeBase);
   cpu(w, "passive", passive, passiveBase);
   w.endObject();
-  orNull("error", error);
+  w.key("error");
+  if (error) w.value(*error);
+  else w.null();
   w.endObject();
   return w.text() + "\n";
 }

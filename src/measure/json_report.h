@@ -42,9 +42,10 @@ struct JsonRunInfo {
 
 // The result document (one JSON object, with its final newline). `active` and `passive` are
 // the rows of each side's scalar file, null where that side has none (a failed run); `error`
-// is empty for a run without one.
+// is the run's error, none for a run without one.
 std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>* active,
-                           const std::vector<ScalarRow>* passive, const std::string& error, bool indent);
+                           const std::vector<ScalarRow>* passive, const std::optional<std::string>& error,
+                           bool indent);
 
 // Decompresses a bzip2 text (the passive's upload when -scalar ends in .bz2); plain text as is.
 std::string bzip2Text(std::string data);

@@ -73,21 +73,17 @@ std::string sizeError(const char* what, std::size_t got, std::size_t expected) {
          std::to_string(expected);
 }
 
-bool readRandom(const std::uint8_t* p, std::uint8_t rng, RandomSpec& out, std::string& error,
-                const char* what) {
+Result<RandomSpec> readRandom(const std::uint8_t* p, std::uint8_t rng, const char* what) {
   if (rng > kMaxRng) {
-    error = std::string("ADD_FLOW ") + what + " has unknown distribution id " + std::to_string(rng);
-    return false;
+    return Failure{std::string("ADD_FLOW ") + what + " has unknown distribution id " + std::to_string(rng)};
   }
-  out.rng = rng;
+  RandomSpec spec;
+  spec.rng = rng;
   for (std::size_t i = 0; i < 4; ++i) {
-    out.values[i] = getDouble(p + 8 * i);
-    if (!std::isfinite(out.values[i])) {
-      error = std::string("ADD_FLOW ") + what + " has a non-finite parameter";
-      return false;
-    }
+    spec.values[i] = getDouble(p + 8 * i);
+    if (!std::isfinite(spec.values[i])) return Failure{std::string("ADD_FLOW ") + what + " has a non-finite parameter"};
   }
-  return true;
+  return spec;
 }
 
 }  // namespace
@@ -356,11 +352,12 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       m.orderedMode = get32(p + 52);
       m.reliableMode = get32(p + 56);
       m.retransmissionTrials = get32(p + 60);
-      std::string error;
-      if (!readRandom(p + 64, p[128], m.frameRate, error, "frame rate") ||
-          !readRandom(p + 96, p[129], m.frameSize, error, "frame size")) {
-        return fail(error);
-      }
+      const auto frameRate = readRandom(p + 64, p[128], "frame rate");
+      if (!frameRate) return fail(frameRate.error());
+      m.frameRate = *frameRate;
+      const auto frameSize = readRandom(p + 96, p[129], "frame size");
+      if (!frameSize) return fail(frameSize.error());
+      m.frameSize = *frameSize;
       m.rcvBufferSize = get32(p + 130);
       m.sndBufferSize = get32(p + 134);
       m.maxMsgSize = get16(p + 138);
@@ -373,7 +370,9 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       m.onOffEvents.resize(events);
       for (std::size_t i = 0; i < events; ++i) {
         const std::uint8_t* e = p + kAddFlowBaseSize + kOnOffEventSize * i;
-        if (!readRandom(e + 4, e[0], m.onOffEvents[i].spec, error, "on/off event")) return fail(error);
+        const auto spec = readRandom(e + 4, e[0], "on/off event");
+        if (!spec) return fail(spec.error());
+        m.onOffEvents[i].spec = *spec;
         m.onOffEvents[i].relative = (e[1] & kOnOffRelativeTime) != 0;
       }
       r = std::move(m);

@@ -10,10 +10,9 @@
 
 namespace npm::sctp {
 
+using transport::ChannelEnd;
 using transport::DataChannel;
 using transport::ErrorHandler;
-using transport::kAssociationClosedByPeer;
-using transport::kAssociationShutDownByPeer;
 using transport::MessageHandler;
 using transport::PathSample;
 using transport::SendHandler;
@@ -141,7 +140,7 @@ Association::~Association() {
   closeSocket();
 }
 
-void Association::onConnected(std::function<void(const std::string&)> handler) {
+void Association::onConnected(std::function<void(Result<void>)> handler) {
   connected_ = std::move(handler);
   socket_->asyncWait(true, [weak = weak_from_this()] {
     auto self = weak.lock();
@@ -150,7 +149,8 @@ void Association::onConnected(std::function<void(const std::string&)> handler) {
     auto h = std::move(self->connected_);
     self->connected_ = nullptr;
     self->up_ = error == 0;
-    h(error == 0 ? std::string() : std::string(std::strerror(error)));
+    if (error == 0) return h({});
+    h(Failure{std::strerror(error)});
   });
 }
 
@@ -185,12 +185,12 @@ void Association::onReadable() {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       gone_ = true;
-      fail(std::strerror(errno));
+      fail(ChannelEnd::failed(std::strerror(errno)));
       return;
     }
     if (n == 0) {
       gone_ = true;
-      fail(std::string(kAssociationClosedByPeer));
+      fail(ChannelEnd(ChannelEnd::Reason::kAssociationClosedByPeer));
       return;
     }
     const std::uint8_t* data = buffer_.data();
@@ -198,7 +198,7 @@ void Association::onReadable() {
     if (!info.endOfRecord || !partial_.empty()) {  // a message in pieces
       partial_.insert(partial_.end(), data, data + length);
       if (partial_.size() > kMaxMessage + 1024) {
-        fail("message larger than 64 KiB: not NPMP");
+        fail(ChannelEnd::protocolViolation("message larger than 64 KiB: not NPMP"));
         return;
       }
       if (!info.endOfRecord) continue;
@@ -206,11 +206,12 @@ void Association::onReadable() {
       length = partial_.size();
     }
     if (info.notification) {
+      using enum ChannelEnd::Reason;
       switch (socket_->notification(data, length)) {
-        case AssociationEvent::CommLost: gone_ = true; fail("association lost (COMM_LOST)"); return;
-        case AssociationEvent::ShutdownComplete: gone_ = true; fail(std::string(kAssociationShutDownByPeer)); return;
-        case AssociationEvent::Shutdown: peerShutdown_ = true; fail(std::string(kAssociationShutDownByPeer)); return;
-        case AssociationEvent::CantStart: gone_ = true; fail("cannot start the association"); return;
+        case AssociationEvent::CommLost: gone_ = true; fail(ChannelEnd(kAssociationLost)); return;
+        case AssociationEvent::ShutdownComplete: gone_ = true; fail(ChannelEnd(kAssociationShutDownByPeer)); return;
+        case AssociationEvent::Shutdown: peerShutdown_ = true; fail(ChannelEnd(kAssociationShutDownByPeer)); return;
+        case AssociationEvent::CantStart: gone_ = true; fail(ChannelEnd(kAssociationCannotStart)); return;
         case AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
         default: break;
       }
@@ -236,7 +237,7 @@ Association::Sent Association::trySend(const std::uint8_t* data, std::size_t len
   const long n = socket_->send(data, length, info);
   if (n >= 0) return Sent::Yes;
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return Sent::Full;
-  fail(std::string("send failed: ") + std::strerror(errno));
+  fail(ChannelEnd::failed(std::string("send failed: ") + std::strerror(errno)));
   return Sent::Failed;
 }
 
@@ -258,14 +259,14 @@ std::shared_ptr<DataChannel> Association::stream(std::uint16_t stream, StreamPol
   return std::make_shared<SctpStreamChannel>(shared_from_this(), stream, policy);
 }
 
-void Association::fail(const std::string& reason) {
+void Association::fail(const ChannelEnd& end) {
   if (failed_ || closed_) return;
   failed_ = true;
   auto claims = streams_;
   for (auto& [id, claim] : claims) {
-    if (claim.onError) claim.onError(reason);
+    if (claim.onError) claim.onError(end);
   }
-  if (onError_) onError_(reason);
+  if (onError_) onError_(end);
 }
 
 void Association::shutdown() {
@@ -283,7 +284,7 @@ void Association::finish() {
     return;
   }
   unclaimed_ = nullptr;  // drop what still arrives
-  onError_ = [this](const std::string&) { close(); };  // the peer's SHUTDOWN (or a failure)
+  onError_ = [this](const ChannelEnd&) { close(); };  // the peer's SHUTDOWN (or a failure)
   socket_->shutdownWrite();
   // The timer holds the association until it is closed.
   finishTimer_ = std::make_shared<asio::steady_timer>(io_, kFinishWait);

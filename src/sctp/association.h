@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "flowspec/random.h"
 #include "sctp/socket.h"
 #include "transport/data_channel.h"
@@ -40,8 +41,8 @@ public:
   const std::string& peerName() const { return peer_; }
   void setPeerName(std::string peer) { peer_ = std::move(peer); }
 
-  // Waits for the association to come up (after Socket::connect); "" or the error.
-  void onConnected(std::function<void(const std::string& error)> handler);
+  // Waits for the association to come up (after Socket::connect): success, or why not.
+  void onConnected(std::function<void(Result<void> connected)> handler);
 
   // Starts reading. Messages of a stream with a handler go there; those of a released stream
   // (its flow is done; the peer may still have sent some) are dropped; others go to `unclaimed`.
@@ -80,7 +81,7 @@ public:
 private:
   void readMore();
   void onReadable();
-  void fail(const std::string& reason);
+  void fail(const transport::ChannelEnd& end);
   // After close() during a peer's shutdown: reads only for the end of the association, then
   // closes the socket.
   void awaitShutdownComplete();
@@ -100,7 +101,7 @@ private:
   std::set<std::uint16_t> released_;
   std::vector<std::function<void()>> writeWaiters_;
   bool waitingWritable_ = false;
-  std::function<void(const std::string&)> connected_;
+  std::function<void(Result<void>)> connected_;
   bool up_ = false, closed_ = false, failed_ = false, finishing_ = false;
   bool peerShutdown_ = false;  // the peer's SHUTDOWN has arrived
   bool gone_ = false;          // the association has ended (SHUTDOWN COMPLETE, ABORT, EOF, error)

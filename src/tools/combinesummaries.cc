@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 
+#include "common/result.h"
 #include "tools/toolcommon.h"
 
 using namespace npm;
@@ -78,10 +79,11 @@ public:
     cv_.notify_all();
     return true;
   }
-  void finish(std::string error) {
+  // The reader is done: it read the whole input, or failed.
+  void finish(Result<void> read) {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
-    error_ = std::move(error);
+    read_ = std::move(read);
     cv_.notify_all();
   }
   void cancel() {
@@ -99,7 +101,7 @@ public:
       cv_.notify_all();
       return true;
     }
-    if (!error_.empty()) throw FileError(error_);
+    if (!read_) throw FileError(read_.error());
     return false;
   }
 
@@ -108,7 +110,7 @@ private:
   std::condition_variable cv_;
   std::deque<std::string> blocks_;
   bool done_ = false, cancelled_ = false;
-  std::string error_;
+  Result<void> read_;  // once done_: how the reader ended
 };
 
 // Whitespace-normalised header, for comparing the headers of the inputs.
@@ -334,9 +336,9 @@ void combine(const Arguments& a, const std::vector<Input>& inputs) {
           block.resize(n);
           if (!q->push(std::move(block))) return;  // cancelled
         }
-        q->finish("");
+        q->finish({});
       } catch (const std::exception& e) {
-        q->finish(e.what());
+        q->finish(Failure{e.what()});
       }
     });
   };

@@ -131,7 +131,8 @@ struct Settings : OutputOptions {
 
 struct TableStats {
   std::uint64_t lines = 0, bytesIn = 0, bytesOut = 0;
-  std::string error;
+  std::string error;  // empty = fine
+  bool cancelled = false;  // not written: another table failed first, or an interrupt
   std::string path, content;  // between formatting and storing
   std::vector<std::string> otherPaths;  // the same table, otherwise compressed
 };
@@ -139,6 +140,12 @@ struct TableStats {
 TableStats failedTable(std::string error) {
   TableStats t;
   t.error = std::move(error);
+  return t;
+}
+
+TableStats cancelledTable() {
+  TableStats t;
+  t.cancelled = true;
   return t;
 }
 
@@ -511,14 +518,14 @@ int CreateSummary::writeTables() {
     results.push_back(pool_.submit([&, name, table]() -> std::future<TableStats> {
       std::promise<TableStats> done;
       if (failed_.load() || interrupted()) {
-        done.set_value(failedTable("cancelled"));
+        done.set_value(cancelledTable());
         return done.get_future();
       }
       try {
         TableStats prepared = prepareTable(name, *table, inputs_, varRank, varNames_,
                                            varNameFields, resultsDirectory_, s_);
         return writers.submit([this, p = std::move(prepared)]() mutable -> TableStats {
-          if (failed_.load() || interrupted()) return failedTable("cancelled");
+          if (failed_.load() || interrupted()) return cancelledTable();
           try {
             return storeTable(std::move(p));
           } catch (const std::exception& e) {
@@ -546,8 +553,9 @@ int CreateSummary::writeTables() {
     }
     TableStats st = stored.get();
     progress_.update(i + 1, results.size(), "tables");
+    if (st.cancelled) continue;
     if (!st.error.empty()) {
-      if (firstError.empty() && st.error != "cancelled") firstError = st.error;
+      if (firstError.empty()) firstError = st.error;
       continue;
     }
     lines += st.lines;

@@ -179,7 +179,7 @@ private:
   void onRead(const boost::system::error_code& ec, std::size_t n) {
     if (closed_) return;
     if (ec) {
-      fail(ec == asio::error::eof ? std::string(kClosedByPeer) : ec.message());
+      fail(ChannelEnd::ofRead(ec));
       return;
     }
     end_ += n;
@@ -188,12 +188,13 @@ private:
       const std::uint8_t* p = buffer_.data() + begin_;
       const std::size_t length = static_cast<std::size_t>(p[2]) << 8 | p[3];
       if (length < 4) {
-        fail("not NPMP: message length " + std::to_string(length) + " is below the header size");
+        fail(ChannelEnd::protocolViolation("not NPMP: message length " + std::to_string(length) +
+                                           " is below the header size"));
         return;
       }
       if (expect_) {
         if (auto header = npmp::checkHeader(p, *expect_); !header) {
-          fail(header.error());
+          fail(ChannelEnd::protocolViolation(header.error()));
           return;
         }
       }
@@ -206,10 +207,10 @@ private:
     readMore();
   }
 
-  void fail(const std::string& reason) {
+  void fail(const ChannelEnd& end) {
     if (closed_) return;
     auto handler = onError_;
-    if (handler) handler(reason);
+    if (handler) handler(end);
   }
 
   asio::ip::tcp::socket socket_;
@@ -319,7 +320,7 @@ private:
     socket_->async_wait(Socket::wait_read, [self = this->shared_from_this()](const boost::system::error_code& ec) {
       if (self->closed_) return;
       if (ec) {
-        if (self->onError_) self->onError_(ec.message());
+        if (self->onError_) self->onError_(ChannelEnd::failed(ec.message()));
         return;
       }
       self->drain();
@@ -333,7 +334,7 @@ private:
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         if (errno == ECONNREFUSED || errno == EINTR) continue;  // ICMP errors of earlier sends
-        if (onError_) onError_(std::strerror(errno));
+        if (onError_) onError_(ChannelEnd::failed(std::strerror(errno)));
         return;
       }
       onMessage_(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), nowMicros());

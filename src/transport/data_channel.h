@@ -14,10 +14,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "npmp/messages.h"
+#include "transport/channel_end.h"
 #include "transport/path_sample.h"
 
 namespace npm::transport {
@@ -26,16 +26,6 @@ namespace asio = boost::asio;
 
 // A received message and the receive time (CLOCK_REALTIME µs).
 using MessageHandler = std::function<void(std::span<const std::uint8_t> message, std::uint64_t now)>;
-// The channel failed or the peer sent something that is not NPMP; the channel is unusable.
-using ErrorHandler = std::function<void(const std::string& reason)>;
-// The reasons of an orderly close by the peer, as ErrorHandler gets them: EOF on a stream, an
-// SCTP association's EOF or SHUTDOWN.
-inline constexpr std::string_view kClosedByPeer = "connection closed by the peer";
-inline constexpr std::string_view kAssociationClosedByPeer = "association closed by the peer";
-inline constexpr std::string_view kAssociationShutDownByPeer = "association shut down by the peer";
-inline bool closedByPeer(std::string_view reason) {
-  return reason == kClosedByPeer || reason == kAssociationClosedByPeer || reason == kAssociationShutDownByPeer;
-}
 // A batch finished: `sent` messages went out, `dropped` datagrams could not be sent
 // (UDP/DCCP errors such as ICMP unreachable). A set error code means the channel failed.
 using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,
@@ -49,7 +39,7 @@ public:
   // 2 * `messages` buffers. The buffers must stay valid until the handler runs. Only one send
   // may be outstanding.
   virtual void send(const std::vector<asio::const_buffer>& buffers, std::size_t messages, SendHandler handler) = 0;
-  // Starts (or redirects) delivery of received messages.
+  // Starts (or redirects) delivery of received messages, and of the channel's end.
   virtual void receive(MessageHandler onMessage, ErrorHandler onError) = 0;
   // Checks every message header as soon as it arrives (stream channels; datagrams are
   // checked whole by the receiver).

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "sctp/association.h"
@@ -101,15 +102,18 @@ void feed(asio::io_context& io, Script& script, std::deque<Script::Read> reads) 
 std::shared_ptr<sctp::Association> closedAfterPeerShutdown(asio::io_context& io, const std::shared_ptr<Script>& script) {
   auto association = std::make_shared<sctp::Association>(io, std::make_unique<ScriptedSocket>(io, script), "peer");
   std::weak_ptr<sctp::Association> weak = association;
-  std::string reason;
+  std::optional<transport::ChannelEnd> end;
   association->start([](std::uint16_t, std::uint32_t, std::span<const std::uint8_t>, std::uint64_t) {},
-                     [weak, &reason](const std::string& why) {
-                       reason = why;
+                     [weak, &end](const transport::ChannelEnd& why) {
+                       end = why;
                        if (auto a = weak.lock()) a->close();  // what a control channel does
                      });
   io.poll();
   REQUIRE(association->closed());
-  CHECK(reason == transport::kAssociationShutDownByPeer);
+  REQUIRE(end);
+  CHECK(end->reason() == transport::ChannelEnd::Reason::kAssociationShutDownByPeer);
+  CHECK(end->byPeer());
+  CHECK(end->text() == "association shut down by the peer");
   return association;
 }
 

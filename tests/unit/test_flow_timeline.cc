@@ -3,41 +3,31 @@
 // is sent, and a stop that overtakes a frame's timer still sends the frames already due.
 #include <catch2/catch.hpp>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
 #include <chrono>
 #include <thread>
 
 #include "common/clock.h"
+#include "loopback.h"
 #include "measure/flow.h"
 #include "transport/data_channel.h"
 
 using namespace npm;
-namespace asio = boost::asio;
-using asio::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
 // A flow of 100 frames/s × 100 bytes, sending on one end of a loopback TCP connection (the
 // other end's receive queue holds everything these tests send).
-struct RateFlow {
-  asio::io_context io;
-  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
-  tcp::socket peer{io};
+struct RateFlow : test::LoopbackConnection {
   std::shared_ptr<measure::Flow> flow;
 
   RateFlow() {
-    peer.connect(acceptor.local_endpoint());
-    tcp::socket socket(io);
-    acceptor.accept(socket);
     measure::FlowParameters p;
     p.flowId = 1;
     p.outbound.rate = npmp::RandomSpec{0, {100.0}};
     p.outbound.size = npmp::RandomSpec{0, {100.0}};
     flow = std::make_shared<measure::Flow>(io, p, true);
-    flow->attach(transport::makeStreamChannel(std::move(socket)));
+    flow->attach(transport::makeStreamChannel(std::move(local)));
   }
   std::uint64_t frames() const { return flow->transmitted().total.frames; }
   // Runs the flow's context until `done` holds (10 s at most: a loaded machine may run its

@@ -109,7 +109,7 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
   info.measurementId = 0xabc;
   info.commandLine = {"netperfmeter", "host:9000", "-tcp", "const0:const1400:description=\"Bulk\""};
   info.flows = {{7, 0, "TCP", "Bulk \"1\""}};
-  const std::string doc = measure::resultDocument(info, &activeRows, &passiveRows, "", false);
+  const std::string doc = measure::resultDocument(info, &activeRows, &passiveRows, std::nullopt, false);
   CHECK_THAT(doc, Catch::StartsWith(R"({"type":"result","schema_version":1,"program":"netperfmeter","version":"9.9",)"
                                     R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
                                     R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"duration_s":2,)"));

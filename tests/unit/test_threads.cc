@@ -192,7 +192,7 @@ TEST_CASE("a stream channel moves to another thread with the bytes it had read a
         onMain.emplace_back(m.begin(), m.end());
         moved = channel->moveTo(threads.context(1));
       },
-      [](const std::string& reason) { FAIL("main channel: " << reason); });
+      [](const transport::ChannelEnd& end) { FAIL("main channel: " << end.text()); });
   while (!moved) main.run_one();
   REQUIRE(onMain.size() == 1);
   CHECK(onMain[0] == std::vector<std::uint8_t>(std::begin(first), std::end(first)));
@@ -211,7 +211,7 @@ TEST_CASE("a stream channel moves to another thread with the bytes it had read a
           onWorker.emplace_back(m.begin(), m.end());
           if (onWorker.size() == 2) gotBoth.set_value();
         },
-        [](const std::string&) {});
+        [](const transport::ChannelEnd&) {});
   });
   asio::write(client, asio::buffer(third));
   REQUIRE(gotBoth.get_future().wait_for(std::chrono::seconds(5)) == std::future_status::ready);
