@@ -198,6 +198,7 @@ void Flow::scheduleOnOff() {
   Clock::time_point at = event.relative ? lastEvent_ + seconds(value) : startSteady_ + seconds(value);
   at = std::max(at, lastEvent_);
   lastEvent_ = at;
+  offAt_ = on_ ? at : Clock::time_point::max();  // this event ends the on period
   onOffTimer_.expires_at(at);
   onOffTimer_.async_wait([weak = weak_from_this(), at](const boost::system::error_code& ec) {
     auto self = weak.lock();
@@ -215,12 +216,12 @@ std::optional<double> Flow::drawInterval() {
   return std::nullopt;  // the distribution keeps giving rates ≤ 0: no frame this second
 }
 
-// Queues the frames due by `now` (none due after sendUntil_), at most a backlog's worth at
-// once, and hands them to the transport.
+// Queues the frames due by `now` (none due after sendUntil_, none from the end of the on
+// period on), at most a backlog's worth at once, and hands them to the transport.
 void Flow::queueDueFrames(Clock::time_point now) {
   const Clock::time_point until = std::min(now, sendUntil_);
   const std::uint64_t stamp = nowMicros();
-  for (std::size_t n = 0; nextFrame_ <= until && n < kMaxBacklogFrames; ++n) {
+  for (std::size_t n = 0; nextFrame_ <= until && nextFrame_ < offAt_ && n < kMaxBacklogFrames; ++n) {
     if (frames_.size() < kMaxBacklogFrames) queueFrame(stamp);
     const auto interval = drawInterval();
     nextFrame_ += interval ? seconds(*interval) : std::chrono::seconds(1);
@@ -235,6 +236,7 @@ void Flow::onFrameTimer() {
   if (!sending_ || !on_) return;
   queueDueFrames(Clock::now());
   if (nextFrame_ > sendUntil_) return;  // the runtime is over: no more frames are due
+  if (nextFrame_ >= offAt_) return;     // the on period is over: the off event comes next
   frameTimer_.expires_at(nextFrame_);
   frameTimer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     if (ec) return;

@@ -169,6 +169,9 @@ private:
   std::chrono::steady_clock::time_point nextFrame_;
   std::chrono::steady_clock::time_point startSteady_, lastEvent_;
   std::chrono::steady_clock::time_point sendUntil_ = std::chrono::steady_clock::time_point::max();
+  // When the current on period ends (its off event's time on the timeline): no frame due at or
+  // after it is sent, however late the off event's timer runs.
+  std::chrono::steady_clock::time_point offAt_ = std::chrono::steady_clock::time_point::max();
   std::size_t onOffIndex_ = 0;
   std::function<void()> stopped_;
 

@@ -115,7 +115,7 @@ class SpreadFlows(unittest.TestCase):
         self.assertLess(interval, RUNTIME + 4)  # the three drains are bounded (1 s, 1 s, 2 s)
         # On/off: on 0.5-1.5 s of 3 s, then off again.
         frames = self.scalar("active", 4, "Transmitted Frames")
-        self.assertAlmostEqual(frames, 100, delta=10)
+        self.assertIn(frames, (100, 101))  # due at 0.5 s, 0.51 s, ... before 1.5 s, on the timeline
 
     def test_the_passive_second_thread_carried_flows(self):
         # Its worker thread did real work: at least a tenth of what the main thread did.

@@ -1,6 +1,7 @@
 // A rate-driven flow's frames follow one timeline from the measurement's start: a flow that
 // is started late (the last of thousands) catches up, none due after the end of the runtime
-// is sent, and a stop that overtakes a frame's timer still sends the frames already due.
+// is sent, a stop that overtakes a frame's timer still sends the frames already due, and an
+// on period ends on the timeline, not when its timer happens to run.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -21,11 +22,12 @@ namespace {
 struct RateFlow : test::LoopbackConnection {
   std::shared_ptr<measure::Flow> flow;
 
-  RateFlow() {
+  explicit RateFlow(std::vector<npmp::OnOffEvent> onOff = {}) {
     measure::FlowParameters p;
     p.flowId = 1;
     p.outbound.rate = npmp::RandomSpec{0, {100.0}};
     p.outbound.size = npmp::RandomSpec{0, {100.0}};
+    p.onOff = std::move(onOff);
     flow = std::make_shared<measure::Flow>(io, p, true);
     flow->attach(transport::makeStreamChannel(std::move(local)));
   }
@@ -81,4 +83,18 @@ TEST_CASE("a rate-driven flow started after the end of its runtime sends what wa
   f.flow->start(nowMicros(), start, start + std::chrono::milliseconds(500));
   f.runUntil([&f] { return f.frames() >= 51; }, std::chrono::milliseconds(200));
   CHECK(f.frames() == 51);
+}
+
+TEST_CASE("an on period ends at its time on the timeline, however late its off event runs") {
+  // On from 0 s to 0.3 s (absolute times): frames due at 0, 10, ..., 290 ms, 30 of them.
+  RateFlow f({npmp::OnOffEvent{npmp::RandomSpec{0, {0.0}}, false}, npmp::OnOffEvent{npmp::RandomSpec{0, {0.3}}, false}});
+  const auto start = SteadyClock::now();
+  f.flow->start(nowMicros(), start);
+  f.runUntil([&f] { return f.frames() > 0; }, std::chrono::milliseconds(0));
+  // The thread is busy elsewhere past the end of the on period: when it comes back, the frame
+  // timer (due first) and the off event are both late.
+  std::this_thread::sleep_for(start + std::chrono::milliseconds(500) - SteadyClock::now());
+  f.runUntil([&start] { return SteadyClock::now() > start + std::chrono::milliseconds(600); },
+             std::chrono::milliseconds(100));
+  CHECK(f.frames() == 30);
 }
