@@ -47,6 +47,11 @@ unit = "Mbit/s"
 """
 
 
+# The lab's mechanics (runs, resume, summaries, interruption) are tested beside other tests of
+# the gating suite: their load must not make these runs invalid (--max-other-load).
+OTHER_LOAD = "--max-other-load=1000"
+
+
 def lab(*args, timeout=300):
     return subprocess.run([LAB, *args], capture_output=True, text=True, timeout=timeout)
 
@@ -237,6 +242,35 @@ class StudyFiles(unittest.TestCase):
         judged = evidence.judge([], Topo(), Capture(), {}, {}, [100.0, 101.5], [], [])
         self.assertIn("started 1.500 s apart", " ".join(judged["problems"]))
 
+    def test_other_work_on_the_host_makes_a_run_invalid(self):
+        from npmlab import evidence
+
+        # Each burns half a second of CPU, however busy the machine is (not of wall time).
+        burn = [sys.executable, "-c", "import time\nwhile time.process_time() < 0.5: pass"]
+        load = evidence.HostLoad()
+        subprocess.run(burn, check=True)  # the run's own process: reaped within the run
+        own = load.finish()
+        self.assertGreaterEqual(own["own_cores"] * own["seconds"], 0.45, own)
+
+        load = evidence.HostLoad()
+        other = subprocess.Popen(burn)  # other work: still running (not reaped) when the run ends
+        while time.monotonic() - load.start[0] < 5 and evidence._cpu_seconds_of(other.pid) < 0.45:
+            time.sleep(0.01)
+        foreign = load.finish()
+        other.wait()
+        self.assertGreaterEqual(foreign["foreign_cores"] * foreign["seconds"], 0.4, foreign)
+
+        class Topo:
+            paths = [None]
+
+        judged = evidence.judge([], Topo(), None, {}, {}, [], [], [],
+                                {"seconds": 30.0, "busy_cores": 0.9, "own_cores": 0.05, "foreign_cores": 0.85})
+        self.assertFalse(judged["valid"])
+        self.assertIn("the host was busy with other work: 0.85 of a core", " ".join(judged["problems"]))
+        judged = evidence.judge([], Topo(), None, {}, {}, [], [], [],
+                                {"seconds": 30.0, "busy_cores": 0.1, "own_cores": 0.05, "foreign_cores": 0.05})
+        self.assertTrue(judged["valid"], judged["problems"])
+
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
 class PathAccuracy(unittest.TestCase):
@@ -355,7 +389,7 @@ class Runs(unittest.TestCase):
         self.assertEqual([e for e in os.listdir(os.path.join(self.out, "runs")) if e.startswith(".partial")], [])
 
     def test_run_summary_resume_and_plot(self):
-        r = lab("run", self.study, "-o", self.out)
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out)
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         with open(os.path.join(self.out, "summary.csv")) as f:
             rows = [line.split(",") for line in f.read().splitlines()]
@@ -403,10 +437,10 @@ class Runs(unittest.TestCase):
         mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
                   for e in os.listdir(os.path.join(self.out, "runs"))}
         # a second run without --resume refuses to mix; with --resume it re-runs nothing
-        r = lab("run", self.study, "-o", self.out)
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out)
         self.assertEqual(r.returncode, 1)
         self.assertIn("--resume", r.stderr)
-        r = lab("run", self.study, "-o", self.out, "--resume")
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 4, r.stderr)
         self.assertEqual(mtimes, {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
@@ -434,14 +468,14 @@ class Runs(unittest.TestCase):
 
         # A loose target: the pilot of two runs (min_repetitions) already gives it.
         loose = os.path.join(self.dir, "loose")
-        r = lab("run", self.study, "-o", loose, "--ci-target=50")
+        r = lab("run", self.study, OTHER_LOAD, "-o", loose, "--ci-target=50")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         self.assertEqual(summary(loose), (2, "stein(n0=2)"))
         self.assertNotIn("needs more than max_repetitions", r.stdout)
         # A target no measurement meets: the pilot asks for more than max_repetitions; the
         # maximum is run and the combination named.
         tight = os.path.join(self.dir, "tight")
-        r = lab("run", self.study, "-o", tight, "--ci-target=0.000001")
+        r = lab("run", self.study, OTHER_LOAD, "-o", tight, "--ci-target=0.000001")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         self.assertEqual(summary(tight), (3, "stein(n0=2)"))
         self.assertIn("the wanted half-width needs more than max_repetitions runs: proto=udp", r.stdout)
@@ -449,7 +483,7 @@ class Runs(unittest.TestCase):
                          ["proto=udp-r1", "proto=udp-r2", "proto=udp-r3"])
 
     def test_the_run_order_is_blocked_and_drawn_from_the_seed(self):
-        r = lab("run", self.study, "-o", self.out, "--seed=7", "--no-plot")
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--seed=7", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
         order = re.findall(r"\] ETA \S+ (proto=\w+ r\d)", r.stderr)
         self.assertEqual(len(order), 4, r.stderr)
@@ -464,7 +498,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(order, [f"{runner.label(v)} r{rep}" for v, rep in again])
 
     def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
-        proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         lines = []
         while True:
@@ -483,7 +517,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(len(kept), 1, kept)
         self.assertRegex(kept[0], r"^proto=(tcp|mptcp)-r1$")
         # --resume runs the three missing ones only
-        r = lab("run", self.study, "-o", self.out, "--resume", "--no-plot")
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 1, r.stderr)
         self.assertEqual(r.stderr.count(": done in"), 3, r.stderr)
@@ -491,7 +525,7 @@ class Runs(unittest.TestCase):
     def test_failing_run_reports_and_cleans_up(self):
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=1).replace("const0:const1400:const0:const0", "const0:const1400:const0:const0:bogus=1"))
-        proc = subprocess.Popen([LAB, "run", self.study, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 1, err)
@@ -503,7 +537,7 @@ class Runs(unittest.TestCase):
         for ns in (stale, foreign):
             subprocess.run(["ip", "netns", "add", ns], check=True)
         try:
-            r = lab("run", self.study, "-o", self.out, "--repetitions=1", "--no-plot")
+            r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--repetitions=1", "--no-plot")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f"removed the leftover namespace {stale}", r.stderr)
             names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import topology
+from . import evidence, topology
 from .runner import Interrupted, LabError, Runner, Tools, label, run_evidence
 
 PROGRAM = "netperfmeter-lab"
@@ -94,6 +94,8 @@ def cmd_run(args, config):
         raise LabError("--ci-target is a percentage above 0 and below 100")
     if args.repetitions is not None and not 1 <= args.repetitions <= 10000:
         raise LabError("--repetitions must be 1 to 10000")
+    if not args.max_other_load >= 0:
+        raise LabError("--max-other-load must be a number of cores, 0 or more")
     _check_root()
     meta_path = os.path.join(out, "lab.json")
     seed = args.seed
@@ -104,7 +106,7 @@ def cmd_run(args, config):
         except (OSError, ValueError):
             pass
     runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
-                    resume=args.resume, retries=args.retries, seed=seed)
+                    resume=args.resume, retries=args.retries, seed=seed, max_other_load=args.max_other_load)
     runner.check_congestion_controls()
     if os.path.exists(meta_path) and not args.resume:
         existing = os.listdir(os.path.join(out, "runs")) if os.path.isdir(os.path.join(out, "runs")) else []
@@ -117,7 +119,7 @@ def cmd_run(args, config):
         shutil.copyfile(path, os.path.join(out, "study.toml"))
     with open(meta_path, "w") as f:
         json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
-                   "ci_target": args.ci_target, "seed": runner.seed,
+                   "ci_target": args.ci_target, "seed": runner.seed, "max_other_load": args.max_other_load,
                    "order": "blocks: each repetition runs every combination once, shuffled with the seed",
                    "procedure": "stein two-stage (pilot: min_repetitions)" if args.ci_target else "fixed repetitions"},
                   f, indent=1)
@@ -168,6 +170,9 @@ def main(argv, config):
     run.add_argument("--resume", action="store_true", help="keep complete runs of an earlier, unfinished run")
     run.add_argument("--retries", type=int, default=1, help="repeat a failed run this often (default 1)")
     run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")
+    run.add_argument("--max-other-load", type=float, default=evidence.FOREIGN_LOAD_LIMIT, metavar="CORES",
+                     help="a run whose host was busier than its own processes by more than this (cores, on "
+                          f"average) is invalid (default {evidence.FOREIGN_LOAD_LIMIT})")
     plot = sub.add_parser("plot", help="summarise and plot existing results again")
     plot.add_argument("directory")
     args = parser.parse_args(argv)

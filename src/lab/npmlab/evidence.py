@@ -14,6 +14,7 @@ Evidence of a run, in its directory:
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -233,11 +234,58 @@ def delta(before, after):
     return out
 
 
+# ------------------------------------------------------------------------------ host load
+# Other work on the host during a run (builds, tests, a browser) takes the CPU from the
+# transports and delay lines under test and biases what they measure (seen: 0.3 Mbit/s less of
+# 10 on a saturated path while a build ran). A run whose host was busier than its own processes
+# by more than this (in cores, averaged over the run) is invalid; the lab's own processes need
+# well below a tenth of a core at the shipped studies' rates.
+FOREIGN_LOAD_LIMIT = 0.25
+
+
+def _cpu_seconds_of(pid):
+    """CPU time (user + system) of a running process, 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class HostLoad:
+    """The host's CPU time during a run against what the run's own processes used: the lab and
+    its finished children (netperfmeter pairs, capture, tc, nstat: reaped by the end) and the
+    long-lived `others` (the delay lines). The difference is other work."""
+
+    def __init__(self, others=()):
+        self.others = list(others)
+        self.start = self._sample()
+
+    def _sample(self):
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+        busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+        own = sum(getattr(resource.getrusage(who), field)
+                  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for field in ("ru_utime", "ru_stime"))
+        own += sum(_cpu_seconds_of(p.pid) for p in self.others)
+        return time.monotonic(), busy, own
+
+    def finish(self):
+        """{"seconds", "busy_cores", "own_cores", "foreign_cores"} over the run."""
+        (t0, busy0, own0), (t1, busy1, own1) = self.start, self._sample()
+        seconds = max(t1 - t0, 1e-9)
+        busy, own = (busy1 - busy0) / seconds, (own1 - own0) / seconds
+        return {"seconds": round(seconds, 3), "busy_cores": round(busy, 3), "own_cores": round(own, 3),
+                "foreign_cores": round(max(0.0, busy - own), 3)}
+
+
 # ------------------------------------------------------------------------------------ checks
 START_SKEW_LIMIT = 0.5  # s between the first and the last pair's START
 
 
-def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports):
+def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT):
     """Whether a run measured what its study asks for: per flow what was seen and each check
     (expected, observed, ok). The run is valid when no check failed; checks that the evidence
     cannot decide (no capture, no traffic of that kind) say so and do not fail it."""
@@ -301,6 +349,11 @@ def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports):
         result["start_skew_s"] = skew
         if skew > START_SKEW_LIMIT:
             result["problems"].append(f"the flows' pairs started {skew:.3f} s apart (limit {START_SKEW_LIMIT} s)")
+    if host is not None:
+        result["host"] = host
+        if host["foreign_cores"] > max_other_load:
+            result["problems"].append(f"the host was busy with other work: {host['foreign_cores']:.2f} of a core beyond "
+                                      f"the run's own processes (limit {max_other_load:g}, --max-other-load)")
     if pcap is None:
         result["unverified"].append("no capture (tshark is not installed)")
     result["valid"] = not result["problems"]

@@ -221,7 +221,7 @@ def median(values):
 
 class Runner:
     def __init__(self, study, outdir, tools, repetitions=None, ci_target=None, resume=False, retries=1,
-                 seed=None, log=sys.stderr):
+                 seed=None, log=sys.stderr, max_other_load=evidence.FOREIGN_LOAD_LIMIT):
         self.study, self.outdir, self.tools = study, outdir, tools
         self.repetitions = repetitions
         self.ci_target = ci_target
@@ -229,6 +229,7 @@ class Runner:
         self.retries = retries
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
         self.log = log
+        self.max_other_load = max_other_load
         self.topo = None
         self.topo_key = None
         self.topo_text = ""
@@ -363,6 +364,7 @@ class Runner:
             for i, p in enumerate(passives):
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
             before = evidence.snapshot(topo)
+            load = evidence.HostLoad(getattr(topo, "delaylines", ()))
             capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"))
             actives = []
             for i, (_, _, active_cmd) in enumerate(pairs):
@@ -389,6 +391,7 @@ class Runner:
             self.current = []
             for f in logs:
                 f.close()
+        host = load.finish()
         for i, code in enumerate(codes):
             if code != 0:
                 with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
@@ -402,7 +405,7 @@ class Runner:
         starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(pairs))]
         judged = evidence.judge(flows, topo, capture, ccs, counters, starts,
                                 [pair_udp(i) for i in range(len(flows))],
-                                [pair_port(i) for i in range(len(flows))])
+                                [pair_port(i) for i in range(len(flows))], host, self.max_other_load)
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
         return judged
@@ -463,7 +466,8 @@ class Runner:
 
     def recorded_metrics(self, run_dir):
         """The metrics every run records beside the study's: per path and direction the queue's
-        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair)."""
+        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), and
+        the other work on the host during the run (cores beyond the run's own processes)."""
         out = {}
         try:
             with open(os.path.join(run_dir, "counters.json")) as f:
@@ -485,6 +489,9 @@ class Runner:
                     busy.append(100.0 - idle)
             if busy:
                 out[f"cpu_{side}"] = max(busy)
+        host = run_evidence(run_dir).get("host")
+        if host:
+            out["host_foreign_cores"] = host["foreign_cores"]
         return out
 
     def _n_for(self, values, reps):
