@@ -194,14 +194,14 @@ asio::awaitable<int> Active::stopAndCollect() {
   int exitCode = 0;
   log::info("Shutdown");
   const auto flows = flowPointers();
-  co_await stopSending(io_.get_executor(), flowPointers());  // as the passive does at STOP
+  co_await stopSending(io_.get_executor(), flows);  // as the passive does at STOP
   const bool controlLost = control_->failed();
   measure::MeasurementResult own;
   bool ownWritten = false;
   try {
     if (controlLost) throw ActiveError("lost the control connection to the passive: " + control_->failure());
     // The passive gets what the transports still hold for it (TCP, MPTCP, SCTP), for at most a second.
-    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnsent, std::chrono::seconds(1))) {
+    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1))) {
       log::info("Stop: " + std::to_string(held) + " bytes (SCTP: chunks) still on their way to the passive after 1 s;" +
                 " they count as sent, not as received");
     }
@@ -212,7 +212,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     const auto stopped = co_await awaitAck(0, 0, "STOP", kStopTimeout);
     // The passive's last messages have left its send queues by its ACK; what has arrived but
     // not been read yet (on the flows' own threads) counts, as at the passive.
-    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flowPointers(), Held::kUnread, std::chrono::seconds(2))) {
+    if (const long held = co_await waitUntilEmpty(io_.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
       log::info("Stop: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
     }
     co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
