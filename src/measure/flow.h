@@ -1,5 +1,6 @@
 // A flow at run time, on either side: its traffic generator (saturated or rate-driven
-// against an absolute timeline, on/off schedule), its receiver accounting and its vector.
+// against an absolute timeline, on/off schedule), its receiver accounting, its vectors and
+// its per-path sampling.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
@@ -12,9 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,7 +21,10 @@
 #include <vector>
 
 #include "flowspec/flowspec.h"
-#include "flowspec/random.h"
+#include "measure/flow_receiver.h"
+#include "measure/flow_recorder.h"
+#include "measure/flow_sender.h"
+#include "measure/path_sampler.h"
 #include "measure/results.h"
 #include "measure/statistics.h"
 #include "transport/channel_end.h"
@@ -51,16 +53,23 @@ struct FlowParameters {
 // A flow lives on one network thread, the one running the io_context it was made with (see
 // transport/io_threads.h): its connection's handlers and its timers run there, and every other
 // call must be made there too; other threads go through onOwners() or tellOwner().
+//
+// The flow owns its channel and four parts with one job each, and connects them: the sender
+// (traffic generation, measure/flow_sender.h), the receiver (accounting of what arrives,
+// measure/flow_receiver.h), the recorder (per-flow vector and the scalars' window,
+// measure/flow_recorder.h) and the path sampler (measure/path_sampler.h).
 class Flow : public std::enable_shared_from_this<Flow> {
 public:
   Flow(asio::io_context& io, FlowParameters parameters, bool activeSide);
   ~Flow();
+  Flow(const Flow&) = delete;
+  Flow& operator=(const Flow&) = delete;
 
   // The context (thread) that owns the flow.
   asio::io_context& context() const { return io_; }
   // Where the owner's callbacks (onFailure, stopSending's `done`) run: the thread of the
   // control connection. By default the flow's own context.
-  void reportTo(asio::io_context& home) { home_ = &home; }
+  void reportTo(asio::io_context& home);
 
   const FlowParameters& parameters() const { return params_; }
   std::uint32_t flowId() const { return params_.flowId; }
@@ -79,18 +88,18 @@ public:
   // Called when the flow cannot go on (send error with error_on_abort, garbage, peer gone).
   void onFailure(std::function<void(const transport::ChannelEnd&)> handler) { onFailure_ = std::move(handler); }
 
-  void setVector(FlowVectorWriter writer) { vector_.emplace(std::move(writer)); }
-  FlowVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
+  void setVector(FlowVectorWriter writer) { recorder_.setVector(std::move(writer)); }
+  FlowVectorWriter* vector() { return recorder_.vector(); }
   // Why the vector had to be given up during the run (nothing if it did not).
-  const std::optional<std::string>& vectorError() const { return vectorError_; }
+  const std::optional<std::string>& vectorError() const { return recorder_.vectorError(); }
 
   // Samples the transport's per-path state every `interval` from start() to
   // finishReceiving() (and once more then), for the per-path scalars (result()) and, with a
   // writer, into the per-path vector.
-  void samplePathsEvery(std::chrono::milliseconds interval) { pathInterval_ = interval; }
-  void setPathVector(PathVectorWriter writer) { pathVector_.emplace(std::move(writer)); }
-  PathVectorWriter* pathVector() { return pathVector_ ? &*pathVector_ : nullptr; }
-  const std::optional<std::string>& pathVectorError() const { return pathVectorError_; }
+  void samplePathsEvery(std::chrono::milliseconds interval) { paths_.every(interval); }
+  void setPathVector(PathVectorWriter writer) { paths_.setVector(std::move(writer)); }
+  PathVectorWriter* pathVector() { return paths_.vector(); }
+  const std::optional<std::string>& pathVectorError() const { return paths_.vectorError(); }
 
   // Begins the measurement at `startTime` (µs), which is `steadyStart` on the steady clock:
   // the sender starts (off first if it has an on/off schedule) and receptions are recorded
@@ -105,100 +114,32 @@ public:
   void beginScalars();
   // Stops generating traffic; `done` runs once no write is outstanding any more (or after
   // a bounded wait, when the peer does not read).
-  void stopSending(std::function<void()> done);
+  void stopSending(std::function<void()> done) { sender_.stop(std::move(done)); }
   // Ends reception accounting: incomplete frames are lost.
   void finishReceiving();
   void close();
 
   FlowSnapshot snapshot() const;
   FlowResult result() const;
-  const TransmitStatistics& transmitted() const { return tx_; }
-  const ReceiveStatistics& received() const { return rx_; }
-  bool sending() const { return sending_; }
+  const TransmitStatistics& transmitted() const { return sender_.transmitted(); }
+  const ReceiveStatistics& received() const { return receiver_.statistics(); }
+  bool sending() const { return sender_.sending(); }
   // The flow could not go on (see onFailure), before the end of its measurement. Any thread.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
 private:
-  struct Pending {
-    std::uint8_t header[npmp::kDataHeaderSize];
-    std::uint16_t length;  // whole message
-    bool frameEnd;
-  };
-
-  bool queueFrame(std::uint64_t now);
-  void cutMessages();
-  void pump();
-  void dropUnsent();
-  void onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped);
-  void queueDueFrames(std::chrono::steady_clock::time_point now);
-  void onFrameTimer();
-  void scheduleOnOff();
-  void setOn(bool on, std::chrono::steady_clock::time_point at);
   void fail(transport::ChannelEnd end);
-  std::optional<double> drawInterval();
 
   asio::io_context& io_;
   asio::io_context* home_ = &io_;
-  FlowParameters params_;
-  bool activeSide_;
+  const FlowParameters params_;  // before the parts, which refer to it
   std::shared_ptr<transport::DataChannel> channel_;
-  flowspec::Random random_;
-
-  // Sender.
-  bool sending_ = false, on_ = false, writing_ = false, stopping_ = false;
-  // A frame waiting to be sent: messages are cut off it as they are written.
-  struct PendingFrame {
-    std::uint32_t frameId;
-    std::uint64_t remaining;  // bytes
-    std::uint64_t timeStamp;  // µs, when the frame was generated (all its messages carry it)
-    bool begun;               // its first message is cut
-  };
-  std::deque<PendingFrame> frames_;
-  std::deque<Pending> queue_;  // messages of the write in progress (at most one write's worth)
-  std::vector<asio::const_buffer> iov_;
-  // A byte stream's batch of messages of one size, laid out in one buffer: the payload
-  // pattern is written once, only the headers are rewritten per batch. At most one write's
-  // worth (about 1 MiB), and only for flows that queue several messages per write.
-  std::vector<std::uint8_t> batch_;
-  std::size_t batchLength_ = 0;  // the message length batch_ is laid out for
-  bool layOutBatch(std::size_t n);
-  std::size_t inFlight_ = 0;
-  std::uint32_t frameId_ = 0;
-  std::uint64_t seqNumber_ = 0, byteSeqNumber_ = 0;
-  asio::steady_timer frameTimer_, onOffTimer_, stopTimer_;
-  std::chrono::steady_clock::time_point nextFrame_;
-  std::chrono::steady_clock::time_point startSteady_, lastEvent_;
-  std::chrono::steady_clock::time_point sendUntil_ = std::chrono::steady_clock::time_point::max();
-  // When the current on period ends (its off event's time on the timeline): no frame due at or
-  // after it is sent, however late the off event's timer runs.
-  std::chrono::steady_clock::time_point offAt_ = std::chrono::steady_clock::time_point::max();
-  std::size_t onOffIndex_ = 0;
-  std::function<void()> stopped_;
-
-  // Receiver.
-  std::uint64_t startTime_ = 0;
-  TransmitStatistics tx_;
-  ReceiveStatistics rx_;
-  // The totals at the end of the warm-up, which result() subtracts.
-  struct ScalarOrigin {
-    Counters sent, received, lost;
-    double delaySumMs = 0.0;
-    std::uint64_t firstTransmission = 0, firstReception = 0;  // since the warm-up, 0 = none yet
-  };
-  std::optional<ScalarOrigin> origin_;
-  std::optional<FlowVectorWriter> vector_;
-  std::optional<std::string> vectorError_;
-  std::optional<PathVectorWriter> pathVector_;
-  std::optional<std::string> pathVectorError_;
-  std::chrono::milliseconds pathInterval_{0};
-  asio::steady_timer pathTimer_;
-  std::vector<transport::PathSample> pathSamples_;  // reused
-  std::map<std::int64_t, PathSummary> pathSummaries_;
-  void samplePaths();
-  void schedulePathSample();
+  FlowSender sender_;
+  FlowReceiver receiver_;
+  FlowRecorder recorder_;
+  PathSampler paths_;
   std::function<void(const transport::ChannelEnd&)> onFailure_;
   std::atomic<bool> failed_ = false;
-  bool finished_ = false;
 };
 
 // Asks the flows' own threads: runs fn(flow, i) for every flows[i] on the flow's own thread and
