@@ -14,8 +14,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, read_config, read_scalars, read_vector,
-                     wait_for_port)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, free_base_port, read_config, read_scalars,
+                     read_vector, wait_for_port)
 
 REFERENCE = os.environ.get("NPM_REFERENCE_NETPERFMETER", "")
 if not REFERENCE or not os.access(REFERENCE, os.X_OK):
@@ -28,7 +28,8 @@ FLOWS = ["-tcp", "const0:const1400:const0:const1400", "-udp", "const50:const500:
 
 
 class Interop(unittest.TestCase):
-    def run_pair(self, passive_binary, active_binary, port):
+    def run_pair(self, passive_binary, active_binary):
+        port, _ = free_base_port()
         with tempfile.TemporaryDirectory() as d:
             log = open(os.path.join(d, "passive.log"), "w")
             passive = subprocess.Popen([passive_binary, str(port), "--nodisplay"], stdout=log, stderr=subprocess.STDOUT,
@@ -65,7 +66,7 @@ class Interop(unittest.TestCase):
         # Our active asks for per-path statistics (IDENTIFY flag 0x04, which the reference
         # ignores): it records its own per-path vectors and, as the reference acknowledges
         # REMOVE_FLOW with 0 (no per-path vector follows), expects none from the passive.
-        active, files = self.run_pair(REFERENCE, NETPERFMETER, 27200)
+        active, files = self.run_pair(REFERENCE, NETPERFMETER)
         self.assertIn("run-paths-active-00000000-0000.vec.bz2", files)
         self.assertNotIn("run-paths-passive-00000000-0000.vec.bz2", files)
         self.assertIn("records no per-path vectors", active.stderr + active.stdout)
@@ -73,7 +74,7 @@ class Interop(unittest.TestCase):
     def test_our_passive_reference_active(self):
         # The reference's active never asks for per-path statistics: our passive keeps to its
         # protocol (REMOVE_FLOW acknowledged with 0, one file per flow).
-        active, files = self.run_pair(NETPERFMETER, REFERENCE, 27300)
+        active, files = self.run_pair(NETPERFMETER, REFERENCE)
         self.assertEqual([f for f in files if "paths" in f], [])
 
 

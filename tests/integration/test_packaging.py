@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from harness import wait_for_port
+from harness import free_base_port, wait_for_port
 
 BUILD = os.environ.get("NPM_BUILD_DIR")
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,13 +40,15 @@ class Packaging(unittest.TestCase):
             self.assertIn("\nAmbientCapabilities=CAP_BPF\nCapabilityBoundingSet=CAP_BPF\n", text)
             # The unit's command line, with the settings file's values and another port.
             settings = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', open(conf).read(), re.M))
-            settings["NETPERFMETER_PORT"] = "21801"
+            port, (udp,) = free_base_port(udp_ports=1)
+            settings["NETPERFMETER_PORT"] = str(port)
+            settings["NETPERFMETER_OPTIONS"] = f"--sctp-udp-port={udp}"
             line = re.search(r"^ExecStart=\S+ (.*)$", text, re.M).group(1)
             line = re.sub(r"\$\{?(\w+)\}?", lambda m: settings.get(m.group(1), ""), line)
             p = subprocess.Popen([binary, *shlex.split(line)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  text=True)
             try:
-                wait_for_port(21802)
+                wait_for_port(port + 1)
             finally:
                 p.send_signal(signal.SIGINT)
                 _, err = p.communicate(timeout=10)
