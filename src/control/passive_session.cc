@@ -71,7 +71,8 @@ bool Session::measuring(std::uint64_t measurementId) const {
 
 bool Session::allFlowsGone(std::uint64_t measurementId) const {
   auto it = measurements_.find(measurementId);
-  if (it == measurements_.end() || !it->second.measurement->running()) return false;
+  // After STOP the active is collecting the results: it has not gone.
+  if (it == measurements_.end() || it->second.stopping || !it->second.measurement->running()) return false;
   const auto& flows = it->second.measurement->flows();
   if (flows.empty()) return false;
   for (const auto& f : flows) {

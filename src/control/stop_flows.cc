@@ -39,7 +39,8 @@ asio::awaitable<Holding> holding(std::vector<std::shared_ptr<measure::Flow>> amo
   std::vector<std::uint64_t> taken(among.size(), 0);
   co_await measure::onOwners(among, [what, &held, &taken](measure::Flow& f, std::size_t i) {
     auto* channel = f.channel();
-    if (channel == nullptr) return;
+    // A flow whose connection the peer has ended sends nothing more: what it holds stays.
+    if (channel == nullptr || (what == Held::kUnsent && f.failed())) return;
     held[i] = std::max(0L, what == Held::kUnsent ? channel->unsent() : channel->unread());
     taken[i] = channel->bytesRead();
   });

@@ -20,7 +20,8 @@ asio::awaitable<void> stopSending(const asio::any_io_executor& executor,
 // passive acknowledges it (the peer gets what is in flight), kUnread before either side
 // finishes receiving (it counts what has arrived but not been read yet, however slowly it
 // reads; confirmed by a second look after a round through the flows' threads with nothing
-// read in between). Returns what is still held at the end (bytes; SCTP: chunks), 0 when
+// read in between; kUnsent leaves out the flows whose connection the peer has ended: nothing
+// more leaves those). Returns what is still held at the end (bytes; SCTP: chunks), 0 when
 // everything went.
 enum class Held { kUnsent, kUnread };
 asio::awaitable<long> waitUntilEmpty(const asio::any_io_executor& executor,

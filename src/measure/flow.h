@@ -112,8 +112,9 @@ public:
   // the per-path summaries start afresh; the vectors and snapshot() keep counting from start().
   void beginScalars();
   // Stops generating traffic; `done` runs once no write is outstanding any more (or after
-  // a bounded wait, when the peer does not read).
-  void stopSending(std::function<void()> done) { sender_.stop(std::move(done)); }
+  // a bounded wait, when the peer does not read; at once when the peer has ended the flow's
+  // connection: a write blocked on it would hold the stop for the whole wait).
+  void stopSending(std::function<void()> done) { sender_.stop(std::move(done), failed()); }
   // Ends reception accounting: incomplete frames are lost.
   void finishReceiving();
   void close();

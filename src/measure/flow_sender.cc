@@ -210,7 +210,7 @@ void FlowSender::finishStop() {
   }
 }
 
-void FlowSender::stop(std::function<void()> done) {
+void FlowSender::stop(std::function<void()> done, bool peerGone) {
   // A rate-driven flow's frames that fell due before the stop (by the end of the runtime)
   // still go out, also where the stop overtook their timer on a busy thread.
   const bool sendDue = sending_ && on_ && !params_.outbound.saturated();
@@ -220,8 +220,8 @@ void FlowSender::stop(std::function<void()> done) {
   frameTimer_.cancel();
   onOffTimer_.cancel();
   // A saturated flow stops at once; without a write under way nothing more goes out.
-  if (!sendDue || !writing_) dropUnsent();
-  if (!writing_) {
+  if (!sendDue || !writing_ || peerGone) dropUnsent();
+  if (!writing_ || peerGone) {
     asio::post(*home_, std::move(done));
     return;
   }

@@ -43,8 +43,9 @@ public:
   // due at `steadyStart` and one interval after the other, none due after `sendUntil`.
   void start(TimePoint steadyStart, TimePoint sendUntil);
   // Stops generating; `done` runs on the home context once no write is outstanding any more
-  // (or after a bounded wait, when the peer does not read).
-  void stop(std::function<void()> done);
+  // (or after a bounded wait, when the peer does not read). `peerGone`: the peer has ended
+  // the connection, so an outstanding write cannot complete usefully: `done` runs at once.
+  void stop(std::function<void()> done, bool peerGone = false);
   void close();
 
   const TransmitStatistics& transmitted() const { return tx_; }

@@ -23,12 +23,15 @@ namespace asio = boost::asio;
 namespace {
 
 // A channel whose queues are whatever the test says: `unsentNow` and `unreadNow` as the
-// socket ioctls would report them, `taken` as the bytes its reads have taken.
+// socket ioctls would report them, `taken` as the bytes its reads have taken. Its writes
+// never complete (a peer that does not read); `end` ends it as the peer would.
 struct ScriptedChannel final : transport::DataChannel {
   long unsentNow = 0, unreadNow = 0;
   std::uint64_t taken = 0;
-  void send(const std::vector<asio::const_buffer>&, std::size_t, transport::SendHandler) override {}
-  void receive(transport::MessageHandler, transport::ErrorHandler) override {}
+  std::size_t writes = 0;
+  transport::ErrorHandler end;
+  void send(const std::vector<asio::const_buffer>&, std::size_t, transport::SendHandler) override { ++writes; }
+  void receive(transport::MessageHandler, transport::ErrorHandler onEnd) override { end = std::move(onEnd); }
   void close() override {}
   int fd() const override { return -1; }
   bool isByteStream() const override { return true; }
@@ -106,4 +109,43 @@ TEST_CASE("the wait for unsent data ends when the peer has taken everything") {
   REQUIRE(f.result.has_value());
   CHECK(*f.result == 0);
   CHECK(f.channel->unsentNow == 0);
+}
+
+// The reference's active ends its data connections, then sends STOP and waits 3 s for the
+// acknowledgement. A flow whose connection the peer has shut down while a write of it was
+// blocked held the passive's STOP for the sender's bounded wait (2 s) and the unsent drain
+// (1 s): the reference gave up (seen with kernel SCTP in tests/vm).
+TEST_CASE("a flow whose peer has ended its connection stops at once, with its write still blocked") {
+  DrainFixture f;
+  auto& flow = *f.flows.front();
+  flow.startReceiving();
+  measure::FlowParameters saturated;
+  saturated.outbound.size.values[0] = 1400;  // const 0 frames/s: saturated
+  auto sender = std::make_shared<measure::Flow>(f.io, saturated, true);
+  auto channel = std::make_shared<ScriptedChannel>();
+  sender->attach(channel);
+  sender->startReceiving();
+  sender->start(0, std::chrono::steady_clock::now());
+  f.io.poll();
+  REQUIRE(channel->writes == 1);  // under way, and it never completes
+  REQUIRE(channel->end);
+  channel->end(transport::ChannelEnd::failed("association shut down by the peer"));
+  REQUIRE(sender->failed());
+  bool stopped = false;
+  sender->stopSending([&stopped] { stopped = true; });
+  f.io.restart();  // the first poll ran out of work
+  f.io.poll();     // ready handlers only: no timer has to expire for it
+  CHECK(stopped);
+}
+
+TEST_CASE("the wait for unsent data leaves out a flow whose peer has ended its connection") {
+  DrainFixture f;
+  f.flows.front()->startReceiving();
+  REQUIRE(f.channel->end);
+  f.channel->end(transport::ChannelEnd::failed("association shut down by the peer"));
+  f.channel->unsentNow = 5000;  // stays: nothing takes it any more
+  f.spawn(control::Held::kUnsent, std::chrono::milliseconds(3000));
+  f.io.run_for(std::chrono::seconds(5));
+  REQUIRE(f.result.has_value());
+  CHECK(*f.result == 0);
 }
