@@ -219,12 +219,15 @@ void FlowSender::stop(std::function<void()> done, bool peerGone) {
   stopping_ = true;
   frameTimer_.cancel();
   onOffTimer_.cancel();
-  // A saturated flow stops at once; without a write under way nothing more goes out.
-  if (!sendDue || !writing_ || peerGone) dropUnsent();
+  // Without a write under way, or with a peer that has ended the connection, nothing more
+  // goes out: the stop is complete. Otherwise a saturated flow drops what it has not handed
+  // over yet, and the write under way (a rate-driven flow: the frames due) may finish.
   if (!writing_ || peerGone) {
+    dropUnsent();
     asio::post(*home_, std::move(done));
     return;
   }
+  if (!sendDue) dropUnsent();
   stopped_ = std::move(done);
   stopTimer_.expires_after(kStopWait);
   stopTimer_.async_wait([this, owner = owner_](const boost::system::error_code& ec) {

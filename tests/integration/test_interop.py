@@ -29,11 +29,13 @@ FLOWS = ["-tcp", "const0:const1400:const0:const1400", "-udp", "const50:const500:
 
 class Interop(unittest.TestCase):
     def run_pair(self, passive_binary, active_binary):
-        port, _ = free_base_port()
+        port, (udp,) = free_base_port(udp_ports=1)
+        # Ours gets a usrsctp UDP port of its own (the reference has no userland SCTP).
+        own = [f"--sctp-udp-port={udp}"] if passive_binary == NETPERFMETER else []
         with tempfile.TemporaryDirectory() as d:
             log = open(os.path.join(d, "passive.log"), "w")
-            passive = subprocess.Popen([passive_binary, str(port), "--nodisplay"], stdout=log, stderr=subprocess.STDOUT,
-                                       cwd=d)
+            passive = subprocess.Popen([passive_binary, str(port), "--nodisplay", *own], stdout=log,
+                                       stderr=subprocess.STDOUT, cwd=d)
             try:
                 wait_for_port(port + 1)
                 active = subprocess.run([active_binary, f"127.0.0.1:{port}", "-y", "-runtime=3", "--nodisplay",
