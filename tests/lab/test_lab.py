@@ -20,7 +20,7 @@ import unittest
 LAB, LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:5]
 del sys.argv[1:5]
 sys.path.insert(0, LAB_SRC)
-from npmlab import expr, stats, study, topology  # noqa: E402
+from npmlab import evidence, expr, stats, study, topology  # noqa: E402
 
 TINY = """
 name = "tiny"
@@ -191,6 +191,20 @@ class StudyFiles(unittest.TestCase):
                                    ("active", 0, "connection Mean Rwnd"): 65536.0})
         tree = expr.compile_formula('scalar("active", 0, "path[2] Bytes Sent") / 1000')
         self.assertEqual(expr.evaluate(tree, scalars), 12.345)
+
+    def test_connections_of_an_earlier_run_are_found_by_port(self):
+        # ss -tanH as it reads after an MPTCP run over a long queue (the subflow still draining)
+        ss = ("LISTEN     0      10           0.0.0.0:22           0.0.0.0:*\n"
+              "ESTAB      0      98304     10.250.2.2:8999     10.250.2.1:40446\n"
+              "FIN-WAIT-1 0      1         10.250.1.2:9001     10.250.1.1:51000\n"
+              "TIME-WAIT  0      0         10.250.1.2:9000     10.250.1.1:51002\n"
+              "ESTAB      0      0         10.250.1.2:19000    10.250.1.1:51004\n"
+              "ESTAB      0      0         [fd00::2]:9010      [fd00::1]:51006\n")
+        self.assertEqual(evidence.lingering(ss, [8999, 9000, 9001, 9009, 9010, 9011]),
+                         ["ESTAB 10.250.2.2:8999 10.250.2.1:40446", "FIN-WAIT-1 10.250.1.2:9001 10.250.1.1:51000",
+                          "ESTAB [fd00::2]:9010 [fd00::1]:51006"])
+        self.assertEqual(evidence.lingering(ss, [7000]), [])
+        self.assertEqual(evidence.lingering("", [8999]), [])
 
     def test_counters_in_formulas(self):
         counters = {"paths": {"2": {"forward": {"drops": 17}}}, "nstat": {"passive": {"UdpSndbufErrors": 3}}}

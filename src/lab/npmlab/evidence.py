@@ -173,6 +173,25 @@ def congestion_controls(topo, side, port):
     return set(_SS_CC.findall(out))
 
 
+def lingering(ss_output, ports):
+    """The connections in `ss -tanH` output that use one of `ports` and are still open (neither
+    listening nor in TIME-WAIT, which carries no data): ["STATE LOCAL PEER", ...]."""
+    found = []
+    for line in ss_output.splitlines():
+        parts = line.split()
+        if len(parts) < 5 or parts[0] in ("LISTEN", "TIME-WAIT"):
+            continue
+        local, peer = parts[3], parts[4]
+        if any(a.rpartition(":")[2] in {str(p) for p in ports} for a in (local, peer)):
+            found.append(f"{parts[0]} {local} {peer}")
+    return found
+
+
+def open_connections(topo, ports):
+    """{side: lingering connections} of both namespaces (see lingering)."""
+    return {side: lingering(topo.ns(side, "ss", "-tanH", check=False), ports) for side in ("active", "passive")}
+
+
 # ---------------------------------------------------------------------------------- counters
 NSTAT_KEYS = re.compile(r"^(Udp|Tcp|TcpExt|MPTcpExt|Sctp|Ip)")
 

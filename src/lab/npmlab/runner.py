@@ -276,6 +276,30 @@ class Runner:
             time.sleep(0.05)
         raise LabError("the passive netperfmeter did not start listening within 15 s")
 
+    def _wait_for_closed(self, topo, pairs, partial, limit=120):
+        """Waits until no TCP or MPTCP connection of an earlier run is open on the pairs' ports in
+        either namespace: a connection that outlives its processes (an MPTCP subflow draining a
+        long queue, seen on the ADSL-like path) still sends into the next run and shows up in its
+        evidence. Writes the wait into the run directory; a connection still open after `limit`
+        seconds fails the run."""
+        ports = [p for i in range(pairs) for p in (pair_port(i) - 1, pair_port(i), pair_port(i) + 1)]
+        began, first = time.monotonic(), None
+        while True:
+            still = evidence.open_connections(topo, ports)
+            waited = time.monotonic() - began
+            if not any(still.values()):
+                break
+            first = first or still
+            if waited > limit:
+                listed = "; ".join(f"{side}: {', '.join(c)}" for side, c in still.items() if c)
+                raise LabError(f"connections of an earlier run still open after {limit} s ({listed})")
+            time.sleep(0.2)
+        with open(os.path.join(partial, "settle.txt"), "w") as f:
+            f.write(f"waited {waited:.1f} s for earlier runs' connections to close\n")
+            for side, connections in (first or {}).items():
+                for c in connections:
+                    f.write(f"  {side}: {c}\n")
+
     def _stop(self, proc, timeout=10):
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -353,6 +377,7 @@ class Runner:
             env.write(self.topo_text)
         logs = []
         try:
+            self._wait_for_closed(topo, len(pairs), partial)
             passives = []
             for i, (_, passive_cmd, _) in enumerate(pairs):
                 d = os.path.join(partial, f"f{i}")
