@@ -23,7 +23,8 @@ Layout of a results directory DIR:
   DIR/study.toml               a copy of the study file
   DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
                                tool versions, the exact command lines), counters.json,
-                               evidence.json, capture.pcapng, and per flow i f<i>/ with its
+                               evidence.json, capture.pcapng, settle.txt (the wait for an
+                               earlier run's connections), and per flow i f<i>/ with its
                                pair's run.config, run-{active,passive}.sca.bz2, active.log,
                                passive.log
   DIR/runs/.partial-*          a run in progress (removed when it fails or is interrupted)
