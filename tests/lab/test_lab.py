@@ -193,7 +193,7 @@ class StudyFiles(unittest.TestCase):
         self.assertEqual(expr.evaluate(tree, scalars), 12.345)
 
     def test_connections_of_an_earlier_run_are_found_by_port(self):
-        # ss -tanH as it reads after an MPTCP run over a long queue (the subflow still draining)
+        # ss -tanH as it reads after an MPTCP run over the ADSL-like path (its subflows still established)
         ss = ("LISTEN     0      10           0.0.0.0:22           0.0.0.0:*\n"
               "ESTAB      0      98304     10.250.2.2:8999     10.250.2.1:40446\n"
               "FIN-WAIT-1 0      1         10.250.1.2:9001     10.250.1.1:51000\n"

@@ -176,13 +176,13 @@ def congestion_controls(topo, side, port):
 def lingering(ss_output, ports):
     """The connections in `ss -tanH` output that use one of `ports` and are still open (neither
     listening nor in TIME-WAIT, which carries no data): ["STATE LOCAL PEER", ...]."""
-    found = []
+    found, wanted = [], {str(p) for p in ports}
     for line in ss_output.splitlines():
         parts = line.split()
         if len(parts) < 5 or parts[0] in ("LISTEN", "TIME-WAIT"):
             continue
         local, peer = parts[3], parts[4]
-        if any(a.rpartition(":")[2] in {str(p) for p in ports} for a in (local, peer)):
+        if any(a.rpartition(":")[2] in wanted for a in (local, peer)):
             found.append(f"{parts[0]} {local} {peer}")
     return found
 
