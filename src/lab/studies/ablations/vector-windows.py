@@ -11,6 +11,7 @@ run-by-run difference of each variant to the study's [compare] baseline.
   vector-windows.py RESULTS_DIR --windows 5-40,5-305 [--variable cmt]
 """
 import argparse
+import bisect
 import bz2
 import csv
 import glob
@@ -18,6 +19,9 @@ import math
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from npmlab import stats  # noqa: E402  (the lab's own t-based intervals)
 
 
 def rows(path):
@@ -31,19 +35,17 @@ def rows(path):
             yield dict(zip(header, parts))
 
 
-def bytes_at(samples, t):
-    """Received bytes at time t (the last row at or before t)."""
-    last = 0
-    for rel, total in samples:
-        if rel > t:
-            break
-        last = total
-    return last
-
-
 def goodput(path, windows):
-    samples = [(float(r["RelTime"]), int(r["AbsBytes"])) for r in rows(path)]
-    return [8 * (bytes_at(samples, b) - bytes_at(samples, a)) / (b - a) / 1e6 for a, b in windows]
+    times, totals = [], []
+    for r in rows(path):
+        times.append(float(r["RelTime"]))
+        totals.append(int(r["AbsBytes"]))
+
+    def bytes_at(t):  # received bytes at time t (the last row at or before t)
+        i = bisect.bisect_right(times, t)
+        return totals[i - 1] if i else 0
+
+    return [8 * (bytes_at(b) - bytes_at(a)) / (b - a) / 1e6 for a, b in windows]
 
 
 def paths(path, windows):
@@ -77,12 +79,9 @@ def one(pattern):
 
 
 def ci(values):
-    n = len(values)
-    if n < 2:
-        return (statistics.fmean(values), math.nan)
-    # t quantiles (0.975) for small n; enough for the repetitions a study has
-    t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 2.0)
-    return (statistics.fmean(values), t * statistics.stdev(values) / math.sqrt(n))
+    """(mean, half-width of its 95 % interval)."""
+    n, mean, low, high = stats.mean_ci(values)
+    return mean, (high - low) / 2
 
 
 def main():
