@@ -155,5 +155,65 @@ class Bottlenecks(Testbed):
         self.assertEqual(errors, {"active": 0, "passive": 0})
 
 
+@unittest.skipUnless(netns_available(), "network namespaces need root")
+class Outages(Testbed):
+    """A host's interface taken down and up again (set_link) leaves the path as it was: the kernel
+    flushes the device's static neighbour entries (and routes) when it goes down, which left the
+    path dead for good before set_link() put them back. A failure inside a path (set_path) ends
+    as it began."""
+
+    PROBE = """
+import socket, sys
+s = socket.socket()
+s.settimeout(1)
+s.bind((sys.argv[1], 0))
+try:
+    s.connect((sys.argv[2], 9))
+except ConnectionRefusedError:
+    pass  # the passive's RST: the SYN crossed the path and the answer came back
+except OSError:
+    sys.exit(1)
+"""
+
+    def reaches(self, topo, path, target):
+        """Whether a TCP SYN from the active's address of `path` to `target` is answered."""
+        r = subprocess.run(["ip", "netns", "exec", topo.A, sys.executable, "-c", self.PROBE,
+                            topo.address("active", path), target], capture_output=True, text=True)
+        return r.returncode == 0
+
+    def check_outage(self, topo):
+        target = topo.address("passive", 1)
+        self.assertTrue(self.reaches(topo, 1, target), "path 2 works before the outage")
+        topo.set_link("active", 1, False)
+        self.assertFalse(self.reaches(topo, 1, target), "path 2 is down")
+        self.assertTrue(self.reaches(topo, 0, topo.address("passive", 0)), "path 1 is not affected")
+        topo.set_link("active", 1, True)
+        self.assertTrue(self.reaches(topo, 1, target), "path 2 works again after the outage")
+        neighbours = topo.ns("active", "ip", "neigh", "show", "dev", topo.device("active", 1))
+        self.assertIn("PERMANENT", neighbours, "no ARP crosses a path: the static entry is back")
+
+    def test_disjoint_path_recovers(self):
+        self.check_outage(self.build(topology.path(rate=10e6), topology.path(rate=10e6)))
+
+    def test_a_failure_inside_a_path(self):
+        topo = self.build(topology.path(rate=10e6), topology.path(rate=10e6))
+        target = topo.address("passive", 1)
+        topo.set_path(1, False)
+        self.assertFalse(self.reaches(topo, 1, target), "path 2 discards")
+        self.assertTrue(self.reaches(topo, 0, topo.address("passive", 0)), "path 1 is not affected")
+        self.assertIn("state UP", topo.ns("active", "ip", "link", "show", topo.device("active", 1)),
+                      "the host does not see the failure")
+        topo.set_path(1, True)
+        self.assertTrue(self.reaches(topo, 1, target), "path 2 works again")
+
+    def test_shared_path_recovers(self):
+        topology.remove_stale("npmtb")
+        topo = topology.Shared([topology.path(), topology.path()], topology.path(rate=10e6), prefix="npmtb",
+                               delayline=DELAYLINE)
+        topo.up()
+        self.addCleanup(topo.down)
+        self.check_outage(topo)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -26,7 +26,8 @@ gone) and nothing else.
 
 Programs other than the lab (the tests) build paths with path(rate="20mbit", delay_ms=10, ...)
 and use a topology's address(), device(), ns()/popen() in its namespaces, mptcp_endpoint(),
-qdisc_sent() and path_counters().
+qdisc_sent() and path_counters(), and take paths down and up again: set_link() (a host's
+interface) and set_path() (a failure inside a disjoint path, which the hosts do not see).
 """
 
 import json
@@ -176,6 +177,7 @@ class Disjoint:
         self.netem = False
         self.counting = True  # unshaped router interfaces get a counting FIFO
         self.delayline_of = {}  # link index (path i: i + 1) -> its delay line process
+        self.device_state = {}  # (namespace, device) -> the `ip` commands of its neighbours and routes
 
     def address(self, side, path):
         return f"10.250.{path + 1}.{1 if side == 'active' else 2}"
@@ -199,6 +201,35 @@ class Disjoint:
         """Starts a command in the namespace of a host ("active"/"passive" or a name)."""
         name = self.namespace(side) if side in ("active", "passive") else side
         return subprocess.Popen(["ip", "netns", "exec", name, *map(str, cmd)], **kw)
+
+    def set_link(self, side, path, up):
+        """Takes a host's interface on path `path` down or up, as an outage at the host (a cable
+        pulled, a modem lost) does. The kernel flushes a device's neighbour entries and routes when
+        it goes down, static ones included, so that the path would stay dead; bringing it up puts
+        back what the topology configured on it, and the path carries traffic as before."""
+        ns, dev = self.namespace(side), self.device(side, path)
+        self.ns(ns, "ip", "link", "set", dev, "up" if up else "down")
+        if up:
+            for cmd in self.device_state.get((ns, dev), []):
+                self.ns(ns, "ip", *cmd)
+
+    def set_path(self, path, up):
+        """A failure inside path `path`, or its end: while down, the path's router discards what it
+        would forward, in both directions, and tells no one (a blackhole route: no ICMP error), as
+        a broken link further along the path does; the hosts' interfaces stay up."""
+        r = self.router(path)
+        for side, dev in (("passive", "rp"), ("active", "ra")):
+            address = self.address(side, path) + "/32"
+            if up:
+                self.ns(r, "ip", "route", "replace", address, "dev", dev)
+            else:
+                self.ns(r, "ip", "route", "replace", "blackhole", address)
+
+    def _configure(self, ns, dev, *cmd):
+        """Runs `ip CMD` (a neighbour entry or a route on `dev`, written as "replace") and keeps it
+        for set_link()."""
+        self.ns(ns, "ip", *cmd)
+        self.device_state.setdefault((ns, dev), []).append(cmd)
 
     def mptcp_endpoint(self, side, path, flags="subflow"):
         """An MPTCP endpoint on a host's address of `path` ("subflow", "signal", ...)."""
@@ -315,11 +346,15 @@ class Disjoint:
                     getattr(path, "reverse_burst", None))
 
     def _neighbour(self, ns, dev, address, mac):
-        self.ns(ns, "ip", "neigh", "replace", address, "lladdr", mac, "dev", dev, "nud", "permanent")
+        self._configure(ns, dev, "neigh", "replace", address, "lladdr", mac, "dev", dev, "nud", "permanent")
 
     def _neighbours(self, ns_a, dev_a, addr_a, ns_b, dev_b, addr_b):
-        self.ns(ns_a, "ip", "neigh", "replace", addr_b, "lladdr", self.mac(ns_b, dev_b), "dev", dev_a, "nud", "permanent")
-        self.ns(ns_b, "ip", "neigh", "replace", addr_a, "lladdr", self.mac(ns_a, dev_a), "dev", dev_b, "nud", "permanent")
+        self._neighbour(ns_a, dev_a, addr_b, self.mac(ns_b, dev_b))
+        self._neighbour(ns_b, dev_b, addr_a, self.mac(ns_a, dev_a))
+
+    def _route(self, ns, dev, *spec):
+        """A route through `dev` (`spec` as `ip route` takes it, without the device)."""
+        self._configure(ns, dev, "route", "replace", *spec, "dev", dev)
 
     def _hosts(self):
         """Settings of both end hosts: MPTCP (a subflow per path, announced by the passive) and the
@@ -358,8 +393,8 @@ class Disjoint:
             self.ns(self.P, "ip", "addr", "add", passive + "/24", "dev", p)
             # The router forwards between the two hosts of its path (host routes; it needs no
             # address of its own), and each host reaches the other through the router's MAC.
-            self.ns(r, "ip", "route", "add", passive + "/32", "dev", "rp")
-            self.ns(r, "ip", "route", "add", active + "/32", "dev", "ra")
+            self._route(r, "rp", passive + "/32")
+            self._route(r, "ra", active + "/32")
             self._neighbour(self.A, a, passive, self.mac(r, "ra"))
             self._neighbour(r, "ra", active, self.mac(self.A, a))
             self._neighbour(r, "rp", passive, self.mac(self.P, p))
@@ -465,6 +500,9 @@ class Shared(Disjoint):
         # R1's interface of that link what P sends back over it.
         return (self.A, f"a{path + 1}") if side == "active" else (self.R1, f"a{path + 1}")
 
+    def set_path(self, path, up):
+        raise LabError("set_path(): the shared topology's paths have no router of their own (use set_link())")
+
     def bottleneck_counters(self, side):
         """The counters of the bottleneck's queue in the direction `side` sends (see path_counters())."""
         return _qdisc_counters(self.R1 if side == "active" else self.R2, "bn")
@@ -484,8 +522,8 @@ class Shared(Disjoint):
         self.ns(self.R1, "ip", "addr", "add", "10.249.0.1/30", "dev", "bn")
         self.ns(self.R2, "ip", "addr", "add", "10.249.0.2/30", "dev", "bn")
         self._neighbours(self.R1, "bn", "10.249.0.1", self.R2, "bn", "10.249.0.2")
-        self.ns(self.R1, "ip", "route", "add", "10.251.0.0/16", "via", "10.249.0.2", "dev", "bn")
-        self.ns(self.R2, "ip", "route", "add", "10.250.0.0/16", "via", "10.249.0.1", "dev", "bn")
+        self._route(self.R1, "bn", "10.251.0.0/16", "via", "10.249.0.2")
+        self._route(self.R2, "bn", "10.250.0.0/16", "via", "10.249.0.1")
         for i, path in enumerate(self.paths):
             a, p, gw_a, gw_p = f"a{i + 1}", f"p{i + 1}", f"10.250.{i + 1}.254", f"10.251.{i + 1}.254"
             self._link(i + 1, path, self.A, a, self.R1, a)
@@ -499,12 +537,12 @@ class Shared(Disjoint):
             # A: P's address i over path i, and all of P from A's address i (an MPTCP subflow
             # endpoint's) over path i; P: answers from address i over its link i
             table = str(100 + i)
-            self.ns(self.A, "ip", "route", "add", f"10.251.{i + 1}.0/24", "via", gw_a, "dev", a)
-            self.ns(self.A, "ip", "route", "add", "10.251.0.0/16", "via", gw_a, "dev", a, "table", table)
+            self._route(self.A, a, f"10.251.{i + 1}.0/24", "via", gw_a)
+            self._route(self.A, a, "10.251.0.0/16", "via", gw_a, "table", table)
             self.ns(self.A, "ip", "rule", "add", "from", self.address("active", i), "table", table)
-            self.ns(self.P, "ip", "route", "add", "10.250.0.0/16", "via", gw_p, "dev", p, "table", table)
+            self._route(self.P, p, "10.250.0.0/16", "via", gw_p, "table", table)
             self.ns(self.P, "ip", "rule", "add", "from", self.address("passive", i), "table", table)
             # without a source address (userland SCTP's UDP packets): A's address i over link i
-            self.ns(self.P, "ip", "route", "add", f"10.250.{i + 1}.0/24", "via", gw_p, "dev", p)
+            self._route(self.P, p, f"10.250.{i + 1}.0/24", "via", gw_p)
         self._hosts()
 
