@@ -189,6 +189,10 @@ class MultipathSctp(unittest.TestCase):
     def sent_bytes(self):
         return {dev: self.topo.qdisc_sent("active", i)[0] for i, dev in enumerate(self.devs)}
 
+    def sent_packets(self):
+        """Packets the active has sent on each path, as its router's queue counted them."""
+        return [self.topo.qdisc_sent("active", i)[1] for i in (0, 1)]
+
     def run_flow(self, spec, runtime=8, during=None):
         topo = self.topo
         before = self.sent_bytes()
@@ -253,18 +257,68 @@ class MultipathSctp(unittest.TestCase):
         self.assertGreater(on, off, "CMT/RPv1 with tuning exceeds the best single path")
 
     def test_failover(self):
+        """A failure inside path 2 (its router discards everything, silently) from about 3 s to 6 s
+        of a saturated CMT/RPv2 flow. Asserted is what does not depend on the machine's load: the
+        run ends normally with both sides' results; the stack notices the failure (path 2's RTO
+        backs off) and uses the path again after it returns; the passive receives data afterwards.
+
+        Not asserted, printed: the goodput during the outage. With usrsctp's default path failure
+        detection (5 retransmissions, RTO doubling from 200 ms: about 12 s) a 3-s outage never
+        marks path 2 failed, the chunks lost on it are retransmitted to it again, and the passive's
+        receive window closes behind the hole (peer rwnd 0 with about 80 chunks outstanding in the
+        association's samples): the flow stalls for most of the outage (0.7-2 Mbit/s in 9 of 9 runs
+        on 2026-11-27, where path 1 alone carries 9.5) -- the problem the potentially-failed state
+        of CMT-PF addresses. That is the stack's behaviour, measured; the tool's job is to record
+        it. (This test used to assert 5 Mbit/s of goodput over the reception span, a figure that
+        hides a stall, after taking the host's interface down: that flushed the static neighbour
+        entry, so path 2 never came back, and the goodput depended on when usrsctp's send errors
+        happened to fall.)"""
         self.build(("10mbit", 10 * 1024, 15000), ("10mbit", 10 * 1024, 15000))
+        marks = {}
 
         def outage():
             time.sleep(3)
-            self.topo.ns("active", "ip", "link", "set", self.devs[1], "down")
+            marks["before"] = self.sent_packets()
+            marks["down"] = time.time()
+            self.topo.set_path(1, False)
+            marks["queued"] = self.topo.path_counters("active", 1)  # what path 2's queue still holds
             time.sleep(3)
-            self.topo.ns("active", "ip", "link", "set", self.devs[1], "up")
+            self.topo.set_path(1, True)
+            marks["up"] = time.time()
+            marks["after"] = self.sent_packets()
 
         goodput, sent, result = self.run_flow(f"const0:const1400:cmt=cmtrpv2:{self.TUNED}", runtime=9, during=outage)
-        print(f"failover (path 2 down from 3 s to 6 s): {goodput:.2f} Mbit/s {sent}")
         self.assertIn("Stopped measurement", result.stderr)
-        self.assertGreater(goodput, 5.0)
+        end = self.sent_packets()
+        down, up = marks["down"] * 1e6, marks["up"] * 1e6  # vectors' AbsTime: µs
+        received = read_vector(os.path.join(self.dir, "run-passive-00000000-0000.vec"), FLOW_COLUMNS)
+
+        def mbits(begin, stop):
+            return sum(int(r["RelBytes"]) for r in received if begin <= int(r["AbsTime"]) < stop) * 8 / (stop - begin)
+
+        paths = read_paths(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
+        remote2 = self.topo.address("passive", 1) + ":"
+        path2 = next(rows for rows in paths.values() if rows[-1]["Remote"].startswith(remote2))
+        rto_during = [number(r["RTO"]) for r in path2 if down + 0.5e6 <= int(r["AbsTime"]) < up]
+        rto_after = [number(r["RTO"]) for r in path2 if int(r["AbsTime"]) >= up + 1e6]
+        window = [r for r in read_connection(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
+                  if down <= int(r["AbsTime"]) < up]
+        closed = sum(1 for r in window if number(r["Rwnd"]) == 0)
+        print(f"failover (path 2 failed for {marks['up'] - marks['down']:.1f} s): {goodput:.2f} Mbit/s over the "
+              f"reception span; {mbits(down - 3e6, down):.2f} Mbit/s before, {mbits(down, up):.2f} during, "
+              f"{mbits(up, up + 2e6):.2f} in the 2 s after; peer rwnd 0 in {closed} of {len(window)} samples "
+              f"during; path 2 RTO during {min(rto_during)}..{max(rto_during)} ms; router packets {marks['before']} "
+              f"before, {marks['after']} at the end of the outage, {end} at the end")
+        self.assertGreater(min(marks["before"]), 100, "both paths carried data before the failure")
+        # While down, path 2's queue only drains what it held when the failure began (a packet or
+        # two may still be on their way into it while the route changes).
+        queued = marks["queued"]
+        self.assertLessEqual(marks["after"][1], queued["packets"] + queued["qlen"] + 2,
+                             "nothing new crossed path 2 while it was down")
+        self.assertGreater(max(rto_during), 200, "the stack noticed the failure: path 2's RTO backed off from RTO.min")
+        self.assertEqual(min(rto_after), 200, "path 2's RTO came back to RTO.min once it answered again")
+        self.assertGreater(end[1] - marks["after"][1], 100, "path 2 carried data again after the failure")
+        self.assertGreater(mbits(up, up + 2e6), 0, "the passive received data after the failure")
 
 
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
