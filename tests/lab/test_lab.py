@@ -113,6 +113,26 @@ class StudyFiles(unittest.TestCase):
         self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\nwarmup = 2", 1), 5,
                    "warmup")
 
+    def test_capture_within_the_run(self):
+        self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\ncapture = 30", 1), 5,
+                   "capture")
+        self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\ncapture = \"all\"", 1),
+                   5, "capture")
+
+    def test_data_tsns_of_truncated_sctp_packets(self):
+        # What a capture of SNAPLEN bytes keeps of a full-sized packet: the common header (ports,
+        # verification tag, checksum) and the first chunk's header with some of its data.
+        common = "f7412328" + "5b5680c0" + "4105e1b4"
+        data = "000305b4" + "12688efc" + "0000" + "0000" + "00000025" + "ab" * 40  # DATA, 1460 bytes, TSN
+        self.assertEqual(evidence.data_tsns(common + data), [(0x5B5680C0, 0x12688EFC)])
+        # a SACK bundled before the DATA chunk (16 bytes), then the DATA chunk
+        sack = "03000010" + "12688efb" + "0007a120" + "00000000"
+        self.assertEqual(evidence.data_tsns(common + sack + data), [(0x5B5680C0, 0x12688EFC)])
+        # control chunks only; a header cut short; nothing
+        self.assertEqual(evidence.data_tsns(common + "04000014" + "00" * 16), [])
+        self.assertEqual(evidence.data_tsns(common + "000305b4" + "1268"), [])
+        self.assertEqual(evidence.data_tsns(""), [])
+
     def test_bad_paper_values(self):
         base = TINY.format(runtime=2, repetitions=1)
         self.check(base + '[[paper]]\nmetric = "goodput"\nproto = "tcp"\nvalue = "ten"\n', 26, "paper[1].value")

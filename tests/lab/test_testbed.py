@@ -144,15 +144,28 @@ class Bottlenecks(Testbed):
                                         delay_ms=28, name="adsl"))
         self.passive(topo, 9000, "--sctp-udp-port=9899")
         before = {side: evidence.nstat(topo, side) for side in ("active", "passive")}
+        capture = evidence.Capture(topo, os.path.join(self.dir, "capture.pcapng"), seconds=6)
         self.active(topo, 9000, "-runtime=10", "-scalar=run.sca", "-L" + ",".join(topo.active_addresses()),
                     "-sctp", "const0:const1444:cmt=cmt:rtomin=200:bufsplit=both:sndbuf=1000000:rcvbuf=500000")
         after = {side: evidence.nstat(topo, side) for side in ("active", "passive")}
+        capture.wait()
         errors = {side: after[side].get("UdpSndbufErrors", 0) - before[side].get("UdpSndbufErrors", 0)
                   for side in after}
         sent = {i: topo.path_counters("active", i)["packets"] for i in (0, 1)}
         print(f"CMT over 10 Mbit/s + 800 kbit/s for 10 s: UDP send-buffer errors {errors}, packets per path {sent}")
         self.assertGreater(min(sent.values()), 100, "CMT used both paths")
         self.assertEqual(errors, {"active": 0, "passive": 0})
+        if capture.available():
+            # The capture's DATA chunks, read from truncated packets (headers only): one per
+            # full-sized packet on each path; chunks received twice are counted, not judged.
+            seen = evidence.summarise_sctp(capture.path, 9899)
+            print(f"capture of 6 s: DATA packets {seen['data_packets_per_interface']}, DATA chunks "
+                  f"{seen['data_chunks_per_interface']}, received twice {seen['duplicate_tsns_per_interface']}")
+            self.assertEqual(seen["data_packets_per_interface"].keys(), {"0", "1"})
+            for path, packets in seen["data_packets_per_interface"].items():
+                self.assertGreaterEqual(seen["data_chunks_per_interface"][path], packets)
+                self.assertLessEqual(seen["duplicate_tsns_per_interface"].get(path, 0),
+                                     seen["data_chunks_per_interface"][path])
 
 
 @unittest.skipUnless(netns_available(), "network namespaces need root")

@@ -20,9 +20,9 @@ import signal
 import subprocess
 import time
 
+from .study import CAPTURE_SECONDS
 from .topology import LabError, _run
 
-CAPTURE_SECONDS = 3.0
 SNAPLEN = 256
 NR_SACK, SACK, DATA, INIT = 16, 3, 0, 1
 
@@ -43,10 +43,12 @@ def _on(value):
 # ------------------------------------------------------------------------------------ capture
 class Capture:
     """tshark in the passive's namespace on all its path interfaces for the first seconds of
-    a run (it ends by itself); nothing when tshark is not installed."""
+    a run (CAPTURE_SECONDS, or what the study's `capture` says; it ends by itself), headers only
+    (SNAPLEN bytes of each packet); nothing when tshark is not installed."""
 
     def __init__(self, topo, path, seconds=CAPTURE_SECONDS):
         self.path = path
+        self.seconds = seconds
         self.proc = None
         self.interfaces = [topo.device("passive", i) for i in range(len(topo.paths))]
         if shutil.which("tshark") is None:
@@ -79,7 +81,7 @@ class Capture:
     def wait(self):
         if self.proc is not None:
             try:
-                self.proc.wait(timeout=CAPTURE_SECONDS + 30)
+                self.proc.wait(timeout=self.seconds + 30)
             except subprocess.TimeoutExpired:
                 self.stop()
 
@@ -104,21 +106,48 @@ def _ints(text):
     return [int(v, 0) for v in text.split(",") if v]
 
 
+def data_tsns(payload_hex):
+    """(verification tag, TSN) of each DATA chunk in the captured part of an SCTP packet (hex of
+    the UDP payload: the common header, then chunks). The lab's captures keep the first SNAPLEN
+    bytes, so a full-sized packet shows its first chunk's header only, which is where a DATA
+    chunk's TSN is; tshark decodes no chunk of a truncated packet, hence this."""
+    b = bytes.fromhex(payload_hex) if payload_hex else b""
+    tsns, offset = [], 12
+    vtag = int.from_bytes(b[4:8], "big") if len(b) >= 12 else None
+    while offset + 4 <= len(b):
+        kind, length = b[offset], int.from_bytes(b[offset + 2:offset + 4], "big")
+        if kind == DATA and offset + 8 <= len(b):
+            tsns.append((vtag, int.from_bytes(b[offset + 4:offset + 8], "big")))
+        if length < 4:
+            break
+        offset += (length + 3) & ~3
+    return tsns
+
+
 def summarise_sctp(path, udp_port):
     """What the capture shows of the userland SCTP association(s) on `udp_port` (the passive's
     encapsulation port): NR-SACK offered and used, the passive's a_rwnd once data flows, the
-    path interfaces that carried DATA."""
+    path interfaces that carried DATA, and the DATA chunks that arrived a second time (a TSN
+    already received: the sender retransmitted a chunk that had not been lost), counted per
+    interface of the first copy (duplicate_tsns_per_interface) and of the second."""
     rows = _tshark(path, f"udp.port == {udp_port}",
-                   ["frame.interface_id", "udp.srcport", "udp.length", "sctp.chunk_type",
-                    "sctp.supported_chunk_type", "sctp.sack_a_rwnd", "sctp.nr_sack_a_rwnd"],
+                   ["frame.time_epoch", "frame.interface_id", "udp.srcport", "udp.length", "sctp.chunk_type",
+                    "sctp.supported_chunk_type", "sctp.sack_a_rwnd", "sctp.nr_sack_a_rwnd", "udp.payload"],
                    decode=[f"udp.port=={udp_port},sctp"])
+    # A capture of several interfaces is in the file by interface buffer, not by time (packets of
+    # one path may follow another path's later ones by tens of ms): what came first is decided
+    # by the timestamps.
+    rows = [row[1:] for row in sorted(rows, key=lambda row: float(row[0]))]
     out = {"init_offers_nr_sack": None, "init_ack_offers_nr_sack": None, "nr_sacks_from_passive": 0,
-           "sacks_from_passive": 0, "max_a_rwnd_passive": None, "data_packets_per_interface": {}}
+           "sacks_from_passive": 0, "max_a_rwnd_passive": None, "data_packets_per_interface": {},
+           "data_chunks_per_interface": {}, "duplicate_tsns_per_interface": {}, "duplicate_copies_per_interface": {}}
     data_seen = 0
     windows = []
-    for iface, src, length, types, supported, a_rwnd, nr_a_rwnd in rows:
+    received = {}  # (verification tag, TSN) -> the interface it first arrived on
+    for iface, src, length, types, supported, a_rwnd, nr_a_rwnd, payload in rows:
         chunk_types = _ints(types)
         from_passive = src == str(udp_port)
+        key = str(int(iface))
         if INIT in chunk_types and not from_passive:
             out["init_offers_nr_sack"] = NR_SACK in _ints(supported)
         if 2 in chunk_types and from_passive:
@@ -128,10 +157,19 @@ def summarise_sctp(path, udp_port):
             out["sacks_from_passive"] += chunk_types.count(SACK)
             if data_seen > 20:  # the set-up's SACKs come before the flow's buffer sizes
                 windows += _ints(a_rwnd) + _ints(nr_a_rwnd)
-        elif length and int(length) > 500:  # DATA (a truncated packet shows no chunks)
+            continue
+        if length and int(length) > 500:  # DATA (a truncated packet shows no chunks)
             data_seen += 1
-            key = str(int(iface))
             out["data_packets_per_interface"][key] = out["data_packets_per_interface"].get(key, 0) + 1
+        for tsn in data_tsns(payload):
+            out["data_chunks_per_interface"][key] = out["data_chunks_per_interface"].get(key, 0) + 1
+            if tsn not in received:
+                received[tsn] = key
+            else:
+                first = received[tsn]
+                duplicates, copies = out["duplicate_tsns_per_interface"], out["duplicate_copies_per_interface"]
+                duplicates[first] = duplicates.get(first, 0) + 1
+                copies[key] = copies.get(key, 0) + 1
     out["max_a_rwnd_passive"] = max(windows) if windows else None
     return out
 

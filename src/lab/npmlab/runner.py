@@ -392,7 +392,7 @@ class Runner:
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
             before = evidence.snapshot(topo)
             load = evidence.HostLoad(getattr(topo, "delaylines", ()))
-            capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"))
+            capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"), seconds=self.study.capture)
             actives = []
             for i, (_, _, active_cmd) in enumerate(pairs):
                 logs.append(open(os.path.join(partial, f"f{i}", "active.log"), "w"))
@@ -493,8 +493,9 @@ class Runner:
 
     def recorded_metrics(self, run_dir):
         """The metrics every run records beside the study's: per path and direction the queue's
-        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), and
-        the other work on the host during the run (cores beyond the run's own processes)."""
+        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), the
+        other work on the host during the run (cores beyond the run's own processes), and per SCTP
+        flow and path the chunks its capture saw arrive twice."""
         out = {}
         try:
             with open(os.path.join(run_dir, "counters.json")) as f:
@@ -516,9 +517,18 @@ class Runner:
                     busy.append(100.0 - idle)
             if busy:
                 out[f"cpu_{side}"] = max(busy)
-        host = run_evidence(run_dir).get("host")
+        judged = run_evidence(run_dir)
+        host = judged.get("host")
         if host:
             out["host_foreign_cores"] = host["foreign_cores"]
+        # SCTP chunks received twice, per flow and path, over the capture (the first seconds, or
+        # the study's `capture`): retransmissions of chunks that had not been lost
+        for flow in judged.get("flows", []):
+            seen = flow.get("seen") or {}
+            if flow.get("protocol") == "sctp" and "data_chunks_per_interface" in seen:
+                for i in range(len(self.study.paths)):
+                    n = seen.get("duplicate_tsns_per_interface", {}).get(str(i), 0)
+                    out[f"dup_tsns_f{flow['flow']}_path{i + 1}"] = n
         return out
 
     def _n_for(self, values, reps):

@@ -17,6 +17,7 @@ PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
+CAPTURE_SECONDS = 3.0  # each run's evidence capture, from the run's start, unless `capture` says otherwise
 
 
 class _Value(str):
@@ -160,6 +161,7 @@ class Study:
         self.topology = "disjoint"
         self.runtime = 10.0
         self.warmup = 0.0          # seconds of each run that its scalars leave out (--warmup)
+        self.capture = CAPTURE_SECONDS  # seconds of each run that its evidence capture covers
         self.repetitions = 3
         self.min_repetitions, self.max_repetitions = 2, 20
         self.sweep = {}            # variable -> list of values (file order)
@@ -282,7 +284,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -357,6 +359,10 @@ def load(path, quick=False):
     study.warmup = float(_expect(checker, "warmup", data.get("warmup", 0), (int, float), "a number of seconds"))
     if not 0 <= study.warmup < study.runtime:
         checker.fail("warmup", f"must be 0 to less than the runtime ({study.runtime:g} s)")
+    study.capture = float(_expect(checker, "capture", data.get("capture", CAPTURE_SECONDS), (int, float),
+                                  "a number of seconds"))
+    if not 0.5 <= study.capture <= study.runtime + 10:
+        checker.fail("capture", f"must be 0.5 s to the runtime and 10 s ({study.runtime + 10:g} s)")
     for key in ("repetitions", "min_repetitions", "max_repetitions"):
         value = _expect(checker, key, data.get(key, getattr(study, key)), int, "an integer")
         if not 1 <= value <= 10000:
