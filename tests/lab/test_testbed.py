@@ -30,9 +30,13 @@ def netns_available():
 
 
 class Testbed(unittest.TestCase):
-    def build(self, *paths):
+    def build(self, *paths, bottleneck=None):
+        """The disjoint topology of `paths`, or with a `bottleneck` the shared one, up."""
         topology.remove_stale("npmtb")
-        topo = topology.Disjoint(list(paths), prefix="npmtb", delayline=DELAYLINE)
+        if bottleneck is None:
+            topo = topology.Disjoint(list(paths), prefix="npmtb", delayline=DELAYLINE)
+        else:
+            topo = topology.Shared(list(paths), bottleneck, prefix="npmtb", delayline=DELAYLINE)
         topo.up()
         self.addCleanup(topo.down)
         self.dir = tempfile.mkdtemp(prefix="npm-testbed-")
@@ -220,12 +224,7 @@ except OSError:
         self.assertTrue(self.reaches(topo, 1, target), "path 2 works again")
 
     def test_shared_path_recovers(self):
-        topology.remove_stale("npmtb")
-        topo = topology.Shared([topology.path(), topology.path()], topology.path(rate=10e6), prefix="npmtb",
-                               delayline=DELAYLINE)
-        topo.up()
-        self.addCleanup(topo.down)
-        self.check_outage(topo)
+        self.check_outage(self.build(topology.path(), topology.path(), bottleneck=topology.path(rate=10e6)))
 
 
 if __name__ == "__main__":

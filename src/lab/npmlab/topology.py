@@ -210,26 +210,31 @@ class Disjoint:
         ns, dev = self.namespace(side), self.device(side, path)
         self.ns(ns, "ip", "link", "set", dev, "up" if up else "down")
         if up:
-            for cmd in self.device_state.get((ns, dev), []):
-                self.ns(ns, "ip", *cmd)
+            self._restore(ns, dev)
 
     def set_path(self, path, up):
         """A failure inside path `path`, or its end: while down, the path's router discards what it
         would forward, in both directions, and tells no one (a blackhole route: no ICMP error), as
-        a broken link further along the path does; the hosts' interfaces stay up."""
+        a broken link further along the path does; the hosts' interfaces stay up. Up puts back
+        the router's routes as the topology configured them."""
         r = self.router(path)
         for side, dev in (("passive", "rp"), ("active", "ra")):
-            address = self.address(side, path) + "/32"
             if up:
-                self.ns(r, "ip", "route", "replace", address, "dev", dev)
+                self._restore(r, dev)
             else:
-                self.ns(r, "ip", "route", "replace", "blackhole", address)
+                self.ns(r, "ip", "route", "replace", "blackhole", self.address(side, path) + "/32")
 
     def _configure(self, ns, dev, *cmd):
         """Runs `ip CMD` (a neighbour entry or a route on `dev`, written as "replace") and keeps it
-        for set_link()."""
+        for _restore()."""
         self.ns(ns, "ip", *cmd)
         self.device_state.setdefault((ns, dev), []).append(cmd)
+
+    def _restore(self, ns, dev):
+        """Runs again what _configure() set on `dev` (after the kernel flushed it, or a failure
+        replaced it)."""
+        for cmd in self.device_state.get((ns, dev), []):
+            self.ns(ns, "ip", *cmd)
 
     def mptcp_endpoint(self, side, path, flags="subflow"):
         """An MPTCP endpoint on a host's address of `path` ("subflow", "signal", ...)."""
