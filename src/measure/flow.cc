@@ -84,7 +84,7 @@ void Flow::finishReceiving() {
 void Flow::close() {
   sender_.close();
   paths_.close();
-  if (channel_) channel_->close();
+  if (channel_) channel_->abort();
 }
 
 FlowSnapshot Flow::snapshot() const {

@@ -117,6 +117,8 @@ public:
   void stopSending(std::function<void()> done) { sender_.stop(std::move(done), failed()); }
   // Ends reception accounting: incomplete frames are lost.
   void finishReceiving();
+  // Ends the flow's connection at once (DataChannel::abort): what it still holds belongs to no
+  // measurement.
   void close();
 
   FlowSnapshot snapshot() const;

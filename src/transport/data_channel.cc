@@ -100,6 +100,14 @@ public:
     socket_.close(ec);
   }
 
+  void abort() override {
+    closed_ = true;
+    const ::linger now{1, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &now, sizeof now);
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+
   int fd() const override { return const_cast<asio::ip::tcp::socket&>(socket_).native_handle(); }
   bool isByteStream() const override { return true; }
   std::string peerName() const override { return peer_; }

@@ -45,6 +45,13 @@ public:
   // checked whole by the receiver).
   virtual void expect(npmp::MessageSet kind) { (void)kind; }
   virtual void close() = 0;
+  // Closes at once, dropping what the transport still holds in either direction (a stream:
+  // RST, MP_FASTCLOSE for MPTCP); for a flow whose measurement is over. A graceful close left
+  // a saturated MPTCP connection open for up to a minute after both processes had ended: the
+  // side that closed first keeps accepting data into its orphaned socket (MPTCP FIN-WAIT-2)
+  // while the other drains its send buffer into it over the paths, so the next run of a study
+  // shared the paths with it (TCP resets such data; measured: tests/integration/test_mptcp_netns).
+  virtual void abort() { close(); }
   virtual int fd() const = 0;
   // Whether messages travel in one byte stream (TCP, MPTCP), which a receiver must drain to
   // the end, or each on its own (UDP, DCCP, an SCTP stream).

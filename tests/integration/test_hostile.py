@@ -78,6 +78,15 @@ def start_message(measurement_id, flags=0):
     return struct.pack("!BBHIQ", 6, flags, 16, 0, measurement_id)
 
 
+def drain(sock):
+    """Reads `sock` to its end: EOF, or the reset of a flow that the active aborts at its end."""
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+
+
 def reset(sock):
     # SO_LINGER 0: close() sends RST at once.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -292,8 +301,7 @@ class HostilePassive(unittest.TestCase):
                     data, _ = data_listener.accept()
                     identify = recv_exact(data, 26)
                     control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, flow, measurement, stream, 0, 0))
-                    threading.Thread(target=lambda: [None for _ in iter(lambda: data.recv(65536), b"")],
-                                     daemon=True).start()
+                    threading.Thread(target=drain, args=(data,), daemon=True).start()
                     del identify
                 elif kind in (6, 7):  # START, STOP
                     measurement = struct.unpack("!Q", body[4:12])[0]

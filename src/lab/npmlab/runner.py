@@ -279,10 +279,10 @@ class Runner:
 
     def _wait_for_closed(self, topo, pairs, partial, limit=120):
         """Waits until no TCP or MPTCP connection of an earlier run is open on the pairs' ports in
-        either namespace: a connection that outlives its processes (MPTCP subflows stay
-        established for about 60 s, an orphaned MPTCP socket's timeout, which
-        net.mptcp.close_timeout does not shorten) would share the
-        paths with the next run and show up in its evidence. Writes the wait and what it waited
+        either namespace: a connection that outlives its processes (a control connection's FIN
+        behind the data in a path's queue; before netperfmeter closed data connections
+        abortively, an orphaned MPTCP connection for about 60 s) would share the paths with the
+        next run and show up in its evidence. Writes the wait and what it waited
         for into the run directory; a connection still open after `limit` seconds fails the run."""
         ports = [p for i in range(pairs) for p in (pair_port(i) - 1, pair_port(i), pair_port(i) + 1)]
         began, first = time.monotonic(), None
