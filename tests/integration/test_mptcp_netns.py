@@ -102,9 +102,9 @@ class MultipathMptcp(unittest.TestCase):
         paths to share them with the next one. Over slow paths with deep queues a saturated
         sender ends holding far more than the paths carry in the 2 s allowed here, and with a
         graceful close the orphaned MPTCP socket of the side that closed first takes all of it:
-        measured with that close, the connection lasted 10.2 and 11.4 s after the processes over these
-        2 x 500 kbit/s paths (3.0 s over 2 x 1 Mbit/s). An abortive close (MP_FASTCLOSE) is
-        done in a round trip."""
+        measured with that close, the connection lasted 10.2 and 11.4 s after the processes
+        over these 2 x 500 kbit/s paths (3.0 s over 2 x 1 Mbit/s). An abortive close
+        (MP_FASTCLOSE) is done in a round trip."""
         topology = lab_topology()
         slow = dict(rate="500kbit", queue=200000)
         topo = two_paths(topology.path(**slow), topology.path(**slow), prefix="npmmpend")
@@ -119,20 +119,21 @@ class MultipathMptcp(unittest.TestCase):
                                     "-mptcp", "const0:const1400", netns=topo.A, cwd=d)
                 self.assertEqual(result.returncode, 0, result.stderr)
             ended = time.monotonic()
-            open_ = evidence().open_connections(topo, ports)
+            open_ = open_connections(topo, ports)
             while any(open_.values()) and time.monotonic() - ended < 30:
                 time.sleep(0.1)
-                open_ = evidence().open_connections(topo, ports)
+                open_ = open_connections(topo, ports)
             lasted = time.monotonic() - ended
             print(f"the run's connections were gone {lasted:.1f} s after both processes had ended")
             self.assertFalse(any(open_.values()), f"still open after 30 s: {open_}")
             self.assertLess(lasted, 2.0, "connections outlived the processes")
 
 
-def evidence():
+def open_connections(topo, ports):
+    """The lab's own check between runs (npmlab.evidence): {side: connections still open}."""
     lab_topology()  # puts the lab's modules on the path
-    from npmlab import evidence as module
-    return module
+    from npmlab import evidence
+    return evidence.open_connections(topo, ports)
 
 
 if __name__ == "__main__":

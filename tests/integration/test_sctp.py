@@ -270,10 +270,10 @@ class MultipathSctp(unittest.TestCase):
         2026-11-27, where path 1 alone carries 9.5; with a 3-s outage 0.7-2 Mbit/s in 9 of 9), and
         stays stalled until the retransmission after the path's return -- the problem the
         potentially-failed state of CMT-PF addresses. That is the stack's behaviour, measured; the
-        tool's job is to record it. (This test used to assert 5 Mbit/s of goodput over the reception span, a figure that
-        hides a stall, after taking the host's interface down: that flushed the static neighbour
-        entry, so path 2 never came back, and the goodput depended on when usrsctp's send errors
-        happened to fall.)"""
+        tool's job is to record it. (This test used to assert 5 Mbit/s of goodput over the
+        reception span, a figure that hides a stall, after taking the host's interface down: that
+        flushed the static neighbour entry, so path 2 never came back, and the goodput depended
+        on when usrsctp's send errors happened to fall.)"""
         self.build(("10mbit", 10 * 1024, 15000), ("10mbit", 10 * 1024, 15000))
         marks = {}
 
