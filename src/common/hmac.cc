@@ -1,118 +1,53 @@
 #include "common/hmac.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/random.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <vector>
+#include <string>
 
 namespace npm {
 
 namespace {
 
-constexpr std::uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+// libcrypto fails only where it cannot work at all (no memory, no SHA-256 provider): the
+// authentication cannot go on without it, so that is an exception, not a wrong digest.
+[[noreturn]] void libcryptoFailed(const char* what) {
+  throw std::runtime_error(std::string("OpenSSL libcrypto: ") + what + " failed");
+}
 
 }  // namespace
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::block(const std::uint8_t* p) {
-  std::uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = std::uint32_t{p[4 * i]} << 24 | std::uint32_t{p[4 * i + 1]} << 16 | std::uint32_t{p[4 * i + 2]} << 8 |
-           p[4 * i + 3];
-  }
-  for (int i = 16; i < 64; ++i) {
-    const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-  for (int i = 0; i < 64; ++i) {
-    const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
-    const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
-}
-
-void Sha256::update(std::span<const std::uint8_t> data) {
-  length_ += data.size();
-  for (const std::uint8_t byte : data) {
-    buffer_[used_++] = byte;
-    if (used_ == 64) {
-      block(buffer_.data());
-      used_ = 0;
-    }
-  }
-}
-
-Digest Sha256::finish() {
-  const std::uint64_t bits = length_ * 8;
-  const std::uint8_t one = 0x80, zero = 0;
-  update({&one, 1});
-  while (used_ != 56) update({&zero, 1});
-  std::uint8_t size[8];
-  for (int i = 0; i < 8; ++i) size[i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  update(size);
-  Digest d;
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) d[4 * i + j] = static_cast<std::uint8_t>(h_[i] >> (24 - 8 * j));
-  }
+Digest sha256(std::span<const std::uint8_t> data) {
+  Digest d{};
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), d.data(), &length, EVP_sha256(), nullptr) != 1 || length != d.size())
+    libcryptoFailed("SHA-256");
   return d;
 }
 
-Digest sha256(std::span<const std::uint8_t> data) {
-  Sha256 s;
-  s.update(data);
-  return s.finish();
-}
-
 Digest hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> message) {
-  std::array<std::uint8_t, 64> k{};
-  if (key.size() > k.size()) {
-    const Digest d = sha256(key);
-    std::memcpy(k.data(), d.data(), d.size());
-  } else {
-    std::memcpy(k.data(), key.data(), key.size());
-  }
-  std::array<std::uint8_t, 64> pad;
-  for (std::size_t i = 0; i < pad.size(); ++i) pad[i] = k[i] ^ 0x36;
-  Sha256 inner;
-  inner.update(pad);
-  inner.update(message);
-  const Digest innerDigest = inner.finish();
-  for (std::size_t i = 0; i < pad.size(); ++i) pad[i] = k[i] ^ 0x5c;
-  Sha256 outer;
-  outer.update(pad);
-  outer.update(innerDigest);
-  return outer.finish();
+  // A key longer than SHA-256's block is replaced by its digest (RFC 2104, as HMAC() itself
+  // does), which keeps its length within HMAC()'s int; HMAC() wants a non-null key pointer.
+  constexpr std::size_t kBlock = 64;
+  const Digest hashedKey = key.size() > kBlock ? sha256(key) : Digest{};
+  if (key.size() > kBlock) key = hashedKey;
+  static const std::uint8_t kNoKey = 0;
+  Digest d{};
+  unsigned int length = 0;
+  if (HMAC(EVP_sha256(), key.empty() ? &kNoKey : key.data(), static_cast<int>(key.size()), message.data(),
+           message.size(), d.data(), &length) == nullptr ||
+      length != d.size())
+    libcryptoFailed("HMAC-SHA-256");
+  return d;
 }
 
 bool constantTimeEqual(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
-  if (a.size() != b.size()) return false;
-  volatile std::uint8_t diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff = static_cast<std::uint8_t>(diff | (a[i] ^ b[i]));
-  return diff == 0;
+  return a.size() == b.size() && (a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0);
 }
 
 void randomBytes(std::span<std::uint8_t> out) {

@@ -57,6 +57,9 @@ TEST_CASE("spool budgets: a session's draws from the passive's, and gives back w
   CHECK(total->used() == 0);
 }
 
+#include <string_view>
+#include <vector>
+
 #include "common/hmac.h"
 #include "control/auth.h"
 
@@ -76,19 +79,48 @@ std::span<const std::uint8_t> bytes(std::string_view s) {
 }  // namespace
 
 TEST_CASE("SHA-256 and HMAC-SHA-256 against the standards' test vectors") {
+  // FIPS 180-4's examples (NIST CSRC), and the empty message.
   CHECK(hex(npm::sha256(bytes("abc"))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(hex(npm::sha256(bytes(""))) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(hex(npm::sha256(bytes("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))) ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  // RFC 4231, test cases 2 and 6 (a key longer than the block).
-  CHECK(hex(npm::hmacSha256(bytes("Jefe"), bytes("what do ya want for nothing?"))) ==
-        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // RFC 4231, all seven test cases for HMAC-SHA-256 (case 5 compares the 128 bits it gives).
   const std::vector<std::uint8_t> longKey(131, 0xaa);
-  CHECK(hex(npm::hmacSha256(longKey, bytes("Test Using Larger Than Block-Size Key - Hash Key First"))) ==
-        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  std::vector<std::uint8_t> countingKey;
+  for (std::uint8_t i = 1; i <= 25; ++i) countingKey.push_back(i);
+  struct Case {
+    std::vector<std::uint8_t> key, data;
+    std::string_view hmac;
+  };
+  const std::string_view largeData =
+      "This is a test using a larger than block-size key and a larger than block-size data. The key needs to be "
+      "hashed before being used by the HMAC algorithm.";
+  auto text = [](std::string_view s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+  const Case cases[] = {
+      {std::vector<std::uint8_t>(20, 0x0b), text("Hi There"),
+       "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+      {text("Jefe"), text("what do ya want for nothing?"),
+       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+      {std::vector<std::uint8_t>(20, 0xaa), std::vector<std::uint8_t>(50, 0xdd),
+       "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+      {countingKey, std::vector<std::uint8_t>(50, 0xcd),
+       "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
+      {std::vector<std::uint8_t>(20, 0x0c), text("Test With Truncation"), "a3b6167473100ee06e0c796c2955552b"},
+      {longKey, text("Test Using Larger Than Block-Size Key - Hash Key First"),
+       "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+      {longKey, text(largeData), "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
+      // Not in the RFC: an empty key and message (the same as Python's hmac module gives).
+      {{}, {}, "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.hmac);
+    CHECK(hex(npm::hmacSha256(c.key, c.data)).substr(0, c.hmac.size()) == c.hmac);
+  }
   CHECK(npm::constantTimeEqual(bytes("same"), bytes("same")));
+  CHECK(npm::constantTimeEqual(bytes(""), bytes("")));
   CHECK_FALSE(npm::constantTimeEqual(bytes("same"), bytes("samf")));
   CHECK_FALSE(npm::constantTimeEqual(bytes("same"), bytes("sam")));
+  CHECK_FALSE(npm::constantTimeEqual(bytes(""), bytes("a")));
 }
 
 TEST_CASE("authentication proofs: both directions differ, and depend on both nonces and the key") {
