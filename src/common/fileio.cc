@@ -2,6 +2,7 @@
 
 #include <bzlib.h>
 #include <fcntl.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+
+#include "common/compression.h"
+#include "common/thread_pool.h"
 
 namespace npm {
 
@@ -41,9 +45,12 @@ bool hasBz2Suffix(std::string_view name) {
 // ---------------------------------------------------------------- OutputFile
 
 OutputFile::OutputFile(const std::string& path, int level)
-    : OutputFile(path, hasBz2Suffix(path), level) {}
+    : OutputFile(path, hasBz2Suffix(path) ? Compression::kBzip2 : Compression::kNone, level) {}
 
-OutputFile::OutputFile(const std::string& path, bool compress, int level) : path_(path) {
+OutputFile::OutputFile(const std::string& path, bool compress, int level)
+    : OutputFile(path, compress ? Compression::kBzip2 : Compression::kNone, level) {}
+
+OutputFile::OutputFile(const std::string& path, Compression compression, int level) : path_(path) {
   // An unnamed file in the target's directory (O_TMPFILE): a process killed before commit()
   // leaves nothing behind. Where the file system cannot do that, a named temporary.
   const auto slash = path.rfind('/');
@@ -57,7 +64,7 @@ OutputFile::OutputFile(const std::string& path, bool compress, int level) : path
       ::close(unnamed);
       throw FileError("cannot create " + path + ": " + errnoText(error));
     }
-    openFile(compress, level);
+    openFile(compression, level);
     return;
   }
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
@@ -86,7 +93,7 @@ OutputFile::OutputFile(const std::string& path, bool compress, int level) : path
     ::unlink(tmpPath_.c_str());
     throw FileError("cannot create " + path + ": " + errnoText(error));
   }
-  openFile(compress, level);
+  openFile(compression, level);
 }
 
 OutputFile OutputFile::anonymous(bool compress, int level) {
@@ -97,20 +104,17 @@ OutputFile OutputFile::anonymous(bool compress, int level) {
   if (out.file_ == nullptr) {
     throw FileError("cannot create a temporary file: " + errnoText(errno));
   }
-  out.openFile(compress, level);
+  out.openFile(compress ? Compression::kBzip2 : Compression::kNone, level);
   return out;
 }
 
-void OutputFile::openFile(bool compress, int level) {
+void OutputFile::openFile(Compression compression, int level) {
   std::setvbuf(file_, nullptr, _IOFBF, kBufferSize);
+  compression_ = compression;
   level_ = level < 1 ? 1 : (level > 9 ? 9 : level);
-  if (compress) {
-    int bzerror = BZ_OK;
-    bz_ = BZ2_bzWriteOpen(&bzerror, file_, level < 1 ? 1 : (level > 9 ? 9 : level), 0, 30);
-    if (bzerror != BZ_OK) {
-      bz_ = nullptr;
-      fail(std::string("cannot start bzip2 stream: ") + bzErrorText(bzerror));
-    }
+  if (compression_ == Compression::kGzip) {
+    crc_ = emptyCrc();
+    writeRaw(gzipHeader(level_));
   }
 }
 
@@ -119,18 +123,23 @@ OutputFile::OutputFile(OutputFile&& other) noexcept { *this = std::move(other); 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   if (this != &other) {
     discard();
-    file_ = other.file_;
-    bz_ = other.bz_;
+    file_ = std::exchange(other.file_, nullptr);
     path_ = std::move(other.path_);
-    tmpPath_ = std::move(other.tmpPath_);
+    tmpPath_ = std::exchange(other.tmpPath_, std::string());
     unnamed_ = other.unnamed_;
     anonymous_ = other.anonymous_;
-    written_ = other.written_;
+    compression_ = other.compression_;
     level_ = other.level_;
-    parallel_ = std::move(other.parallel_);
-    other.file_ = nullptr;
-    other.bz_ = nullptr;
-    other.tmpPath_.clear();
+    chunk_ = std::move(other.chunk_);
+    chunkBytes_ = other.chunkBytes_;
+    ownPool_ = std::move(other.ownPool_);
+    pool_ = std::exchange(other.pool_, nullptr);
+    pending_ = std::move(other.pending_);
+    pieces_ = other.pieces_;
+    crc_ = other.crc_;
+    finished_ = other.finished_;
+    written_ = other.written_;
+    stored_ = other.stored_;
   }
   return *this;
 }
@@ -144,58 +153,68 @@ void OutputFile::fail(const std::string& what) {
 }
 
 void OutputFile::compressInParallel(unsigned threads, std::size_t chunkBytes) {
-  if (file_ == nullptr || threads < 2 || parallel_ || (bz_ == nullptr)) return;
-  // The stream begun so far (a header, say) ends here; an empty one is dropped.
-  int bzerror = BZ_OK;
-  BZ2_bzWriteClose(&bzerror, bz_, written_ == 0 ? 1 : 0, nullptr, nullptr);
-  bz_ = nullptr;
-  if (bzerror != BZ_OK) fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
-  parallel_ = std::make_unique<Parallel>();
-  parallel_->threads = threads;
-  parallel_->level = level_;
-  parallel_->chunkBytes = chunkBytes < 64 * 1024 ? 64 * 1024 : chunkBytes;
-  parallel_->chunk.reserve(parallel_->chunkBytes);
+  if (file_ == nullptr || threads < 2 || pool_ != nullptr || compression_ == Compression::kNone) return;
+  ownPool_ = std::make_unique<ThreadPool>(threads);
+  compressInParallel(*ownPool_, chunkBytes);
 }
 
-namespace {
-// One whole bzip2 stream of `text`.
-std::string compressStream(const std::string& text, int level) {
-  // The bound of bzip2's documentation: 1 % + 600 bytes more than the input.
-  std::string out(text.size() + text.size() / 100 + 601, '\0');
-  auto length = static_cast<unsigned int>(out.size());
-  const int result = BZ2_bzBuffToBuffCompress(out.data(), &length, const_cast<char*>(text.data()),
-                                              static_cast<unsigned int>(text.size()), level, 0, 30);
-  if (result != BZ_OK) throw FileError(bzErrorText(result));
-  out.resize(length);
-  return out;
+void OutputFile::compressInParallel(ThreadPool& pool, std::size_t chunkBytes) {
+  if (file_ == nullptr || pool_ != nullptr || compression_ == Compression::kNone) return;
+  flushChunk(false);  // the piece begun so far (a header, say) ends here; an empty one is dropped
+  pool_ = &pool;
+  chunkBytes_ = chunkBytes < 64 * 1024 ? 64 * 1024 : chunkBytes;
 }
-}  // namespace
 
 void OutputFile::writeRaw(std::string_view data) {
   if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) fail(errnoText(errno));
+  stored_ += data.size();
 }
 
-// Hands the current chunk to a worker; writes finished streams while too many are busy.
-void OutputFile::compressChunk() {
-  Parallel& p = *parallel_;
-  if (!p.chunk.empty()) {
-    p.busy.push_back(std::async(std::launch::async, [text = std::move(p.chunk), level = p.level] {
-      return compressStream(text, level);
-    }));
-    p.chunk = std::string();
-    p.chunk.reserve(p.chunkBytes);
+// Compresses the text gathered so far as one piece: on the pool, where finished pieces are
+// written in order while too many are still busy, or here and now. bzip2: an empty file still
+// gets one (empty) stream; gzip: the last piece carries the final deflate block, even if empty.
+void OutputFile::flushChunk(bool final) {
+  const bool gzip = compression_ == Compression::kGzip;
+  if (chunk_.empty() && !(final && (gzip || pieces_ == 0))) return;
+  auto compress = [text = std::move(chunk_), level = level_, gzip, final] {
+    if (gzip) return deflatePiece(text, level, final);
+    DeflatePiece piece;
+    piece.data = bz2Compress(text, level);
+    return piece;
+  };
+  chunk_ = std::string();
+  ++pieces_;
+  if (pool_ != nullptr) {
+    pending_.push_back(pool_->submit(std::move(compress)));
+    drain(final ? 0 : 2 * pool_->size());
+    return;
   }
-  while (p.busy.size() >= p.threads) {
-    std::string stream;
+  DeflatePiece piece;
+  try {
+    piece = compress();
+  } catch (const FileError& e) {
+    fail(e.what());
+  }
+  put(piece);
+}
+
+void OutputFile::drain(std::size_t keep) {
+  while (pending_.size() > keep) {
+    DeflatePiece piece;
     try {
-      stream = p.busy.front().get();
+      piece = pending_.front().get();
     } catch (const FileError& e) {
-      p.busy.pop_front();
+      pending_.pop_front();
       fail(e.what());
     }
-    p.busy.pop_front();
-    writeRaw(stream);
+    pending_.pop_front();
+    put(piece);
   }
+}
+
+void OutputFile::put(const DeflatePiece& piece) {
+  writeRaw(piece.data);
+  if (compression_ == Compression::kGzip) crc_ = combineCrc(crc_, piece.crc, piece.length);
 }
 
 void OutputFile::write(std::string_view data) {
@@ -203,27 +222,18 @@ void OutputFile::write(std::string_view data) {
     throw FileError("cannot write " + path_ + ": file is not open");
   }
   if (data.empty()) return;
-  if (parallel_) {
-    Parallel& p = *parallel_;
-    while (!data.empty()) {
-      const std::size_t n = std::min(data.size(), p.chunkBytes - p.chunk.size());
-      p.chunk.append(data.substr(0, n));
-      data.remove_prefix(n);
-      written_ += n;
-      if (p.chunk.size() >= p.chunkBytes) compressChunk();
-    }
+  if (compression_ == Compression::kNone) {
+    writeRaw(data);
+    written_ += data.size();
     return;
   }
-  if (bz_ != nullptr) {
-    int bzerror = BZ_OK;
-    BZ2_bzWrite(&bzerror, bz_, const_cast<char*>(data.data()), static_cast<int>(data.size()));
-    if (bzerror != BZ_OK) {
-      fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
-    }
-  } else if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
-    fail(errnoText(errno));
+  while (!data.empty()) {
+    const std::size_t n = std::min(data.size(), chunkBytes_ - std::min(chunkBytes_, chunk_.size()));
+    chunk_.append(data.substr(0, n));
+    data.remove_prefix(n);
+    written_ += n;
+    if (chunk_.size() >= chunkBytes_) flushChunk(false);
   }
-  written_ += data.size();
 }
 
 void OutputFile::printf(const char* format, ...) {
@@ -246,19 +256,11 @@ void OutputFile::printf(const char* format, ...) {
 }
 
 void OutputFile::finishStream() {
-  if (parallel_) {
-    parallel_->threads = 1;  // the last chunk, then every stream still being compressed
-    compressChunk();
-    if (written_ == 0) writeRaw(compressStream(std::string(), parallel_->level));  // still a bzip2 file
-    parallel_.reset();
-  }
-  if (bz_ != nullptr) {
-    int bzerror = BZ_OK;
-    BZ2_bzWriteClose(&bzerror, bz_, 0, nullptr, nullptr);
-    bz_ = nullptr;
-    if (bzerror != BZ_OK) {
-      fail(bzerror == BZ_IO_ERROR ? errnoText(errno) : bzErrorText(bzerror));
-    }
+  if (compression_ != Compression::kNone && !finished_) {
+    flushChunk(true);
+    drain(0);
+    if (compression_ == Compression::kGzip) writeRaw(gzipTrailer(crc_, written_));
+    finished_ = true;
   }
   if (std::fflush(file_) != 0) fail(errnoText(errno));
 }
@@ -314,12 +316,12 @@ UniqueFile OutputFile::takeForReading() {
 }
 
 void OutputFile::discard() noexcept {
-  parallel_.reset();  // waits for the workers (their results are dropped)
-  if (bz_ != nullptr) {
-    int bzerror = BZ_OK;
-    BZ2_bzWriteClose(&bzerror, bz_, 1, nullptr, nullptr);
-    bz_ = nullptr;
-  }
+  // Pieces still being compressed own their text; their results are dropped (a shared pool
+  // runs them to the end, an own one is joined here).
+  pending_.clear();
+  pool_ = nullptr;
+  ownPool_.reset();
+  chunk_.clear();
   if (file_ != nullptr) {
     std::fclose(file_);
     file_ = nullptr;
@@ -412,23 +414,31 @@ InputFile::InputFile(const std::string& path) : name_(path) {
     if (file_ == nullptr) throw FileError("cannot open " + path + ": " + errnoText(errno));
     ownsFile_ = true;
   }
-  in_.resize(kBufferSize);
-  out_.resize(kBufferSize);
-  inLen_ = readRaw(in_.data(), in_.size());
-  compressed_ = inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0;
+  probe();
 }
 
-InputFile::InputFile(std::FILE* file, std::string name) : file_(file), name_(std::move(name)) {
+InputFile::InputFile(std::FILE* file, std::string name) : file_(file), name_(std::move(name)) { probe(); }
+
+// The format by its magic: bzip2 "BZh", gzip 1f 8b; anything else is plain text.
+void InputFile::probe() {
   in_.resize(kBufferSize);
   out_.resize(kBufferSize);
   inLen_ = readRaw(in_.data(), in_.size());
-  compressed_ = inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0;
+  if (inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0) {
+    format_ = Format::kBzip2;
+  } else if (inLen_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f && static_cast<unsigned char>(in_[1]) == 0x8b) {
+    format_ = Format::kGzip;
+  }
 }
 
 InputFile::~InputFile() {
-  if (strm_ != nullptr) {
-    BZ2_bzDecompressEnd(static_cast<bz_stream*>(strm_));
-    delete static_cast<bz_stream*>(strm_);
+  if (bzip2_ != nullptr) {
+    BZ2_bzDecompressEnd(static_cast<bz_stream*>(bzip2_));
+    delete static_cast<bz_stream*>(bzip2_);
+  }
+  if (gzip_ != nullptr) {
+    inflateEnd(static_cast<z_stream*>(gzip_));
+    delete static_cast<z_stream*>(gzip_);
   }
   if (ownsFile_ && file_ != nullptr) std::fclose(file_);
 }
@@ -446,17 +456,25 @@ std::size_t InputFile::readRaw(char* buffer, std::size_t length) {
 // Refills out_ with the next decoded bytes; false at the end of the input.
 bool InputFile::fill() {
   outPos_ = outLen_ = 0;
-  if (!compressed_) {
-    if (inPos_ < inLen_) {  // bytes read while probing for the magic
-      std::memcpy(out_.data(), in_.data() + inPos_, inLen_ - inPos_);
-      outLen_ = inLen_ - inPos_;
-      inPos_ = inLen_;
-      return true;
-    }
-    outLen_ = readRaw(out_.data(), out_.size());
-    return outLen_ > 0;
+  switch (format_) {
+    case Format::kBzip2: return fillBzip2();
+    case Format::kGzip: return fillGzip();
+    case Format::kPlain: break;
   }
-  auto* strm = static_cast<bz_stream*>(strm_);
+  if (inPos_ < inLen_) {  // bytes read while probing for the magic
+    std::memcpy(out_.data(), in_.data() + inPos_, inLen_ - inPos_);
+    outLen_ = inLen_ - inPos_;
+    inPos_ = inLen_;
+    return true;
+  }
+  outLen_ = readRaw(out_.data(), out_.size());
+  return outLen_ > 0;
+}
+
+// Both compressed formats may hold several streams (members) one after the other, as the
+// parallel compressors write them: a new one starts wherever one ended and input is left.
+bool InputFile::fillBzip2() {
+  auto* strm = static_cast<bz_stream*>(bzip2_);
   while (outLen_ == 0) {
     if (inPos_ == inLen_) {
       inPos_ = 0;
@@ -466,7 +484,7 @@ bool InputFile::fill() {
       if (inLen_ == 0) return false;  // clean end after a complete stream
       if (strm == nullptr) {
         strm = new bz_stream{};
-        strm_ = strm;
+        bzip2_ = strm;
       } else {
         BZ2_bzDecompressEnd(strm);
         *strm = bz_stream{};
@@ -488,6 +506,42 @@ bool InputFile::fill() {
       streamEnded_ = true;
     } else if (rc != BZ_OK) {
       throw FileError("cannot read " + name_ + ": " + bzErrorText(rc));
+    }
+  }
+  return true;
+}
+
+bool InputFile::fillGzip() {
+  auto* strm = static_cast<z_stream*>(gzip_);
+  while (outLen_ == 0) {
+    if (inPos_ == inLen_) {
+      inPos_ = 0;
+      inLen_ = readRaw(in_.data(), in_.size());
+    }
+    if (streamEnded_) {
+      if (inLen_ == 0) return false;  // clean end after a complete member
+      if (strm == nullptr) {
+        strm = new z_stream{};
+        gzip_ = strm;
+        if (inflateInit2(strm, 16 + MAX_WBITS) != Z_OK) throw FileError("cannot read " + name_ + ": out of memory");
+      } else if (inflateReset(strm) != Z_OK) {
+        throw FileError("cannot read " + name_ + ": corrupt gzip data");
+      }
+      streamEnded_ = false;
+    }
+    if (inLen_ == 0) throw FileError("cannot read " + name_ + ": truncated gzip data");
+    strm->next_in = reinterpret_cast<Bytef*>(in_.data() + inPos_);
+    strm->avail_in = static_cast<uInt>(inLen_ - inPos_);
+    strm->next_out = reinterpret_cast<Bytef*>(out_.data());
+    strm->avail_out = static_cast<uInt>(out_.size());
+    const int rc = inflate(strm, Z_NO_FLUSH);
+    inPos_ = inLen_ - strm->avail_in;
+    outLen_ = out_.size() - strm->avail_out;
+    if (rc == Z_STREAM_END) {
+      streamEnded_ = true;
+    } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && strm->avail_in == 0)) {
+      throw FileError("cannot read " + name_ + ": corrupt gzip data" +
+                      (strm->msg != nullptr ? std::string(" (") + strm->msg + ")" : std::string()));
     }
   }
   return true;

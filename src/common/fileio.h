@@ -1,19 +1,20 @@
 // File input/output shared by every program of the tool-chain.
 //
-// OutputFile writes plain or bzip2-compressed text (chosen by the ".bz2" suffix or
-// explicitly) to an unnamed file in the target's directory (O_TMPFILE; a named temporary
-// where the file system lacks it) that gets its name only on commit(), so an aborted run
-// never leaves a half-written file that looks whole, and a killed one leaves nothing.
-// Every I/O failure (full disk, read-only directory, ...) throws FileError with a
+// OutputFile writes plain, bzip2- or gzip-compressed text (bzip2 by the ".bz2" suffix, or
+// chosen explicitly) to an unnamed file in the target's directory (O_TMPFILE; a named
+// temporary where the file system lacks it) that gets its name only on commit(), so an
+// aborted run never leaves a half-written file that looks whole, and a killed one leaves
+// nothing. Every I/O failure (full disk, read-only directory, ...) throws FileError with a
 // one-line message naming the file.
 //
-// A compressed OutputFile can compress on several threads (compressInParallel): the text is
-// cut into chunks that become independent bzip2 streams, written in order — one file of
-// several streams, which bzip2, Python and InputFile read as one.
+// A compressed OutputFile cuts the text into pieces that it compresses one by one
+// (common/compression.h): bzip2 pieces are independent streams, gzip pieces the deflate data
+// of one member. From compressInParallel() on, the pieces are compressed on a thread pool
+// and written in order: the file reads the same whichever way it was written.
 //
-// InputFile reads plain or bzip2 input (recognised by its magic, so a misnamed
-// file still works), including multi-stream bzip2 files, and reports truncated or
-// corrupt compressed data as FileError instead of returning short data.
+// InputFile reads plain, bzip2 or gzip input (recognised by its magic, so a misnamed
+// file still works), including files of several bzip2 streams or gzip members, and reports
+// truncated or corrupt compressed data as FileError instead of returning short data.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/compression.h"
 #include "common/handle.h"
+#include "common/thread_pool.h"
 
 namespace npm {
 
@@ -40,12 +43,16 @@ bool hasBz2Suffix(std::string_view name);
 
 class OutputFile {
 public:
+  // Text gathered before it is compressed as one piece: below one 900k bzip2 block.
+  static constexpr std::size_t kPieceBytes = 850 * 1000;
+
   OutputFile() = default;
-  // Opens `path` for writing; compressed if the name ends in ".bz2".
+  // Opens `path` for writing; bzip2-compressed if the name ends in ".bz2".
   explicit OutputFile(const std::string& path, int level = 9);
-  OutputFile(const std::string& path, bool compress, int level);
+  OutputFile(const std::string& path, bool compressBzip2, int level);
+  OutputFile(const std::string& path, Compression compression, int level);
   // An anonymous temporary file (deleted when closed); see takeForReading().
-  static OutputFile anonymous(bool compress, int level = 9);
+  static OutputFile anonymous(bool compressBzip2, int level = 9);
 
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&& other) noexcept;
@@ -56,13 +63,16 @@ public:
   bool isOpen() const { return file_ != nullptr; }
   const std::string& path() const { return path_; }
   bool anonymous() const { return anonymous_; }
-  bool compressed() const { return bz_ != nullptr; }
+  bool compressed() const { return compression_ != Compression::kNone; }
   std::uint64_t bytesWritten() const { return written_; }  // uncompressed
+  std::uint64_t bytesStored() const { return stored_; }    // in the file so far (compressed)
 
-  // From here on (if the file is compressed and threads > 1), compresses on `threads`
-  // threads: what is written goes into chunks of `chunkBytes`, each its own bzip2 stream.
-  // Memory stays within about threads × 2 chunks.
-  void compressInParallel(unsigned threads, std::size_t chunkBytes = 4u << 20);
+  // From here on (if the file is compressed), pieces of `pieceBytes` are compressed on the
+  // pool's threads — an own pool of `threads` (nothing changes for fewer than 2), or a shared
+  // one that must outlive the file — and written in order. Memory stays within about
+  // 2 × threads pieces.
+  void compressInParallel(unsigned threads, std::size_t pieceBytes = kPieceBytes);
+  void compressInParallel(ThreadPool& pool, std::size_t pieceBytes = kPieceBytes);
 
   void write(std::string_view data);
   void write(const void* data, std::size_t length) {
@@ -80,30 +90,32 @@ public:
   void discard() noexcept;
 
 private:
-  void openFile(bool compress, int level);
+  void openFile(Compression compression, int level);
   void finishStream();
   void giveName();
   void writeRaw(std::string_view data);
-  void compressChunk();
+  void flushChunk(bool final);
+  void drain(std::size_t keep);
+  void put(const DeflatePiece& piece);
   [[noreturn]] void fail(const std::string& what);
 
-  struct Parallel {
-    unsigned threads = 1;
-    int level = 9;
-    std::size_t chunkBytes = 0;
-    std::string chunk;                           // being filled
-    std::deque<std::future<std::string>> busy;   // compressed streams, in file order
-  };
-
   std::FILE* file_ = nullptr;
-  void* bz_ = nullptr;  // BZFILE*
   std::string path_;
   std::string tmpPath_;
   bool unnamed_ = false;  // O_TMPFILE: no name until commit()
   bool anonymous_ = false;
-  std::uint64_t written_ = 0;
+  Compression compression_ = Compression::kNone;
   int level_ = 9;
-  std::unique_ptr<Parallel> parallel_;
+  std::string chunk_;  // text of the next piece
+  std::size_t chunkBytes_ = kPieceBytes;
+  std::unique_ptr<ThreadPool> ownPool_;
+  ThreadPool* pool_ = nullptr;                     // null: pieces are compressed by write()
+  std::deque<std::future<DeflatePiece>> pending_;  // pieces on the pool, in file order
+  std::uint64_t pieces_ = 0;
+  unsigned long crc_ = 0;  // gzip: of the pieces written so far
+  bool finished_ = false;
+  std::uint64_t written_ = 0;
+  std::uint64_t stored_ = 0;
 };
 
 // Bytes kept on disk while a program runs: an unnamed file (O_TMPFILE; unlinked at once where
@@ -148,7 +160,7 @@ public:
   InputFile& operator=(const InputFile&) = delete;
 
   const std::string& name() const { return name_; }
-  bool compressed() const { return compressed_; }
+  bool compressed() const { return format_ != Format::kPlain; }
   // Next line without its '\n' (and without a trailing '\r'); false at the end.
   bool getline(std::string& line);
   // Up to `length` bytes; 0 at the end.
@@ -157,16 +169,21 @@ public:
   std::uint64_t lineNumber() const { return lineNumber_; }
 
 private:
+  enum class Format { kPlain, kBzip2, kGzip };
+  void probe();
   bool fill();
+  bool fillBzip2();
+  bool fillGzip();
   std::size_t readRaw(char* buffer, std::size_t length);
 
   std::FILE* file_ = nullptr;
   bool ownsFile_ = false;
   std::string name_;
-  bool compressed_ = false;
+  Format format_ = Format::kPlain;
   bool rawEof_ = false;
-  bool streamEnded_ = true;
-  void* strm_ = nullptr;  // bz_stream*
+  bool streamEnded_ = true;  // of the current bzip2 stream or gzip member
+  void* bzip2_ = nullptr;    // bz_stream*
+  void* gzip_ = nullptr;     // z_stream*
   std::vector<char> in_;
   std::size_t inPos_ = 0, inLen_ = 0;
   std::vector<char> out_;

@@ -54,7 +54,7 @@ void usage(std::FILE* to) {
       "Commands (one per line on standard input):\n"
       "  --varnames=NAMES         variable column names, space-separated\n"
       "  --values=VALUES          values for the next --input (required before each)\n"
-      "  --input=FILE             table to append (plain or .bz2); its first line is the header\n"
+      "  --input=FILE             table to append (plain, bzip2 or gzip); its first line is the header\n"
       "  --simulationsdirectory=D directory of the inputs (default .)\n",
       kProgram);
 }
@@ -270,7 +270,7 @@ private:
 
 // Every line of one input, from its reader's blocks into `table`; the text is written to
 // `out` as it grows.
-void appendInput(const Input& input, BlockQueue& queue, Table& table, ParallelOutput& out) {
+void appendInput(const Input& input, BlockQueue& queue, Table& table, OutputFile& out) {
   std::uint64_t number = 0;
   std::string block, carry;
   while (queue.pop(block)) {  // throws FileError naming the file
@@ -344,7 +344,8 @@ void combine(const Arguments& a, const std::vector<Input>& inputs) {
   };
   Progress progress(kProgram, !a.opt.quiet);
   try {
-    ParallelOutput out(a.outputName, compressionForName(a.outputName), a.opt.level, &pool);
+    OutputFile out(a.outputName, compressionForName(a.outputName), a.opt.level);
+    out.compressInParallel(pool);
     Table table(a.opt, a.varNames);
     const std::size_t window = threads + 1;
     std::size_t next = 0;
@@ -357,7 +358,7 @@ void combine(const Arguments& a, const std::vector<Input>& inputs) {
     if (interrupted()) throw Interrupted();
     out.commit();
     progress.finish(inputs.size(), inputs.size(), "files");
-    if (!a.opt.quiet) printWrote(table.lines(), out.bytesIn(), out.bytesOut());
+    if (!a.opt.quiet) printWrote(table.lines(), out.bytesWritten(), out.bytesStored());
   } catch (const Interrupted&) {
     throw;
   } catch (...) {

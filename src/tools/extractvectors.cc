@@ -33,7 +33,7 @@ const std::vector<OptionSpec> kOptions = {
 void usage(std::FILE* to) {
   std::fprintf(to,
       "Usage: %s input output [[!]prefix ...] [options]\n"
-      "Converts an OMNeT++ version-2 vector file (plain or .bz2) into a table\n"
+      "Converts an OMNeT++ version-2 vector file (plain, bzip2 or gzip) into a table\n"
       "Time Event Object Vector Split Value (bzip2-compressed if output ends in .bz2).\n"
       "Only vectors whose name starts with one of the prefixes are extracted (all if none);\n"
       "a prefix written !prefix also splits the name at its last space into Split.\n"
@@ -121,7 +121,7 @@ std::optional<Arguments> parseArguments(int argc, char** argv) {
 // The vector file, line by line, into the table.
 class Extractor {
 public:
-  Extractor(Arguments& a, InputFile& in, ParallelOutput& out) : a_(a), in_(in), out_(out) {
+  Extractor(Arguments& a, InputFile& in, OutputFile& out) : a_(a), in_(in), out_(out) {
     const std::string& sep = a_.opt.separator;
     text_ = "Time" + sep + "Event" + sep + "Object" + sep + "Vector" + sep + "Split" + sep + "Value\n";
   }
@@ -252,7 +252,7 @@ private:
 
   Arguments& a_;
   InputFile& in_;
-  ParallelOutput& out_;
+  OutputFile& out_;
   std::unordered_map<std::uint64_t, Vector> vectors_;  // selected ones only
   std::unordered_set<std::uint64_t> declared_;
   std::string text_;
@@ -282,13 +282,13 @@ int main(int argc, char** argv) {
   ThreadPool pool(a->opt.threads());
   try {
     InputFile in(a->inputName);
-    ParallelOutput out(a->outputName, wantsBz2(a->outputName) ? Compression::kBzip2 : Compression::kNone,
-                       a->opt.level, &pool);
+    OutputFile out(a->outputName, wantsBz2(a->outputName) ? Compression::kBzip2 : Compression::kNone, a->opt.level);
+    out.compressInParallel(pool);
     Extractor extractor(*a, in, out);
     extractor.run();
     out.commit();
     warnUnmatched(a->prefixes);
-    if (!a->opt.quiet) printWrote(extractor.rows() + 1, out.bytesIn(), out.bytesOut());
+    if (!a->opt.quiet) printWrote(extractor.rows() + 1, out.bytesWritten(), out.bytesStored());
   } catch (const Interrupted&) {
     std::fprintf(stderr, "%s: interrupted; %s was not written\n", kProgram, a->outputName.c_str());
     return 130;

@@ -1,9 +1,7 @@
 #include "tools/toolcommon.h"
 
-#include <bzlib.h>
 #include <signal.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <csignal>
 
@@ -173,15 +171,6 @@ const char* compressionSuffix(Compression c) {
   return "";
 }
 
-Compression compressionForName(std::string_view name) {
-  if (wantsBz2(name)) return Compression::kBzip2;
-  if (name.size() >= 3 &&
-      (name.substr(name.size() - 3) == ".gz" || name.substr(name.size() - 3) == ".GZ")) {
-    return Compression::kGzip;
-  }
-  return Compression::kNone;
-}
-
 unsigned OutputOptions::threads() const { return jobs > 0 ? jobs : defaultThreads(); }
 
 bool wantsBz2(std::string_view name) {
@@ -344,208 +333,9 @@ void appendFixed6(std::string& out, double value) {
 
 // ------------------------------------------------------------ threads
 
-ThreadPool::ThreadPool(unsigned threads) {
-  if (threads < 1) threads = 1;
-  for (unsigned i = 0; i < threads; ++i) {
-    workers_.emplace_back([this] {
-      for (;;) {
-        std::function<void()> job;
-        {
-          std::unique_lock<std::mutex> lock(mutex_);
-          cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-          if (queue_.empty()) return;
-          job = std::move(queue_.front());
-          queue_.pop_front();
-        }
-        job();
-      }
-    });
-  }
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
-}
-
 unsigned defaultThreads() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<unsigned>(n) : 1U;
-}
-
-// ------------------------------------------------------------ output
-
-std::string bz2Compress(std::string_view text, int level) {
-  if (level < 1) level = 1;
-  if (level > 9) level = 9;
-  std::string out;
-  out.resize(text.size() + text.size() / 100 + 700);
-  unsigned int length = static_cast<unsigned>(out.size());
-  const int rc = BZ2_bzBuffToBuffCompress(out.data(), &length, const_cast<char*>(text.data()),
-                                          static_cast<unsigned>(text.size()), level, 0, 30);
-  if (rc != BZ_OK) throw FileError("bzip2 compression failed (code " + std::to_string(rc) + ")");
-  out.resize(length);
-  return out;
-}
-
-DeflatePiece deflatePiece(std::string_view text, int level, bool final) {
-  if (level < 1) level = 1;
-  if (level > 9) level = 9;
-  z_stream z{};
-  // Raw deflate (no zlib/gzip wrapper): the caller writes the gzip header and trailer.
-  if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw FileError("gzip compression failed (out of memory)");
-  }
-  DeflatePiece piece;
-  piece.length = text.size();
-  piece.crc = crc32(0L, Z_NULL, 0);
-  std::string& out = piece.data;
-  out.resize(deflateBound(&z, static_cast<uLong>(text.size())) + 64);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  std::size_t fed = 0, produced = 0;
-  int rc = Z_OK;
-  for (;;) {
-    // zlib counts in uInt: feed at most 1 GiB at a time.
-    const std::size_t feed = std::min<std::size_t>(text.size() - fed, std::size_t{1} << 30);
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + fed));
-    z.avail_in = static_cast<uInt>(feed);
-    const bool last = fed + feed == text.size();
-    const int flush = !last ? Z_NO_FLUSH : final ? Z_FINISH : Z_SYNC_FLUSH;
-    do {
-      if (out.size() - produced < 4096) out.resize(out.size() * 2 + 4096);
-      const std::size_t room = std::min<std::size_t>(out.size() - produced, std::size_t{1} << 30);
-      z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-      z.avail_out = static_cast<uInt>(room);
-      rc = deflate(&z, flush);
-      produced += room - z.avail_out;
-      if (rc == Z_STREAM_ERROR) break;
-    } while (z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
-    piece.crc = crc32_z(piece.crc, reinterpret_cast<const Bytef*>(text.data() + fed), feed);
-    fed += feed;
-    if (rc == Z_STREAM_ERROR || last) break;
-  }
-  deflateEnd(&z);
-  if (rc == Z_STREAM_ERROR || (final && rc != Z_STREAM_END)) {
-    throw FileError("gzip compression failed (code " + std::to_string(rc) + ")");
-  }
-  out.resize(produced);
-  return piece;
-}
-
-std::string gzipHeader(int level) {
-  // ID1 ID2 CM=deflate FLG=0 MTIME=0 (reproducible) XFL OS=3 (Unix)
-  const char xfl = level >= 9 ? 2 : level <= 1 ? 4 : 0;
-  return std::string{'\x1f', '\x8b', '\x08', '\0', '\0', '\0', '\0', '\0', xfl, '\x03'};
-}
-
-std::string gzipTrailer(unsigned long crc, std::uint64_t length) {
-  std::string t(8, '\0');
-  for (int i = 0; i < 4; ++i) {
-    t[static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
-    t[static_cast<std::size_t>(4 + i)] = static_cast<char>((length >> (8 * i)) & 0xff);
-  }
-  return t;
-}
-
-std::string gzCompress(std::string_view text, int level) {
-  DeflatePiece piece = deflatePiece(text, level, true);
-  std::string out = gzipHeader(level);
-  out += piece.data;
-  out += gzipTrailer(piece.crc, piece.length);
-  return out;
-}
-
-std::string compressText(std::string_view text, Compression c, int level) {
-  switch (c) {
-    case Compression::kBzip2: return bz2Compress(text, level);
-    case Compression::kGzip: return gzCompress(text, level);
-    case Compression::kNone: break;
-  }
-  return std::string(text);
-}
-
-namespace {
-constexpr std::size_t kChunk = 850 * 1000;  // below one 900k bzip2 block
-}
-
-ParallelOutput::ParallelOutput(const std::string& path, Compression compression, int level,
-                               ThreadPool* pool)
-    : file_(path, false, 0), compression_(compression), level_(level), pool_(pool) {
-  if (compression_ == Compression::kNone) return;
-  chunk_.reserve(kChunk + 65536);
-  if (compression_ == Compression::kGzip) {
-    const std::string header = gzipHeader(level_);
-    file_.write(header);
-    bytesOut_ += header.size();
-    crc_ = crc32(0L, Z_NULL, 0);
-  }
-}
-
-void ParallelOutput::write(std::string_view text) {
-  bytesIn_ += text.size();
-  if (compression_ == Compression::kNone) {
-    file_.write(text);
-    bytesOut_ += text.size();
-    return;
-  }
-  chunk_.append(text);
-  if (chunk_.size() >= kChunk) flushChunk(false);
-}
-
-void ParallelOutput::flushChunk(bool final) {
-  const bool gzip = compression_ == Compression::kGzip;
-  // bzip2: an empty file still gets one (empty) stream; gzip: the last piece carries the
-  // final deflate block, even if empty.
-  if (chunk_.empty() && !(final && (gzip || (bytesIn_ == 0 && pending_.empty())))) return;
-  auto compress = [text = std::move(chunk_), level = level_, gzip, final] {
-    if (gzip) return deflatePiece(text, level, final);
-    DeflatePiece p;
-    p.data = bz2Compress(text, level);
-    return p;
-  };
-  chunk_ = std::string();
-  if (pool_ != nullptr) {
-    pending_.push_back(pool_->submit(std::move(compress)));
-    chunk_.reserve(final ? 0 : kChunk + 65536);
-    drain(final ? 0 : pool_->size() * 2);
-  } else {
-    put(compress());
-    chunk_.reserve(final ? 0 : kChunk + 65536);
-  }
-}
-
-void ParallelOutput::put(const DeflatePiece& piece) {
-  file_.write(piece.data);
-  bytesOut_ += piece.data.size();
-  if (compression_ == Compression::kGzip) {
-    crc_ = crc32_combine(crc_, piece.crc, static_cast<z_off_t>(piece.length));
-  }
-}
-
-void ParallelOutput::drain(std::size_t keep) {
-  while (pending_.size() > keep) {
-    const DeflatePiece piece = pending_.front().get();
-    pending_.pop_front();
-    put(piece);
-  }
-}
-
-void ParallelOutput::commit() {
-  if (compression_ != Compression::kNone && !finished_) {
-    flushChunk(true);
-    drain(0);
-    finished_ = true;
-    if (compression_ == Compression::kGzip) {
-      const std::string trailer = gzipTrailer(crc_, bytesIn_);
-      file_.write(trailer);
-      bytesOut_ += trailer.size();
-    }
-  }
-  file_.commit();
 }
 
 // ------------------------------------------------------------ progress

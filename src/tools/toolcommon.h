@@ -1,7 +1,7 @@
 // Pieces shared by the result tools (createsummary, combinesummaries, extractvectors,
 // getabstime, runtimeestimator): command-line parsing in the reference's style, the
-// quoting rules of the stdin command languages, number-aware ordering, a small thread
-// pool, parallel bzip2/gzip compression and progress reporting.
+// quoting rules of the stdin command languages, number-aware ordering, the number of
+// worker threads and progress reporting.
 #pragma once
 
 #include <atomic>
@@ -19,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/compression.h"
 #include "common/fileio.h"
+#include "common/thread_pool.h"
 
 namespace npm::tools {
 
@@ -69,15 +71,13 @@ std::optional<int> parseOrExit(const char* program, std::optional<Arguments>& ar
 // Parses an integer in [min, max]; throws UsageError naming `what` otherwise.
 long parseInteger(const std::string& text, long min, long max, const std::string& what);
 
-// Compression of an output file.
-enum class Compression { kNone, kBzip2, kGzip };
+// Compression of an output file (common/compression.h: also compressionForName(), the
+// compression an output name asks for).
+using npm::Compression;
 // "bzip2", "gzip" or "none" (as given to --compression=); throws UsageError otherwise.
 Compression parseCompression(const std::string& text);
 const char* compressionName(Compression c);    // "bzip2", "gzip", "none"
 const char* compressionSuffix(Compression c);  // ".bz2", ".gz", ""
-// The compression an output name asks for: ".bz2"/".BZ2" bzip2 (as the reference),
-// ".gz"/".GZ" gzip, anything else none.
-Compression compressionForName(std::string_view name);
 
 // Options of every program that writes a table (ids shared, so one handler serves all).
 enum OutputOptionId {
@@ -133,91 +133,16 @@ void appendFixed6(std::string& out, double value);
 
 // ------------------------------------------------------------ threads
 
-class ThreadPool {
-public:
-  explicit ThreadPool(unsigned threads);
-  ~ThreadPool();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
-
-  template <typename F>
-  auto submit(F&& f) -> std::future<decltype(f())> {
-    using R = decltype(f());
-    auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
-    auto future = task->get_future();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.emplace_back([task] { (*task)(); });
-    }
-    cv_.notify_one();
-    return future;
-  }
-  unsigned size() const { return static_cast<unsigned>(workers_.size()); }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  std::vector<std::thread> workers_;
-  bool stopping_ = false;
-};
+using npm::ThreadPool;  // common/thread_pool.h
 
 // Number of worker threads: -j/--jobs if given, else the number of online CPUs.
 unsigned defaultThreads();
 
 // ------------------------------------------------------------ output
 
-// Compresses one complete text with bzip2 into a single stream.
-std::string bz2Compress(std::string_view text, int level);
-
-// Compresses one complete text into a single gzip member (RFC 1952).
-std::string gzCompress(std::string_view text, int level);
-
-// One piece of a gzip member: raw deflate data ending on a byte boundary (sync flush), or
-// with the final block if `final`; pieces compressed independently (in parallel) and
-// concatenated in order form one deflate stream. `crc` is the CRC-32 of `text`.
-struct DeflatePiece {
-  std::string data;
-  unsigned long crc = 0;
-  std::uint64_t length = 0;
-};
-DeflatePiece deflatePiece(std::string_view text, int level, bool final);
-// The 10-byte gzip header and the 8-byte trailer around the pieces.
-std::string gzipHeader(int level);
-std::string gzipTrailer(unsigned long crc, std::uint64_t length);
-
-// Compresses a whole text as `c` asks (kNone: a copy).
-std::string compressText(std::string_view text, Compression c, int level);
-
-// Writes a text file, bzip2- or gzip-compressed or plain, atomically (OutputFile),
-// compressing large outputs in ~850 kB pieces on the pool: concatenated bzip2 streams
-// (which bzip2, R and InputFile read as one file), or deflate pieces joined into one gzip
-// member (as pigz does; readable by every gzip reader, also those that stop after the first
-// member). Producer calls write() from one thread.
-class ParallelOutput {
-public:
-  ParallelOutput(const std::string& path, Compression compression, int level, ThreadPool* pool);
-  void write(std::string_view text);
-  void commit();  // flushes, waits for the compressor, renames into place
-  std::uint64_t bytesIn() const { return bytesIn_; }
-  std::uint64_t bytesOut() const { return bytesOut_; }
-
-private:
-  void flushChunk(bool final);
-  void drain(std::size_t keep);
-
-  void put(const DeflatePiece& piece);
-
-  OutputFile file_;
-  Compression compression_;
-  int level_;
-  ThreadPool* pool_;
-  std::string chunk_;
-  std::deque<std::future<DeflatePiece>> pending_;  // bzip2: data only
-  std::uint64_t bytesIn_ = 0, bytesOut_ = 0;
-  unsigned long crc_ = 0;  // gzip: of the pieces written so far
-  bool finished_ = false;
-};
+// Output files are OutputFile (common/fileio.h): plain, bzip2 or gzip, compressed on the
+// tool's pool with compressInParallel(pool); whole texts with compressText()
+// (common/compression.h).
 
 // ------------------------------------------------------------ progress
 

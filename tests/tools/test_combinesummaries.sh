@@ -29,6 +29,15 @@ printf -- '--values=v\n--input=large.bz2\n--values=w\n--input=large.bz2\n' | "$C
   [ "$(bzip2 -dc large-out.bz2 | sed -n 300002p)" == "$(printf 'w\t1 text-1')" ] &&
   pass "large input, multi-stream output" || fail "large output wrong"
 
+# Its own gzip output (one member of many deflate pieces) is an input again.
+printf -- '--values=v\n--input=large.bz2\n--values=w\n--input=large.bz2\n' | "$CB" -q large-out.gz Var ||
+  fail "large gzip run: exit code $?"
+printf -- '--values=again\n--input=large-out.gz\n' | "$CB" -q again.data Round ||
+  fail "a .gz output as input: exit code $?"
+[ "$(wc -l <again.data)" -eq 600001 ] && [ "$(sed -n 2p again.data)" == "$(printf 'again\tv\t1 text-1')" ] &&
+  [ "$(sed -n 600001p again.data)" == "$(printf 'again\tw\t300000 text-300000')" ] &&
+  pass "combinesummaries reads its own gzip output" || fail "gzip output as input: $(sed -n 1,2p again.data)"
+
 # Memory stays bounded by blocks, not by the input: 2 x ~110 MB of input, RSS well below.
 { echo "A B"; seq 1 2000000 | sed 's/.*/& some-text-to-make-the-line-longer-&/'; } >huge.txt
 printf -- '--values=v\n--input=huge.txt\n--values=w\n--input=huge.txt\n' >huge.commands
@@ -71,6 +80,8 @@ expect_fail "different header" 'other.vec:1: header "Other	Header" differs from 
 expect_fail "missing input" "cannot open missing.vec" try '--values=a 1\n--input=missing.vec\n'
 expect_fail "empty input" "empty.vec: empty file" try '--values=a 1\n--input=empty.vec\n'
 expect_fail "truncated input" "trunc.bz2: truncated bzip2 data" try '--values=a 1\n--input=trunc.bz2\n'
+printf 'AbsTime\n1\n' | gzip | head -c 15 >trunc.gz
+expect_fail "truncated gzip input" "trunc.gz: truncated gzip data" try '--values=a 1\n--input=trunc.gz\n'
 { echo "A B"; head -c 100000 /dev/urandom; } >binary.vec
 expect_fail "binary input" 'binary.vec:[0-9]+: binary data \(a NUL byte\), not a table' try '--values=a 1\n--input=binary.vec\n'
 { echo "A B"; head -c $((3 << 20)) /dev/zero | tr '\0' x; } >longline.vec

@@ -50,6 +50,21 @@ sed "s/--resultsdirectory=out/--resultsdirectory=data/" commands | "$CS" -b -q -
   >/dev/null || fail "--compression=gzip (reference layout): exit code $?"
 cmp -s <(gzip -dc data/active.total-ReceivedBytes.data.gz) expected/active.total-ReceivedBytes.data &&
   pass "reference layout as .data.gz" || fail "data/active.total-ReceivedBytes.data.gz"
+# Every output format of one tool is an input of the next: combinesummaries reads
+# createsummary's tables plain, gzip- and bzip2-compressed, and gets the same table.
+for t in data/active.total-ReceivedBytes.data.gz bz2/active.total-ReceivedBytes.csv.bz2 \
+         gzip/active.total-ReceivedBytes.csv.gz none/active.total-ReceivedBytes.csv; do
+  out=combined-$(basename "$t").data
+  printf -- '--values=x\n--input=%s\n' "$t" | "$BIN/combinesummaries" -q "$out" Piped ||
+    { fail "combinesummaries of $t: exit code $?"; continue; }
+  case $t in
+    *.gz) original=$(gzip -dc "$t") ;;
+    *.bz2) original=$(bzip2 -dc "$t") ;;
+    *) original=$(cat "$t") ;;
+  esac
+  [ "$(cut -f2- "$out")" == "$original" ] && [ "$(head -1 "$out" | cut -f1)" == "Piped" ] &&
+    pass "createsummary's $(basename "$t") through combinesummaries" || fail "combinesummaries of $t: $(head -3 "$out")"
+done
 # Line numbers get a header field, so that every row has as many fields as the header.
 sed "s/--resultsdirectory=out/--resultsdirectory=numbered/" commands | "$CS" -b -q --csv -l \
   --compression=none >/dev/null || fail "--csv -l: exit code $?"

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,21 @@ struct TempDir {
 std::string slurpRaw(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// One gzip member holding `text`, written by zlib itself (not by the code under test).
+std::string gzipMember(const std::string& text) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 }  // namespace
 
@@ -99,6 +115,41 @@ TEST_CASE("InputFile reports truncated and corrupt bzip2 data") {
   const auto corrupt = dir.path / "x.sca.bz2";
   std::ofstream(corrupt, std::ios::binary) << broken;
   CHECK_THROWS_AS(npm::readWholeFile(corrupt.string()), npm::FileError);
+}
+
+TEST_CASE("InputFile reads gzip, also of several members, and reports truncated or corrupt data") {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "scalar \"o\" \"n" + std::to_string(i) + "\" " + std::to_string(i * 7) + "\n";
+  const std::string member = gzipMember(text);
+  const auto one = dir.path / "s.sca.gz";
+  std::ofstream(one, std::ios::binary) << member;
+  {
+    npm::InputFile in(one.string());
+    CHECK(in.compressed());
+    std::string line;
+    REQUIRE(in.getline(line));
+    CHECK(line == "scalar \"o\" \"n0\" 0");
+  }
+  CHECK(npm::readWholeFile(one.string()) == text);
+  // As combinesummaries writes it in parallel: members one after the other, read as one text.
+  const auto two = dir.path / "two.data";  // misnamed: the magic decides
+  std::ofstream(two, std::ios::binary) << gzipMember("first\n") << gzipMember("second\n");
+  CHECK(npm::readWholeFile(two.string()) == "first\nsecond\n");
+
+  const auto truncated = dir.path / "t.sca.gz";
+  std::ofstream(truncated, std::ios::binary) << member.substr(0, member.size() / 2);
+  CHECK_THROWS_WITH(npm::readWholeFile(truncated.string()),
+                    Catch::Contains("t.sca.gz") && Catch::Contains("truncated gzip data"));
+  const auto noTrailer = dir.path / "n.sca.gz";  // the CRC and length missing
+  std::ofstream(noTrailer, std::ios::binary) << member.substr(0, member.size() - 8);
+  CHECK_THROWS_WITH(npm::readWholeFile(noTrailer.string()), Catch::Contains("truncated gzip data"));
+  std::string broken = member;
+  broken[broken.size() - 6] ^= 0x55;  // the CRC
+  const auto corrupt = dir.path / "x.sca.gz";
+  std::ofstream(corrupt, std::ios::binary) << broken;
+  CHECK_THROWS_WITH(npm::readWholeFile(corrupt.string()),
+                    Catch::Contains("x.sca.gz") && Catch::Contains("corrupt gzip data"));
 }
 
 TEST_CASE("OutputFile names the file when it cannot be created") {
