@@ -32,6 +32,18 @@ control=$here/packaging/debian/control
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# Runs a command and says how long it took, so that a slow CI run shows which phase grew
+# (the gating suite has a 30-minute budget: tests/README.md). Returns the command's status.
+timed() {
+  local what=$1 start status=0 outcome=""
+  shift
+  start=$(date +%s)
+  "$@" || status=$?
+  ((status == 0)) || outcome=", failed ($status)"
+  log "$what: $(($(date +%s) - start)) s$outcome"
+  return $status
+}
+
 # A directory with debian/control, as apt-get build-dep and dpkg-checkbuilddeps want it.
 control_dir() {
   local dir
@@ -73,7 +85,9 @@ install_deps() {
 
 build() {
   install_deps
-  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # The fuzz smoke test runs under ASan+UBSan in the sanitizer build of "test"; here it links
+  # the plain layers instead of compiling them once more with sanitizers (tests/fuzz).
+  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPM_FUZZ_SANITIZED=OFF >/dev/null
   cmake --build "$build_dir" -j "$jobs"
 }
 
@@ -82,7 +96,7 @@ case "${1:-}" in
   build) build ;;
   demo)  build; exec "$here/packaging/demo.sh" "$build_dir" ;;
   test)
-    build
+    timed "build ($build_dir)" build
     # The sanitizer builds are for finding bugs, not for speed: -O1 (as ASan recommends) and
     # line tables only, which halves their build time.
     san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
@@ -91,17 +105,20 @@ case "${1:-}" in
     # The same tests once more in an ASan+UBSan build, where reading freed memory or
     # overflowing a buffer fails the test instead of passing unnoticed (label "sanitize").
     cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=address,undefined >/dev/null
-    cmake --build "$sanitize_dir" -j "$jobs"
+    timed "build ($sanitize_dir)" cmake --build "$sanitize_dir" -j "$jobs"
     # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan.
     cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=thread >/dev/null
-    cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter
+    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter
     status=0
     # The gating suite: everything but the long tier and the release checks (labels "long",
     # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), two at a time; tests
     # that measure rates or timing run alone (RUN_SERIAL). See tests/README.md.
-    (cd "$build_dir" && ctest --output-on-failure --timeout 900 -j "$jobs" -LE '^(long|packages|fresh-root)$') || status=1
-    (cd "$sanitize_dir" && ctest --output-on-failure --timeout 900 -j "$jobs" -L '^sanitize$') || status=1
-    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure --timeout 900 -j "$jobs" -L '^tsan$') || status=1
+    (cd "$build_dir" && timed "gating tests" ctest --output-on-failure --timeout 900 -j "$jobs" \
+       -LE '^(long|packages|fresh-root)$') || status=1
+    (cd "$sanitize_dir" && timed "sanitize tests" ctest --output-on-failure --timeout 900 -j "$jobs" \
+       -L '^sanitize$') || status=1
+    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests" ctest --output-on-failure \
+       --timeout 900 -j "$jobs" -L '^tsan$') || status=1
     exit $status
     ;;
   quick)

@@ -8,6 +8,10 @@ whose modules include SCTP and DCCP) and mkinitramfs come from Debian's packages
     python3 tests/vm/npmvm.py SCRIPT [--timeout S]     run SCRIPT in a VM, print its output, exit with its status
 
     vm = VM(); rc, output = vm.run("sh commands", timeout=120)
+    results = vm.run_parts([("a", "sh commands"), ("b", "sh commands")], work, timeout=120)
+
+A boot under software emulation costs many seconds: tests that need several independent guest
+runs make them parts of one boot (run_parts), each in a directory of its own.
 
 Skips (exit 77 from skip_unless_available) only where QEMU or the kernel package is missing.
 """
@@ -84,6 +88,17 @@ def initramfs(version):
     return image
 
 
+# Between the parts of one boot: whatever a part left running is killed (a part that timed out
+# leaves its background passive), so that the next one finds its ports free.
+PART_RUNNER = """
+for part in {names}; do
+  (cd "$part" && timeout {timeout} sh ./test.sh >output 2>&1; echo $? >rc)
+  pkill -KILL -x netperfmeter 2>/dev/null
+  for i in $(seq 50); do pgrep -x netperfmeter >/dev/null || break; sleep 0.1; done
+done
+"""
+
+
 class VM:
     def __init__(self, memory_mib=1024, cpus=2):
         why = missing()
@@ -131,6 +146,37 @@ class VM:
         finally:
             if own:
                 shutil.rmtree(work, ignore_errors=True)
+
+    def run_parts(self, parts, workdir, timeout=180):
+        """Runs several independent scripts in one boot, in the order given, each in
+        `workdir`/NAME with at most `timeout` seconds; a part must leave the guest as it found it
+        (sysctls, loaded modules) unless it is the last one that depends on that. Returns
+        {name: (exit status, output)}; a part that did not run (the guest died) has status 125."""
+        names = [name for name, _ in parts]
+        for name, script in parts:
+            if not name.replace("_", "").replace("-", "").isalnum():
+                raise ValueError(f"part name {name!r}: letters, digits, - and _ only")
+            os.makedirs(os.path.join(workdir, name), exist_ok=True)
+            with open(os.path.join(workdir, name, "test.sh"), "w") as f:
+                f.write(script)
+            for leftover in ("rc", "output"):
+                if os.path.exists(os.path.join(workdir, name, leftover)):
+                    os.unlink(os.path.join(workdir, name, leftover))
+        runner = PART_RUNNER.format(names=" ".join(names), timeout=int(timeout))
+        rc, output = self.run(runner, timeout=len(parts) * (timeout + 10), workdir=workdir)
+        results = {}
+        for name in names:
+            part_output = ""
+            path = os.path.join(workdir, name, "output")
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    part_output = f.read()
+            try:
+                with open(os.path.join(workdir, name, "rc")) as f:
+                    results[name] = (int(f.read().strip() or 1), part_output)
+            except (OSError, ValueError):
+                results[name] = (125, part_output + f"\n[part {name} did not finish; the boot: status {rc}]\n" + output)
+        return results
 
 
 def main():
