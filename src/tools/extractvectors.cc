@@ -34,12 +34,12 @@ void usage(std::FILE* to) {
   std::fprintf(to,
       "Usage: %s input output [[!]prefix ...] [options]\n"
       "Converts an OMNeT++ version-2 vector file (plain, bzip2 or gzip) into a table\n"
-      "Time Event Object Vector Split Value (bzip2-compressed if output ends in .bz2).\n"
+      "Time Event Object Vector Split Value (bzip2 if output ends in .bz2, gzip if in .gz).\n"
       "Only vectors whose name starts with one of the prefixes are extracted (all if none);\n"
       "a prefix written !prefix also splits the name at its last space into Split.\n"
       "\n"
       "Options:\n"
-      "  -c, --compress N         bzip2 level 1-9 (default 9)\n"
+      "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
       "  -s, --separator S        column separator (default TAB)\n"
       "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
       "  -n, --no-line-numbers    (default)\n"
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
   ThreadPool pool(a->opt.threads());
   try {
     InputFile in(a->inputName);
-    OutputFile out(a->outputName, wantsBz2(a->outputName) ? Compression::kBzip2 : Compression::kNone, a->opt.level);
+    OutputFile out(a->outputName, compressionForName(a->outputName), a->opt.level);
     out.compressInParallel(pool);
     Extractor extractor(*a, in, out);
     extractor.run();

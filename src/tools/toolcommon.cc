@@ -173,11 +173,6 @@ const char* compressionSuffix(Compression c) {
 
 unsigned OutputOptions::threads() const { return jobs > 0 ? jobs : defaultThreads(); }
 
-bool wantsBz2(std::string_view name) {
-  return name.size() >= 4 &&
-         (name.substr(name.size() - 4) == ".bz2" || name.substr(name.size() - 4) == ".BZ2");
-}
-
 void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesOut) {
   std::printf("Wrote %llu lines", static_cast<unsigned long long>(lines));
   if (bytesIn > 0) {

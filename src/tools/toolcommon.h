@@ -98,9 +98,6 @@ struct OutputOptions {
 // `minLevel` to 9); returns false otherwise. Throws UsageError for bad values.
 bool applyOutputOption(const ParsedOption& o, OutputOptions& options, int minLevel);
 
-// True if an output name asks for bzip2: ".bz2" or ".BZ2", as the reference.
-bool wantsBz2(std::string_view name);
-
 // "Wrote N lines (in -> out - x%)" as the reference prints it.
 void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesOut);
 

@@ -37,6 +37,7 @@ check_table() {
   local content
   case "$got" in
     *.bz2) content=$(bzip2 -dc "$got") || { fail "$got is not valid bzip2"; return; } ;;
+    *.gz) content=$(gzip -dc "$got") || { fail "$got is not valid gzip"; return; } ;;
     *) content=$(cat "$got") ;;
   esac
   if [ "$content" == "$(cat "$expected")" ]; then

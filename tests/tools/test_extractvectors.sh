@@ -10,6 +10,12 @@ cd "$TMP/v" || exit 1
 
 "$EV" results.vec out.data.bz2 "end to" '!queue' -q || fail "selected: exit code $?"
 check_table out.data.bz2 expected-selected.data
+# The output's compression by its name, as combinesummaries: .gz is gzip, and gzip input is read.
+"$EV" results.vec out.data.gz "end to" '!queue' -q || fail "gzip output: exit code $?"
+check_table out.data.gz expected-selected.data
+gzip -c results.vec >results-gz.vec.gz
+"$EV" results-gz.vec.gz out2.data "end to" '!queue' -q || fail "gzip input: exit code $?"
+check_table out2.data expected-selected.data
 bzip2 -k results.vec
 out=$("$EV" results.vec.bz2 all.data --line-numbers)
 check_table all.data expected-all-numbered.data

@@ -339,6 +339,6 @@ TEST_CASE("shared output options") {
   CHECK(applyOutputOption(ParsedOption{kOptSeparator, ";", "-s"}, o, 1));
   CHECK((o.separator == ";" && o.separatorGiven));
   CHECK_FALSE(applyOutputOption(ParsedOption{1, "", "-x"}, o, 1));
-  CHECK(wantsBz2("a.data.BZ2"));
-  CHECK_FALSE(wantsBz2("a.bz2.data"));
+  CHECK(compressionForName("a.data.BZ2") == Compression::kBzip2);
+  CHECK(compressionForName("a.bz2.data") == Compression::kNone);
 }
