@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/compression.h"
+#include "common/result.h"
 #include "common/thread_pool.h"
 
 namespace npm {
@@ -406,6 +407,88 @@ void ScratchFile::clear() {
 
 // ----------------------------------------------------------------- InputFile
 
+namespace detail {
+
+// One compressed format's decoder. A file may hold several streams (members) one after the
+// other, as the parallel compressors write them: begin() starts one wherever the previous
+// ended and input is left; step() decodes what it can of `in` into `out`.
+class Decompressor {
+public:
+  struct Step {
+    std::size_t consumed = 0, produced = 0;
+    bool ended = false;  // the stream (member) is complete
+  };
+  virtual ~Decompressor() = default;
+  virtual const char* format() const = 0;
+  virtual Result<void> begin() = 0;
+  virtual Result<Step> step(char* in, std::size_t inLength, char* out, std::size_t outLength) = 0;
+};
+
+}  // namespace detail
+
+namespace {
+
+class Bzip2Decompressor final : public detail::Decompressor {
+public:
+  ~Bzip2Decompressor() override {
+    if (started_) BZ2_bzDecompressEnd(&stream_);
+  }
+  const char* format() const override { return "bzip2"; }
+  Result<void> begin() override {
+    if (started_) BZ2_bzDecompressEnd(&stream_);
+    stream_ = bz_stream{};
+    started_ = BZ2_bzDecompressInit(&stream_, 0, 0) == BZ_OK;
+    if (!started_) return Failure{"out of memory"};
+    return {};
+  }
+  Result<Step> step(char* in, std::size_t inLength, char* out, std::size_t outLength) override {
+    stream_.next_in = in;
+    stream_.avail_in = static_cast<unsigned>(inLength);
+    stream_.next_out = out;
+    stream_.avail_out = static_cast<unsigned>(outLength);
+    const int rc = BZ2_bzDecompress(&stream_);
+    if (rc != BZ_OK && rc != BZ_STREAM_END) return Failure{bzErrorText(rc)};
+    return Step{inLength - stream_.avail_in, outLength - stream_.avail_out, rc == BZ_STREAM_END};
+  }
+
+private:
+  bz_stream stream_{};
+  bool started_ = false;
+};
+
+class GzipDecompressor final : public detail::Decompressor {
+public:
+  ~GzipDecompressor() override {
+    if (started_) inflateEnd(&stream_);
+  }
+  const char* format() const override { return "gzip"; }
+  Result<void> begin() override {
+    if (started_) return inflateReset(&stream_) == Z_OK ? Result<void>() : Failure{"corrupt gzip data"};
+    started_ = inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK;
+    if (!started_) return Failure{"out of memory"};
+    return {};
+  }
+  Result<Step> step(char* in, std::size_t inLength, char* out, std::size_t outLength) override {
+    stream_.next_in = reinterpret_cast<Bytef*>(in);
+    stream_.avail_in = static_cast<uInt>(inLength);
+    stream_.next_out = reinterpret_cast<Bytef*>(out);
+    stream_.avail_out = static_cast<uInt>(outLength);
+    const int rc = inflate(&stream_, Z_NO_FLUSH);
+    // Z_BUF_ERROR with all input taken only asks for more input.
+    if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && stream_.avail_in == 0)) {
+      return Failure{std::string("corrupt gzip data") +
+                     (stream_.msg != nullptr ? std::string(" (") + stream_.msg + ")" : std::string())};
+    }
+    return Step{inLength - stream_.avail_in, outLength - stream_.avail_out, rc == Z_STREAM_END};
+  }
+
+private:
+  z_stream stream_{};
+  bool started_ = false;
+};
+
+}  // namespace
+
 InputFile::InputFile(const std::string& path) : name_(path) {
   if (path == "-") {
     file_ = stdin;
@@ -425,21 +508,13 @@ void InputFile::probe() {
   out_.resize(kBufferSize);
   inLen_ = readRaw(in_.data(), in_.size());
   if (inLen_ >= 3 && std::memcmp(in_.data(), "BZh", 3) == 0) {
-    format_ = Format::kBzip2;
+    decoder_ = std::make_unique<Bzip2Decompressor>();
   } else if (inLen_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f && static_cast<unsigned char>(in_[1]) == 0x8b) {
-    format_ = Format::kGzip;
+    decoder_ = std::make_unique<GzipDecompressor>();
   }
 }
 
 InputFile::~InputFile() {
-  if (bzip2_ != nullptr) {
-    BZ2_bzDecompressEnd(static_cast<bz_stream*>(bzip2_));
-    delete static_cast<bz_stream*>(bzip2_);
-  }
-  if (gzip_ != nullptr) {
-    inflateEnd(static_cast<z_stream*>(gzip_));
-    delete static_cast<z_stream*>(gzip_);
-  }
   if (ownsFile_ && file_ != nullptr) std::fclose(file_);
 }
 
@@ -456,11 +531,7 @@ std::size_t InputFile::readRaw(char* buffer, std::size_t length) {
 // Refills out_ with the next decoded bytes; false at the end of the input.
 bool InputFile::fill() {
   outPos_ = outLen_ = 0;
-  switch (format_) {
-    case Format::kBzip2: return fillBzip2();
-    case Format::kGzip: return fillGzip();
-    case Format::kPlain: break;
-  }
+  if (decoder_ != nullptr) return fillCompressed();
   if (inPos_ < inLen_) {  // bytes read while probing for the magic
     std::memcpy(out_.data(), in_.data() + inPos_, inLen_ - inPos_);
     outLen_ = inLen_ - inPos_;
@@ -471,10 +542,7 @@ bool InputFile::fill() {
   return outLen_ > 0;
 }
 
-// Both compressed formats may hold several streams (members) one after the other, as the
-// parallel compressors write them: a new one starts wherever one ended and input is left.
-bool InputFile::fillBzip2() {
-  auto* strm = static_cast<bz_stream*>(bzip2_);
+bool InputFile::fillCompressed() {
   while (outLen_ == 0) {
     if (inPos_ == inLen_) {
       inPos_ = 0;
@@ -482,67 +550,17 @@ bool InputFile::fillBzip2() {
     }
     if (streamEnded_) {
       if (inLen_ == 0) return false;  // clean end after a complete stream
-      if (strm == nullptr) {
-        strm = new bz_stream{};
-        bzip2_ = strm;
-      } else {
-        BZ2_bzDecompressEnd(strm);
-        *strm = bz_stream{};
-      }
-      if (BZ2_bzDecompressInit(strm, 0, 0) != BZ_OK) {
-        throw FileError("cannot read " + name_ + ": out of memory");
-      }
+      if (auto started = decoder_->begin(); !started) throw FileError("cannot read " + name_ + ": " + started.error());
       streamEnded_ = false;
     }
-    if (inLen_ == 0) throw FileError("cannot read " + name_ + ": truncated bzip2 data");
-    strm->next_in = in_.data() + inPos_;
-    strm->avail_in = static_cast<unsigned>(inLen_ - inPos_);
-    strm->next_out = out_.data();
-    strm->avail_out = static_cast<unsigned>(out_.size());
-    const int rc = BZ2_bzDecompress(strm);
-    inPos_ = inLen_ - strm->avail_in;
-    outLen_ = out_.size() - strm->avail_out;
-    if (rc == BZ_STREAM_END) {
-      streamEnded_ = true;
-    } else if (rc != BZ_OK) {
-      throw FileError("cannot read " + name_ + ": " + bzErrorText(rc));
+    if (inLen_ == 0) {
+      throw FileError("cannot read " + name_ + ": truncated " + decoder_->format() + " data");
     }
-  }
-  return true;
-}
-
-bool InputFile::fillGzip() {
-  auto* strm = static_cast<z_stream*>(gzip_);
-  while (outLen_ == 0) {
-    if (inPos_ == inLen_) {
-      inPos_ = 0;
-      inLen_ = readRaw(in_.data(), in_.size());
-    }
-    if (streamEnded_) {
-      if (inLen_ == 0) return false;  // clean end after a complete member
-      if (strm == nullptr) {
-        strm = new z_stream{};
-        gzip_ = strm;
-        if (inflateInit2(strm, 16 + MAX_WBITS) != Z_OK) throw FileError("cannot read " + name_ + ": out of memory");
-      } else if (inflateReset(strm) != Z_OK) {
-        throw FileError("cannot read " + name_ + ": corrupt gzip data");
-      }
-      streamEnded_ = false;
-    }
-    if (inLen_ == 0) throw FileError("cannot read " + name_ + ": truncated gzip data");
-    strm->next_in = reinterpret_cast<Bytef*>(in_.data() + inPos_);
-    strm->avail_in = static_cast<uInt>(inLen_ - inPos_);
-    strm->next_out = reinterpret_cast<Bytef*>(out_.data());
-    strm->avail_out = static_cast<uInt>(out_.size());
-    const int rc = inflate(strm, Z_NO_FLUSH);
-    inPos_ = inLen_ - strm->avail_in;
-    outLen_ = out_.size() - strm->avail_out;
-    if (rc == Z_STREAM_END) {
-      streamEnded_ = true;
-    } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && strm->avail_in == 0)) {
-      throw FileError("cannot read " + name_ + ": corrupt gzip data" +
-                      (strm->msg != nullptr ? std::string(" (") + strm->msg + ")" : std::string()));
-    }
+    const auto step = decoder_->step(in_.data() + inPos_, inLen_ - inPos_, out_.data(), out_.size());
+    if (!step) throw FileError("cannot read " + name_ + ": " + step.error());
+    inPos_ += step->consumed;
+    outLen_ = step->produced;
+    streamEnded_ = step->ended;
   }
   return true;
 }

@@ -33,6 +33,10 @@
 
 namespace npm {
 
+namespace detail {
+class Decompressor;  // one compressed format's decoder (fileio.cc)
+}
+
 class FileError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
@@ -160,7 +164,7 @@ public:
   InputFile& operator=(const InputFile&) = delete;
 
   const std::string& name() const { return name_; }
-  bool compressed() const { return format_ != Format::kPlain; }
+  bool compressed() const { return decoder_ != nullptr; }
   // Next line without its '\n' (and without a trailing '\r'); false at the end.
   bool getline(std::string& line);
   // Up to `length` bytes; 0 at the end.
@@ -169,21 +173,17 @@ public:
   std::uint64_t lineNumber() const { return lineNumber_; }
 
 private:
-  enum class Format { kPlain, kBzip2, kGzip };
   void probe();
   bool fill();
-  bool fillBzip2();
-  bool fillGzip();
+  bool fillCompressed();
   std::size_t readRaw(char* buffer, std::size_t length);
 
   std::FILE* file_ = nullptr;
   bool ownsFile_ = false;
   std::string name_;
-  Format format_ = Format::kPlain;
+  std::unique_ptr<detail::Decompressor> decoder_;  // null: plain text
   bool rawEof_ = false;
   bool streamEnded_ = true;  // of the current bzip2 stream or gzip member
-  void* bzip2_ = nullptr;    // bz_stream*
-  void* gzip_ = nullptr;     // z_stream*
   std::vector<char> in_;
   std::size_t inPos_ = 0, inLen_ = 0;
   std::vector<char> out_;
