@@ -2,7 +2,8 @@
 # Set-up script of the NetPerfMeter tool-chain for Debian 12 (run as root).
 #
 #   packaging/setup.sh deps    install the missing Debian packages (build, tests, plots): the
-#                              Build-Depends of packaging/debian/control
+#                              Build-Depends of packaging/debian/control; and a deb-src entry
+#                              for the release, from which the bundled usrsctp is built
 #   packaging/setup.sh build   deps + configure and build into ./build
 #   packaging/setup.sh demo    build + a loopback measurement against a local passive
 #   packaging/setup.sh test    build + the gating test suite (ctest -j2 without the labels
@@ -61,7 +62,27 @@ deps_missing() {  # prints what is missing; fails if something is
   return $status
 }
 
+# The bundled usrsctp is built from Debian's source package (apt-get source libusrsctp:
+# src/sctp/bundled-usrsctp.sh), which needs a deb-src entry for the release: one is added
+# beside the deb entries of the archive when there is none.
+enable_deb_src() {
+  [[ $(id -u) -eq 0 ]] || return 0
+  if apt-get indextargets --format '$(IDENTIFIER)' 2>/dev/null | grep -qx Sources; then
+    return 0
+  fi
+  local codename uri
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  [[ -n $codename ]] || { log "no VERSION_CODENAME in /etc/os-release: no deb-src entry added"; return 0; }
+  uri=$(apt-get indextargets --format '$(REPO_URI)' 'Identifier: Packages' 2>/dev/null |
+        grep -m1 -E '/debian/?$' || echo http://deb.debian.org/debian/)
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$uri" "$codename" \
+    /usr/share/keyrings/debian-archive-keyring.gpg > /etc/apt/sources.list.d/netperfmeter-deb-src.sources
+  log "added a deb-src entry for $codename ($uri) for the source of the bundled usrsctp"
+  apt-get update -qq
+}
+
 install_deps() {
+  enable_deb_src
   if command -v dpkg-checkbuilddeps >/dev/null && deps_missing 2>/dev/null; then
     log "all packages of $control present"
     return
@@ -104,7 +125,11 @@ case "${1:-}" in
                -DNPM_WITH_RPLOT=OFF)
     # The same tests once more in an ASan+UBSan build, where reading freed memory or
     # overflowing a buffer fails the test instead of passing unnoticed (label "sanitize").
-    cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=address,undefined >/dev/null
+    # This build links the system's libusrsctp, so that the second configuration of the
+    # userland stack (-DNPM_USRSCTP=system: process-wide buffer splitting and DAC, the knobs
+    # that need the bundled stack refused) is built and tested too.
+    cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=address,undefined \
+      -DNPM_USRSCTP=system >/dev/null
     timed "build ($sanitize_dir)" cmake --build "$sanitize_dir" -j "$jobs"
     # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan.
     cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=thread >/dev/null

@@ -683,7 +683,10 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   // --help / --version win over everything else.
   for (const auto& p : options) {
     if (p.def->shortName == 'h') return InfoCommand{usage()};
-    if (p.def->shortName == 'v') return InfoCommand{std::string("NetPerfMeter ") + NPM_VERSION + "\n"};
+    if (p.def->shortName == 'v') {
+      return InfoCommand{std::string("NetPerfMeter ") + NPM_VERSION + "\nuserland SCTP: " +
+                         sctp::userlandStackDescription() + "\n"};
+    }
   }
   if (positional.size() != 1) {
     return CliError{positional.empty() ? "missing PORT (passive) or HOST:PORT (active); see --help"

@@ -65,6 +65,9 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
     log::warning("Flow #" + std::to_string(*spec.flowId) + ": nrsack=on was asked for, but the passive's SCTP "
                  "stack did not agree to NR-SACK; the association uses plain SACKs");
   }
+  if (const auto held = association->socket().tuningInForce()) {
+    log::info("Flow #" + std::to_string(*spec.flowId) + ": SCTP association up, the stack holds " + sctp::describe(*held));
+  }
   association->start(nullptr, nullptr);
   associations_[spec.association] = association;
   co_return association;

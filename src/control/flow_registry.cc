@@ -208,9 +208,16 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
             const auto& options = entry->request.socketOptions;
             association->socket().setBufferSizes(options.rcvBufferSize, options.sndBufferSize);
             association->socket().tune(entry->request.sctpTuning);
+            if (const auto held = association->socket().tuningInForce()) {
+              log::info("Flow #" + std::to_string(key.flowId) + ": SCTP association from " + association->peerName() +
+                        ", the stack holds " + sctp::describe(*held));
+            }
           } catch (const transport::TransportError& e) {
+            // The system's usrsctp: settings another CMT association holds process-wide; any
+            // stack: an option the stack refused, or does not hold after setting it.
+            const bool conflict = !sctp::processWideCompatible(entry->request.sctpTuning);
             self->refuseIdentify(key, *entry, std::string("SCTP association from ") + association->peerName() + ": " +
-                                                  e.what(), npmp::kStatusProcessWideConflict);
+                                                  e.what(), conflict ? npmp::kStatusProcessWideConflict : npmp::kStatusError);
             return;
           }
         }

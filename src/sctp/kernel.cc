@@ -86,6 +86,7 @@ public:
   }
 
   std::optional<bool> nrSackNegotiated() override { return std::nullopt; }
+  std::optional<Tuning> tuningInForce() override { return std::nullopt; }  // no CMT here
   void releaseProcessWide() override {}
 
   void tune(const Tuning& t) override {

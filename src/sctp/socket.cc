@@ -41,13 +41,19 @@ Stack resolve(StackChoice choice, bool needsCmt) {
 }
 
 std::optional<ProcessWide> processWideOf(const Tuning& tuning) {
-  if (tuning.cmt == 0) return std::nullopt;
+  if (tuning.cmt == 0 || userlandPerAssociation()) return std::nullopt;
   return ProcessWide{tuning.bufferSplitting, tuning.dac};
 }
 
 std::string describe(const ProcessWide& settings) {
   return std::string("bufsplit=") + flowspec::bufferSplittingName(settings.bufferSplitting) +
          " dac=" + (settings.dac ? "on" : "off");
+}
+
+std::string describe(const Tuning& t) {
+  return std::string("cmt=") + flowspec::cmtName(t.cmt) + " cc=" + ccModuleName(t.ccModule) +
+         " bufsplit=" + flowspec::bufferSplittingName(t.bufferSplitting) + " dac=" + (t.dac ? "on" : "off") +
+         " nrsack=" + (t.nrSack ? "on" : "off") + " rtomin=" + std::to_string(t.rtoMinMs);
 }
 
 std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, const StackSettings& settings) {

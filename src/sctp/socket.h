@@ -110,6 +110,9 @@ public:
   // Whether the association negotiated NR-SACK (nullopt: no association yet, or a stack
   // without NR-SACK).
   virtual std::optional<bool> nrSackNegotiated() = 0;
+  // The CMT settings the stack holds for the association (before it exists: for the one it
+  // will create), read back from the stack; nullopt where it has none (the kernel's).
+  virtual std::optional<Tuning> tuningInForce() = 0;
   virtual void bind(const std::vector<asio::ip::address>& addresses, std::uint16_t port) = 0;
   virtual void listen() = 0;
   // An accepted association, or nullptr when none is waiting.
@@ -163,18 +166,26 @@ std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, cons
 // The usrsctp stack: its local UDP encapsulation port once started (0 = not started).
 std::uint16_t userlandEncapsulationPort();
 
-// usrsctp 0.9.5 has buffer splitting and DAC only as process-wide sysctls, read whenever a CMT
-// association sends or acknowledges (associations without CMT never read them). So the CMT
-// associations of one process must agree on them: the first one sets them, and while it lives,
-// one that needs other values is refused (tune() throws), never silently overruled.
+// The usrsctp linked in: "bundled libusrsctp 0.9.5.0-2 (Debian source) with patches 0001" or
+// "system libusrsctp (/usr/lib/...)".
+const char* userlandStackDescription();
+// Whether it keeps buffer splitting and DAC per association (the bundled stack's patch 0001).
+bool userlandPerAssociation();
+
+// The system's usrsctp 0.9.5 has buffer splitting and DAC only as process-wide sysctls, read
+// whenever a CMT association sends or acknowledges (associations without CMT never read them).
+// So there, the CMT associations of one process must agree on them: the first one sets them,
+// and while it lives, one that needs other values is refused (tune() throws), never silently
+// overruled. The bundled stack keeps them per association, and none of this applies.
 struct ProcessWide {
   std::uint8_t bufferSplitting = 0;
   bool dac = false;
   bool operator==(const ProcessWide&) const = default;
 };
-// What a tuning needs process-wide; nullopt when it needs nothing (no CMT).
+// What a tuning needs process-wide; nullopt when it needs nothing (no CMT, or the bundled stack).
 std::optional<ProcessWide> processWideOf(const Tuning& tuning);
 std::string describe(const ProcessWide& settings);  // "bufsplit=both dac=off"
+std::string describe(const Tuning& tuning);          // "cmt=cmt cc=rfc2581 bufsplit=both dac=off nrsack=on rtomin=1000"
 // Whether a CMT association with `tuning` can run beside this process's CMT associations.
 Result<void> processWideCompatible(const Tuning& tuning);
 

@@ -27,9 +27,14 @@ namespace {
 
 using transport::TransportError;
 
-// Options usrsctp 0.9.5 implements but its public header does not declare.
+// Options usrsctp 0.9.5 implements but its public header does not declare (the bundled stack's
+// header does, src/sctp/usrsctp-patches/0001).
 constexpr int kSctpCmtOnOff = 0x1200;
 constexpr int kSctpPluggableCc = 0x1202;
+
+#ifndef NPM_USRSCTP_DESCRIPTION
+#define NPM_USRSCTP_DESCRIPTION "libusrsctp"
+#endif
 
 // usrsctp's threads keep running until the process ends and may call the upcall while
 // static objects are destroyed: what the upcall touches is never destroyed.
@@ -307,6 +312,13 @@ public:
     setOption(so_, IPPROTO_SCTP, kSctpCmtOnOff, v, "SCTP_CMT_ON_OFF");
     v.assoc_value = t.ccModule;
     setOption(so_, IPPROTO_SCTP, kSctpPluggableCc, v, "the SCTP congestion control module");
+#ifdef USRSCTP_NPM_PATCHLEVEL
+    // The bundled stack keeps them per association (the endpoint's before it exists).
+    v.assoc_value = t.bufferSplitting;
+    setOption(so_, IPPROTO_SCTP, SCTP_BUFFER_SPLITTING, v, "SCTP_BUFFER_SPLITTING");
+    v.assoc_value = t.dac ? 1 : 0;
+    setOption(so_, IPPROTO_SCTP, SCTP_CMT_USE_DAC, v, "SCTP_CMT_USE_DAC");
+#endif
     if (t.rtoMinMs != 0) {
       sctp_rtoinfo rto{};
       rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
@@ -314,10 +326,50 @@ public:
       rto.srto_initial = std::max<std::uint32_t>(t.rtoMinMs, 1000);
       setOption(so_, IPPROTO_SCTP, SCTP_RTOINFO, rto, "SCTP_RTOINFO (RTO.min)");
     }
+    // What the stack holds now, never only what was asked for.
+    const auto held = tuningInForce();
+    if (!held || held->cmt != t.cmt || held->ccModule != t.ccModule ||
+        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac)) ||
+        (t.rtoMinMs != 0 && held->rtoMinMs != t.rtoMinMs)) {
+      throw TransportError("usrsctp holds " + (held ? describe(*held) : std::string("nothing readable")) +
+                           " after being told " + describe(t));
+    }
+  }
+
+  std::optional<Tuning> tuningInForce() override {
+    auto get = [this](int name) -> std::optional<std::uint32_t> {
+      sctp_assoc_value v{};
+      v.assoc_id = SCTP_FUTURE_ASSOC;  // one-to-one style: the association once it exists
+      socklen_t len = sizeof(v);
+      if (usrsctp_getsockopt(so_, IPPROTO_SCTP, name, &v, &len) != 0) return std::nullopt;
+      return v.assoc_value;
+    };
+    const auto cmt = get(kSctpCmtOnOff), cc = get(kSctpPluggableCc), nrSack = get(SCTP_NRSACK_SUPPORTED);
+    if (!cmt || !cc || !nrSack) return std::nullopt;
+    Tuning t;
+    t.cmt = static_cast<std::uint8_t>(*cmt);
+    t.ccModule = static_cast<std::uint8_t>(*cc);
+    t.nrSack = *nrSack != 0;
+#ifdef USRSCTP_NPM_PATCHLEVEL
+    const auto splitting = get(SCTP_BUFFER_SPLITTING), dac = get(SCTP_CMT_USE_DAC);
+    if (!splitting || !dac) return std::nullopt;
+    t.bufferSplitting = static_cast<std::uint8_t>(*splitting);
+    t.dac = *dac != 0;
+#else
+    // The system's usrsctp reads them from its process-wide sysctls whenever they are used.
+    t.bufferSplitting = static_cast<std::uint8_t>(usrsctp_sysctl_get_sctp_buffer_splitting());
+    t.dac = usrsctp_sysctl_get_sctp_cmt_use_dac() != 0;
+#endif
+    sctp_rtoinfo rto{};
+    rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
+    socklen_t len = sizeof(rto);
+    if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_RTOINFO, &rto, &len) != 0) return std::nullopt;
+    t.rtoMinMs = rto.srto_min;
+    return t;
   }
 
   // Holds (or drops) this socket's share of the process-wide settings; throws when another CMT
-  // association holds different ones.
+  // association holds different ones. A no-op with the bundled stack (processWideOf is empty).
   void claimProcessWide(const std::optional<ProcessWide>& wanted) {
     std::lock_guard lock(gMutex);
     if (wanted == claimed_) return;
@@ -537,6 +589,16 @@ private:
 
 }  // namespace
 
+
+bool userlandPerAssociation() {
+#ifdef USRSCTP_NPM_PATCHLEVEL
+  return true;
+#else
+  return false;
+#endif
+}
+
+const char* userlandStackDescription() { return NPM_USRSCTP_DESCRIPTION; }
 
 std::uint16_t userlandEncapsulationPort() {
   std::lock_guard lock(gMutex);

@@ -15,6 +15,14 @@ echo
 echo "== many flows: 1000 and 10000 rate-driven TCP flows (set-up, stop, frames per flow)"
 python3 "$here/many_flows.py" "$build/src/app/netperfmeter" --flows 1000
 python3 "$here/many_flows.py" "$build/src/app/netperfmeter" --flows 10000
+echo
+echo "== the bundled usrsctp against the system's: saturated SCTP on loopback, CMT over 2 x 10 Mbit/s"
+system_build="$build-usrsctp-system"
+cmake -S "$here/../.." -B "$system_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPM_USRSCTP=system \
+  -DNPM_BUILD_TESTS=OFF -DNPM_WITH_DISSECTORS=OFF -DNPM_WITH_BPF_CC=OFF -DNPM_WITH_RPLOT=OFF >/dev/null
+cmake --build "$system_build" --target netperfmeter >/dev/null
+python3 "$here/usrsctp_stacks.py" "$build/src/app/netperfmeter" "$system_build/src/app/netperfmeter" \
+  --seconds 5 --rounds 5
 for bench in "$here"/*/run.sh; do
   [[ -x $bench ]] || continue
   echo

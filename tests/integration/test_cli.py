@@ -87,7 +87,10 @@ class CommandLine(unittest.TestCase):
     def test_version_and_help_go_to_stdout(self):
         result = run("-v")
         self.assertEqual(result.returncode, 0)
-        self.assertRegex(result.stdout, r"^NetPerfMeter \d+\.\d+\.\d+\n$")
+        # The version, then the userland SCTP stack it links (bundled: with its patches).
+        self.assertRegex(result.stdout, r"^NetPerfMeter \d+\.\d+\.\d+\nuserland SCTP: "
+                                        r"(bundled libusrsctp \S+ \(Debian source\) with patches [0-9 ]+|"
+                                        r"system libusrsctp \(\S+\))\n$")
         for flag in ("-h", "--help", "-help"):
             result = run(flag)
             self.assertEqual(result.returncode, 0)

@@ -6,10 +6,13 @@ receiver sends NR-SACK chunks; off: neither), rcvbuf= (the receiver's a_rwnd, in
 directions: the passive applies ADD_FLOW's size to its association), sndbuf= (what the sender
 keeps outstanding), dac= (CMT's delayed-ack bits in the receiver's SACKs), rtomin= (the path's
 RTO in the stack's own state). TCP and MPTCP: rcvbuf= (the receiver's advertised window, both sides),
-cc= (the congestion control of the connection on both sides). The process-wide settings of
-usrsctp (buffer splitting, DAC): CMT flows that would need different values in one process are
-refused with one line, on the active before anything connects and on a passive that serves a
-CMT association with other values; a flow without CMT leaves them alone."""
+cc= (the congestion control of the connection on both sides). Buffer splitting and DAC: with the
+bundled usrsctp (patch 0001) per association — two CMT associations of one process with
+different values both run, each side's stack holds each association's own values, and only the
+one with dac=on has DAC bits in its SACKs; with the system's usrsctp process-wide — CMT flows
+that would need different values in one process are refused with one line, on the active
+before anything connects and on a passive that serves a CMT association with other values; a
+flow without CMT leaves them alone."""
 
 import os
 import re
@@ -32,6 +35,16 @@ def tshark_available():
     return subprocess.run(["which", "tshark"], capture_output=True).returncode == 0
 
 
+def userland_stack():
+    """The second line of netperfmeter --version: which usrsctp the binary links."""
+    out = subprocess.run([os.environ.get("NETPERFMETER", "netperfmeter"), "--version"], capture_output=True,
+                         text=True, timeout=10).stdout.splitlines()
+    return out[1] if len(out) > 1 else ""
+
+
+BUNDLED = "bundled libusrsctp" in userland_stack()
+
+
 @unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")
 @unittest.skipUnless(tshark_available(), "tshark is not installed")
 class UserlandSctpKnobs(unittest.TestCase):
@@ -47,11 +60,12 @@ class UserlandSctpKnobs(unittest.TestCase):
 
     def run_captured(self, name, *flows, runtime=1):
         """One run with `flows` (-sctp ...), its SCTP packets captured whole (tshark does not
-        show the chunks of a truncated packet): the Capture."""
+        show the chunks of a truncated packet): the Capture (the active's result in .active)."""
         pcap = os.path.join(self.dir, name + ".pcapng")
         with Capture(pcap, f"udp port {self.udp}") as capture:
-            run_active(f"127.0.0.1:{self.port}", "-control-over-tcp", "--sctp-stack=userland",
-                       f"--sctp-remote-udp-port={self.udp}", f"-runtime={runtime}", *flows, cwd=self.dir)
+            capture.active = run_active(f"127.0.0.1:{self.port}", "-control-over-tcp", "--sctp-stack=userland",
+                                        f"--sctp-remote-udp-port={self.udp}", f"-runtime={runtime}", *flows,
+                                        cwd=self.dir)
         self.assertTrue(self.passive.alive(), self.passive.output()[-2000:])
         return capture
 
@@ -162,19 +176,26 @@ class UserlandSctpKnobs(unittest.TestCase):
         self.assertEqual(sorted(tuned)[len(tuned) // 2], 200, tuned)  # (before a first RTT: RTO.initial, 1 s)
         self.assertGreaterEqual(min(self.rto(f"{RATE}:const1400")), 1000, "usrsctp's default RTO.min is 1 s")
 
-    def dac_flags(self, capture):
-        """Of the SACKs the passive sends on the association that carries the most DATA: how many
-        have CMT's delayed-ack bits (chunk flags 0xc0: packets received since the last SACK)."""
+    def dac_flags_per_association(self, capture, count):
+        """For the `count` associations that carry the most DATA from the active, busiest first: of
+        the SACKs the passive sends on it, how many have CMT's delayed-ack bits (chunk flags 0xc0:
+        packets received since the last SACK), and how many there are."""
         rows = self.chunks(capture, "sctp.chunk_type == 0 or sctp.chunk_type == 3 or sctp.chunk_type == 16",
                            "sctp.srcport", "sctp.dstport", "sctp.chunk_type", "sctp.chunk_flags")
         data = {}
         for sport, dport, types, _ in self.from_active(rows):
             data[(sport, dport)] = data.get((sport, dport), 0) + types.split(",").count("0")
-        busiest = max(data, key=data.get)
-        sacks = [(t, f) for sport, dport, types, flags in self.from_passive(rows) if (dport, sport) == busiest
-                 for t, f in zip(types.split(","), flags.split(",")) if t in ("3", "16")]
-        self.assertGreater(len(sacks), 10)
-        return sum(1 for _, f in sacks if int(f, 16) & 0xC0), len(sacks)
+        result = []
+        for ports in sorted(data, key=data.get, reverse=True)[:count]:
+            sacks = [(t, f) for sport, dport, types, flags in self.from_passive(rows) if (dport, sport) == ports
+                     for t, f in zip(types.split(","), flags.split(",")) if t in ("3", "16")]
+            self.assertGreater(len(sacks), 10, f"association {ports}")
+            result.append((sum(1 for _, f in sacks if int(f, 16) & 0xC0), len(sacks)))
+        return result
+
+    def dac_flags(self, capture):
+        """Of the SACKs on the association that carries the most DATA: (with DAC bits, all)."""
+        return self.dac_flags_per_association(capture, 1)[0]
 
     def test_dac_is_in_force_for_the_cmt_association_beside_a_flow_without_it(self):
         # The CMT association asks for DAC; a flow without CMT (set up after it, with DAC off) must
@@ -185,6 +206,24 @@ class UserlandSctpKnobs(unittest.TestCase):
         off, total = self.dac_flags(self.run_captured("dac-off", "-sctp", f"{RATE}:const1400:cmt=cmt",
                                                       "-sctp", "const10:const200"))
         self.assertEqual(off, 0, f"{off} of {total} SACKs carry DAC bits without dac=on")
+
+    @unittest.skipUnless(BUNDLED, "the system's usrsctp has buffer splitting and DAC only process-wide "
+                                  "(ProcessWideSettings tests that build)")
+    def test_cmt_associations_differ_in_one_process(self):
+        # Two CMT associations of one process (on each side), at the same time, with different
+        # buffer splitting and DAC: both run, each side's stack holds each association's own
+        # values, and the SACKs show DAC on the first association only.
+        capture = self.run_captured("per-association", "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:dac=on",
+                                    "-sctp", "const500:const1400:cmt=cmtrpv2:bufsplit=none:dac=off")
+        wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both dac=on", 1: "cmt=cmtrpv2 cc=rfc2581 bufsplit=none dac=off"}
+        for side, log in (("active", capture.active.stderr), ("passive", self.passive.output())):
+            for flow, held in wanted.items():
+                self.assertRegex(log, rf"Flow #{flow}: SCTP association .*the stack holds {held} ",
+                                 f"{side} log:\n{log[-3000:]}")
+        self.assertNotIn("process-wide", capture.active.stderr)
+        (on, total), (other, other_total) = self.dac_flags_per_association(capture, 2)
+        self.assertGreater(on, total // 4, f"dac=on: only {on} of {total} SACKs carry DAC bits")
+        self.assertEqual(other, 0, f"dac=off: {other} of {other_total} SACKs carry DAC bits")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")
@@ -267,9 +306,11 @@ class StreamKnobs(unittest.TestCase):
                 self.assertEqual(seen[side], {cc}, f"{protocol} {side}: ss shows {seen[side] or 'nothing'}")
 
 
+@unittest.skipIf(BUNDLED, "the bundled usrsctp keeps buffer splitting and DAC per association "
+                         "(UserlandSctpKnobs.test_cmt_associations_differ_in_one_process)")
 class ProcessWideSettings(unittest.TestCase):
-    """usrsctp's buffer splitting and DAC are process-wide; flows needing different values in one
-    process are refused, and a flow without CMT does not count."""
+    """The system's usrsctp has buffer splitting and DAC process-wide; flows needing different
+    values in one process are refused, and a flow without CMT does not count."""
 
     def test_the_active_refuses_cmt_flows_with_different_process_wide_settings(self):
         with tempfile.TemporaryDirectory() as d:

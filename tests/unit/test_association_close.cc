@@ -42,6 +42,7 @@ public:
   void tune(const sctp::Tuning&) override {}
   void setBufferSizes(std::uint32_t, std::uint32_t) override {}
   std::optional<bool> nrSackNegotiated() override { return std::nullopt; }
+  std::optional<sctp::Tuning> tuningInForce() override { return std::nullopt; }
   void releaseProcessWide() override {}
   void bind(const std::vector<asio::ip::address>&, std::uint16_t) override {}
   void listen() override {}

@@ -6,6 +6,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <string>
+
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
 #include "npmp/messages.h"
@@ -84,15 +86,28 @@ TEST_CASE("usrsctp's process-wide settings: what a tuning needs of them") {
   // Only CMT associations read buffer splitting and DAC: a flow without CMT needs nothing.
   CHECK_FALSE(sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:bufsplit=both:dac=on"))));
   const auto cmt = sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=receiver:dac=on")));
-  REQUIRE(cmt);
-  CHECK(cmt->bufferSplitting == 2);
-  CHECK(cmt->dac);
-  CHECK(sctp::describe(*cmt) == "bufsplit=receiver dac=on");
-  // NR-SACK, RTO.min and the CC module are per socket: they do not make settings differ.
-  CHECK(*sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:nrsack=on:rtomin=200"))) ==
-        *sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))));
+  if (sctp::userlandPerAssociation()) {
+    // The bundled stack keeps them per association: nothing is process-wide.
+    INFO(sctp::userlandStackDescription());
+    CHECK_FALSE(cmt);
+    CHECK(std::string(sctp::userlandStackDescription()).starts_with("bundled libusrsctp"));
+  } else {
+    REQUIRE(cmt);
+    CHECK(cmt->bufferSplitting == 2);
+    CHECK(cmt->dac);
+    CHECK(sctp::describe(*cmt) == "bufsplit=receiver dac=on");
+    // NR-SACK, RTO.min and the CC module are per socket: they do not make settings differ.
+    CHECK(*sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:nrsack=on:rtomin=200"))) ==
+          *sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))));
+    CHECK(std::string(sctp::userlandStackDescription()).starts_with("system libusrsctp"));
+  }
   // Nothing of this process holds them: anything goes.
   CHECK(sctp::processWideCompatible(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=both"))));
+}
+
+TEST_CASE("a tuning in words, as the logs show what the stack holds") {
+  const auto t = control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:bufsplit=both:dac=on:nrsack=on:rtomin=200"));
+  CHECK(sctp::describe(t) == "cmt=cmtrpv2 cc=rfc2581 bufsplit=both dac=on nrsack=on rtomin=200");
 }
 
 TEST_CASE("per-message PR-SCTP policy from the flow options") {
