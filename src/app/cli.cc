@@ -57,7 +57,12 @@ struct Settings {
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
   unsigned threads = 0;      // --threads; 0 = one per core
+  std::vector<std::string> warnings;
 };
+
+// A buffer size this small is almost certainly a habit from another tool (iperf3's -i 1 is a
+// report interval; here -i is the receive buffer in bytes).
+constexpr std::uint32_t kSmallBuffer = 1024;
 
 // Applies one option to the settings; an error ends the parsing.
 using Handler = std::optional<CliError> (*)(Settings&, const Parsed&);
@@ -99,6 +104,17 @@ std::optional<CliError> setBuffer(Settings& s, const Parsed& p) {  // -o, -i
   const auto b = parseNumber(p.value, 0x7FFFFFFF);
   if (!b) return bad(p, "expected a buffer size in bytes");
   (p.def->shortName == 'o' ? s.defaultSndBuf : s.defaultRcvBuf) = static_cast<std::uint32_t>(*b);
+  if (*b > 0 && *b < kSmallBuffer) {
+    s.warnings.push_back("option \"" + p.spelled + "\" sets the " + (p.def->shortName == 'o' ? "send" : "receive") +
+                         " buffer to " + std::to_string(*b) + " bytes (the kernel's minimum applies); -o and -i are " +
+                         "buffer sizes in bytes here, not iperf3's options");
+  }
+  return std::nullopt;
+}
+
+// -tls-*: the reference's QUIC settings.
+std::optional<CliError> quicOnly(Settings& s, const Parsed& p) {
+  s.warnings.push_back("option \"" + p.spelled + "\" is for QUIC flows (-quic), which this build does not have; ignored");
   return std::nullopt;
 }
 
@@ -264,11 +280,11 @@ constexpr OptionDef kOptions[] = {
     {"vector", 'V', Arg::Required, NPM_SET(s.active.vectorPattern = p.value)},
     {"activenodename", 'A', Arg::Required, NPM_SET(s.active.activeNodeName = p.value)},
     {"passivenodename", 'P', Arg::Required, NPM_SET(s.active.passiveNodeName = p.value)},
-    // QUIC/TLS settings: accepted for compatibility, QUIC is not built.
-    {"tls-key", 'K', Arg::Required, kIgnore},
-    {"tls-cert", 'J', Arg::Required, kIgnore},
-    {"tls-ca", 'I', Arg::Required, kIgnore},
-    {"tls-hostname", 'H', Arg::Required, kIgnore},
+    // QUIC/TLS settings: accepted for compatibility (with a warning), QUIC is not built.
+    {"tls-key", 'K', Arg::Required, quicOnly},
+    {"tls-cert", 'J', Arg::Required, quicOnly},
+    {"tls-ca", 'I', Arg::Required, quicOnly},
+    {"tls-hostname", 'H', Arg::Required, quicOnly},
     {"tcp", 't', Arg::Required, addFlow<Protocol::TCP>},
     {"mptcp", 'm', Arg::Required, addFlow<Protocol::MPTCP>},
     {"udp", 'u', Arg::Required, addFlow<Protocol::UDP>},
@@ -454,6 +470,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.runtime = s.runtime;
   c.display = s.display;
   c.log = s.log;
+  c.warnings = std::move(s.warnings);
   // -x and -y ask a passive for what it does anyway: SCTP and TCP control listeners.
   return c;
 }
@@ -592,6 +609,15 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   std::vector<flowspec::FlowSpec> flows;
   if (auto error = buildFlows(s, flows)) return *error;
   if (auto error = checkHostCapabilities(s, flows)) return *error;
+  for (const auto& f : flows) {  // tiny buffers given in the FLOWSPEC (-i/-o warned already)
+    for (const auto& [size, fallback, name] : {std::tuple{f.rcvBufferSize, s.defaultRcvBuf, "rcvbuf"},
+                                               std::tuple{f.sndBufferSize, s.defaultSndBuf, "sndbuf"}}) {
+      if (size > 0 && size < kSmallBuffer && size != fallback) {
+        s.warnings.push_back("flow #" + std::to_string(*f.flowId) + ": " + name + "=" + std::to_string(size) +
+                             " is a buffer of " + std::to_string(size) + " bytes (the kernel's minimum applies)");
+      }
+    }
+  }
   const auto address = transport::resolveHost(host, 0);
   if (!address) return CliError{address.error()};
 
@@ -614,6 +640,7 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   c.options.authKey = std::move(s.authKey);
   c.options.threads = s.threads;
   c.log = s.log;
+  c.warnings = std::move(s.warnings);
   return c;
 }
 

@@ -25,11 +25,13 @@ struct PassiveCommand {
   std::optional<double> runtime;
   bool display = true;
   LogSettings log;
+  std::vector<std::string> warnings;  // about options that are valid but probably not meant, one line each
 };
 
 struct ActiveCommand {
   control::ActiveOptions options;
   LogSettings log;
+  std::vector<std::string> warnings;
 };
 
 struct InfoCommand {

@@ -119,10 +119,12 @@ int main(int argc, char** argv) {
   if (const auto* passive = std::get_if<app::PassiveCommand>(&command)) {
     if (!applyLog(passive->log)) return 1;
     log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - passive mode on port " + std::to_string(passive->options.port));
+    for (const auto& warning : passive->warnings) log::warning(warning);
     return runPassive(*passive);
   }
   const auto& active = std::get<app::ActiveCommand>(command);
   if (!applyLog(active.log)) return 1;
   log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - active mode");
+  for (const auto& warning : active.warnings) log::warning(warning);
   return control::runActive(active.options);
 }

@@ -17,7 +17,8 @@ using asio::ip::tcp;
 using npmp::Protocol;
 
 // Connects a non-blocking socket within the timeout.
-asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout) {
+asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout,
+                                    const std::string& ifRefused) {
   Deadline deadline(socket.get_executor(), timeout, [&socket] {
     boost::system::error_code ignored;
     socket.cancel(ignored);
@@ -25,6 +26,9 @@ asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to
   boost::system::error_code ec;
   co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
   if (deadline.expired()) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
+  if (ec == asio::error::connection_refused && !ifRefused.empty()) {
+    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ifRefused);
+  }
   if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
 }
 
@@ -54,7 +58,10 @@ asio::awaitable<void> Active::connectControl() {
   const tcp::endpoint to(options_.remote, static_cast<std::uint16_t>(options_.port + 1));
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
-  co_await connectWithin(socket, to, kConnectTimeout);
+  co_await connectWithin(socket, to, kConnectTimeout,
+                         "connection refused: nothing listens on the passive's control port (PORT+1 = " +
+                             std::to_string(to.port()) + "); is \"netperfmeter " + std::to_string(options_.port) +
+                             "\" running there?");
   boost::system::error_code ignored;
   const auto local = socket.local_endpoint(ignored);
   json_.control(npmp::protocolName(protocol), ignored ? "" : transport::endpointName(local.address(), local.port()),

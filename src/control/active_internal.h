@@ -48,9 +48,10 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// Connects a non-blocking socket within the timeout.
+// Connects a non-blocking socket within the timeout; `ifRefused` is added to the error when
+// nothing listens there.
 asio::awaitable<void> connectWithin(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint& to,
-                                    Clock::duration timeout);
+                                    Clock::duration timeout, const std::string& ifRefused = {});
 
 struct FlowRun {
   flowspec::FlowSpec spec;

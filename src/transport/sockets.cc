@@ -127,8 +127,13 @@ Result<void> checkCongestionControl(const std::string& name) {
   const std::string available = readFirstLine("/proc/sys/net/ipv4/tcp_available_congestion_control");
   const std::string allowed = readFirstLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
   if (error == ENOENT) {
-    return Failure{"congestion control \"" + name + "\" is not available in this kernel (available: " +
-           available + ")"};
+    // The project's own (npm_lia, npm_olia, npm_rpv1, npm_rpv2) are BPF programs that someone
+    // has to register first; the kernel cannot load them on demand as it loads its modules.
+    const bool bundled = name.starts_with("npm_");
+    return Failure{"congestion control \"" + name + "\" is not available in this kernel (available: " + available +
+                   ")" + (bundled ? "; register the bundled BPF congestion controls with \"netperfmeter-cc-loader "
+                                    "start\" (as root; Linux 6.2 or later)"
+                                  : "")};
   }
   if (error == EPERM) {
     return Failure{"congestion control \"" + name + "\" is not allowed for this user (allowed: " + allowed +

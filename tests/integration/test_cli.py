@@ -68,6 +68,7 @@ class CommandLine(unittest.TestCase):
 
     def test_kernel_capabilities(self):
         self.assertRejected(["-tcp", "const0:const1400:cc=nosuchcc"], 'congestion control "nosuchcc" is not available')
+        self.assertNotIn("cc-loader", run(f"127.0.0.1:{PORT}", "-tcp", "const0:const1400:cc=nosuchcc").stderr)
         try:
             socket.socket(socket.AF_INET, 6, 33).close()
             has_dccp = True
@@ -106,6 +107,30 @@ class CommandLine(unittest.TestCase):
         result = run(f"127.0.0.1:{PORT + 10}", "-tcp", "const0:const1400", "-q")
         self.assertEqual(result.returncode, 1)
         self.assertIn("cannot connect to 127.0.0.1:", result.stderr)
+        # It names the control port and asks whether a passive runs on the base port.
+        self.assertIn(f"nothing listens on the passive's control port (PORT+1 = {PORT + 11}); "
+                      f"is \"netperfmeter {PORT + 10}\" running there?", result.stderr)
+
+    def test_habits_from_other_tools_are_warned_about(self):
+        # iperf3's "-i 1" (a report interval) is a 1-byte receive buffer here, a FLOWSPEC buffer of
+        # 512 bytes is as unlikely to be meant, and the reference's QUIC options do nothing in
+        # this build: each said in a warning, none silently taken.
+        result = run(f"127.0.0.1:{PORT + 10}", "-control-over-tcp", "-i", "1", "-tls-key", "key.pem",
+                     "-tcp", "const0:const1400:sndbuf=512")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertRegex(result.stderr, r'option "-i" sets the receive buffer to 1 bytes .*not iperf3')
+        self.assertRegex(result.stderr, r'option "-tls-key" is for QUIC flows .*ignored')
+        self.assertIn("flow #0: sndbuf=512 is a buffer of 512 bytes", result.stderr)
+        # Without such options: no warning.
+        result = run(f"127.0.0.1:{PORT + 10}", "-control-over-tcp", "-tcp", "const0:const1400:sndbuf=65536")
+        self.assertNotIn("buffer of", result.stderr)
+        self.assertNotIn("sets the", result.stderr)
+
+    def test_the_bundled_congestion_controls_name_their_loader(self):
+        available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        if "npm_no_such_cc" in available:
+            self.skipTest("npm_no_such_cc exists")
+        self.assertRejected(["-tcp", "const0:const1400:cc=npm_no_such_cc"], '"netperfmeter-cc-loader start"')
 
 
 if __name__ == "__main__":
