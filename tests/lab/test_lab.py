@@ -139,6 +139,39 @@ class StudyFiles(unittest.TestCase):
         self.check(base + '[[paper]]\nmetric = "throughput"\nproto = "tcp"\nvalue = 9\n', 24, "paper[1].metric")
         self.check(base + '[[paper]]\nmetric = "goodput"\nprotocol = "tcp"\nvalue = 9\n', 25, "paper[1].protocol")
 
+    def test_dry_run_says_what_would_run(self):
+        # The sweep, the number of runs and about how long they take; nothing built, nothing
+        # written, no root needed.
+        path = os.path.join(self.dir, "tiny.toml")
+        with open(path, "w") as f:
+            f.write(TINY.format(runtime=10, repetitions=4))
+        before = topology.leftovers()
+        r = lab("run", path, "--dry-run", "-o", os.path.join(self.dir, "out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("proto: tcp, mptcp", r.stdout)
+        self.assertIn("2 combinations x 4 repetitions = 8 runs of 10 s, about 2m00s", r.stdout)
+        self.assertEqual(r.stderr, "")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "out")))
+        self.assertEqual(topology.leftovers(), before)
+        r = lab("run", path, "--dry-run", "--ci-target", "5")
+        self.assertIn("2 combinations x 2 to 20 repetitions (--ci-target 5 %): 4 to 40 runs", r.stdout)
+
+    def test_a_sweep_variable_that_nothing_uses_is_flagged(self):
+        # A variable whose values make no run differ (a typo in a template, a forgotten {x}):
+        # its runs would be repetitions under other names.
+        path = os.path.join(self.dir, "unused.toml")
+        with open(path, "w") as f:
+            f.write(TINY.format(runtime=10, repetitions=1).replace('proto = ["tcp", "mptcp"]',
+                                                                     'proto = ["tcp", "mptcp"]\nqueue = [10, 20]'))
+        r = lab("run", path, "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines(),
+                         ["netperfmeter-lab: warning: the sweep variable queue is used nowhere in the study (no {queue} "
+                          "in its paths, flows, metrics or options): its runs differ in their names only"])
+        self.assertEqual(study.load(path).unused, ["queue"])
+        for name in ("cmt-dissimilar", "buffer-splitting", "shared-bottleneck"):
+            self.assertEqual(study.load(os.path.join(LAB_SRC, "studies", name + ".toml")).unused, [], name)
+
     def test_shipped_studies_load(self):
         r = lab("list")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -8,9 +8,13 @@ import sys
 
 from . import study as studymod
 from . import evidence, topology
-from .runner import Interrupted, LabError, Runner, Tools, label, run_evidence
+from .runner import Interrupted, LabError, Runner, Tools, _duration, label, run_evidence
 
 PROGRAM = "netperfmeter-lab"
+
+# What a run takes beyond its runtime: test bed up and down, the pairs' start, result files and
+# their download, the evidence (runs of 35 s took 38.1-40.3 s on the development machine).
+RUN_OVERHEAD = 5.0
 
 
 def _fail(message, code=1):
@@ -68,11 +72,12 @@ def _check_root():
 
 
 def _report(runner, summary, pdfs, out):
-    main = runner.study.metrics[0].name
+    main = runner.study.metrics[0]
+    unit = f" {main.unit}" if main.unit else ""
     print(f"{len(runner.runs_done())} runs in {out}; summary.csv:")
     for values, metric, n, mean, low, high in summary:
-        if metric == main:
-            print(f"  {label(values):<40} {metric} = {mean:.6g} [{low:.6g}, {high:.6g}] (n={n})")
+        if metric == main.name:
+            print(f"  {label(values):<40} {metric} = {mean:.6g} [{low:.6g}, {high:.6g}]{unit} (n={n})")
     for pdf in pdfs:
         print(f"  plot: {pdf}")
     if runner.unconverged:
@@ -86,6 +91,32 @@ def _report(runner, summary, pdfs, out):
             print(f"  {label(values)} r{rep}: {'; '.join(run_evidence(run_dir).get('problems', []))}")
 
 
+def _dry_run(study, args, out):
+    """What `run` would do: the sweep, the number of runs and about how long they take."""
+    combinations = len(list(study.combinations()))
+    print(f"{study.name}{' (quick form)' if args.quick else ''}: {study.description}")
+    if study.reproduces:
+        print(f"  reproduces: {study.reproduces}")
+    for var, values in study.sweep.items():
+        print(f"  {var}: {', '.join(map(str, values))}")
+    for rule in study.exclude:
+        print(f"  excluded: {label(rule)}")
+    each = f"runs of {study.runtime:g} s" + (f" ({study.warmup:g} s warm-up)" if study.warmup else "")
+    per_run = study.runtime + RUN_OVERHEAD
+    if args.ci_target is not None:
+        low, high = combinations * study.min_repetitions, combinations * study.max_repetitions
+        print(f"  {combinations} combinations x {study.min_repetitions} to {study.max_repetitions} repetitions "
+              f"(--ci-target {args.ci_target:g} %): {low} to {high} {each}, about {_duration(low * per_run)} to "
+              f"{_duration(high * per_run)}")
+    else:
+        repetitions = args.repetitions or study.repetitions
+        runs = combinations * repetitions
+        print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
+              f"{_duration(runs * per_run)}")
+    print(f"  results: {out}")
+    return 0
+
+
 def cmd_run(args, config):
     path = resolve(args.study, config["studies"])
     study = studymod.load(path, quick=args.quick)
@@ -96,6 +127,11 @@ def cmd_run(args, config):
         raise LabError("--repetitions must be 1 to 10000")
     if not args.max_other_load >= 0:
         raise LabError("--max-other-load must be a number of cores, 0 or more")
+    for var in study.unused:
+        print(f"{PROGRAM}: warning: the sweep variable {var} is used nowhere in the study (no {{{var}}} in its "
+              "paths, flows, metrics or options): its runs differ in their names only", file=sys.stderr)
+    if args.dry_run:
+        return _dry_run(study, args, out)
     _check_root()
     meta_path = os.path.join(out, "lab.json")
     seed = args.seed
@@ -170,6 +206,8 @@ def main(argv, config):
     run.add_argument("--resume", action="store_true", help="keep complete runs of an earlier, unfinished run")
     run.add_argument("--retries", type=int, default=1, help="repeat a failed run this often (default 1)")
     run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="say what would run (the sweep, the number of runs, about how long) and run nothing")
     run.add_argument("--max-other-load", type=float, default=evidence.FOREIGN_LOAD_LIMIT, metavar="CORES",
                      help="a run whose host was busier than its own processes by more than this (cores, on "
                           f"average) is invalid (default {evidence.FOREIGN_LOAD_LIMIT})")

@@ -176,6 +176,7 @@ class Study:
         self.exclude = []          # [{variable: value}]: combinations that are not run
         self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
         self.paper = []            # [{"metric", "values": {variable: value}, "value", "bound", "source"}]
+        self.unused = []           # sweep variables that no template uses: their runs differ in name only
         self._checker = None
 
     @property
@@ -515,4 +516,33 @@ def load(path, quick=False):
             checker.fail(f"plot.{k}", f"\"{v}\" is not a variable of the sweep")
     study.plot = plot
     study.check_templates()
+    study.unused = _unused_variables(data, study.sweep)
     return study
+
+
+# Sections that name variables without making runs differ: a variable used only there is a mistake.
+_NOT_USES = {"name", "description", "reproduces", "sweep", "quick", "plot", "compare", "exclude", "paper"}
+
+
+def _unused_variables(data, sweep):
+    """The sweep variables with more than one value that no {variable} or {variable.field} in the
+    rest of the study uses (paths, flows, metrics, sysctls, netperfmeter options, ...)."""
+    texts = []
+
+    def collect(value):
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                collect(v)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v)
+
+    for key, value in data.items():
+        if key not in _NOT_USES:
+            collect(value)
+    used = set()
+    for text in texts:
+        used.update(re.findall(r"\{(\w+)(?:\.\w+)?\}", text))
+    return [var for var, values in sweep.items() if len(values) > 1 and var not in used]
