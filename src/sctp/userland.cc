@@ -507,6 +507,7 @@ public:
     sockaddr* addrs = nullptr;
     const int n = usrsctp_getpaddrs(so_, 0, &addrs);
     if (n <= 0) return;
+    [[maybe_unused]] const std::size_t first = out.size();
     samplePeerAddresses<sctp_paddrinfo>(
         addrs, n,
         [this](sctp_paddrinfo& info) {
@@ -520,6 +521,26 @@ public:
           return "-";
         },
         out);
+#ifdef SCTP_PATH_COUNTERS
+    // The bundled stack's per-path counters (patch 0002), for the samples just added (one per
+    // address, in the same order): bytes sent (retransmissions included, as TCP counts them),
+    // acknowledged, and DATA chunks retransmitted.
+    std::size_t index = first;
+    forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
+      if (index >= out.size()) return;
+      sctp_path_counters c{};
+      std::memcpy(&c.spc_address, sa, length);
+      socklen_t len = sizeof(c);
+      if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_PATH_COUNTERS, &c, &len) == 0) {
+        auto& s = out[index];
+        s.bytesSent = static_cast<double>(c.spc_bytes_sent + c.spc_bytes_retransmitted_fast +
+                                          c.spc_bytes_retransmitted_timer);
+        s.bytesAcked = static_cast<double>(c.spc_bytes_acked);
+        s.retransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast) + c.spc_chunks_retransmitted_timer;
+      }
+      ++index;
+    });
+#endif
     usrsctp_freepaddrs(addrs);
     sampleAssociation<sctp_status>(
         [this](sctp_status& status) {
