@@ -502,6 +502,13 @@ def two_paths(*paths, prefix="npmit"):
     return topo
 
 
+def bundled_usrsctp():
+    """Whether netperfmeter links the bundled usrsctp (the second line of --version), whose patch
+    series the tests of per-association settings and per-path counters need."""
+    out = subprocess.run([NETPERFMETER, "--version"], capture_output=True, text=True, timeout=10).stdout
+    return "bundled libusrsctp" in out
+
+
 def tool_available(name):
     return shutil.which(name) is not None
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Active, Capture, Passive, free_base_port, main, number, read_paths, run_active
+from harness import Active, Capture, Passive, bundled_usrsctp, free_base_port, main, number, read_paths, run_active
 
 # usrsctp's default receive buffer (sb_hiwat of a new socket): what a_rwnd starts from without rcvbuf=.
 USRSCTP_DEFAULT_RCVBUF = 128 * 1024
@@ -35,14 +35,7 @@ def tshark_available():
     return subprocess.run(["which", "tshark"], capture_output=True).returncode == 0
 
 
-def userland_stack():
-    """The second line of netperfmeter --version: which usrsctp the binary links."""
-    out = subprocess.run([os.environ.get("NETPERFMETER", "netperfmeter"), "--version"], capture_output=True,
-                         text=True, timeout=10).stdout.splitlines()
-    return out[1] if len(out) > 1 else ""
-
-
-BUNDLED = "bundled libusrsctp" in userland_stack()
+BUNDLED = bundled_usrsctp()
 
 
 @unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")

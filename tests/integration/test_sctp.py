@@ -14,7 +14,7 @@ import time
 import unittest
 
 from harness import (Capture, free_base_port, take_ports, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, lab_topology, number, read_config, read_connection,
-                     read_paths, read_scalars, read_vector, run_active, two_paths, NETPERFMETER)
+                     read_paths, read_scalars, read_vector, run_active, two_paths, bundled_usrsctp)
 
 PORT, _ = free_base_port(span=82)  # this test's ports: PORT - 1 .. PORT + 83, its own
 # Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
@@ -31,9 +31,7 @@ def kernel_has_sctp():
         return False
 
 
-# Whether netperfmeter links the bundled usrsctp (its per-path counters).
-BUNDLED = "bundled libusrsctp" in subprocess.run([NETPERFMETER, "--version"], capture_output=True,
-                                                 text=True).stdout
+BUNDLED = bundled_usrsctp()  # its per-path counters
 
 
 def flow(scalars, role, flow_id, name):
