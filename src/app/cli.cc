@@ -688,6 +688,8 @@ std::string usage() {
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
          "  --sctp-init-rate=N[/BURST]   passive: answer at most N SCTP INITs per second on that UDP port, BURST\n"
          "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n"
+         "  -k, --quic=FLOWSPEC, --tls-key, --tls-cert, --tls-ca, --tls-hostname   the reference's QUIC options:\n"
+         "                               this build has no QUIC (-quic is refused, -tls-* warn and do nothing)\n"
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
          "  --max-sessions=N (256)  --max-sessions-per-host=N (32; not given: max-sessions/8)\n"

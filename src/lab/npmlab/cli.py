@@ -220,3 +220,7 @@ def main(argv, config):
         return _fail(str(e))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # the reader went away (netperfmeter-lab list | head): stop quietly, as other programs do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
