@@ -678,7 +678,7 @@ std::string usage() {
          "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
          "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
          "                               the status line then goes to standard error)\n"
-         "  --json-stream                a JSON line per second on standard output (status line to standard error)\n"
+         "  --json-stream                JSON lines on standard output: start, one per second, end with the document\n"
          "  --threads=N                  network threads (default: one per core); the active spreads its flows over\n"
          "                               them, the passive its TCP and MPTCP data connections\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"

@@ -41,6 +41,9 @@ public:
   // A number as already printed elsewhere (a scalar file's value): verbatim if it is a JSON
   // number, else (nan, inf) null.
   Writer& printedNumber(std::string_view token) { return raw(isNumber(token) ? token : std::string_view("null")); }
+  // A complete JSON value written before by a compact Writer (e.g. a document embedded in a
+  // stream's last line), verbatim.
+  Writer& embedded(std::string_view value) { return raw(value); }
 
   // The document so far; complete once every object and array is closed.
   const std::string& text() const { return out_; }

@@ -34,6 +34,32 @@ inline std::string hex64(std::uint64_t v) {
   return b;
 }
 
+// A value with the prefix that keeps it below 1000 (SI by 1000, binary by 1024) and four
+// significant digits: 812.4, 94.13, 1.204. The unit's text follows the prefix.
+inline std::string scaled(double value, double base, const char* const prefixes[5], const char* unit) {
+  int i = 0;
+  while (i < 4 && value >= 999.95) {
+    value /= base;
+    ++i;
+  }
+  const int decimals = value < 9.9995 ? 3 : value < 99.995 ? 2 : 1;
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.*f %s%s", decimals, value, prefixes[i], unit);
+  return b;
+}
+
+// A rate in bit/s as people read it: "0.000 bit/s", "812.4 kbit/s", "94.13 Mbit/s", "1.204 Gbit/s".
+inline std::string scaledBitRate(double bitsPerSecond) {
+  static const char* const prefixes[5] = {"", "k", "M", "G", "T"};
+  return scaled(bitsPerSecond > 0.0 ? bitsPerSecond : 0.0, 1000.0, prefixes, "bit/s");
+}
+
+// A byte count with binary prefixes: "512.0 B", "1.500 KiB", "94.13 MiB", "1.204 GiB".
+inline std::string scaledBytes(std::uint64_t bytes) {
+  static const char* const prefixes[5] = {"", "Ki", "Mi", "Gi", "Ti"};
+  return scaled(static_cast<double>(bytes), 1024.0, prefixes, "B");
+}
+
 // Next word of an OMNeT++-style line (scalar files): "quoted with \" escapes" or up to a
 // space or TAB; `rest` moves past it. False if there is no word or a quote is not closed.
 inline bool nextQuotedWord(std::string_view& rest, std::string& word) {

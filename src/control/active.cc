@@ -90,8 +90,7 @@ void Active::onSignal(int number) {
   if (control_ && !measurement_) control_->close();  // still setting up: abort
 }
 
-// Once a second while the measurement runs: the status line and the JSON stream, from what
-// the flows report on their own threads.
+// Once a second while the measurement runs: the status line and the JSON stream.
 asio::awaitable<void> Active::statusLoop() {
   asio::steady_timer& timer = *statusTimer_;
   for (;;) {
@@ -99,18 +98,28 @@ asio::awaitable<void> Active::statusLoop() {
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !statusRunning_ || !measurement_->running()) co_return;
-    const auto flows = flowPointers();
-    measure::Counters tx, rx;
-    std::vector<measure::JsonFlowSample> samples(flows.size());
-    co_await measure::onOwners(flows, [&tx, &rx, &samples](measure::Flow& f, std::size_t i) {
-      tx += f.transmitted().total;
-      rx += f.received().received();
-      samples[i] = JsonOutput::sample(f);
-    });
-    if (!statusRunning_) co_return;  // the measurement ended meanwhile: its line is written
-    status_->update(flows_.size(), 1, tx, rx);
-    json_.tick(measurementId_, nowMicros(), measurement_->startTime(), samples, status_->cpuUsage());
+    co_await reportStatus(false);
   }
+}
+
+// The status line and the JSON stream's interval line, from what the flows report on their own
+// threads. `last`: the line at the end of the runtime (or of the run, when it is interrupted),
+// left out when the loop's line is less than kLastStatusGap old, which covers the end then.
+asio::awaitable<void> Active::reportStatus(bool last) {
+  const auto flows = flowPointers();
+  measure::Counters tx, rx;
+  std::vector<measure::JsonFlowSample> samples(flows.size());
+  co_await measure::onOwners(flows, [&tx, &rx, &samples](measure::Flow& f, std::size_t i) {
+    tx += f.transmitted().total;
+    rx += f.received().received();
+    samples[i] = JsonOutput::sample(f);
+  });
+  if (!last && !statusRunning_) co_return;  // the measurement ended meanwhile: its last line is written
+  const std::uint64_t now = nowMicros();
+  if (last && lastStatus_ != 0 && now < lastStatus_ + kLastStatusGap) co_return;
+  lastStatus_ = now;
+  status_->update(flows_.size(), 1, tx, rx);
+  json_.tick(measurementId_, now, measurement_->startTime(), samples, status_->cpuUsage());
 }
 
 asio::awaitable<int> Active::run() {
@@ -177,6 +186,7 @@ asio::awaitable<void> Active::runMeasurement() {
     runtime = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime));
   }
   co_await measurement_->start(nowMicros(), options_.warmup, runtime);
+  json_.start(measurementId_, measurement_->startTime());
   status_ = std::make_unique<StatusLine>(options_.display, json_.humanOut());
   statusTimer_ = std::make_unique<asio::steady_timer>(io_);
   statusRunning_ = true;
@@ -185,6 +195,7 @@ asio::awaitable<void> Active::runMeasurement() {
   co_await runEvent_.wait(deadline);
   statusRunning_ = false;
   statusTimer_->cancel();
+  co_await reportStatus(true);  // the last interval, up to the end
   status_->finish();
 }
 

@@ -114,6 +114,7 @@ private:
   asio::awaitable<void> runMeasurement();
   asio::awaitable<int> stopAndCollect();
   asio::awaitable<void> statusLoop();
+  asio::awaitable<void> reportStatus(bool last);
 
   transport::IoThreads& threads_;
   asio::io_context& io_;  // the control thread's (threads_.main())
@@ -135,6 +136,8 @@ private:
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
   bool statusRunning_ = false;
+  std::uint64_t lastStatus_ = 0;  // when the last status (and stream) line was taken
+  static constexpr std::uint64_t kLastStatusGap = 50000;  // microseconds
   JsonOutput json_;
 };
 

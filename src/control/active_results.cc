@@ -8,6 +8,7 @@
 
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/text.h"
 
 namespace npm::control {
 
@@ -165,9 +166,9 @@ void Active::printStatistics(const measure::MeasurementResult& own) const {
       const double s = seconds > 0 ? seconds : 1.0;
       char b[512];
       std::snprintf(b, sizeof(b),
-                    "  - %-12s %llu bytes (%1.3f MiB, %1.1f Kbit/s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s",
-                    what, static_cast<unsigned long long>(c.bytes), static_cast<double>(c.bytes) / 1048576.0,
-                    seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s / 1000.0 : 0.0,
+                    "  - %-12s %llu bytes (%s, %s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s",
+                    what, static_cast<unsigned long long>(c.bytes), scaledBytes(c.bytes).c_str(),
+                    scaledBitRate(seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s : 0.0).c_str(),
                     static_cast<unsigned long long>(c.packets), seconds > 0 ? static_cast<double>(c.packets) / s : 0.0,
                     static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
       return std::string(b);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/clock.h"
+#include "common/text.h"
 
 namespace npm::control {
 
@@ -17,8 +18,8 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
                         const measure::Counters& rx) {
   const std::uint64_t now = nowMicros();
   const double interval = now > last_ ? static_cast<double>(now - last_) / 1e6 : 1.0;
-  const double txRate = 8.0 * static_cast<double>(tx.bytes - std::min(tx.bytes, lastTx_)) / interval / 1000.0;
-  const double rxRate = 8.0 * static_cast<double>(rx.bytes - std::min(rx.bytes, lastRx_)) / interval / 1000.0;
+  const double txRate = 8.0 * static_cast<double>(tx.bytes - std::min(tx.bytes, lastTx_)) / interval;
+  const double rxRate = 8.0 * static_cast<double>(rx.bytes - std::min(rx.bytes, lastRx_)) / interval;
   const auto cpuNow = cpu_.sample();
   usage_ = measure::cpuUsage(lastCpu_, cpuNow);
   const auto& usage = usage_;
@@ -45,12 +46,12 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
     cpu += b;
   }
   // On a terminal the line rewrites itself; into a file or pipe it is one line per second.
-  std::fprintf(out_, "%s%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %1.3f MiB at %1.1f Kbit/s   "
-              "Received: %1.3f MiB at %1.1f Kbit/s   CPU: %s -->%s%s",
+  std::fprintf(out_, "%s%s<-- %llu:%02llu:%02llu   Flows: %zu Measurements: %zu   Transmitted: %s at %s   "
+              "Received: %s at %s   CPU: %s -->%s%s",
               colour_ ? "\r" : "", colour_ ? "\x1b[34m" : "", static_cast<unsigned long long>(elapsed / 3600),
               static_cast<unsigned long long>(elapsed / 60 % 60), static_cast<unsigned long long>(elapsed % 60),
-              flows, measurements, static_cast<double>(tx.bytes) / 1048576.0, txRate,
-              static_cast<double>(rx.bytes) / 1048576.0, rxRate, cpu.c_str(), colour_ ? "\x1b[0m" : "",
+              flows, measurements, scaledBytes(tx.bytes).c_str(), scaledBitRate(txRate).c_str(),
+              scaledBytes(rx.bytes).c_str(), scaledBitRate(rxRate).c_str(), cpu.c_str(), colour_ ? "\x1b[0m" : "",
               colour_ ? "\x1b[0K" : "\n");
   std::fflush(out_);
   printed_ = true;

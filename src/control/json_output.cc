@@ -1,13 +1,55 @@
 #include "control/json_output.h"
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/clock.h"
 #include "measure/scalar_rows.h"
+#include "sctp/socket.h"
 
 namespace npm::control {
 
+namespace {
+
+measure::JsonHost thisHost() {
+  measure::JsonHost host;
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0) host.name = name;
+  struct utsname u {};
+  if (::uname(&u) == 0) {
+    host.kernel = std::string(u.sysname) + " " + u.release;
+    host.machine = u.machine;
+  }
+  return host;
+}
+
+// The congestion control a flow's sender uses at the active: the one its FLOWSPEC asks for, or
+// for TCP and MPTCP the kernel's default now (net.ipv4.tcp_congestion_control); SCTP's CC
+// module; DCCP's CCID where one is asked for. Empty for UDP and what is not known.
+std::string congestionControlOf(const flowspec::FlowSpec& f) {
+  switch (f.protocol) {
+    case npmp::Protocol::TCP:
+    case npmp::Protocol::MPTCP: {
+      if (!f.congestionControl.empty()) return f.congestionControl;
+      std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+      std::string name;
+      return std::getline(in, name) ? name : std::string();
+    }
+    case npmp::Protocol::SCTP: return sctp::ccModuleName(f.sctpCc);
+    case npmp::Protocol::DCCP: return f.ccid != 0 ? "ccid" + std::to_string(f.ccid) : std::string();
+    default: return {};
+  }
+}
+
+}  // namespace
+
 JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.version = NPM_VERSION;
+  info_.host = thisHost();
   info_.commandLine.push_back("netperfmeter");
   info_.commandLine.insert(info_.commandLine.end(), o.commandLine.begin(), o.commandLine.end());
   info_.runtime = o.runtime;
@@ -15,7 +57,8 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.remote = o.remoteName;
   for (const auto& a : o.localAddresses) info_.localAddresses.push_back(a.to_string());
   for (const auto& f : o.flows) {
-    info_.flows.push_back({*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description});
+    info_.flows.push_back({*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description, f.text,
+                           congestionControlOf(f)});
   }
 }
 
@@ -34,12 +77,23 @@ void JsonOutput::control(std::string protocol, std::string local, std::string re
 
 measure::JsonFlowSample JsonOutput::sample(const measure::Flow& f) {
   measure::JsonFlowSample s;
-  s.info = {f.flowId(), f.streamId(), npmp::protocolName(f.parameters().protocol), f.parameters().description};
+  s.info.flowId = f.flowId();
+  s.info.streamId = f.streamId();
+  s.info.protocol = npmp::protocolName(f.parameters().protocol);
+  s.info.description = f.parameters().description;
   s.transmitted = f.transmitted().total;
   s.received = f.received().received();
   s.lost = f.received().lost();
   s.jitterMs = f.received().jitterMs();
   return s;
+}
+
+void JsonOutput::start(std::uint64_t measurementId, std::uint64_t start) {
+  if (!options_.jsonStream) return;
+  info_.measurementId = measurementId;
+  const std::string line = measure::streamStartLine(info_, start);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
 }
 
 void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start,
@@ -52,7 +106,7 @@ void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint6
 }
 
 int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own) {
-  if (options_.jsonFile.empty()) return exitCode;
+  if (options_.jsonFile.empty() && !options_.jsonStream) return exitCode;
   if (exitCode != 0 && !error_) error_ = "the measurement failed (see the log)";
   info_.measurementId = measurementId;
   std::vector<measure::ScalarRow> activeRows, passiveRows;
@@ -67,25 +121,36 @@ int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure:
       exitCode = 1;
     }
   }
-  const bool toStdout = options_.jsonFile == "-";
-  // Indented for a file or a terminal; one line when it follows the stream's lines.
-  const std::string document = measure::resultDocument(info_, own != nullptr ? &activeRows : nullptr,
-                                                       havePassive ? &passiveRows : nullptr, error_,
-                                                       !(toStdout && options_.jsonStream));
+  auto document = [&](bool indent) {
+    return measure::resultDocument(info_, own != nullptr ? &activeRows : nullptr,
+                                   havePassive ? &passiveRows : nullptr, error_, indent);
+  };
+  // The document is written to a file (indented), to standard output (indented, unless the
+  // stream's end line carries it there) and in the stream's end line (one line).
+  const bool toFile = !options_.jsonFile.empty() && options_.jsonFile != "-";
+  const bool toStdout = options_.jsonFile == "-" && !options_.jsonStream;
+  int written = exitCode;
   try {
-    if (toStdout) {
-      std::fwrite(document.data(), 1, document.size(), stdout);
-      if (std::fflush(stdout) != 0) throw FileError("cannot write the JSON document to standard output");
-    } else {
+    if (toFile) {
       OutputFile out(options_.jsonFile, false, 9);
-      out.write(document);
+      out.write(document(true));
       out.commit();
     }
   } catch (const std::exception& e) {
     log::error(e.what());
-    return 1;
+    written = 1;
   }
-  return exitCode;
+  std::string line;
+  if (toStdout) line = document(true);
+  else if (options_.jsonStream) line = measure::streamEndLine(measurementId, nowMicros(), written, error_, document(false));
+  if (!line.empty()) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    if (std::fflush(stdout) != 0) {
+      log::error("cannot write the JSON output to standard output");
+      return 1;
+    }
+  }
+  return written;
 }
 
 }  // namespace npm::control

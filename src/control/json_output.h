@@ -24,7 +24,7 @@ public:
   // Where the human output (status line) goes: standard error if JSON is on standard output.
   std::FILE* humanOut() const;
   // The passive's scalar file is needed (and downloaded into memory) even without -scalar.
-  bool wantsPassiveScalars() const { return !options_.jsonFile.empty(); }
+  bool wantsPassiveScalars() const { return !options_.jsonFile.empty() || options_.jsonStream; }
 
   // The first error of the run is the document's "error".
   void error(const std::string& message);
@@ -35,11 +35,15 @@ public:
 
   // What a stream line says of a flow: taken on the flow's own thread.
   static measure::JsonFlowSample sample(const measure::Flow& f);
+  // The stream's start line, at START (nothing without --json-stream).
+  void start(std::uint64_t measurementId, std::uint64_t start);
   // A stream line for the flows now (nothing without --json-stream).
   void tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start,
             const std::vector<measure::JsonFlowSample>& samples, const measure::CpuUsage& cpu);
-  // Writes the result document (nothing without --json); `own` is null if the active has no
-  // results. Returns the exit code: 1 if the document could not be written.
+  // Writes the result document (nothing without --json) and the stream's end line (nothing
+  // without --json-stream), which carries the document too: with both on standard output, the
+  // document is written once, in the end line. `own` is null if the active has no results.
+  // Returns the exit code: 1 if the document could not be written.
   int finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own);
 
 private:

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "common/fileio.h"
@@ -197,6 +198,56 @@ void cpu(json::Writer& w, const char* key, const std::vector<ScalarRow>* list, c
   w.endArray().endObject();
 }
 
+// "key": the text, or null if it is empty.
+void textOrNull(json::Writer& w, const char* key, const std::string& text) {
+  w.key(key);
+  if (text.empty()) w.null();
+  else w.value(text);
+}
+
+void hostMembers(json::Writer& w, const JsonHost& host) {
+  w.key("host").beginObject();
+  textOrNull(w, "name", host.name);
+  textOrNull(w, "kernel", host.kernel);
+  textOrNull(w, "machine", host.machine);
+  w.endObject();
+}
+
+// How the run was asked for: the command line, the passive, the control connection, the
+// local addresses and the SCTP stack (the same members in the document and the stream's start).
+void parameterMembers(json::Writer& w, const JsonRunInfo& info) {
+  w.key("command_line").beginArray();
+  for (const auto& arg : info.commandLine) w.value(arg);
+  w.endArray();
+  w.key("remote").value(info.remote);
+  w.key("control").beginObject();
+  textOrNull(w, "protocol", info.controlProtocol);
+  textOrNull(w, "local", info.controlLocal);
+  textOrNull(w, "remote", info.controlRemote);
+  w.endObject();
+  w.key("local_addresses").beginArray();
+  for (const auto& address : info.localAddresses) w.value(address);
+  w.endArray();
+  textOrNull(w, "sctp_stack", info.sctpStack);
+}
+
+// What a flow is: its IDs, protocol, description, FLOWSPEC and congestion control.
+void flowMembers(json::Writer& w, const JsonFlowInfo& f) {
+  w.key("flow_id").value(std::uint64_t{f.flowId});
+  w.key("stream_id").value(std::uint64_t{f.streamId});
+  w.key("protocol").value(f.protocol);
+  w.key("description").value(f.description);
+  textOrNull(w, "flowspec", f.flowspec);
+  textOrNull(w, "congestion_control", f.congestionControl);
+}
+
+void runtimeMembers(json::Writer& w, const JsonRunInfo& info) {
+  w.key("runtime_s");
+  if (info.runtime) w.value(*info.runtime);
+  else w.null();
+  w.key("warmup_s").value(info.warmup);
+}
+
 }  // namespace
 
 std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>* active,
@@ -210,6 +261,7 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   w.key("schema_version").value(kJsonSchemaVersion);
   w.key("program").value("netperfmeter");
   w.key("version").value(info.version);
+  hostMembers(w, info.host);
   w.key("measurement_id").value(paddedHex64(info.measurementId));
   const auto first = a.find({activeBase + ".total", "First Statistics Event"});
   const auto last = a.find({activeBase + ".total", "Last Statistics Event"});
@@ -219,10 +271,7 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   w.key("start_time_us");
   if (first != a.end()) w.printedNumber(first->second);
   else w.null();
-  w.key("runtime_s");
-  if (info.runtime) w.value(*info.runtime);
-  else w.null();
-  w.key("warmup_s").value(info.warmup);
+  runtimeMembers(w, info);
   w.key("duration_s");
   if (first != a.end() && last != a.end()) {
     const std::uint64_t from = std::strtoull(first->second.c_str(), nullptr, 10);
@@ -231,34 +280,14 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   } else {
     w.null();
   }
-  w.key("command_line").beginArray();
-  for (const auto& arg : info.commandLine) w.value(arg);
-  w.endArray();
-  w.key("remote").value(info.remote);
-  w.key("control").beginObject();
-  auto orNull = [&](const char* key, const std::string& v) {
-    w.key(key);
-    if (v.empty()) w.null();
-    else w.value(v);
-  };
-  orNull("protocol", info.controlProtocol);
-  orNull("local", info.controlLocal);
-  orNull("remote", info.controlRemote);
-  w.endObject();
-  w.key("local_addresses").beginArray();
-  for (const auto& address : info.localAddresses) w.value(address);
-  w.endArray();
-  orNull("sctp_stack", info.sctpStack);
+  parameterMembers(w, info);
 
   w.key("flows").beginArray();
   for (const auto& f : info.flows) {
     const std::string suffix = ".flow[" + std::to_string(f.flowId) + "]";
     const Side activeSide(a, activeBase + suffix), passiveSide(p, passiveBase + suffix);
     w.beginObject();
-    w.key("flow_id").value(std::uint64_t{f.flowId});
-    w.key("stream_id").value(std::uint64_t{f.streamId});
-    w.key("protocol").value(f.protocol);
-    w.key("description").value(f.description);
+    flowMembers(w, f);
     direction(w, "active_to_passive", activeSide, passiveSide);
     direction(w, "passive_to_active", passiveSide, activeSide);
     w.key("paths").beginObject();
@@ -287,8 +316,54 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   return w.text() + "\n";
 }
 
+std::string streamStartLine(const JsonRunInfo& info, std::uint64_t start) {
+  json::Writer w;
+  w.beginObject();
+  w.key("type").value("start");
+  w.key("schema_version").value(kJsonSchemaVersion);
+  w.key("measurement_id").value(paddedHex64(info.measurementId));
+  w.key("time_us").value(start);
+  w.key("program").value("netperfmeter");
+  w.key("version").value(info.version);
+  hostMembers(w, info.host);
+  runtimeMembers(w, info);
+  parameterMembers(w, info);
+  w.key("flows").beginArray();
+  for (const auto& f : info.flows) {
+    w.beginObject();
+    flowMembers(w, f);
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject();
+  return w.text() + "\n";
+}
+
+std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int exitCode,
+                          const std::optional<std::string>& error, const std::string& document) {
+  json::Writer w;
+  w.beginObject();
+  w.key("type").value("end");
+  w.key("schema_version").value(kJsonSchemaVersion);
+  w.key("measurement_id").value(paddedHex64(measurementId));
+  w.key("time_us").value(now);
+  w.key("exit_code").value(exitCode);
+  w.key("error");
+  if (error) w.value(*error);
+  else w.null();
+  w.key("result");
+  std::string_view body(document);
+  while (!body.empty() && body.back() == '\n') body.remove_suffix(1);
+  if (body.empty()) w.null();
+  else w.embedded(body);
+  w.endObject();
+  return w.text() + "\n";
+}
+
 std::string bzip2Text(std::string data) {
-  if (data.compare(0, 3, "BZh") != 0) return data;
+  const bool gzip = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+                    static_cast<unsigned char>(data[1]) == 0x8b;
+  if (data.compare(0, 3, "BZh") != 0 && !gzip) return data;
   const UniqueFile memory(::fmemopen(data.data(), data.size(), "r"));
   if (!memory) throw FileError("cannot read the compressed scalar file in memory");
   std::string text;

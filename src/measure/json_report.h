@@ -24,10 +24,20 @@ struct JsonFlowInfo {
   std::uint16_t streamId = 0;
   std::string protocol;  // "TCP", "UDP", ...
   std::string description;
+  std::string flowspec;           // as given on the command line; empty: not known (a stream sample)
+  std::string congestionControl;  // at the active; empty: none (UDP) or not known
+};
+
+// The host the active ran on.
+struct JsonHost {
+  std::string name;     // gethostname()
+  std::string kernel;   // uname: sysname and release, e.g. "Linux 6.18.0"
+  std::string machine;  // uname: e.g. "x86_64"
 };
 
 struct JsonRunInfo {
   std::string version;  // of netperfmeter
+  JsonHost host;
   std::uint64_t measurementId = 0;
   std::vector<std::string> commandLine;  // argv, program name first
   std::optional<double> runtime;         // requested (-T), seconds
@@ -47,7 +57,16 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
                            const std::vector<ScalarRow>* passive, const std::optional<std::string>& error,
                            bool indent);
 
-// Decompresses a bzip2 text (the passive's upload when -scalar ends in .bz2); plain text as is.
+// The stream's first line (with its '\n'): the run's parameters, as the result document has
+// them, at START (`start`, microseconds since the epoch).
+std::string streamStartLine(const JsonRunInfo& info, std::uint64_t start);
+// The stream's last line: how the run ended and, where the active got that far, the result
+// document (`document`: compact, as resultDocument(..., false) writes it; empty: null).
+std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int exitCode,
+                          const std::optional<std::string>& error, const std::string& document);
+
+// Decompresses a bzip2 or gzip text (the passive's upload when -scalar ends in .bz2 or .gz);
+// plain text as is.
 std::string bzip2Text(std::string data);
 
 // What a flow has done so far, for a stream line.

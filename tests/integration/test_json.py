@@ -126,6 +126,7 @@ class JsonResult(unittest.TestCase):
             cls.alone = active("-nodisplay", "-runtime=1.5", "-json=alone.json", *FLOWS, cwd=cls.dir)
             cls.stdout = active("-display", "-runtime=2", "--json", *FLOWS, cwd=cls.dir)
             cls.stream = active("-display", "-runtime=3", "--json-stream", *FLOWS, cwd=cls.dir)
+            cls.both = active("-nodisplay", "-runtime=1.5", "--json", "--json-stream", *FLOWS, cwd=cls.dir)
             cls.passive_alive = passive.alive()
 
     def path(self, name):
@@ -172,6 +173,14 @@ class JsonResult(unittest.TestCase):
         self.assertEqual(document["control"]["remote"], f"127.0.0.1:{PORT + 1}")
         self.assertTrue(document["control"]["local"].startswith("127.0.0.1:"))
         self.assertEqual(document["remote"], f"127.0.0.1:{PORT}")
+        # what was measured, where: the host, each flow's FLOWSPEC and congestion control
+        uname = os.uname()
+        self.assertEqual(document["host"], {"name": socket.gethostname(), "kernel": f"{uname.sysname} {uname.release}",
+                                            "machine": uname.machine})
+        self.assertEqual([f["flowspec"] for f in document["flows"]], FLOWS[1::2])
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            default_cc = f.read().strip()
+        self.assertEqual([f["congestion_control"] for f in document["flows"]], [default_cc, None, default_cc])
         self.assertRegex(document["start_time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
         self.assertIn("$" + format(int(document["measurement_id"], 16), "x"), self.result.stderr)
         # Both directions carried data and arrived.
@@ -215,18 +224,47 @@ class JsonResult(unittest.TestCase):
         self.assertIn("Flow #0", self.stdout.stderr)  # the log
 
     def test_stream_lines(self):
+        """A start line, an interval line per second up to the end of the runtime, an end line
+        with the result document: what a consumer needs, as iperf3's stream."""
         self.assertEqual(self.stream.returncode, 0, self.stream.stderr)
-        lines = self.stream.stdout.splitlines()
-        self.assertGreaterEqual(len(lines), 2, self.stream.stdout)
-        previous = 0
-        for line in lines:
-            doc = json.loads(line)
+        lines = [json.loads(line) for line in self.stream.stdout.splitlines()]
+        for doc in lines:
             validate(doc, "stream")
+        self.assertEqual([d["type"] for d in lines[:1] + lines[-1:]], ["start", "end"], self.stream.stdout)
+        start, intervals, end = lines[0], lines[1:-1], lines[-1]
+        self.assertEqual({d["type"] for d in intervals}, {"interval"})
+        self.assertEqual({d["measurement_id"] for d in lines}, {start["measurement_id"]})
+        self.assertEqual([f["flowspec"] for f in start["flows"]], FLOWS[1::2])
+        self.assertEqual(start["runtime_s"], 3)
+        self.assertEqual(start["host"]["name"], socket.gethostname())
+        # every second, the last one at the end of the runtime: 3 s in 3 lines (4 if a second's
+        # line came late, 2 if a loaded host delayed the first beyond a second), the last
+        # covering the end
+        self.assertIn(len(intervals), (2, 3, 4), self.stream.stdout)
+        self.assertGreaterEqual(intervals[-1]["elapsed_s"], 2.95)
+        self.assertAlmostEqual(sum(d["interval_s"] for d in intervals), intervals[-1]["elapsed_s"], delta=0.01)
+        previous = 0
+        for doc in intervals:
             self.assertEqual([f["flow_id"] for f in doc["flows"]], [0, 1, 2])
             self.assertGreaterEqual(doc["flows"][0]["transmitted"]["bytes"], previous)
             previous = doc["flows"][0]["transmitted"]["bytes"]
         self.assertGreater(previous, 0)
+        self.assertEqual((end["exit_code"], end["error"]), (0, None))
+        validate(end["result"], "result")
+        self.assertEqual(end["result"]["measurement_id"], start["measurement_id"])
+        # the stream's last count is the active's, at the end of the runtime; the document's
+        # is STOP's, a little later
+        self.assertGreaterEqual(end["result"]["flows"][0]["active_to_passive"]["transmitted"]["bytes"], previous)
         self.assertIn("<-- ", self.stream.stderr)
+
+    def test_stream_and_document_on_standard_output(self):
+        """With --json on standard output too, the document is the end line's, written once."""
+        self.assertEqual(self.both.returncode, 0, self.both.stderr)
+        lines = [json.loads(line) for line in self.both.stdout.splitlines()]
+        self.assertEqual(lines[0]["type"], "start")
+        self.assertEqual(lines[-1]["type"], "end")
+        self.assertEqual([d["type"] for d in lines].count("result"), 0)
+        validate(lines[-1]["result"], "result")
 
 
 class JsonError(unittest.TestCase):
@@ -248,6 +286,16 @@ class JsonError(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("cannot connect", json.loads(r.stdout)["error"])
             self.assertIn("ERROR", r.stderr)
+            # the stream of a run that never started: its end line alone, with the error
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp", "--json-stream", "-tcp",
+                                "const10:const100"], cwd=d, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            lines = [json.loads(line) for line in r.stdout.splitlines()]
+            self.assertEqual([doc["type"] for doc in lines], ["end"], r.stdout)
+            validate(lines[0], "stream")
+            self.assertEqual(lines[0]["exit_code"], r.returncode)
+            self.assertIn("cannot connect", lines[0]["error"])
+            validate(lines[0]["result"], "result")
 
     def test_command_line(self):
         r = subprocess.run([NETPERFMETER, "9000", "--json"], capture_output=True, text=True, timeout=30)

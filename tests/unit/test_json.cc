@@ -108,12 +108,15 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
   info.version = "9.9";
   info.measurementId = 0xabc;
   info.commandLine = {"netperfmeter", "host:9000", "-tcp", "const0:const1400:description=\"Bulk\""};
-  info.flows = {{7, 0, "TCP", "Bulk \"1\""}};
+  info.host = {"h1", "Linux 6.1.0", "x86_64"};
+  info.flows = {{7, 0, "TCP", "Bulk \"1\"", "const0:const1400:description=\"Bulk\"", ""}};
   const std::string doc = measure::resultDocument(info, &activeRows, &passiveRows, std::nullopt, false);
   CHECK_THAT(doc, Catch::StartsWith(R"({"type":"result","schema_version":1,"program":"netperfmeter","version":"9.9",)"
+                                    R"("host":{"name":"h1","kernel":"Linux 6.1.0","machine":"x86_64"},)"
                                     R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
                                     R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"duration_s":2,)"));
-  CHECK_THAT(doc, Catch::Contains(R"("description":"Bulk \"1\"","active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
+  CHECK_THAT(doc, Catch::Contains(R"("description":"Bulk \"1\"","flowspec":"const0:const1400:description=\"Bulk\"",)"
+                                  R"("congestion_control":null,"active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
                                   R"("last_us":1700000001000000,"bytes":1000,"packets":10,"frames":5,"bit_rate":8000.000000,)"));
   CHECK_THAT(doc, Catch::Contains(R"("received":{"first_us":0,"last_us":0,"bytes":900,"packets":9,"frames":4,"bit_rate":0.000000,)"));
   CHECK_THAT(doc, Catch::Contains(R"("lost":{"bytes":100,"packets":1,"frames":1},"jitter_ms":0.250000,"mean_delay_ms":1.500000})"));
@@ -131,7 +134,7 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
 TEST_CASE("stream lines: cumulative counts and rates over the interval") {
   measure::JsonStream stream(0x1234, 1000000);
   measure::JsonFlowSample s;
-  s.info = {1, 0, "UDP", "Voice"};
+  s.info = {1, 0, "UDP", "Voice", "", ""};
   s.transmitted = {1000, 10, 10};
   measure::CpuUsage cpu;
   const std::string first = stream.line(1500000, {s}, cpu);
