@@ -6,6 +6,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <sys/socket.h>
 
+#include <functional>
+
 #include "common/log.h"
 #include "control/auth.h"
 #include "sctp/sockaddr.h"
@@ -37,7 +39,8 @@ asio::awaitable<void> Active::connectControl() {
   if (transport == ControlProtocol::Default || transport == ControlProtocol::Sctp) {
     // SCTP is the reference's default. Without -x, a passive without SCTP is not an error.
     try {
-      co_await connectSctpControl(transport == ControlProtocol::Sctp ? kConnectTimeout : std::chrono::seconds(2));
+      const bool fallback = transport == ControlProtocol::Default;
+      co_await connectSctpControl(fallback ? std::chrono::seconds(2) : kConnectTimeout, fallback);
       co_return;
     } catch (const std::exception& e) {
       if (transport == ControlProtocol::Sctp) throw ActiveError(std::string("control over SCTP (-x): ") + e.what());
@@ -115,20 +118,54 @@ asio::awaitable<void> Active::authenticate() {
   log::info("Authenticated with the passive (shared key)");
 }
 
+namespace {
+
+// A datagram without payload (which usrsctp drops unread) to the peer's UDP port of userland
+// SCTP, from a connected socket: when nothing listens there, the ICMP port unreachable that
+// comes back within a round trip reports the refusal. The probe ends when its socket is closed.
+std::shared_ptr<asio::ip::udp::socket> probeRefusal(asio::io_context& io, const asio::ip::udp::endpoint& to,
+                                                     std::function<void(Result<void>)> report) {
+  auto socket = std::make_shared<asio::ip::udp::socket>(io);
+  boost::system::error_code ec;
+  socket->open(to.protocol(), ec);
+  if (!ec) socket->connect(to, ec);
+  if (!ec) socket->send(asio::const_buffer(nullptr, 0), 0, ec);
+  if (ec) return socket;  // no probe: the association's own outcome decides
+  auto byte = std::make_shared<char>();
+  socket->async_receive(asio::buffer(byte.get(), 1), [socket, byte, to, report](const boost::system::error_code& e, std::size_t) {
+    if (e == asio::error::connection_refused) {
+      report(Failure{"nothing listens on UDP port " + std::to_string(to.port()) + " (userland SCTP) there"});
+    }
+  });
+  return socket;
+}
+
+}  // namespace
+
 asio::awaitable<void> Active::waitConnected(sctp::Association& association, Clock::duration timeout,
-                                            const std::string& ifTimedOut) {
+                                            const std::string& ifTimedOut,
+                                            std::optional<asio::ip::udp::endpoint> encapsulation) {
   Completion<Result<void>> connected(io_.get_executor());
   association.onConnected(connected.reporter());
+  const auto probe = encapsulation ? probeRefusal(io_, *encapsulation, connected.reporter()) : nullptr;
   const auto outcome = co_await connected.wait(Clock::now() + timeout);
+  if (probe) {
+    boost::system::error_code ignored;
+    probe->close(ignored);
+  }
   if (!outcome) {
     association.onConnected(nullptr);
     association.close();
     throw ActiveError("cannot connect to " + association.peerName() + ": timed out" + ifTimedOut);
   }
-  if (!*outcome) throw ActiveError("cannot connect to " + association.peerName() + ": " + outcome->error());
+  if (!*outcome) {
+    association.onConnected(nullptr);
+    association.close();
+    throw ActiveError("cannot connect to " + association.peerName() + ": " + outcome->error());
+  }
 }
 
-asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
+asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout, bool fallback) {
   const sctp::Stack stack = sctp::resolve(options_.sctpStack, false);
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   auto socket = sctp::open(stack, io_, family, sctpSettings());
@@ -145,13 +182,16 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout) {
   // Userland SCTP reaches the passive through its UDP encapsulation port. When another
   // userland SCTP process on the passive's host holds that port, the passive serves no SCTP
   // (it says so in its log) and the INIT goes to the other process: a timeout, nothing else.
+  // With TCP to follow, the short line: the fallback says what happens instead.
   const std::string ifTimedOut =
-      stack != sctp::Stack::Userland
+      stack != sctp::Stack::Userland || fallback
           ? std::string()
           : " (userland SCTP via UDP port " + std::to_string(options_.sctpRemoteUdpPort) +
                 ": does the passive own that port, or did another userland SCTP process take it? See the "
                 "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)";
-  co_await waitConnected(*association, timeout, ifTimedOut);
+  std::optional<asio::ip::udp::endpoint> encapsulation;
+  if (stack == sctp::Stack::Userland && fallback) encapsulation.emplace(options_.remote, options_.sctpRemoteUdpPort);
+  co_await waitConnected(*association, timeout, ifTimedOut, encapsulation);
   json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
   json_.sctpStack(sctp::stackName(stack));
   control_ = std::make_shared<ControlChannel>(

@@ -8,6 +8,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -69,11 +70,15 @@ private:
   // active_control.cc
   asio::awaitable<void> connectControl();
   asio::awaitable<void> authenticate();
-  asio::awaitable<void> connectSctpControl(Clock::duration timeout);
+  // `fallback`: TCP follows if this fails (no -x): fail early where the answer is known.
+  asio::awaitable<void> connectSctpControl(Clock::duration timeout, bool fallback);
   // Waits for an SCTP association to come up; throws ActiveError when it fails, or when
-  // `timeout` passes first (the message then ends with `ifTimedOut`).
+  // `timeout` passes first (the message then ends with `ifTimedOut`). With `encapsulation`
+  // (userland SCTP: the peer's UDP port), a port that the peer's host refuses at once fails
+  // the wait at once.
   asio::awaitable<void> waitConnected(sctp::Association& association, Clock::duration timeout,
-                                      const std::string& ifTimedOut = "");
+                                      const std::string& ifTimedOut = "",
+                                      std::optional<asio::ip::udp::endpoint> encapsulation = std::nullopt);
   // The next message must be the acknowledgement of `what`; nullopt on timeout.
   asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
                                                             const char* what, Clock::duration timeout);

@@ -106,6 +106,17 @@ class LoopbackSctp(unittest.TestCase):
                                 cwd=d, check=False)
             self.assertEqual(result.returncode, 1)  # -x given explicitly: no fallback
             self.assertIn("control over SCTP (-x)", result.stderr)
+        # Where nothing listens on the passive's UDP port of userland SCTP, its host says so at
+        # once (an ICMP port unreachable): the active falls back without waiting for its INITs,
+        # in one short line.
+        silent = take_ports(1, (socket.SOCK_DGRAM,))
+        with Passive(PORT + 15, *PASSIVE_SCTP) as passive, tempfile.TemporaryDirectory() as d:
+            result = run_active(f"127.0.0.1:{PORT + 15}", "--sctp-stack=userland", f"--sctp-remote-udp-port={silent}",
+                                "-runtime=1", "-tcp", "const10:const100", cwd=d)
+            lines = [l for l in result.stderr.splitlines() if "using TCP for the control connection" in l]
+            self.assertEqual(len(lines), 1, result.stderr)
+            self.assertIn(f"nothing listens on UDP port {silent} (userland SCTP) there", lines[0])
+            self.assertLess(len(lines[0]), 200, lines[0])
 
     def test_the_userland_stack_reads_no_raw_sctp(self):
         # As root usrsctp would also open raw SCTP sockets (IP protocol 132) and see every SCTP
