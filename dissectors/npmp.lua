@@ -75,12 +75,18 @@ local hf = {
   id_compress_vectors = ProtoField.bool("npmp.identify.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
   id_no_vectors = ProtoField.bool("npmp.identify.flags.no_vectors", "No Vectors", 8, nil, 0x02),
   id_path_vectors = ProtoField.bool("npmp.identify.flags.path_vectors", "Per-Path Statistics", 8, nil, 0x04),
+  id_gzip_vectors = ProtoField.bool("npmp.identify.flags.gzip_vectors", "Gzip Vectors", 8, nil, 0x08,
+    "gzip instead of bzip2 (this implementation's; a reference passive ignores it)"),
   data_frame_begin = ProtoField.bool("npmp.data.flags.frame_begin", "Frame Begin", 8, nil, 0x01),
   data_frame_end = ProtoField.bool("npmp.data.flags.frame_end", "Frame End", 8, nil, 0x02),
   st_compress_vectors = ProtoField.bool("npmp.start.flags.compress_vectors", "Compress Vectors", 8, nil, 0x01),
   st_compress_scalars = ProtoField.bool("npmp.start.flags.compress_scalars", "Compress Scalars", 8, nil, 0x02),
   st_no_vectors = ProtoField.bool("npmp.start.flags.no_vectors", "No Vectors", 8, nil, 0x04),
   st_no_scalars = ProtoField.bool("npmp.start.flags.no_scalars", "No Scalars", 8, nil, 0x08),
+  st_gzip_vectors = ProtoField.bool("npmp.start.flags.gzip_vectors", "Gzip Vectors", 8, nil, 0x10,
+    "gzip instead of bzip2 (this implementation's; a reference passive ignores it)"),
+  st_gzip_scalars = ProtoField.bool("npmp.start.flags.gzip_scalars", "Gzip Scalars", 8, nil, 0x20,
+    "gzip instead of bzip2 (this implementation's; a reference passive ignores it)"),
   st_warmup = ProtoField.uint32("npmp.start.warmup", "Warm-up", base.DEC, nil, nil,
     "Milliseconds from START before statistics count, 0 = none (the reference's Padding)"),
   res_eof = ProtoField.bool("npmp.results.flags.eof", "End of File", 8, nil, 0x01),
@@ -117,6 +123,15 @@ local hf = {
   cc = ProtoField.string("npmp.cc", "Congestion Control", base.NONE),
   runtime = ProtoField.uint32("npmp.runtime", "Runtime (ms)", base.DEC, nil, nil,
     "Obsolete Scheduler field in the reference; here the measurement's runtime, after which the passive's flow sends nothing (0 = until STOP)"),
+  sctp_mechanisms = ProtoField.uint32("npmp.addflow.sctp_mechanisms", "SCTP Mechanisms", base.HEX, nil, nil,
+    "Obsolete Scheduler field in the reference; here the CMT-SCTP mechanisms of the bundled stack"),
+  sctp_mechanisms_bufsplit_on_buffered = ProtoField.bool(
+    "npmp.addflow.sctp_mechanisms.bufsplit_on_buffered", "Buffer Splitting on Buffered Bytes", 32, nil, 0x00000001,
+    "bufsplit-on=buffered"),
+  sctp_mechanisms_smartfr = ProtoField.bool(
+    "npmp.addflow.sctp_mechanisms.smartfr", "Smart Fast Retransmission", 32, nil, 0x00000002, "smartfr=on"),
+  sctp_mechanisms_pktdrop = ProtoField.bool(
+    "npmp.addflow.sctp_mechanisms.pktdrop", "Packet-Drop Reporting", 32, nil, 0x00000004, "pktdrop=on"),
   scheduler = ProtoField.string("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
   onoffevents = ProtoField.uint16("npmp.onoffevents", "On/Off Events", base.DEC),
   onoff = ProtoField.none("npmp.onoff", "On/Off Event"),
@@ -148,12 +163,15 @@ local hf = {
 local hf_order = {
   "type", "flags", "length", "af_debug", "af_nodelay", "af_repeatonoff", "af_nrsack", "af_bufsplit",
   "af_sctpcc", "id_compress_vectors",
-  "id_no_vectors", "id_path_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors", "st_compress_scalars",
-  "st_no_vectors", "st_no_scalars", "st_warmup", "res_eof", "flowid", "measurementid", "streamid", "padding",
+  "id_no_vectors", "id_path_vectors", "id_gzip_vectors", "data_frame_begin", "data_frame_end", "st_compress_vectors",
+  "st_compress_scalars", "st_no_vectors", "st_no_scalars", "st_gzip_vectors", "st_gzip_scalars", "st_warmup",
+  "res_eof", "flowid", "measurementid", "streamid", "padding",
   "padding32", "status", "protocol", "description", "ordered", "ordered_fraction", "reliable",
   "reliable_fraction", "retranstrials", "retranstrials_is_time", "retranstrials_value", "framerate",
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
-  "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "runtime", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
+  "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "runtime", "sctp_mechanisms",
+  "sctp_mechanisms_bufsplit_on_buffered", "sctp_mechanisms_smartfr",
+  "sctp_mechanisms_pktdrop", "scheduler", "onoffevents", "onoff", "onoff_rng", "onoff_flags",
   "onoff_reltime", "onoff_padding", "onoff_value", "magic", "frameid", "seqnumber", "byteseqnumber",
   "timestamp", "timestamp_abs", "payload", "results_data", "auth_nonce", "auth_mac",
   "flow_description", "flow_protocol",
@@ -392,11 +410,13 @@ local function add_flags(tree, tvb, mtype)
     it:add(hf.af_nrsack, r); it:add(hf.af_bufsplit, r); it:add(hf.af_sctpcc, r)
   elseif mtype == NPMP_IDENTIFY_FLOW then
     it:add(hf.id_compress_vectors, r); it:add(hf.id_no_vectors, r); it:add(hf.id_path_vectors, r)
+    it:add(hf.id_gzip_vectors, r)
   elseif mtype == NPMP_DATA then
     it:add(hf.data_frame_begin, r); it:add(hf.data_frame_end, r)
   elseif mtype == NPMP_START then
     it:add(hf.st_compress_vectors, r); it:add(hf.st_compress_scalars, r)
     it:add(hf.st_no_vectors, r); it:add(hf.st_no_scalars, r)
+    it:add(hf.st_gzip_vectors, r); it:add(hf.st_gzip_scalars, r)
   elseif mtype == NPMP_RESULTS then
     it:add(hf.res_eof, r)
   end
@@ -525,7 +545,14 @@ local function dissect_add_flow_message(m)
   if ok(160, 16) then ti:add(hf.cc, tvb(160, 16)) end
   -- the obsolete Scheduler field: its first 4 bytes carry the measurement's runtime (ms)
   if ok(176, 4) then ti:add(hf.runtime, tvb(176, 4)) end
-  if ok(180, 12) then ti:add(hf.scheduler, tvb(180, 12)) end
+  -- ... its next 4 the CMT-SCTP mechanisms of the bundled stack that the flow asks for
+  if ok(180, 4) then
+    local sm = ti:add(hf.sctp_mechanisms, tvb(180, 4))
+    sm:add(hf.sctp_mechanisms_bufsplit_on_buffered, tvb(180, 4))
+    sm:add(hf.sctp_mechanisms_smartfr, tvb(180, 4))
+    sm:add(hf.sctp_mechanisms_pktdrop, tvb(180, 4))
+  end
+  if ok(184, 8) then ti:add(hf.scheduler, tvb(184, 8)) end
   if ok(192, 2) then dissect_onoff_events(m) end
 end
 

@@ -183,10 +183,11 @@ static int hf_addflow_flags_debug = -1, hf_addflow_flags_nodelay = -1, hf_addflo
 static int hf_addflow_flags_nrsack = -1, hf_addflow_flags_bufsplit = -1, hf_addflow_flags_sctpcc = -1;
 static int hf_sctp_rtomin = -1, hf_sctp_dac = -1;
 static int hf_identify_flags_compress_vectors = -1, hf_identify_flags_no_vectors = -1;
-static int hf_identify_flags_path_vectors = -1;
+static int hf_identify_flags_path_vectors = -1, hf_identify_flags_gzip_vectors = -1;
 static int hf_data_flags_frame_begin = -1, hf_data_flags_frame_end = -1;
 static int hf_start_flags_compress_vectors = -1, hf_start_flags_compress_scalars = -1;
 static int hf_start_flags_no_vectors = -1, hf_start_flags_no_scalars = -1, hf_start_warmup = -1;
+static int hf_start_flags_gzip_vectors = -1, hf_start_flags_gzip_scalars = -1;
 static int hf_results_flags_eof = -1;
 static int hf_flowid = -1, hf_measurementid = -1, hf_streamid = -1;
 static int hf_padding = -1, hf_padding32 = -1, hf_status = -1;
@@ -196,6 +197,8 @@ static int hf_retranstrials = -1, hf_retranstrials_is_time = -1, hf_retranstrial
 static int hf_framerate = -1, hf_framesize = -1, hf_framerate_rng = -1, hf_framesize_rng = -1;
 static int hf_rcvbuf = -1, hf_sndbuf = -1, hf_maxmsgsize = -1, hf_cmt = -1, hf_ccid = -1;
 static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1, hf_runtime = -1;
+static int hf_sctp_mechanisms = -1, hf_sctp_mechanisms_bufsplit_on_buffered = -1, hf_sctp_mechanisms_smartfr = -1;
+static int hf_sctp_mechanisms_pktdrop = -1;
 static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags = -1;
 static int hf_onoff_flags_reltime = -1, hf_onoff_padding = -1, hf_onoff_value = -1;
 static int hf_magic = -1;
@@ -206,6 +209,7 @@ static int hf_flow_identify_in = -1, hf_direction = -1;
 static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
 
 static int ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1, ett_ndiffports = -1;
+static int ett_sctp_mechanisms = -1;
 static int ett_onoff_flags = -1;
 
 static expert_field ei_unknown_type = EI_INIT;
@@ -501,12 +505,17 @@ static int * const addflow_flag_fields[] = { &hf_addflow_flags_debug, &hf_addflo
                                              &hf_addflow_flags_bufsplit, &hf_addflow_flags_sctpcc, NULL };
 /* The obsolete NDiffPorts field carries RTO.min (ms, bits 0-14) and DAC (bit 15). */
 static int * const ndiffports_fields[] = { &hf_sctp_rtomin, &hf_sctp_dac, NULL };
+/* Bytes 4-7 of the obsolete Scheduler field: the bundled stack's CMT-SCTP mechanisms. */
+static int * const sctp_mechanisms_fields[] = { &hf_sctp_mechanisms_bufsplit_on_buffered, &hf_sctp_mechanisms_smartfr,
+                                                &hf_sctp_mechanisms_pktdrop, NULL };
 static int * const identify_flag_fields[] = { &hf_identify_flags_compress_vectors,
                                               &hf_identify_flags_no_vectors,
-                                              &hf_identify_flags_path_vectors, NULL };
+                                              &hf_identify_flags_path_vectors,
+                                              &hf_identify_flags_gzip_vectors, NULL };
 static int * const data_flag_fields[] = { &hf_data_flags_frame_begin, &hf_data_flags_frame_end, NULL };
 static int * const start_flag_fields[] = { &hf_start_flags_compress_vectors, &hf_start_flags_compress_scalars,
-                                           &hf_start_flags_no_vectors, &hf_start_flags_no_scalars, NULL };
+                                           &hf_start_flags_no_vectors, &hf_start_flags_no_scalars,
+                                           &hf_start_flags_gzip_vectors, &hf_start_flags_gzip_scalars, NULL };
 static int * const results_flag_fields[] = { &hf_results_flags_eof, NULL };
 static int * const onoff_flag_fields[] = { &hf_onoff_flags_reltime, NULL };
 static int * const retrans_fields[] = { &hf_retranstrials_is_time, &hf_retranstrials_value, NULL };
@@ -671,7 +680,11 @@ dissect_npmp_add_flow_message(npmp_msg_t *m)
   if (field_ok(m, 160, 16)) proto_tree_add_item(tree, hf_cc, tvb, 160, 16, ENC_ASCII);
   /* The obsolete Scheduler field: its first 4 bytes carry the measurement's runtime (ms). */
   if (field_ok(m, 176, 4)) proto_tree_add_item(tree, hf_runtime, tvb, 176, 4, ENC_BIG_ENDIAN);
-  if (field_ok(m, 180, 12)) proto_tree_add_item(tree, hf_scheduler, tvb, 180, 12, ENC_ASCII);
+  /* ... its next 4 the CMT-SCTP mechanisms of the bundled stack that the flow asks for. */
+  if (field_ok(m, 180, 4))
+    proto_tree_add_bitmask(tree, tvb, 180, hf_sctp_mechanisms, ett_sctp_mechanisms, sctp_mechanisms_fields,
+                           ENC_BIG_ENDIAN);
+  if (field_ok(m, 184, 8)) proto_tree_add_item(tree, hf_scheduler, tvb, 184, 8, ENC_ASCII);
   if (field_ok(m, 192, 2))
     dissect_npmp_onoff_events(m);
 }
@@ -1157,12 +1170,18 @@ proto_register_npmp(void)
     { &hf_identify_flags_compress_vectors, { "Compress Vectors", "npmp.identify.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_identify_flags_no_vectors, { "No Vectors", "npmp.identify.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_identify_flags_path_vectors, { "Per-Path Statistics", "npmp.identify.flags.path_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
+    { &hf_identify_flags_gzip_vectors, { "Gzip Vectors", "npmp.identify.flags.gzip_vectors", FT_BOOLEAN, 8, NULL, 0x08,
+        "gzip instead of bzip2 (this implementation's; a reference passive ignores it)", HFILL } },
     { &hf_data_flags_frame_begin, { "Frame Begin", "npmp.data.flags.frame_begin", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_data_flags_frame_end, { "Frame End", "npmp.data.flags.frame_end", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_compress_vectors, { "Compress Vectors", "npmp.start.flags.compress_vectors", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
     { &hf_start_flags_compress_scalars, { "Compress Scalars", "npmp.start.flags.compress_scalars", FT_BOOLEAN, 8, NULL, 0x02, NULL, HFILL } },
     { &hf_start_flags_no_vectors, { "No Vectors", "npmp.start.flags.no_vectors", FT_BOOLEAN, 8, NULL, 0x04, NULL, HFILL } },
     { &hf_start_flags_no_scalars, { "No Scalars", "npmp.start.flags.no_scalars", FT_BOOLEAN, 8, NULL, 0x08, NULL, HFILL } },
+    { &hf_start_flags_gzip_vectors, { "Gzip Vectors", "npmp.start.flags.gzip_vectors", FT_BOOLEAN, 8, NULL, 0x10,
+        "gzip instead of bzip2 (this implementation's; a reference passive ignores it)", HFILL } },
+    { &hf_start_flags_gzip_scalars, { "Gzip Scalars", "npmp.start.flags.gzip_scalars", FT_BOOLEAN, 8, NULL, 0x20,
+        "gzip instead of bzip2 (this implementation's; a reference passive ignores it)", HFILL } },
     { &hf_start_warmup, { "Warm-up", "npmp.start.warmup", FT_UINT32, BASE_DEC, NULL, 0x0,
         "Milliseconds from START before statistics count, 0 = none (the reference's Padding)", HFILL } },
     { &hf_results_flags_eof, { "End of File", "npmp.results.flags.eof", FT_BOOLEAN, 8, NULL, 0x01, NULL, HFILL } },
@@ -1201,6 +1220,15 @@ proto_register_npmp(void)
     { &hf_runtime, { "Runtime (ms)", "npmp.runtime", FT_UINT32, BASE_DEC, NULL, 0x0,
         "Obsolete Scheduler field in the reference; here the measurement's runtime, after which the passive's "
         "flow sends nothing (0 = until STOP)", HFILL } },
+    { &hf_sctp_mechanisms, { "SCTP Mechanisms", "npmp.addflow.sctp_mechanisms", FT_UINT32, BASE_HEX, NULL, 0x0,
+        "Obsolete Scheduler field in the reference; here the CMT-SCTP mechanisms of the bundled stack", HFILL } },
+    { &hf_sctp_mechanisms_bufsplit_on_buffered, { "Buffer Splitting on Buffered Bytes",
+        "npmp.addflow.sctp_mechanisms.bufsplit_on_buffered", FT_BOOLEAN, 32, NULL, 0x00000001,
+        "bufsplit-on=buffered", HFILL } },
+    { &hf_sctp_mechanisms_smartfr, { "Smart Fast Retransmission",
+        "npmp.addflow.sctp_mechanisms.smartfr", FT_BOOLEAN, 32, NULL, 0x00000002, "smartfr=on", HFILL } },
+    { &hf_sctp_mechanisms_pktdrop, { "Packet-Drop Reporting",
+        "npmp.addflow.sctp_mechanisms.pktdrop", FT_BOOLEAN, 32, NULL, 0x00000004, "pktdrop=on", HFILL } },
     { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
     { &hf_onoffevents, { "On/Off Events", "npmp.onoffevents", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_onoff, { "On/Off Event", "npmp.onoff", FT_NONE, BASE_NONE, NULL, 0x0, NULL, HFILL } },
@@ -1231,7 +1259,8 @@ proto_register_npmp(void)
     { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
   };
 
-  static int *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports };
+  static int *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports,
+                        &ett_sctp_mechanisms };
 
   static ei_register_info ei[] = {
     { &ei_unknown_type, { "npmp.expert.unknown_type", PI_MALFORMED, PI_ERROR, "Unknown message type", EXPFILL } },

@@ -150,8 +150,9 @@ void encode(const AddFlow& m, Bytes& out) {
   putString(out, "", 16);                                         // PathMgr (obsolete)
   putString(out, m.congestionControl.empty() ? "default" : m.congestionControl,
             kCongestionControlSize);
-  put32(out, m.runtimeMs);                                        // Scheduler (obsolete): the runtime
-  putString(out, "", 12);
+  put32(out, m.runtimeMs);                                        // Scheduler (obsolete): the runtime,
+  put32(out, m.sctpMechanisms);                                   // the CMT-SCTP mechanisms
+  putString(out, "", 8);
   put16(out, static_cast<std::uint16_t>(m.onOffEvents.size()));
   for (const OnOffEvent& e : m.onOffEvents) {
     put8(out, e.spec.rng);
@@ -367,6 +368,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       m.congestionControl = getString(p + 160, kCongestionControlSize);
       if (m.congestionControl == "default") m.congestionControl.clear();
       m.runtimeMs = get32(p + 176);
+      m.sctpMechanisms = get32(p + 180);
       m.onOffEvents.resize(events);
       for (std::size_t i = 0; i < events; ++i) {
         const std::uint8_t* e = p + kAddFlowBaseSize + kOnOffEventSize * i;

@@ -101,12 +101,23 @@ constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRep
 constexpr std::uint8_t kAddFlowNrSack = 0x08;
 constexpr unsigned kAddFlowBufferSplitShift = 4, kAddFlowSctpCcShift = 6;
 constexpr std::uint16_t kSctpDacBit = 0x8000, kSctpRtoMinMask = 0x7FFF;
+// ADD_FLOW's SctpMechanisms (offset 180; the reference's Scheduler, obsolete): bufsplit-on=buffered,
+// smartfr=on, pktdrop=on.
+constexpr std::uint32_t kSctpMechanismBufferSplitOnBuffered = 0x00000001;
+constexpr std::uint32_t kSctpMechanismSmartFastRetransmit = 0x00000002;
+constexpr std::uint32_t kSctpMechanismPacketDropReporting = 0x00000004;  // pktdrop=on
 constexpr std::uint8_t kIdentifyCompressVectors = 0x01, kIdentifyNoVectors = 0x02;
 // This implementation's: sample the transport's per-path state and upload it (see above).
 constexpr std::uint8_t kIdentifyPathVectors = 0x04;
+// This implementation's, in bits the reference leaves 0: gzip (at a fast level) instead of
+// bzip2 for the result files whose names end in ".gz" -- the flow's vectors (IDENTIFY), the
+// measurement vector and the scalars (START). A reference passive ignores them and uploads
+// those files uncompressed; the active compresses them as they arrive then.
+constexpr std::uint8_t kIdentifyGzipVectors = 0x08;
 constexpr std::uint8_t kDataFrameBegin = 0x01, kDataFrameEnd = 0x02;
 constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02,
                        kStartNoVectors = 0x04, kStartNoScalars = 0x08;
+constexpr std::uint8_t kStartGzipVectors = 0x10, kStartGzipScalars = 0x20;  // this implementation's (above)
 constexpr std::uint8_t kResultsEof = 0x01;
 constexpr std::uint8_t kOnOffRelativeTime = 0x01;
 
@@ -159,6 +170,9 @@ struct AddFlow {
   // this, on its own timeline, so a rate-driven flow sends exactly what its spec says whenever
   // STOP arrives; 0 = until STOP (no runtime, or a reference active).
   std::uint32_t runtimeMs = 0;
+  // Not in the reference either (the next 4 bytes of Scheduler): the CMT-SCTP mechanisms of the
+  // bundled stack that the flow asks for, kSctpMechanism* bits; a reference passive ignores them.
+  std::uint32_t sctpMechanisms = 0;
   std::vector<OnOffEvent> onOffEvents;
   bool operator==(const AddFlow&) const = default;
 };

@@ -106,12 +106,18 @@ def main(source):
         "npmp.identify.flags.compress_vectors": cxx["kIdentifyCompressVectors"],
         "npmp.identify.flags.no_vectors": cxx["kIdentifyNoVectors"],
         "npmp.identify.flags.path_vectors": cxx["kIdentifyPathVectors"],
+        "npmp.identify.flags.gzip_vectors": cxx["kIdentifyGzipVectors"],
+        "npmp.addflow.sctp_mechanisms.bufsplit_on_buffered": cxx["kSctpMechanismBufferSplitOnBuffered"],
+        "npmp.addflow.sctp_mechanisms.smartfr": cxx["kSctpMechanismSmartFastRetransmit"],
+        "npmp.addflow.sctp_mechanisms.pktdrop": cxx["kSctpMechanismPacketDropReporting"],
         "npmp.data.flags.frame_begin": cxx["kDataFrameBegin"],
         "npmp.data.flags.frame_end": cxx["kDataFrameEnd"],
         "npmp.start.flags.compress_vectors": cxx["kStartCompressVectors"],
         "npmp.start.flags.compress_scalars": cxx["kStartCompressScalars"],
         "npmp.start.flags.no_vectors": cxx["kStartNoVectors"],
         "npmp.start.flags.no_scalars": cxx["kStartNoScalars"],
+        "npmp.start.flags.gzip_vectors": cxx["kStartGzipVectors"],
+        "npmp.start.flags.gzip_scalars": cxx["kStartGzipScalars"],
         "npmp.results.flags.eof": cxx["kResultsEof"],
         "npmp.onoff.flags.reltime": cxx["kOnOffRelativeTime"],
     }
@@ -123,7 +129,8 @@ def main(source):
 
     # Fields this project puts where the reference has padding (no C++ constant to compare):
     # the same name and width in C and Lua.
-    own = {"npmp.start.warmup": ("FT_UINT32", "uint32"), "npmp.runtime": ("FT_UINT32", "uint32")}
+    own = {"npmp.start.warmup": ("FT_UINT32", "uint32"), "npmp.runtime": ("FT_UINT32", "uint32"),
+           "npmp.addflow.sctp_mechanisms": ("FT_UINT32", "uint32")}
     for field, (ctype, ltype) in own.items():
         cm = re.search(r"\"%s\", (FT_\w+)," % re.escape(field), c)
         lm = re.search(r"ProtoField\.(\w+)\(\"%s\"" % re.escape(field), lua)

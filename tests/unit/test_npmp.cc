@@ -154,6 +154,7 @@ TEST_CASE("ADD_FLOW layout: little-endian protocol, doubles, strings, on/off eve
   m.ccid = 2;
   m.congestionControl = "npm_lia";
   m.runtimeMs = 30250;
+  m.sctpMechanisms = kSctpMechanismBufferSplitOnBuffered;
   m.onOffEvents = {OnOffEvent{RandomSpec{0, {1.5, 0, 0, 0}}, false}, OnOffEvent{RandomSpec{2, {2.0, 0, 0, 0}}, true}};
   Bytes b;
   encode(m, b);
@@ -184,7 +185,8 @@ TEST_CASE("ADD_FLOW layout: little-endian protocol, doubles, strings, on/off eve
   CHECK(be16(142) == 0);
   CHECK(std::memcmp(&b[160], "npm_lia\0", 8) == 0);
   CHECK(be32(176) == 30250);  // the runtime, where the reference has its obsolete Scheduler
-  for (std::size_t o = 180; o < 192; ++o) CHECK(b[o] == 0);
+  CHECK(be32(180) == kSctpMechanismBufferSplitOnBuffered);  // the CMT-SCTP mechanisms, also in Scheduler
+  for (std::size_t o = 184; o < 192; ++o) CHECK(b[o] == 0);
   CHECK(be16(192) == 2);
   CHECK(b[194] == 0);                           // event 0: RNG const
   CHECK(b[195] == 0);                           // absolute
