@@ -98,6 +98,10 @@ OutputFile::OutputFile(const std::string& path, Compression compression, int lev
 }
 
 OutputFile OutputFile::anonymous(bool compress, int level) {
+  return anonymous(compress ? Compression::kBzip2 : Compression::kNone, level);
+}
+
+OutputFile OutputFile::anonymous(Compression compression, int level) {
   OutputFile out;
   out.path_ = "(temporary file)";
   out.anonymous_ = true;
@@ -105,7 +109,7 @@ OutputFile OutputFile::anonymous(bool compress, int level) {
   if (out.file_ == nullptr) {
     throw FileError("cannot create a temporary file: " + errnoText(errno));
   }
-  out.openFile(compress ? Compression::kBzip2 : Compression::kNone, level);
+  out.openFile(compression, level);
   return out;
 }
 

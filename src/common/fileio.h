@@ -57,6 +57,7 @@ public:
   OutputFile(const std::string& path, Compression compression, int level);
   // An anonymous temporary file (deleted when closed); see takeForReading().
   static OutputFile anonymous(bool compressBzip2, int level = 9);
+  static OutputFile anonymous(Compression compression, int level);
 
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&& other) noexcept;

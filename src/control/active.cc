@@ -163,9 +163,13 @@ asio::awaitable<void> Active::setUp() {
   start.measurementId = measurementId_;
   start.warmupMs = static_cast<std::uint32_t>(options_.warmup.count());
   if (options_.vectorPattern.empty()) start.flags |= npmp::kStartNoVectors;
-  if (hasBz2Suffix(options_.vectorPattern)) start.flags |= npmp::kStartCompressVectors;
+  const Compression vectors = measure::resultCompression(options_.vectorPattern);
+  const Compression scalars = measure::resultCompression(options_.scalarPattern);
+  if (vectors == Compression::kBzip2) start.flags |= npmp::kStartCompressVectors;
+  if (vectors == Compression::kGzip) start.flags |= npmp::kStartGzipVectors;
   if (options_.scalarPattern.empty() && !json_.wantsPassiveScalars()) start.flags |= npmp::kStartNoScalars;
-  if (hasBz2Suffix(options_.scalarPattern)) start.flags |= npmp::kStartCompressScalars;
+  if (scalars == Compression::kBzip2) start.flags |= npmp::kStartCompressScalars;
+  if (scalars == Compression::kGzip) start.flags |= npmp::kStartGzipScalars;
   npmp::Bytes message;
   npmp::encode(start, message);
   control_->send(std::move(message));

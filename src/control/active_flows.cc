@@ -252,6 +252,9 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   identify.streamId = spec.streamId;
   if (options_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
   if (hasBz2Suffix(options_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
+  if (measure::resultCompression(options_.vectorPattern) == Compression::kGzip) {
+    identify.flags |= npmp::kIdentifyGzipVectors;
+  }
   if (samplesPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);

@@ -30,7 +30,7 @@ void Active::writeConfig() {
 asio::awaitable<void> Active::openOwnFiles() {
   if (!options_.vectorPattern.empty()) {
     measurement_->setVector(
-        measure::MeasurementVectorWriter(OutputFile(measure::resultFileName(options_.vectorPattern, "active"))));
+        measure::MeasurementVectorWriter(measure::openResultFile(measure::resultFileName(options_.vectorPattern, "active"))));
   }
   // On each flow's own thread, which may already be receiving.
   const auto flows = flowPointers();
@@ -38,10 +38,10 @@ asio::awaitable<void> Active::openOwnFiles() {
     if (samplesPaths(f.parameters().protocol)) f.samplePathsEvery(options_.pathInterval);
     if (options_.vectorPattern.empty()) return;
     f.setVector(measure::FlowVectorWriter(
-        OutputFile(measure::resultFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
+        measure::openResultFile(measure::resultFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
     if (recordsPaths(f.parameters().protocol)) {
       f.setPathVector(measure::PathVectorWriter(
-          OutputFile(measure::pathVectorFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
+          measure::openResultFile(measure::pathVectorFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
     }
   });
 }
@@ -49,8 +49,19 @@ asio::awaitable<void> Active::openOwnFiles() {
 asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::string* keep) {
   // No file name: kept in memory only (`keep`).
   log::info(std::string("Downloading ") + what + " results" + (fileName.empty() ? std::string() : " [" + fileName + "]"));
+  // The passive compresses as the name asks (START, IDENTIFY); a reference passive has no gzip
+  // and uploads such a file uncompressed, which is compressed here as it arrives.
   OutputFile out;
-  if (!fileName.empty()) out = OutputFile(fileName, false, 9);  // the passive has compressed it already if asked to
+  const Compression wanted = measure::resultCompression(fileName);
+  bool decided = fileName.empty();
+  auto open = [&](std::span<const std::uint8_t> first) {
+    const bool gzip = first.size() >= 2 && first[0] == 0x1f && first[1] == 0x8b;
+    const bool bzip2 = first.size() >= 3 && first[0] == 'B' && first[1] == 'Z' && first[2] == 'h';
+    const bool asWanted = wanted == Compression::kNone || (wanted == Compression::kGzip && gzip) ||
+                          (wanted == Compression::kBzip2 && bzip2);
+    out = asWanted ? OutputFile(fileName, Compression::kNone, 9) : measure::openResultFile(fileName);
+    decided = true;
+  };
   const std::string name = fileName.empty() ? std::string("the passive's ") + what + " results" : fileName;
   // A passive is a peer like any other: a file may not exceed --max-download, and one
   // trickled in more slowly than kMinDownloadRate (after a grace period) is given up.
@@ -70,6 +81,7 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
       throw ActiveError("expected RESULTS for " + name + ", got " +
                         (decoded ? npmp::typeName((*message)[0]) : decoded.error()));
     }
+    if (!decided) open(r->data);
     if (out.isOpen()) out.write(r->data.data(), r->data.size());
     if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());
     bytes += r->data.size();
@@ -137,7 +149,7 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
 
 void Active::writeOwnResults(const measure::MeasurementResult& result) {
   if (!options_.scalarPattern.empty()) {
-    OutputFile out(measure::resultFileName(options_.scalarPattern, "active"));
+    OutputFile out = measure::openResultFile(measure::resultFileName(options_.scalarPattern, "active"));
     measure::writeScalars(out, "active", result);
     out.commit();
   }

@@ -318,8 +318,11 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
                            measure::hasPaths(protocol);
   if (samplePaths) flow->samplePathsEvery(session->pathInterval());
   if (!(id.flags & npmp::kIdentifyNoVectors)) {
+    const Compression compression = (id.flags & npmp::kIdentifyGzipVectors)       ? Compression::kGzip
+                                    : (id.flags & npmp::kIdentifyCompressVectors) ? Compression::kBzip2
+                                                                                  : Compression::kNone;
     try {
-      measure::FlowVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
+      measure::FlowVectorWriter writer(measure::anonymousResultFile(compression));
       writer.setBudget(session->spool());
       flow->setVector(std::move(writer));
     } catch (const FileError& e) {
@@ -327,7 +330,7 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     }
     if (samplePaths) {
       try {
-        measure::PathVectorWriter writer(OutputFile::anonymous((id.flags & npmp::kIdentifyCompressVectors) != 0));
+        measure::PathVectorWriter writer(measure::anonymousResultFile(compression));
         writer.setBudget(session->spool());
         flow->setPathVector(std::move(writer));
       } catch (const FileError& e) {

@@ -196,8 +196,10 @@ asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   std::uint32_t status = npmp::kStatusOk;
   try {
     if (!(m.flags & npmp::kStartNoVectors)) {
-      pm.measurement->setVector(measure::MeasurementVectorWriter(
-          OutputFile::anonymous((m.flags & npmp::kStartCompressVectors) != 0)));
+      pm.measurement->setVector(measure::MeasurementVectorWriter(measure::anonymousResultFile(
+          (m.flags & npmp::kStartGzipVectors)       ? Compression::kGzip
+          : (m.flags & npmp::kStartCompressVectors) ? Compression::kBzip2
+                                                    : Compression::kNone)));
     }
   } catch (const FileError& e) {
     log::error(std::string("Measurement vector: ") + e.what());
@@ -249,6 +251,14 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   }
   co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
   const measure::MeasurementResult result = co_await measurement->stop(nowMicros());
+  // The flows record nothing more: their per-flow vectors are formatted from now on, while the
+  // active writes its own, and each REMOVE_FLOW uploads one that is ready.
+  for (const auto& flow : flows) {
+    const FlowKey key{m.measurementId, flow->flowId(), flow->streamId()};
+    if (flow->vector() != nullptr && flows_.count(key) != 0 && formatting_.count(key) == 0) {
+      formatting_[key] = formatVector(key, flow);
+    }
+  }
 
   // Owned here: closed (and so deleted) on every way out, also when the peer leaves during
   // an upload and the upload throws.
@@ -257,7 +267,9 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   try {
     if (auto* v = measurement->vector()) vectorFile = v->file().takeForReading();
     if (!(flags & npmp::kStartNoScalars)) {
-      OutputFile scalars = OutputFile::anonymous((flags & npmp::kStartCompressScalars) != 0);
+      OutputFile scalars = measure::anonymousResultFile((flags & npmp::kStartGzipScalars)       ? Compression::kGzip
+                                                        : (flags & npmp::kStartCompressScalars) ? Compression::kBzip2
+                                                                                                : Compression::kNone);
       measure::writeScalars(scalars, "passive", result);
       scalarFile = scalars.takeForReading();
     }
@@ -294,21 +306,17 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   co_await measure::onOwner(flow, [](measure::Flow& f) { f.finishReceiving(); });
   UniqueFile vectorFile;
   if (flow->vector() != nullptr) {
-    // Formatting the recorded rows takes seconds after a long saturated run: on a worker,
-    // so that the other sessions' measurements go on undisturbed.
-    auto formatted = std::make_shared<UniqueFile>();  // the worker's, not this frame's
-    // A named function, not a lambda temporary in the co_await expression (GCC 12 destroys
-    // such temporaries twice).
-    std::function<void()> format = [flow, formatted, who = keyName(key)] {
-      measure::formatFlowVector(*flow->vector(), who);
-      *formatted = flow->vector()->file().takeForReading();
-    };
-    try {
-      co_await transport::runThere(state_->workers->get_executor(), std::move(format));
-      vectorFile = std::move(*formatted);
-    } catch (const FileError& e) {
-      log::error(std::string("Per-flow vector: ") + e.what());
+    // Formatting began at STOP; without a STOP (a flow removed from a running measurement,
+    // or a measurement never started), it begins now.
+    std::shared_ptr<FormattedVector> formatted;
+    if (auto it = formatting_.find(key); it != formatting_.end()) {
+      formatted = it->second;
+      formatting_.erase(it);
+    } else {
+      formatted = formatVector(key, flow);
     }
+    while (!formatted->finished) co_await formatted->done.wait(Clock::time_point::max());
+    vectorFile = std::move(formatted->file);
   }
   UniqueFile pathFile;  // only with the flow's vector: it follows it
   if (auto* v = flow->pathVector(); v != nullptr && vectorFile) {
@@ -339,6 +347,37 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   if (auto* channel = flow->channel(); channel != nullptr && channel->isByteStream()) {
     measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
   }
+}
+
+std::shared_ptr<Session::FormattedVector> Session::formatVector(const FlowKey& key,
+                                                               const std::shared_ptr<measure::Flow>& flow) {
+  auto formatted = std::make_shared<FormattedVector>(state_->io.get_executor());
+  asio::co_spawn(state_->io, formatOnWorkers(flow, keyName(key), formatted, state_->workers->get_executor()),
+                 asio::detached);
+  return formatted;
+}
+
+// Formatting the recorded rows takes seconds after a long saturated run: on a worker, so that
+// the other sessions' measurements go on undisturbed. The frame holds the flow and the result:
+// a session that ends meanwhile drops only its wait.
+asio::awaitable<void> Session::formatOnWorkers(std::shared_ptr<measure::Flow> flow, std::string who,
+                                               std::shared_ptr<FormattedVector> formatted,
+                                               asio::any_io_executor workers) {
+  auto file = std::make_shared<UniqueFile>();  // the worker's, not this frame's
+  // A named function, not a lambda temporary in the co_await expression (GCC 12 destroys such
+  // temporaries twice).
+  std::function<void()> work = [flow, file, who] {
+    measure::formatFlowVector(*flow->vector(), who);
+    *file = flow->vector()->file().takeForReading();
+  };
+  try {
+    co_await transport::runThere(workers, std::move(work));
+    formatted->file = std::move(*file);
+  } catch (const std::exception& e) {
+    log::error(std::string("Per-flow vector: ") + e.what());
+  }
+  formatted->finished = true;
+  formatted->done.notify();
 }
 
 asio::awaitable<void> Session::upload(std::FILE* file) {

@@ -13,8 +13,11 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 
+#include "common/handle.h"
 #include "common/log.h"
+#include "control/async.h"
 #include "control/control_channel.h"
 #include "control/passive_state.h"
 #include "measure/measurement.h"
@@ -60,6 +63,18 @@ private:
   asio::awaitable<void> handleStop(const npmp::Stop& m);
   asio::awaitable<void> handleRemoveFlow(const npmp::RemoveFlow& m);
   asio::awaitable<void> upload(std::FILE* file);
+  // A flow's per-flow vector being formatted on the workers: from STOP on, while the active
+  // writes its own files, so that REMOVE_FLOW finds it ready (or waits for it).
+  struct FormattedVector {
+    explicit FormattedVector(const asio::any_io_executor& executor) : done(executor) {}
+    UniqueFile file;  // null if formatting failed (logged)
+    bool finished = false;
+    Event done;
+  };
+  std::shared_ptr<FormattedVector> formatVector(const FlowKey& key, const std::shared_ptr<measure::Flow>& flow);
+  static asio::awaitable<void> formatOnWorkers(std::shared_ptr<measure::Flow> flow, std::string who,
+                                               std::shared_ptr<FormattedVector> formatted,
+                                               asio::any_io_executor workers);
   bool measuring() const;
   bool allFlowsGone(std::uint64_t measurementId) const;
   void cleanup();
@@ -68,6 +83,7 @@ private:
   std::shared_ptr<ControlChannel> control_;
   std::set<FlowKey> flows_;
   std::map<std::uint64_t, PassiveMeasurement> measurements_;
+  std::map<FlowKey, std::shared_ptr<FormattedVector>> formatting_;  // started at STOP, taken at REMOVE_FLOW
   std::shared_ptr<measure::SpoolBudget> spool_;
   std::size_t onOffEvents_ = 0;  // of all its flows
   log::Repeated unknownRemovals_;

@@ -17,11 +17,12 @@ namespace npm::measure {
 std::string resultFileName(std::string_view pattern, std::string_view role,
                            std::optional<std::uint32_t> flowId, std::uint16_t streamId) {
   if (pattern.empty()) return {};
-  // The suffix starts at the last '.' of the file-name part; ".bz2" extends it to the dot before.
+  // The suffix starts at the last '.' of the file-name part; ".bz2" (and ".gz") extends it to
+  // the dot before.
   const std::size_t slash = pattern.rfind('/');
   const std::size_t nameStart = slash == std::string_view::npos ? 0 : slash + 1;
   std::size_t dot = pattern.rfind('.');
-  if (dot != std::string_view::npos && dot >= nameStart && pattern.substr(dot) == ".bz2") {
+  if (dot != std::string_view::npos && dot >= nameStart && (pattern.substr(dot) == ".bz2" || pattern.substr(dot) == ".gz")) {
     const std::size_t before = dot == 0 ? std::string_view::npos : pattern.rfind('.', dot - 1);
     if (before != std::string_view::npos && before >= nameStart) dot = before;
   }
@@ -36,6 +37,23 @@ std::string resultFileName(std::string_view pattern, std::string_view role,
   }
   name += pattern.substr(dot);
   return name;
+}
+
+Compression resultCompression(std::string_view name) {
+  if (hasBz2Suffix(name)) return Compression::kBzip2;
+  if (name.size() >= 3 && name.substr(name.size() - 3) == ".gz") return Compression::kGzip;
+  return Compression::kNone;
+}
+
+int resultLevel(Compression compression) { return compression == Compression::kGzip ? kResultGzipLevel : 9; }
+
+OutputFile openResultFile(const std::string& path) {
+  const Compression c = resultCompression(path);
+  return OutputFile(path, c, resultLevel(c));
+}
+
+OutputFile anonymousResultFile(Compression compression) {
+  return OutputFile::anonymous(compression, resultLevel(compression));
 }
 
 std::string shellQuote(std::string_view value) {

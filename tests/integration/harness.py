@@ -3,6 +3,7 @@ result files (plain or bzip2), build network namespaces (with the lab's topology
 Standard library otherwise."""
 
 import bz2
+import gzip
 import os
 import re
 import resource
@@ -405,6 +406,8 @@ def read_text(path):
         data = f.read()
     if data[:3] == b"BZh":
         data = bz2.decompress(data)
+    elif data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
     return data.decode()
 
 

@@ -2,6 +2,8 @@
 
 import bz2
 import fnmatch
+import gzip
+import json
 import os
 import re
 import shutil
@@ -12,7 +14,7 @@ import unittest
 from harness import (free_base_port, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection, read_paths,
                      read_scalars, read_text, read_vector, run_active)
 
-PORT, _ = free_base_port(span=32)  # this test's ports: PORT - 1 .. PORT + 33, its own
+PORT, _ = free_base_port(span=38)  # this test's ports: PORT - 1 .. PORT + 39, its own
 
 
 class LoopbackRun(unittest.TestCase):
@@ -307,6 +309,62 @@ class SaturatedVectorsRun(unittest.TestCase):
             if rows >= 100000:  # compressed in parallel: several streams, read as one file above
                 with open(path, "rb") as f:
                     self.assertGreater(f.read().count(b"BZh9"), 2, role)
+
+
+class GzipResultsRun(unittest.TestCase):
+    """-vector=NAME.vec.gz and -scalar=NAME.sca.gz: every result file of both sides is gzip (the
+    passive compresses its own, asked in START and IDENTIFY), named like the bzip2 ones, every
+    received message has its row, and the tools read them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="npm-gzip-")
+        with Passive(PORT + 35) as passive:
+            cls.result = run_active(f"127.0.0.1:{PORT + 35}", "-runtime=0.5", "-config=run.config", "-scalar=run.sca.gz",
+                                    "-vector=run.vec.gz", "--json=run.json", "-tcp", "const0:const1400:const0:const1400",
+                                    cwd=cls.dir)
+            cls.passive_alive = passive.alive()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_every_file_is_gzip_and_complete(self):
+        self.assertTrue(self.passive_alive)
+        names = sorted(n for n in os.listdir(self.dir) if n.startswith("run-"))
+        expected = sorted([f"run-{role}.{kind}.gz" for role in ("active", "passive") for kind in ("sca", "vec")] +
+                          [f"run-{role}-00000000-0000.vec.gz" for role in ("active", "passive")] +
+                          [f"run-paths-{role}-00000000-0000.vec.gz" for role in ("active", "passive")])
+        self.assertEqual(names, expected)
+        for name in names:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                self.assertEqual(f.read(2), b"\x1f\x8b", f"{name} is not gzip")
+        config = read_config(os.path.join(self.dir, "run.config"))
+        self.assertEqual(config["FLOW0_VECTOR_PASSIVE_NODE"], "run-passive-00000000-0000.vec.gz")
+        for role in ("active", "passive"):
+            with gzip.open(os.path.join(self.dir, f"run-{role}.sca.gz"), "rt") as f:
+                received = float(re.search(rf'scalar "netPerfMeter\.{role}\.flow\[0\]" "Received Packets"\s+(\S+)',
+                                           f.read()).group(1))
+            self.assertGreater(received, 1000, role)
+            with gzip.open(os.path.join(self.dir, f"run-{role}-00000000-0000.vec.gz"), "rt") as f:
+                self.assertEqual(f.readline().rstrip("\n").split("\t"), FLOW_COLUMNS)
+                rows = sum(1 for _ in f)
+            self.assertEqual(rows, received, role)
+            read_vector(os.path.join(self.dir, f"run-{role}.vec.gz"), MEASUREMENT_COLUMNS)
+        # the JSON document reads the passive's gzip scalar file too
+        with open(os.path.join(self.dir, "run.json")) as f:
+            document = json.load(f)
+        self.assertIsNone(document["error"])
+        self.assertIsNotNone(document["totals"]["passive"])
+
+    def test_the_plotter_reads_them(self):
+        if shutil.which("Rscript") is None:
+            self.skipTest("Rscript is not installed")
+        plotter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "rplot", "plot-netperfmeter-results")
+        r = subprocess.run([plotter, "run.config", "-o", "run.pdf", "-q"], cwd=self.dir, capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(os.path.getsize(os.path.join(self.dir, "run.pdf")), 10000)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@ TEST_CASE("result file names: role, hex flow/stream IDs, .bz2 suffixes") {
   CHECK(resultFileName("dir.x/run.vec", "passive", 255u, 17) == "dir.x/run-passive-000000ff-0011.vec");
   CHECK(resultFileName("dir.x/run", "active") == "dir.x/run-active");
   CHECK(resultFileName("run.bz2", "active") == "run-active.bz2");
+  CHECK(resultFileName("run.vec.gz", "active", 10u, 0) == "run-active-0000000a-0000.vec.gz");
+  CHECK(resultFileName("run.sca.gz", "passive") == "run-passive.sca.gz");
+  CHECK(measure::resultCompression("run-active.vec.gz") == Compression::kGzip);
+  CHECK(measure::resultCompression("run-active.vec.bz2") == Compression::kBzip2);
+  CHECK(measure::resultCompression("run-active.vec") == Compression::kNone);
+  CHECK(measure::resultCompression("run.vec.GZ") == Compression::kNone);  // as ".bz2": case matters
   CHECK(resultFileName("", "active").empty());
 }
 
