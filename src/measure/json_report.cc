@@ -110,7 +110,9 @@ void pathFigures(json::Writer& w, const Side& path) {
                          std::pair{"mean_unacked", "Mean Unacked"}, std::pair{"mean_rwnd", "Mean Rwnd"},
                          std::pair{"mean_pending", "Mean Pending"}, std::pair{"bytes_sent", "Bytes Sent"},
                          std::pair{"bytes_acked", "Bytes Acked"}, std::pair{"bytes_received", "Bytes Received"},
-                         std::pair{"retransmissions", "Retransmissions"}}) {
+                         std::pair{"retransmissions", "Retransmissions"},
+                         std::pair{"fast_retransmissions", "Fast Retransmissions"},
+                         std::pair{"timer_retransmissions", "Timer Retransmissions"}}) {
     if (path.has(name)) path.field(w, k, name);
   }
 }

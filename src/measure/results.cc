@@ -289,7 +289,7 @@ PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
       "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
       "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\t"
-      "Pending\n");
+      "Pending\tFastRetrans\tTimerRetrans\n");
 }
 
 namespace {
@@ -323,7 +323,7 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
       appendValue(s, v, 3);
     }
     for (double v : {p.mtu, p.bytesSent, p.bytesAcked, p.bytesReceived, p.retransmissions, p.lost, p.unacked,
-                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending}) {
+                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending, p.fastRetransmissions, p.timerRetransmissions}) {
       s += '\t';
       appendValue(s, v, 0);
     }
@@ -350,6 +350,8 @@ void PathSummary::add(const transport::PathSample& s) {
   bytesAcked = s.bytesAcked;
   bytesReceived = s.bytesReceived;
   retransmissions = s.retransmissions;
+  fastRetransmissions = s.fastRetransmissions;
+  timerRetransmissions = s.timerRetransmissions;
 }
 
 void PathSummary::restart() {
@@ -359,6 +361,8 @@ void PathSummary::restart() {
   baseAcked = bytesAcked;
   baseReceived = bytesReceived;
   baseRetransmissions = retransmissions;
+  baseFastRetransmissions = fastRetransmissions;
+  baseTimerRetransmissions = timerRetransmissions;
 }
 
 bool hasPaths(npmp::Protocol protocol) {

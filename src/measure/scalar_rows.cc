@@ -86,7 +86,9 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
           {"Bytes Sent", p.bytesSent, p.baseSent},
           {"Bytes Acked", p.bytesAcked, p.baseAcked},
           {"Bytes Received", p.bytesReceived, p.baseReceived},
-          {"Retransmissions", p.retransmissions, p.baseRetransmissions}};
+          {"Retransmissions", p.retransmissions, p.baseRetransmissions},
+          {"Fast Retransmissions", p.fastRetransmissions, p.baseFastRetransmissions},
+          {"Timer Retransmissions", p.timerRetransmissions, p.baseTimerRetransmissions}};
       for (const auto& [name, value, base] : counters) {
         if (std::isnan(value)) continue;
         const double since = std::isnan(base) ? value : std::max(0.0, value - base);

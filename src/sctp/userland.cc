@@ -524,7 +524,7 @@ public:
 #ifdef SCTP_PATH_COUNTERS
     // The bundled stack's per-path counters (patch 0002), for the samples just added (one per
     // address, in the same order): bytes sent (retransmissions included, as TCP counts them),
-    // acknowledged, and DATA chunks retransmitted.
+    // acknowledged, and DATA chunks retransmitted (in all, fast and after a timeout).
     std::size_t index = first;
     forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
       if (index >= out.size()) return;
@@ -537,6 +537,8 @@ public:
                                           c.spc_bytes_retransmitted_timer);
         s.bytesAcked = static_cast<double>(c.spc_bytes_acked);
         s.retransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast) + c.spc_chunks_retransmitted_timer;
+        s.fastRetransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast);
+        s.timerRetransmissions = static_cast<double>(c.spc_chunks_retransmitted_timer);
       }
       ++index;
     });

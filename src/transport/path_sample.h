@@ -29,6 +29,9 @@ struct PathSample {
   double deliveryRate = kNone, pacingRate = kNone;  // bit/s
   double rwnd = kNone;     // bytes: the peer's receiver window (SCTP association)
   double pending = kNone;  // DATA chunks not yet sent (SCTP association)
+  // Of the retransmissions: by fast retransmit (or after a reported drop) and after a
+  // retransmission timeout, separately (DATA chunks; SCTP with the bundled stack).
+  double fastRetransmissions = kNone, timerRetransmissions = kNone;
   bool connection() const { return id == kConnection; }
 };
 

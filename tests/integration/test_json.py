@@ -62,7 +62,8 @@ COUNTS = [("bytes", "Bytes"), ("packets", "Packets"), ("frames", "Frames"), ("bi
 PATH_FIGURES = [("samples", "Samples"), ("mean_cwnd", "Mean Cwnd"), ("mean_rtt_ms", "Mean RTT"),
                 ("mean_unacked", "Mean Unacked"), ("mean_rwnd", "Mean Rwnd"), ("mean_pending", "Mean Pending"),
                 ("bytes_sent", "Bytes Sent"), ("bytes_acked", "Bytes Acked"), ("bytes_received", "Bytes Received"),
-                ("retransmissions", "Retransmissions")]
+                ("retransmissions", "Retransmissions"), ("fast_retransmissions", "Fast Retransmissions"),
+                ("timer_retransmissions", "Timer Retransmissions")]
 
 
 def figures(doc):

@@ -258,11 +258,15 @@ class MultipathSctp(unittest.TestCase):
                 device = self.devs[[self.topo.address("passive", i) for i in (0, 1)].index(address)]
                 sent, acked = number(rows[-1]["BytesSent"]), number(rows[-1]["BytesAcked"])
                 print(f"path {address}: {sent / 1e6:.2f} MB sent (queue: {on_sent[device] / 1e6:.2f} MB), "
-                      f"{acked / 1e6:.2f} MB acknowledged, {rows[-1]['Retransmissions']} chunks retransmitted")
+                      f"{acked / 1e6:.2f} MB acknowledged, {rows[-1]['Retransmissions']} chunks retransmitted "
+                      f"({rows[-1]['FastRetrans']} fast, {rows[-1]['TimerRetrans']} after a timeout)")
                 self.assertGreater(sent, 0.85 * on_sent[device])
                 self.assertLess(sent, 1.0 * on_sent[device])
                 self.assertGreater(acked, 0.9 * sent)
                 self.assertLessEqual(acked, sent)
+                # the retransmissions, split by what triggered them, in every sample
+                for r in rows:
+                    self.assertEqual(number(r["FastRetrans"]) + number(r["TimerRetrans"]), number(r["Retransmissions"]))
         # The association as a whole (SCTP_STATUS): established throughout, its primary one of
         # the passive's addresses, the passive's receiver window and the chunks in flight.
         association = read_connection(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
