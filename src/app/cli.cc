@@ -518,7 +518,8 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
     if (!group.empty() && protocol == Protocol::SCTP &&
         control::sctpTuning(*r) != control::sctpTuning(group[0])) {
       return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
-                      "bufsplit=, nrsack=, rtomin= and dac= settings (give them on every stream or on none)"};
+                      "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac= and smartfr= settings (give them on every "
+                      "stream or on none)"};
     }
     group.push_back(*r);
   }
@@ -541,6 +542,13 @@ std::optional<CliError> buildFlows(const Settings& s, std::vector<flowspec::Flow
     }
   }
   if (auto ids = flowspec::assignFlowIds(flows); !ids) return CliError{ids.error()};
+  // What the linked usrsctp cannot do is refused here, not ignored later.
+  for (const auto& f : flows) {
+    if (f.protocol != Protocol::SCTP) continue;
+    if (auto supported = sctp::userlandSupports(control::sctpTuning(f)); !supported) {
+      return CliError{"invalid FLOWSPEC \"" + f.text + "\": " + supported.error()};
+    }
+  }
   // The CMT associations of one process share usrsctp's process-wide settings.
   const flowspec::FlowSpec* first = nullptr;
   for (const auto& f : flows) {
@@ -658,7 +666,8 @@ std::string usage() {
          "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
          "  CMT-SCTP: cmt=off|cmt|cmtrpv1|cmtrpv2|like-mptcp sctpcc=rfc2581|hstcp|htcp|rtcc\n"
-         "    bufsplit=none|sender|receiver|both nrsack=on|off rtomin=MS dac=on|off\n"
+         "    bufsplit=none|sender|receiver|both bufsplit-on=outstanding|buffered nrsack=on|off rtomin=MS dac=on|off\n"
+         "    smartfr=on|off pktdrop=on|off\n"
          "\n"
          "Options:\n"
          "  -x, --control-over-sctp      control over SCTP (the default; without -x it falls back to TCP)\n"

@@ -46,7 +46,10 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   options.rcvBufferSize = spec.rcvBufferSize;
   options.sndBufferSize = spec.sndBufferSize;
   options.noDelay = spec.noDelay;
-  if (stack == sctp::Stack::Userland) options.nrSack = tuning.nrSack;
+  if (stack == sctp::Stack::Userland) {
+    options.nrSack = tuning.nrSack;
+    if (tuning.pktDrop) options.pktDrop = true;
+  }
   if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
   socket->configure(options);
   socket->tune(tuning);
@@ -67,6 +70,10 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   }
   if (const auto held = association->socket().tuningInForce()) {
     log::info("Flow #" + std::to_string(*spec.flowId) + ": SCTP association up, the stack holds " + sctp::describe(*held));
+    if (tuning.pktDrop && !held->pktDrop) {
+      log::warning("Flow #" + std::to_string(*spec.flowId) + ": pktdrop=on was asked for, but the passive's SCTP "
+                   "stack did not agree to packet-drop reporting");
+    }
   }
   association->start(nullptr, nullptr);
   associations_[spec.association] = association;

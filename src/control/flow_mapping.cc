@@ -17,6 +17,8 @@ sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec) {
   t.bufferSplitting = spec.bufferSplitting;
   t.nrSack = spec.nrSack;
   t.dac = spec.dac;
+  t.smartFr = spec.smartFr;
+  t.pktDrop = spec.pktDrop;
   t.rtoMinMs = spec.rtoMinMs;
   return t;
 }
@@ -31,14 +33,25 @@ std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning) {
   return static_cast<std::uint16_t>((tuning.rtoMinMs & npmp::kSctpRtoMinMask) | (tuning.dac ? npmp::kSctpDacBit : 0));
 }
 
-sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac) {
+std::uint32_t sctpMechanisms(const sctp::Tuning& tuning) {
+  return ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) ? npmp::kSctpMechanismBufferSplitOnBuffered : 0) |
+         (tuning.smartFr ? npmp::kSctpMechanismSmartFastRetransmit : 0) |
+         (tuning.pktDrop ? npmp::kSctpMechanismPacketDropReporting : 0);
+}
+
+sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac,
+                                std::uint32_t mechanisms) {
   sctp::Tuning t;
   t.cmt = cmt;
   t.nrSack = (flags & npmp::kAddFlowNrSack) != 0;
-  t.bufferSplitting = (flags >> npmp::kAddFlowBufferSplitShift) & 3;
+  t.bufferSplitting = static_cast<std::uint8_t>(
+      ((flags >> npmp::kAddFlowBufferSplitShift) & 3) |
+      ((mechanisms & npmp::kSctpMechanismBufferSplitOnBuffered) ? flowspec::kBufferSplitOnBuffered : 0));
   t.ccModule = (flags >> npmp::kAddFlowSctpCcShift) & 3;
   t.rtoMinMs = rtoMinAndDac & npmp::kSctpRtoMinMask;
   t.dac = (rtoMinAndDac & npmp::kSctpDacBit) != 0;
+  t.smartFr = (mechanisms & npmp::kSctpMechanismSmartFastRetransmit) != 0;
+  t.pktDrop = (mechanisms & npmp::kSctpMechanismPacketDropReporting) != 0;
   return t;
 }
 
@@ -52,6 +65,7 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
   add.measurementId = measurementId;
   add.streamId = spec.streamId;
   add.sctpRtoMinAndDac = sctpRtoMinAndDac(tuning);
+  add.sctpMechanisms = sctpMechanisms(tuning);
   add.runtimeMs = runtimeMs;
   add.protocol = spec.protocol;
   add.description = spec.description;
@@ -107,7 +121,7 @@ FlowRequest fromAddFlow(const npmp::AddFlow& m) {
   r.socketOptions.noDelay = (m.flags & npmp::kAddFlowNoDelay) != 0;
   r.socketOptions.congestionControl = m.congestionControl;
   r.socketOptions.ccid = m.ccid;
-  r.sctpTuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
+  r.sctpTuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac, m.sctpMechanisms);
   r.runtimeMs = m.runtimeMs;
   r.streamPolicy =
       sctp::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);

@@ -8,7 +8,7 @@
 // ADD_FLOW describes the flow from the passive's point of view: its FrameRate/FrameSize are
 // the active's inbound traffic. This project's extensions travel where the reference sends
 // zeros: the CMT-SCTP tuning in flag bits 3–7 and in the obsolete NDiffPorts field, the
-// runtime in the obsolete Scheduler field.
+// runtime and the bundled stack's CMT-SCTP mechanisms in the obsolete Scheduler field.
 // Pure (no sockets, no clocks); a round trip over every option is unit-tested.
 #pragma once
 
@@ -41,7 +41,9 @@ FlowRequest fromAddFlow(const npmp::AddFlow& m);
 sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec);
 std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning);      // ADD_FLOW flag bits 3–7
 std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning);    // ADD_FLOW NDiffPorts
-sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac);
+std::uint32_t sctpMechanisms(const sctp::Tuning& tuning);      // ADD_FLOW SctpMechanisms
+sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac,
+                                std::uint32_t mechanisms);
 
 // A fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.
 std::uint32_t fractionToWire(double fraction);

@@ -100,7 +100,11 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       return npmp::kStatusUnsupported;
   }
   if (m.protocol == Protocol::SCTP) {
-    const auto tuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac);
+    const auto tuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac, m.sctpMechanisms);
+    if (auto supported = sctp::userlandSupports(tuning); !supported) {
+      reject(supported.error());
+      return npmp::kStatusUnsupported;
+    }
     if (auto compatible = sctp::processWideCompatible(tuning); !compatible) {
       log::warning("ADD_FLOW rejected" + from + ": " + compatible.error());
       return npmp::kStatusProcessWideConflict;

@@ -325,7 +325,11 @@ void Listeners::openSctp(sctp::Stack stack) {
         o.sndBufferSize = options_.sndBufferSize;
         // Offered to every active: an association uses NR-SACK exactly when its active offers it
         // too (nrsack=on), which this passive cannot know before the INIT.
-        if (stack == sctp::Stack::Userland) o.nrSack = true;
+        // The same for packet-drop reporting (pktdrop=on).
+        if (stack == sctp::Stack::Userland) {
+          o.nrSack = true;
+          o.pktDrop = true;
+        }
       }
       listener->configure(o);
       const auto& addresses = control ? options_.controlAddresses : options_.localAddresses;

@@ -218,7 +218,7 @@ const char* cmtName(std::uint8_t cmt) {
 
 const char* bufferSplittingName(std::uint8_t value) {
   static const char* const names[] = {"none", "sender", "receiver", "both"};
-  return value < 4 ? names[value] : "unknown";
+  return names[value & 3];
 }
 
 namespace {
@@ -313,16 +313,26 @@ Result<void> setBufSplit(std::string_view, std::string_view value, FlowSpec& spe
   static const char* const names[] = {"none", "sender", "receiver", "both"};
   auto it = std::find(std::begin(names), std::end(names), value);
   if (it == std::end(names)) return Failure{"expected none, sender, receiver or both"};
-  spec.bufferSplitting = static_cast<std::uint8_t>(it - std::begin(names));
+  spec.bufferSplitting = static_cast<std::uint8_t>((spec.bufferSplitting & kBufferSplitOnBuffered) |
+                                                   (it - std::begin(names)));
   return {};
 }
 
-// nrsack=, dac=, error_on_abort=, nodelay=, debug=
+Result<void> setBufSplitOn(std::string_view, std::string_view value, FlowSpec& spec) {
+  if (value != "outstanding" && value != "buffered") return Failure{"expected outstanding or buffered"};
+  spec.bufferSplitting = static_cast<std::uint8_t>((spec.bufferSplitting & 3) |
+                                                   (value == "buffered" ? kBufferSplitOnBuffered : 0));
+  return {};
+}
+
+// nrsack=, dac=, smartfr=, pktdrop=, error_on_abort=, nodelay=, debug=
 Result<void> setSwitch(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto b = parseBool(value);
   if (!b) return Failure{"expected on or off"};
   bool& target = key == "nrsack"           ? spec.nrSack
                  : key == "dac"            ? spec.dac
+                 : key == "smartfr"        ? spec.smartFr
+                 : key == "pktdrop"        ? spec.pktDrop
                  : key == "error_on_abort" ? spec.errorOnAbort
                  : key == "nodelay"        ? spec.noDelay
                                            : spec.debug;
@@ -377,7 +387,9 @@ constexpr FlowOption kFlowOptions[] = {
     {"rtx_timeout", setRtxTimeout}, {"rtx_trials", setRtxTrials},
     {"rcvbuf", setBuffer},     {"sndbuf", setBuffer},
     {"cmt", setCmt},           {"sctpcc", setSctpCc},           {"bufsplit", setBufSplit},
+    {"bufsplit-on", setBufSplitOn},
     {"nrsack", setSwitch},     {"dac", setSwitch},              {"rtomin", setRtoMin},
+    {"smartfr", setSwitch},    {"pktdrop", setSwitch},
     {"ccid", setCcid},
     {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
     {"cc", setCongestionControl},  {"onoff", setOnOff},
@@ -443,9 +455,18 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
              (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "")};
     }
   }
-  const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac;
+  const bool sctpTuning =
+      spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac || spec.smartFr ||
+      spec.pktDrop;
   if (sctpTuning && spec.protocol != Protocol::SCTP) {
-    return Failure{"sctpcc=, bufsplit=, nrsack=, rtomin= and dac= apply only to SCTP flows"};
+    return Failure{"sctpcc=, bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac= and smartfr= apply only to "
+                   "SCTP flows"};
+  }
+  if (spec.smartFr && spec.cmt == 0) {
+    return Failure{"smartfr=on changes CMT's split fast retransmit, which a flow without CMT does not use: add cmt="};
+  }
+  if ((spec.bufferSplitting & kBufferSplitOnBuffered) && (spec.bufferSplitting & 3) == 0) {
+    return Failure{"bufsplit-on=buffered says how to split, bufsplit= whether: add bufsplit=sender, receiver or both"};
   }
   if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
     // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.

@@ -40,10 +40,12 @@ struct FlowSpec {
   std::uint8_t cmt = 0;
   // CMT-SCTP tuning (SCTP flows): sctpcc=, bufsplit=, nrsack=, rtomin=, dac=
   std::uint8_t sctpCc = 0;           // 0 rfc2581, 1 hstcp, 2 htcp, 3 rtcc
-  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver
+  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver, bit 2 on buffered bytes (bufsplit-on=)
   bool nrSack = false;
   std::uint16_t rtoMinMs = 0;        // 0 = default
   bool dac = false;
+  bool smartFr = false;  // smartfr=: smart fast retransmission (seed 001, IV-D); the bundled stack's patch 0005
+  bool pktDrop = false;  // pktdrop=: packet-drop reporting, negotiated like NR-SACK (userland stack)
   std::uint8_t ccid = 0;
   bool errorOnAbort = true;
   bool noDelay = false;
@@ -75,7 +77,10 @@ Result<void> assignFlowIds(std::vector<FlowSpec>& flows);
 // The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255.
 std::optional<std::uint8_t> parseCmt(std::string_view text);
 const char* cmtName(std::uint8_t cmt);
-const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both
+const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both (bits 0-1)
 constexpr std::uint8_t kCmtLikeMptcp = 4;
+// bufsplit-on=buffered: a path's share bounds the bytes it holds in the buffers, outstanding or
+// not (seed 001, section IV-B), instead of its outstanding bytes; the bundled stack's patch 0004.
+constexpr std::uint8_t kBufferSplitOnBuffered = 0x04;
 
 }  // namespace npm::flowspec

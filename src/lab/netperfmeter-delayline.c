@@ -1,5 +1,5 @@
 /*
- * netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-s SEED] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]
+ * netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-b BER] [-p PORT] [-s SEED] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]
  *
  * A userspace propagation-delay line for kernels without netem: every frame
  * received on IF_A is sent out of IF_B DELAY_AB_MS later (and IF_B -> IF_A
@@ -8,7 +8,12 @@
  * seeded generator, so a run can be repeated exactly). AF_PACKET sockets with
  * PACKET_VNET_HDR keep GSO/checksum offload metadata, so TSO-sized frames pass
  * unchanged (a lossy path should send one packet per frame: gso_max_segs 1 on
- * its end points, as netperfmeter-lab sets). Runs until SIGTERM/SIGINT; prints
+ * its end points, as netperfmeter-lab sets). With -b (--ber), bit errors: the SCTP
+ * part of each UDP-encapsulated SCTP packet (UDP port PORT or range PORT-LAST, -p,
+ * default 9899, as source or destination) gets a flipped bit with the probability that BER gives
+ * for its length, and a UDP checksum that is valid again (the kernel completes a
+ * partial one; a complete one is recomputed), so that the packet arrives and
+ * SCTP's CRC32c finds the error. Runs until SIGTERM/SIGINT; prints
  * "ready" once both interfaces are open, its counters on standard output on each
  * SIGUSR1 (one "counters ..." line) and on standard error on exit.
  * See netperfmeter-delayline(1).
@@ -16,7 +21,10 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <math.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
@@ -44,10 +52,13 @@ struct pkt {
 struct queue {
 	struct pkt q[QCAP];
 	unsigned head, tail;     /* tail - head = count */
-	unsigned long long in, out, dropped, lost;
+	unsigned long long in, out, dropped, lost, corrupted;
 	long long delay;         /* ns */
 	unsigned long long loss; /* drop when the next random number is below this (0: never) */
 };
+
+static double ber;                                 /* bit error rate of the SCTP part (-b) */
+static unsigned ber_port = 9899, ber_last = 9899;  /* the UDP encapsulation ports (-p) */
 
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -67,9 +78,10 @@ static void on_report(int s) { (void)s; report = 1; }
 static void print_counters(FILE *f, const char *what, const char *ifa, const char *ifb, const struct queue *ab,
 			   const struct queue *ba)
 {
-	fprintf(f, "%s %s->%s in=%llu out=%llu lost=%llu dropped=%llu; %s->%s in=%llu out=%llu lost=%llu dropped=%llu\n",
-		what, ifa, ifb, ab->in, ab->out, ab->lost, ab->dropped, ifb, ifa, ba->in, ba->out, ba->lost,
-		ba->dropped);
+	fprintf(f, "%s %s->%s in=%llu out=%llu lost=%llu dropped=%llu corrupted=%llu; "
+		"%s->%s in=%llu out=%llu lost=%llu dropped=%llu corrupted=%llu\n",
+		what, ifa, ifb, ab->in, ab->out, ab->lost, ab->dropped, ab->corrupted, ifb, ifa, ba->in, ba->out,
+		ba->lost, ba->dropped, ba->corrupted);
 	fflush(f);
 }
 
@@ -109,6 +121,88 @@ static int open_if(const char *ifname)
 	return fd;
 }
 
+/* The ones' complement sum of 16-bit words (RFC 1071), added to sum. */
+static unsigned long csum_add(unsigned long sum, const unsigned char *data, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (unsigned long)data[i] << 8 | data[i + 1];
+	if (len & 1)
+		sum += (unsigned long)data[len - 1] << 8;
+	return sum;
+}
+
+static unsigned short csum_fold(unsigned long sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (unsigned short)~sum;
+}
+
+/*
+ * -b: if the frame (after its virtio_net_hdr) is an IPv4 or IPv6 UDP packet to or from
+ * ber_port, flip one bit of its SCTP part with the probability 1 - (1 - ber)^bits, and make
+ * its UDP checksum valid again. Returns 1 if a bit was flipped.
+ */
+static int corrupt(unsigned char *frame, size_t len)
+{
+	const struct virtio_net_hdr *vnet = (const struct virtio_net_hdr *)frame;
+	unsigned char *eth = frame + sizeof(*vnet), *ip, *udp, *sctp;
+	size_t off = sizeof(*vnet) + 14, iplen, sctplen;
+	unsigned type;
+	int v6;
+
+	if (len < off + 20)
+		return 0;
+	type = (unsigned)eth[12] << 8 | eth[13];
+	ip = frame + off;
+	if (type == ETH_P_IP && (ip[0] >> 4) == 4 && ip[9] == IPPROTO_UDP) {
+		v6 = 0;
+		iplen = (size_t)(ip[0] & 0x0f) * 4;
+	} else if (type == ETH_P_IPV6 && len >= off + 40 && (ip[0] >> 4) == 6 && ip[6] == IPPROTO_UDP) {
+		v6 = 1;
+		iplen = 40;
+	} else {
+		return 0;
+	}
+	udp = ip + iplen;
+	if ((size_t)(udp - frame) + 8 > len)
+		return 0;
+	unsigned sport = (unsigned)udp[0] << 8 | udp[1], dport = (unsigned)udp[2] << 8 | udp[3];
+	if ((sport < ber_port || sport > ber_last) && (dport < ber_port || dport > ber_last))
+		return 0;
+	sctp = udp + 8;
+	sctplen = ((unsigned)udp[4] << 8 | udp[5]);
+	if (sctplen < 8 + 12 || (size_t)(udp - frame) + sctplen > len)
+		return 0;
+	sctplen -= 8;
+	/* P(at least one bit error) = 1 - (1 - ber)^bits */
+	double p = -expm1((double)sctplen * 8.0 * log1p(-ber));
+	if ((double)next_random() >= p * 18446744073709551616.0)
+		return 0;
+	unsigned long long bit = next_random() % (sctplen * 8);
+	sctp[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+	if (!(vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && !(udp[6] == 0 && udp[7] == 0 && !v6)) {
+		/* a complete checksum: recompute it over the pseudo-header, the UDP header and data */
+		unsigned long sum = 0;
+		unsigned short udplen = (unsigned short)(sctplen + 8), c;
+		unsigned char pseudo[4] = { 0, IPPROTO_UDP, (unsigned char)(udplen >> 8), (unsigned char)udplen };
+
+		sum = v6 ? csum_add(sum, ip + 8, 32) : csum_add(sum, ip + 12, 8);
+		sum = csum_add(sum, pseudo, sizeof(pseudo));
+		udp[6] = udp[7] = 0;
+		sum = csum_add(sum, udp, udplen);
+		c = csum_fold(sum);
+		if (c == 0)
+			c = 0xffff;
+		udp[6] = (unsigned char)(c >> 8);
+		udp[7] = (unsigned char)c;
+	}
+	/* a partial one (NEEDS_CSUM) the kernel completes over the data as it is now */
+	return 1;
+}
+
 /* receive everything pending on 'from' into q */
 static void pull(int from, struct queue *q)
 {
@@ -143,6 +237,8 @@ static void pull(int from, struct queue *q)
 			q->lost++;
 			continue;
 		}
+		if (ber > 0 && corrupt(b, (size_t)n))
+			q->corrupted++;
 		struct pkt *p = &q->q[q->tail % QCAP];
 		p->due = now_ns() + q->delay;
 		p->len = (size_t)n;
@@ -186,8 +282,13 @@ static int parse_number(const char *text, double max, double *out)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-s SEED] IF_A IF_B DELAY_AB_MS "
-		"[DELAY_BA_MS]\n");
+	fprintf(stderr, "usage: netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-b BER] [-p PORT[-LAST]] [-s SEED] IF_A IF_B "
+		"DELAY_AB_MS [DELAY_BA_MS]\n"
+		"  -l, --loss=PERCENT[,PERCENT]  drop frames at random (each direction)\n"
+		"  -b, --ber=BER                 bit errors in the SCTP part of UDP-encapsulated SCTP packets\n"
+		"  -p, --ber-port=PORT[-LAST]    their UDP port or ports (default 9899)\n"
+		"  -s, --seed=SEED               seed of the loss and bit-error decisions\n"
+		"  -h, --help                    this help\n");
 }
 
 static unsigned long long loss_threshold(double percent)
@@ -202,7 +303,12 @@ int main(int argc, char **argv)
 	double delay_ab, delay_ba, loss_ab = 0, loss_ba = 0;
 	int fa, fb, opt;
 
-	while ((opt = getopt(argc, argv, "l:s:h")) != -1) {
+	static const struct option longopts[] = {
+		{ "loss", required_argument, NULL, 'l' }, { "ber", required_argument, NULL, 'b' },
+		{ "ber-port", required_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
+	};
+	while ((opt = getopt_long(argc, argv, "l:b:p:s:h", longopts, NULL)) != -1) {
 		char *comma;
 		switch (opt) {
 		case 'l':
@@ -215,6 +321,29 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'b':
+			if (parse_number(optarg, 1, &ber) || ber >= 1) {
+				fprintf(stderr, "netperfmeter-delayline: -b wants a bit error rate from 0 to below 1 "
+					"(e.g. 5e-6)\n");
+				return 2;
+			}
+			break;
+		case 'p': {
+			double first, last;
+			char *dash = strchr(optarg, '-');
+			if (dash)
+				*dash = '\0';
+			if (parse_number(optarg, 65535, &first) || parse_number(dash ? dash + 1 : optarg, 65535, &last) ||
+			    first < 1 || first != (double)(unsigned)first || last != (double)(unsigned)last ||
+			    last < first) {
+				fprintf(stderr, "netperfmeter-delayline: -p wants a UDP port or a range FIRST-LAST "
+					"(1 to 65535)\n");
+				return 2;
+			}
+			ber_port = (unsigned)first;
+			ber_last = (unsigned)last;
+			break;
+		}
 		case 's': {
 			char *end;
 			errno = 0;

@@ -55,6 +55,9 @@ public:
     if (o.nrSack.value_or(false)) {
       throw TransportError("NR-SACK is not available in the Linux kernel SCTP stack; use the userland stack");
     }
+    if (o.pktDrop.value_or(false)) {
+      throw TransportError("packet-drop reporting is not available in the Linux kernel SCTP stack; use the userland stack");
+    }
     setBufferSizes(o.rcvBufferSize, o.sndBufferSize);
     if (family_ == AF_INET6 && o.v6only) setOption(fd(), IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
     const int reuse = 1;

@@ -52,8 +52,11 @@ std::string describe(const ProcessWide& settings) {
 
 std::string describe(const Tuning& t) {
   return std::string("cmt=") + flowspec::cmtName(t.cmt) + " cc=" + ccModuleName(t.ccModule) +
-         " bufsplit=" + flowspec::bufferSplittingName(t.bufferSplitting) + " dac=" + (t.dac ? "on" : "off") +
-         " nrsack=" + (t.nrSack ? "on" : "off") + " rtomin=" + std::to_string(t.rtoMinMs);
+         " bufsplit=" + flowspec::bufferSplittingName(t.bufferSplitting) +
+         ((t.bufferSplitting & flowspec::kBufferSplitOnBuffered) ? " bufsplit-on=buffered" : "") +
+         " dac=" + (t.dac ? "on" : "off") + (t.smartFr ? " smartfr=on" : "") +
+         " nrsack=" + (t.nrSack ? "on" : "off") + (t.pktDrop ? " pktdrop=on" : "") +
+         " rtomin=" + std::to_string(t.rtoMinMs);
 }
 
 std::unique_ptr<Socket> open(Stack stack, asio::io_context& io, int family, const StackSettings& settings) {

@@ -37,14 +37,18 @@ enum class StackChoice { Auto, Kernel, Userland };
 struct Tuning {
   std::uint8_t cmt = 0;              // SCTP_CMT_ON_OFF: 0 off, 1 CMT, 2 CMT/RPv1, 3 CMT/RPv2, 4 like MPTCP
   std::uint8_t ccModule = 0;         // 0 RFC 2581, 1 HSTCP, 2 H-TCP, 3 RTCC
-  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver
+  std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver, bit 2 on buffered bytes
   bool nrSack = false;
   bool dac = false;                  // delayed ACK for CMT
+  bool smartFr = false;              // smart fast retransmission (the bundled stack's patch 0005)
+  bool pktDrop = false;              // packet-drop reporting (negotiated: in force where both offer it)
   std::uint32_t rtoMinMs = 0;        // 0 = the stack's default
   bool operator==(const Tuning&) const = default;
   bool isDefault() const { return *this == Tuning{}; }
   // Everything but RTO.min needs the userland stack (Linux kernel SCTP has no CMT).
-  bool needsUserland() const { return cmt != 0 || ccModule != 0 || bufferSplitting != 0 || nrSack || dac; }
+  bool needsUserland() const {
+    return cmt != 0 || ccModule != 0 || bufferSplitting != 0 || nrSack || dac || smartFr || pktDrop;
+  }
 };
 const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "rtcc"
 
@@ -63,6 +67,9 @@ struct SocketOptions {
   // NR-SACK offered in INIT / INIT-ACK (negotiated when both ends offer it); only before the
   // association exists, and only the userland stack has it. nullopt: the stack's default (off).
   std::optional<bool> nrSack;
+  // Packet-drop reporting (the receiver reports packets it dropped for a bad checksum), offered
+  // in INIT / INIT-ACK the same way; userland stack only.
+  std::optional<bool> pktDrop;
   std::optional<bool> v6only;
 
   // RTO.max (and the initial RTO) that goes with the heartbeat: half of its interval, at least
@@ -171,6 +178,9 @@ std::uint16_t userlandEncapsulationPort();
 const char* userlandStackDescription();
 // Whether it keeps buffer splitting and DAC per association (the bundled stack's patch 0001).
 bool userlandPerAssociation();
+// What the linked usrsctp cannot do of `tuning`, as one line ("bufsplit-on=buffered needs the
+// bundled SCTP stack ..."): a system build refuses it instead of ignoring it.
+Result<void> userlandSupports(const Tuning& tuning);
 
 // The system's usrsctp 0.9.5 has buffer splitting and DAC only as process-wide sysctls, read
 // whenever a CMT association sends or acknowledges (associations without CMT never read them).

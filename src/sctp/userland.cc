@@ -17,6 +17,7 @@
 
 #include "common/handle.h"
 #include "common/log.h"
+#include "flowspec/flowspec.h"
 #include "sctp/socket.h"
 #include "sctp/sockaddr.h"
 #include "transport/sockets.h"
@@ -262,6 +263,13 @@ public:
       v.assoc_value = *o.nrSack ? 1 : 0;
       setOption(so_, IPPROTO_SCTP, SCTP_NRSACK_SUPPORTED, v, "SCTP_NRSACK_SUPPORTED");
     }
+    if (o.pktDrop) {
+      // As NR-SACK: the endpoint's, copied into each association and offered in INIT/INIT-ACK.
+      sctp_assoc_value v{};
+      v.assoc_id = SCTP_FUTURE_ASSOC;
+      v.assoc_value = *o.pktDrop ? 1 : 0;
+      setOption(so_, IPPROTO_SCTP, SCTP_PKTDROP_SUPPORTED, v, "SCTP_PKTDROP_SUPPORTED");
+    }
     if (o.heartbeatMs != 0) {
       sctp_paddrparams hb{};
       hb.spp_assoc_id = SCTP_FUTURE_ASSOC;
@@ -319,6 +327,10 @@ public:
     v.assoc_value = t.dac ? 1 : 0;
     setOption(so_, IPPROTO_SCTP, SCTP_CMT_USE_DAC, v, "SCTP_CMT_USE_DAC");
 #endif
+#if defined(USRSCTP_NPM_PATCHLEVEL) && USRSCTP_NPM_PATCHLEVEL >= 5
+    v.assoc_value = t.smartFr ? 1 : 0;
+    setOption(so_, IPPROTO_SCTP, SCTP_SMART_FAST_RETRANSMIT, v, "SCTP_SMART_FAST_RETRANSMIT");
+#endif
     if (t.rtoMinMs != 0) {
       sctp_rtoinfo rto{};
       rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
@@ -329,7 +341,7 @@ public:
     // What the stack holds now, never only what was asked for.
     const auto held = tuningInForce();
     if (!held || held->cmt != t.cmt || held->ccModule != t.ccModule ||
-        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac)) ||
+        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac || held->smartFr != t.smartFr)) ||
         (t.rtoMinMs != 0 && held->rtoMinMs != t.rtoMinMs)) {
       throw TransportError("usrsctp holds " + (held ? describe(*held) : std::string("nothing readable")) +
                            " after being told " + describe(t));
@@ -350,11 +362,18 @@ public:
     t.cmt = static_cast<std::uint8_t>(*cmt);
     t.ccModule = static_cast<std::uint8_t>(*cc);
     t.nrSack = *nrSack != 0;
+    // Negotiated: on where both ends offered it (the socket's own offer before the association).
+    t.pktDrop = get(SCTP_PKTDROP_SUPPORTED).value_or(0) != 0;
 #ifdef USRSCTP_NPM_PATCHLEVEL
     const auto splitting = get(SCTP_BUFFER_SPLITTING), dac = get(SCTP_CMT_USE_DAC);
     if (!splitting || !dac) return std::nullopt;
     t.bufferSplitting = static_cast<std::uint8_t>(*splitting);
     t.dac = *dac != 0;
+#if USRSCTP_NPM_PATCHLEVEL >= 5
+    const auto smartFr = get(SCTP_SMART_FAST_RETRANSMIT);
+    if (!smartFr) return std::nullopt;
+    t.smartFr = *smartFr != 0;
+#endif
 #else
     // The system's usrsctp reads them from its process-wide sysctls whenever they are used.
     t.bufferSplitting = static_cast<std::uint8_t>(usrsctp_sysctl_get_sctp_buffer_splitting());
@@ -622,6 +641,25 @@ bool userlandPerAssociation() {
 }
 
 const char* userlandStackDescription() { return NPM_USRSCTP_DESCRIPTION; }
+
+Result<void> userlandSupports(const Tuning& tuning) {
+#ifdef USRSCTP_NPM_PATCHLEVEL
+  constexpr int level = USRSCTP_NPM_PATCHLEVEL;
+#else
+  constexpr int level = 0;  // the system's libusrsctp: none of the series
+#endif
+#if defined(USRSCTP_NPM_PATCHLEVEL) && USRSCTP_NPM_PATCHLEVEL >= 4
+  // The tuning's bits are the option's (bit 2: patch 0004).
+  static_assert(SCTP_BUFFER_SPLITTING_ON_BUFFERED == flowspec::kBufferSplitOnBuffered);
+#endif
+  auto needs = [](const char* knob, int patch) {
+    return Failure{std::string(knob) + " needs the bundled SCTP stack (its patch 000" + std::to_string(patch) +
+                   "); this netperfmeter links the " + NPM_USRSCTP_DESCRIPTION};
+  };
+  if ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) && level < 4) return needs("bufsplit-on=buffered", 4);
+  if (tuning.smartFr && level < 5) return needs("smartfr=on", 5);
+  return {};
+}
 
 std::uint16_t userlandEncapsulationPort() {
   std::lock_guard lock(gMutex);

@@ -98,6 +98,19 @@ class UserlandSctpKnobs(unittest.TestCase):
         self.assertEqual(types.count(16), 0, "NR-SACK chunks without NR-SACK negotiated")
         self.assertGreater(types.count(3), 10)
 
+    def test_pktdrop_on_is_negotiated_and_held(self):
+        # Packet-drop reporting is offered like NR-SACK (PKTDROP, chunk type 129, in the
+        # Supported Extensions of INIT and INIT-ACK) and in force on both sides; its effect on
+        # damaged packets: test_sctp.PacketDropReporting.
+        capture = self.run_captured("pktdrop-on", "-sctp", f"{RATE}:const1400:pktdrop=on")
+        self.assertIn(129, self.supported_chunks(capture, 1), "the active's INIT does not offer packet-drop reporting")
+        self.assertIn(129, self.supported_chunks(capture, 2), "the passive's INIT-ACK does not offer it")
+        for side, log in (("active", capture.active.stderr), ("passive", self.passive.output())):
+            self.assertRegex(log, r"Flow #0: SCTP association .*the stack holds .* pktdrop=on ", f"{side} log")
+        self.assertNotIn("did not agree to packet-drop reporting", capture.active.stderr)
+        capture = self.run_captured("pktdrop-off", "-sctp", f"{RATE}:const1400")
+        self.assertNotIn(129, self.supported_chunks(capture, 1), "the active's INIT offers packet-drop reporting")
+
     def a_rwnd(self, capture, side):
         """The a_rwnd of `side`'s SACKs and NR-SACKs once data flows (after the 20th DATA chunk
         of the other side: the set-up's first SACKs come from before the flow's options)."""
@@ -204,11 +217,15 @@ class UserlandSctpKnobs(unittest.TestCase):
                                   "(ProcessWideSettings tests that build)")
     def test_cmt_associations_differ_in_one_process(self):
         # Two CMT associations of one process (on each side), at the same time, with different
-        # buffer splitting and DAC: both run, each side's stack holds each association's own
-        # values, and the SACKs show DAC on the first association only.
-        capture = self.run_captured("per-association", "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:dac=on",
+        # buffer splitting (the first on buffered bytes, patch 0004, and with smart fast
+        # retransmission, patch 0005: both passed in ADD_FLOW) and DAC:
+        # both run, each side's stack holds each association's own values, and the SACKs show
+        # DAC on the first association only.
+        capture = self.run_captured("per-association",
+                                    "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered:dac=on:smartfr=on",
                                     "-sctp", "const500:const1400:cmt=cmtrpv2:bufsplit=none:dac=off")
-        wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both dac=on", 1: "cmt=cmtrpv2 cc=rfc2581 bufsplit=none dac=off"}
+        wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both bufsplit-on=buffered dac=on smartfr=on",
+                  1: "cmt=cmtrpv2 cc=rfc2581 bufsplit=none dac=off"}
         for side, log in (("active", capture.active.stderr), ("passive", self.passive.output())):
             for flow, held in wanted.items():
                 self.assertRegex(log, rf"Flow #{flow}: SCTP association .*the stack holds {held} ",
@@ -314,6 +331,17 @@ class ProcessWideSettings(unittest.TestCase):
             self.assertEqual(len(lines), 1, r.stderr)
             self.assertRegex(lines[0], r"flows #0 and #1 .*bufsplit=both dac=off.*bufsplit=none dac=off.*separate")
             self.assertEqual(os.listdir(d), [], "something was written before the refusal")
+
+    def test_what_only_the_bundled_stack_has_is_refused(self):
+        for options, knob in (("bufsplit=both:bufsplit-on=buffered", "bufsplit-on=buffered"), ("smartfr=on", "smartfr=on")):
+            with tempfile.TemporaryDirectory() as d:
+                r = run_active("127.0.0.1:9", "-runtime=1", "-sctp", f"const0:const1400:cmt=cmt:{options}", cwd=d,
+                               check=False)
+                self.assertNotEqual(r.returncode, 0)
+                lines = [l for l in r.stderr.splitlines() if l.strip()]
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(f"{knob} needs the bundled SCTP stack", lines[0])
+                self.assertEqual(os.listdir(d), [], "something was written before the refusal")
 
     def test_a_flow_without_cmt_does_not_conflict(self):
         port, (udp,) = free_base_port(udp_ports=1)

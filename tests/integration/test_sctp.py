@@ -356,6 +356,70 @@ class MultipathSctp(unittest.TestCase):
         self.assertEqual(min(rto_after), 200, "path 2's RTO came back to RTO.min once it answered again")
         self.assertGreater(end[1] - marks["after"][1], 100, "path 2 carried data again after the failure")
         self.assertGreater(mbits(up, up + 2e6), 0, "the passive received data after the failure")
+        if BUNDLED:
+            # The stack's own counts (patch 0002), per destination of the retransmission: path 2's
+            # T3 timeouts move its outstanding chunks to path 1 (RFC 4960, 6.3.3), where they
+            # count as timer retransmissions, apart from fast retransmissions.
+            path1 = next(rows for key, rows in paths.items() if rows is not path2)
+            for name, rows in (("path 1", path1), ("path 2", path2)):
+                timer = [(int(r["AbsTime"]), number(r["TimerRetrans"])) for r in rows]
+                print(f"{name}: chunks retransmitted after a timeout: {max(v for t, v in timer if t < down):.0f} "
+                      f"before the outage, {timer[-1][1]:.0f} at the end; fast: {rows[-1]['FastRetrans']}")
+            timer1 = [(int(r["AbsTime"]), number(r["TimerRetrans"])) for r in path1]
+            self.assertGreater(timer1[-1][1], max(v for t, v in timer1 if t < down),
+                               "the chunks that path 2's timeouts moved to path 1 count there as timer retransmissions")
+
+
+@unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
+@unittest.skipUnless(os.geteuid() == 0, "namespaces and captures need root")
+class PacketDropReporting(unittest.TestCase):
+    """Bit errors on a path (netperfmeter-delayline -b): the packets arrive with a valid UDP
+    checksum, the receiver's SCTP finds the damage by its CRC32c, and with pktdrop=on (negotiated
+    in INIT and INIT-ACK) it reports each damaged packet in a PKTDROP chunk; without, it drops
+    them silently. Counted in a capture at the passive: what the delay line corrupted reaches it,
+    and the PKTDROP chunks it sends."""
+
+    def test_damaged_packets_are_reported_only_with_pktdrop_on(self):
+        delayline = os.path.join(os.environ["NPM_BUILD_DIR"], "src", "lab", "netperfmeter-delayline")
+        udp = UDP + 1  # inside the passive's namespace: its own port space
+        topology = lab_topology()
+        topology.remove_stale("npmpd")
+        topo = topology.Disjoint([topology.path(rate="20mbit", ber=2e-6)], prefix="npmpd", delayline=delayline,
+                                 ber_ports=str(udp))
+        topo.up()
+        found = {}
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                for pktdrop in ("on", "off"):
+                    pcap = os.path.join(d, f"pktdrop-{pktdrop}.pcapng")
+                    before = topo.delay_counters()["1"]
+                    with Passive(PORT + 25, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
+                            Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
+                        result = run_active(f"{topo.address('passive', 0)}:{PORT + 25}", "-control-over-tcp",
+                                            f"--sctp-remote-udp-port={udp}", "-runtime=3",
+                                            "-sctp", f"const0:const1400:pktdrop={pktdrop}", netns=topo.A, cwd=d)
+                    after = topo.delay_counters()["1"]
+                    corrupted = {k: after[k]["corrupted"] - before[k]["corrupted"] for k in ("forward", "reverse")}
+                    rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
+                    reports = sum(1 for r in rows if r[0] == str(udp))
+                    init = cap.fields("sctp.chunk_type == 1", "sctp.supported_chunk_type",
+                                      decode=[f"udp.port=={udp},sctp"])
+                    offered = 129 in {int(v) for r in init for v in r[0].split(",") if v}
+                    found[pktdrop] = (corrupted, reports, offered, result.stderr)
+                    print(f"pktdrop={pktdrop}: the delay line corrupted {corrupted['forward']} packets towards the "
+                          f"passive and {corrupted['reverse']} back; the passive sent {reports} PKTDROP chunks; "
+                          f"the INIT offered packet-drop reporting: {offered}")
+        finally:
+            topo.down()
+        for pktdrop, (corrupted, _, _, _) in found.items():
+            self.assertGreater(corrupted["forward"], 5, f"pktdrop={pktdrop}: the delay line damaged (almost) nothing")
+        corrupted, reports, offered, log = found["on"]
+        self.assertTrue(offered, "pktdrop=on: the INIT does not offer packet-drop reporting")
+        self.assertIn("pktdrop=on", log, "the active's stack does not hold pktdrop=on for the association")
+        self.assertGreater(reports, corrupted["forward"] // 4, "the passive reported (almost) none of the damaged packets")
+        _, reports, offered, _ = found["off"]
+        self.assertFalse(offered, "pktdrop=off: the INIT offers packet-drop reporting")
+        self.assertEqual(reports, 0, "PKTDROP chunks without packet-drop reporting negotiated")
 
 
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")

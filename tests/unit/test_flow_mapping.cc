@@ -131,9 +131,21 @@ TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
   CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift |
                                         3 << npmp::kAddFlowSctpCcShift));
   CHECK(control::sctpRtoMinAndDac(t) == (npmp::kSctpDacBit | 250));
-  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t)) == t);
+  CHECK(control::sctpMechanisms(t) == 0);
+  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
+                                    control::sctpMechanisms(t)) == t);
+  // bufsplit-on=buffered (bit 2 of the tuning's buffer splitting) and smartfr=on in the
+  // SctpMechanisms field
+  t.bufferSplitting = 3 | flowspec::kBufferSplitOnBuffered;
+  t.smartFr = true;
+  CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 3 << npmp::kAddFlowBufferSplitShift |
+                                        3 << npmp::kAddFlowSctpCcShift));
+  CHECK(control::sctpMechanisms(t) ==
+        (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit));
+  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
+                                    control::sctpMechanisms(t)) == t);
   // The reference's own flag bits are not SCTP tuning.
-  CHECK(control::sctpTuningFromWire(0, npmp::kAddFlowDebug | npmp::kAddFlowNoDelay | npmp::kAddFlowRepeatOnOff, 0)
+  CHECK(control::sctpTuningFromWire(0, npmp::kAddFlowDebug | npmp::kAddFlowNoDelay | npmp::kAddFlowRepeatOnOff, 0, 0)
             .isDefault());
 }
 

@@ -41,6 +41,20 @@ TEST_CASE("CMT-SCTP tuning options") {
   CHECK(sctpSpec("const0:const1400:bufsplit=receiver").bufferSplitting == 2);
   CHECK(sctpSpec("const0:const1400:sctpcc=rtcc").sctpCc == 3);
   CHECK(control::sctpTuningFlags(control::sctpTuning(sctpSpec("const0:const1400"))) == 0);
+  // bufsplit-on= in either order with bufsplit=
+  CHECK(sctpSpec("const0:const1400:bufsplit=both:bufsplit-on=buffered").bufferSplitting ==
+        (3 | flowspec::kBufferSplitOnBuffered));
+  CHECK(sctpSpec("const0:const1400:bufsplit-on=buffered:bufsplit=sender").bufferSplitting ==
+        (1 | flowspec::kBufferSplitOnBuffered));
+  CHECK(sctpSpec("const0:const1400:bufsplit=receiver:bufsplit-on=outstanding").bufferSplitting == 2);
+  CHECK(sctp::describe(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered")))
+            .find("bufsplit=both bufsplit-on=buffered dac=off") != std::string::npos);
+  const auto smart = sctpSpec("const0:const1400:cmt=cmtrpv2:smartfr=on");
+  CHECK(smart.smartFr);
+  CHECK(control::sctpTuning(smart).smartFr);
+  CHECK(control::sctpMechanisms(control::sctpTuning(smart)) == npmp::kSctpMechanismSmartFastRetransmit);
+  CHECK(sctp::describe(control::sctpTuning(smart)).find("dac=off smartfr=on nrsack=off") != std::string::npos);
+  CHECK(sctp::describe(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))).find("smartfr") == std::string::npos);
 }
 
 TEST_CASE("CMT-SCTP tuning errors") {
@@ -49,6 +63,15 @@ TEST_CASE("CMT-SCTP tuning errors") {
   CHECK_THAT(flowspec::parse("const0:const1400:rtomin=0", Protocol::SCTP).error(), Catch::Contains("32767"));
   CHECK_THAT(flowspec::parse("const0:const1400:nrsack=on", Protocol::TCP).error(), Catch::Contains("only to SCTP"));
   CHECK_THAT(flowspec::parse("const0:const1400:dac=on", Protocol::UDP).error(), Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit-on=queued", Protocol::SCTP).error(),
+             Catch::Contains("outstanding or buffered"));
+  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit-on=buffered", Protocol::SCTP).error(),
+             Catch::Contains("add bufsplit=sender, receiver or both"));
+  CHECK_THAT(flowspec::parse("const0:const1400:bufsplit=both:bufsplit-on=buffered", Protocol::TCP).error(),
+             Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:smartfr=on", Protocol::SCTP).error(), Catch::Contains("add cmt="));
+  CHECK_THAT(flowspec::parse("const0:const1400:cmt=cmt:smartfr=maybe", Protocol::SCTP).error(),
+             Catch::Contains("on or off"));
 }
 
 TEST_CASE("the usrsctp abort (PR-SCTP + NR-SACK + fragmented messages) is refused") {
@@ -184,4 +207,23 @@ TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
     CHECK_THAT(available.error(), Catch::Contains("DCCP is not supported by this kernel"));
     CHECK_THROWS_WITH(transport::openSocket(Protocol::DCCP, AF_INET), Catch::Contains("not supported by this kernel"));
   }
+}
+
+TEST_CASE("bufsplit-on=buffered and smartfr=on need the bundled stack's patches 0004 and 0005, and a system build says so") {
+  const std::string stack = sctp::userlandStackDescription();
+  const struct {
+    const char* spec;
+    const char* patch;
+    const char* knob;
+  } cases[] = {{"const0:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered", " 0004", "bufsplit-on=buffered"},
+               {"const0:const1400:cmt=cmt:smartfr=on", " 0005", "smartfr=on"}};
+  for (const auto& c : cases) {
+    const auto supported = sctp::userlandSupports(control::sctpTuning(sctpSpec(c.spec)));
+    if (stack.find(c.patch) != std::string::npos) {
+      CHECK(supported);
+    } else {
+      CHECK_THAT(supported.error(), Catch::Contains(std::string(c.knob) + " needs the bundled SCTP stack"));
+    }
+  }
+  CHECK(sctp::userlandSupports(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=both"))));
 }

@@ -13,7 +13,7 @@ from . import expr
 PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp")
 TOPOLOGIES = ("disjoint", "shared")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
-             "reverse_loss"}
+             "reverse_loss", "ber"}
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
@@ -123,18 +123,21 @@ class Path:
     """One path of a disjoint topology, both directions (forward = active -> passive)."""
 
     def __init__(self, name, rate, reverse_rate, queue, reverse_queue, delay_ms, reverse_delay_ms, loss,
-                 reverse_loss):
+                 reverse_loss, ber=0.0):
         self.name = name
         self.rate, self.reverse_rate = rate, reverse_rate          # bit/s, None = unshaped
         self.queue, self.reverse_queue = queue, reverse_queue      # bytes
         self.delay_ms, self.reverse_delay_ms = delay_ms, reverse_delay_ms
         self.loss, self.reverse_loss = loss, reverse_loss          # percent
+        # bit error rate of SCTP over UDP, both directions (netperfmeter-delayline -b): the packets
+        # arrive, SCTP's CRC32c finds the error
+        self.ber = ber
 
     def key(self):
         return tuple(sorted(vars(self).items()))
 
     def needs_delay_line(self):
-        return any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss, self.reverse_loss))
+        return any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss, self.reverse_loss, self.ber))
 
 
 class Flow:
@@ -241,7 +244,15 @@ class Study:
             if not 0 <= v <= limit:
                 self._checker.fail(f"{key}.{k}", f"{v} is outside 0 to {limit}")
             numbers[k] = v
-        return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, **numbers)
+        ber = get("ber", 0)
+        try:
+            ber = float(ber)
+        except (TypeError, ValueError):
+            self._checker.fail(f"{key}.ber", f"\"{ber}\" is not a number")
+            ber = 0.0
+        if not 0 <= ber < 1:
+            self._checker.fail(f"{key}.ber", f"{ber} is outside 0 to below 1 (a bit error rate, e.g. 5e-6)")
+        return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, ber=ber, **numbers)
 
     def flows_for(self, values):
         """The flows of a combination, in order; a [[flows]] entry with count = N (or a

@@ -143,7 +143,7 @@ def tbf_burst(rate_bits):
 
 
 def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=None, reverse_rate=None,
-         reverse_delay_ms=None, reverse_loss=0, reverse_queue=None, reverse_burst=None, name="path"):
+         reverse_delay_ms=None, reverse_loss=0, reverse_queue=None, reverse_burst=None, name="path", ber=0.0):
     """A path from keywords: rates in bit/s or as text ("20mbit"; None = unshaped), queues and
     bursts in bytes (tbf's limit and bucket; burst None = tbf_burst()), loss in percent. The
     reverse direction (passive -> active) is unshaped unless given, has the forward delay unless
@@ -152,7 +152,7 @@ def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=Non
         return study.parse_rate(rate) if isinstance(rate, str) else rate
 
     p = study.Path(name, bits(rate), bits(reverse_rate), queue, queue if reverse_queue is None else reverse_queue,
-                   delay_ms, delay_ms if reverse_delay_ms is None else reverse_delay_ms, loss, reverse_loss)
+                   delay_ms, delay_ms if reverse_delay_ms is None else reverse_delay_ms, loss, reverse_loss, ber)
     p.burst, p.reverse_burst = burst, reverse_burst
     return p
 
@@ -160,11 +160,14 @@ def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=Non
 class Disjoint:
     """netem: None uses netem where the kernel has it, False always the delay line, True
     requires netem. announce: the passive announces its other addresses to MPTCP (signal
-    endpoints); without it, mptcp_endpoint() chooses."""
+    endpoints); without it, mptcp_endpoint() chooses. ber_ports: the UDP ports of userland SCTP
+    whose packets a path's bit errors (Path.ber) corrupt ("PORT" or "FIRST-LAST"; the runner's
+    pairs use 9899 + i)."""
 
     def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1, prefix=PREFIX,
-                 netem=None, announce=True):
+                 netem=None, announce=True, ber_ports="9899-9930"):
         self.paths = paths
+        self.ber_ports = ber_ports
         self.delayline = delayline
         self.sysctls = sysctls or {}
         self.seed = seed
@@ -326,7 +329,9 @@ class Disjoint:
         interface (see the module's description)."""
         forward = forward or (ns_a, dev_a)
         reverse = reverse or (ns_b, dev_b)
-        if path.needs_delay_line() and not self.netem:
+        # Bit errors that SCTP (not UDP) sees only the delay line makes: netem's corruption hits
+        # any byte of the packet, and UDP drops it for its checksum before SCTP sees it.
+        if path.needs_delay_line() and (not self.netem or getattr(path, "ber", 0) > 0):
             d = self.A[:-1] + f"d{index}"
             self._add_ns(d)
             self._veth(ns_a, dev_a, d, "x")
@@ -336,6 +341,8 @@ class Disjoint:
             cmd = ["ip", "netns", "exec", d, self.delayline, "-s", str(self.seed + index)]
             if path.loss > 0 or path.reverse_loss > 0:
                 cmd += ["-l", f"{path.loss},{path.reverse_loss}"]
+            if getattr(path, "ber", 0) > 0:
+                cmd += ["-b", repr(path.ber), "-p", self.ber_ports]
             cmd += ["x", "y", str(path.delay_ms), str(path.reverse_delay_ms)]
             try:
                 line = self._start_delayline(cmd)
@@ -417,8 +424,9 @@ class Disjoint:
         return line
 
     def delay_counters(self):
-        """{link index: {"forward"/"reverse": {in, out, lost, dropped}}} of the running delay lines
-        (asked with SIGUSR1; link i + 1 is path i, a shared topology's bottleneck is the last)."""
+        """{link index: {"forward"/"reverse": {in, out, lost, dropped, corrupted}}} of the running
+        delay lines (asked with SIGUSR1; link i + 1 is path i, a shared topology's bottleneck is the
+        last)."""
         out = {}
         for index, proc in self.delayline_of.items():
             if proc.poll() is not None:
@@ -426,10 +434,10 @@ class Disjoint:
             proc.send_signal(signal.SIGUSR1)
             ready, _, _ = select.select([proc.stdout], [], [], 5)
             line = proc.stdout.readline().strip() if ready else ""
-            parts = re.findall(r"in=(\d+) out=(\d+) lost=(\d+) dropped=(\d+)", line)
+            parts = re.findall(r"in=(\d+) out=(\d+) lost=(\d+) dropped=(\d+)(?: corrupted=(\d+))?", line)
             if not line.startswith("counters") or len(parts) != 2:
                 raise LabError(f"the delay line of link {index} gave no counters: {line!r}")
-            out[str(index)] = {d: dict(zip(("in", "out", "lost", "dropped"), map(int, p)))
+            out[str(index)] = {d: dict(zip(("in", "out", "lost", "dropped", "corrupted"), (int(v or 0) for v in p)))
                                for d, p in zip(("forward", "reverse"), parts)}
         return out
 
