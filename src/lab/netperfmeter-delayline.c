@@ -1,5 +1,6 @@
 /*
- * netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-b BER] [-p PORT] [-s SEED] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]
+ * netperfmeter-delayline [-l LOSS_AB[,LOSS_BA]] [-b BER] [-p PORT[-LAST]] [-s SEED] IF_A IF_B DELAY_AB_MS
+ *                        [DELAY_BA_MS]
  *
  * A userspace propagation-delay line for kernels without netem: every frame
  * received on IF_A is sent out of IF_B DELAY_AB_MS later (and IF_B -> IF_A
