@@ -243,6 +243,14 @@ void flowMembers(json::Writer& w, const JsonFlowInfo& f) {
   textOrNull(w, "congestion_control", f.congestionControl);
 }
 
+// What every stream record starts with: its type, the schema's version, the measurement, when.
+void recordHead(json::Writer& w, const char* type, std::uint64_t measurementId, std::uint64_t time) {
+  w.key("type").value(type);
+  w.key("schema_version").value(kJsonSchemaVersion);
+  w.key("measurement_id").value(paddedHex64(measurementId));
+  w.key("time_us").value(time);
+}
+
 void runtimeMembers(json::Writer& w, const JsonRunInfo& info) {
   w.key("runtime_s");
   if (info.runtime) w.value(*info.runtime);
@@ -321,10 +329,7 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
 std::string streamStartLine(const JsonRunInfo& info, std::uint64_t start) {
   json::Writer w;
   w.beginObject();
-  w.key("type").value("start");
-  w.key("schema_version").value(kJsonSchemaVersion);
-  w.key("measurement_id").value(paddedHex64(info.measurementId));
-  w.key("time_us").value(start);
+  recordHead(w, "start", info.measurementId, start);
   w.key("program").value("netperfmeter");
   w.key("version").value(info.version);
   hostMembers(w, info.host);
@@ -345,10 +350,7 @@ std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int ex
                           const std::optional<std::string>& error, const std::string& document) {
   json::Writer w;
   w.beginObject();
-  w.key("type").value("end");
-  w.key("schema_version").value(kJsonSchemaVersion);
-  w.key("measurement_id").value(paddedHex64(measurementId));
-  w.key("time_us").value(now);
+  recordHead(w, "end", measurementId, now);
   w.key("exit_code").value(exitCode);
   w.key("error");
   if (error) w.value(*error);
@@ -385,10 +387,7 @@ std::string JsonStream::line(std::uint64_t now, const std::vector<JsonFlowSample
   };
   json::Writer w;
   w.beginObject();
-  w.key("type").value("interval");
-  w.key("schema_version").value(kJsonSchemaVersion);
-  w.key("measurement_id").value(paddedHex64(measurementId_));
-  w.key("time_us").value(now);
+  recordHead(w, "interval", measurementId_, now);
   w.key("elapsed_s").value(elapsed);
   w.key("interval_s").value(interval);
   auto counters = [&](const char* key, const Counters& c, const Counters& before, bool rates) {
