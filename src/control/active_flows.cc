@@ -258,10 +258,9 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   identify.measurementId = measurementId_;
   identify.streamId = spec.streamId;
   if (options_.vectorPattern.empty()) identify.flags |= npmp::kIdentifyNoVectors;
-  if (hasBz2Suffix(options_.vectorPattern)) identify.flags |= npmp::kIdentifyCompressVectors;
-  if (measure::resultCompression(options_.vectorPattern) == Compression::kGzip) {
-    identify.flags |= npmp::kIdentifyGzipVectors;
-  }
+  const Compression vectors = measure::resultCompression(options_.vectorPattern);
+  if (vectors == Compression::kBzip2) identify.flags |= npmp::kIdentifyCompressVectors;
+  if (vectors == Compression::kGzip) identify.flags |= npmp::kIdentifyGzipVectors;
   if (samplesPaths(run.flow->parameters().protocol)) identify.flags |= npmp::kIdentifyPathVectors;
   npmp::Bytes identifyMessage;
   npmp::encode(identify, identifyMessage);

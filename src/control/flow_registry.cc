@@ -322,9 +322,8 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
                            measure::hasPaths(protocol);
   if (samplePaths) flow->samplePathsEvery(session->pathInterval());
   if (!(id.flags & npmp::kIdentifyNoVectors)) {
-    const Compression compression = (id.flags & npmp::kIdentifyGzipVectors)       ? Compression::kGzip
-                                    : (id.flags & npmp::kIdentifyCompressVectors) ? Compression::kBzip2
-                                                                                  : Compression::kNone;
+    const Compression compression =
+        measure::compressionAsked(id.flags, npmp::kIdentifyGzipVectors, npmp::kIdentifyCompressVectors);
     try {
       measure::FlowVectorWriter writer(measure::anonymousResultFile(compression));
       writer.setBudget(session->spool());

@@ -197,9 +197,7 @@ asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   try {
     if (!(m.flags & npmp::kStartNoVectors)) {
       pm.measurement->setVector(measure::MeasurementVectorWriter(measure::anonymousResultFile(
-          (m.flags & npmp::kStartGzipVectors)       ? Compression::kGzip
-          : (m.flags & npmp::kStartCompressVectors) ? Compression::kBzip2
-                                                    : Compression::kNone)));
+          measure::compressionAsked(m.flags, npmp::kStartGzipVectors, npmp::kStartCompressVectors))));
     }
   } catch (const FileError& e) {
     log::error(std::string("Measurement vector: ") + e.what());
@@ -267,9 +265,8 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   try {
     if (auto* v = measurement->vector()) vectorFile = v->file().takeForReading();
     if (!(flags & npmp::kStartNoScalars)) {
-      OutputFile scalars = measure::anonymousResultFile((flags & npmp::kStartGzipScalars)       ? Compression::kGzip
-                                                        : (flags & npmp::kStartCompressScalars) ? Compression::kBzip2
-                                                                                                : Compression::kNone);
+      OutputFile scalars = measure::anonymousResultFile(
+          measure::compressionAsked(flags, npmp::kStartGzipScalars, npmp::kStartCompressScalars));
       measure::writeScalars(scalars, "passive", result);
       scalarFile = scalars.takeForReading();
     }

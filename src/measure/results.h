@@ -35,6 +35,10 @@ int resultLevel(Compression compression);  // bzip2 9, gzip kResultGzipLevel
 OutputFile openResultFile(const std::string& path);
 // An anonymous one (the passive's files before their upload).
 OutputFile anonymousResultFile(Compression compression);
+// What an active asked for in a flag byte of START or IDENTIFY: gzip, bzip2 or neither.
+inline Compression compressionAsked(std::uint8_t flags, std::uint8_t gzipBit, std::uint8_t bzip2Bit) {
+  return (flags & gzipBit) ? Compression::kGzip : (flags & bzip2Bit) ? Compression::kBzip2 : Compression::kNone;
+}
 
 // Escapes a value for KEY="value" lines: \ " $ ` are backslash-escaped.
 std::string shellQuote(std::string_view value);
