@@ -198,7 +198,7 @@ static int hf_framerate = -1, hf_framesize = -1, hf_framerate_rng = -1, hf_frame
 static int hf_rcvbuf = -1, hf_sndbuf = -1, hf_maxmsgsize = -1, hf_cmt = -1, hf_ccid = -1;
 static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1, hf_runtime = -1;
 static int hf_sctp_mechanisms = -1, hf_sctp_mechanisms_bufsplit_on_buffered = -1, hf_sctp_mechanisms_smartfr = -1;
-static int hf_sctp_mechanisms_pktdrop = -1;
+static int hf_sctp_mechanisms_pktdrop = -1, hf_sctp_mechanisms_reschedule = -1;
 static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags = -1;
 static int hf_onoff_flags_reltime = -1, hf_onoff_padding = -1, hf_onoff_value = -1;
 static int hf_magic = -1;
@@ -507,7 +507,7 @@ static int * const addflow_flag_fields[] = { &hf_addflow_flags_debug, &hf_addflo
 static int * const ndiffports_fields[] = { &hf_sctp_rtomin, &hf_sctp_dac, NULL };
 /* Bytes 4-7 of the obsolete Scheduler field: the bundled stack's CMT-SCTP mechanisms. */
 static int * const sctp_mechanisms_fields[] = { &hf_sctp_mechanisms_bufsplit_on_buffered, &hf_sctp_mechanisms_smartfr,
-                                                &hf_sctp_mechanisms_pktdrop, NULL };
+                                                &hf_sctp_mechanisms_pktdrop, &hf_sctp_mechanisms_reschedule, NULL };
 static int * const identify_flag_fields[] = { &hf_identify_flags_compress_vectors,
                                               &hf_identify_flags_no_vectors,
                                               &hf_identify_flags_path_vectors,
@@ -1229,6 +1229,8 @@ proto_register_npmp(void)
         "npmp.addflow.sctp_mechanisms.smartfr", FT_BOOLEAN, 32, NULL, 0x00000002, "smartfr=on", HFILL } },
     { &hf_sctp_mechanisms_pktdrop, { "Packet-Drop Reporting",
         "npmp.addflow.sctp_mechanisms.pktdrop", FT_BOOLEAN, 32, NULL, 0x00000004, "pktdrop=on", HFILL } },
+    { &hf_sctp_mechanisms_reschedule, { "Chunk Rescheduling",
+        "npmp.addflow.sctp_mechanisms.reschedule", FT_BOOLEAN, 32, NULL, 0x00000008, "reschedule=on", HFILL } },
     { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
     { &hf_onoffevents, { "On/Off Events", "npmp.onoffevents", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_onoff, { "On/Off Event", "npmp.onoff", FT_NONE, BASE_NONE, NULL, 0x0, NULL, HFILL } },

@@ -241,20 +241,22 @@ NPM_FLOW_COLUMNS <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets
 NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
                       "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
                       "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
-                      "Pending", "FastRetrans", "TimerRetrans")
+                      "Pending", "FastRetrans", "TimerRetrans", "Rescheduled", "DropReported",
+                      "SmartFrIgnored")
 # Path ID of the rows of a whole MPTCP connection or SCTP association.
 NPM_CONNECTION_PATH <- -1L
 
 # Read a per-path vector (*-paths-active-*.vec; plain, .bz2 or .gz): tab-separated, a leading
 # line number per row, NA where the transport does not tell. Files of netperfmeter 2.1.0 before
-# the connection rows lack the last four columns, those before the separate fast and timer
-# retransmissions the last two (read as NA).
+# the connection rows lack the last seven columns, those before the separate fast and timer
+# retransmissions the last five, those before chunk rescheduling the last three, those before the
+# mechanisms' counts the last two (read as NA).
 npm_read_path_vector <- function(path) {
   what <- "per-path vector"
   lines <- npm_read_lines(path, what)
   if (length(lines) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
   cols <- strsplit(lines[1], "\t")[[1]]
-  older <- identical(cols, head(NPM_PATH_COLUMNS, -4L)) || identical(cols, head(NPM_PATH_COLUMNS, -2L))
+  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(NPM_PATH_COLUMNS, -n)), logical(1)))
   if (!identical(cols, NPM_PATH_COLUMNS) && !older)
     npm_stop("%s %s lacks column(s) %s", what, path,
              paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))

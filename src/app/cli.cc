@@ -518,8 +518,8 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
     if (!group.empty() && protocol == Protocol::SCTP &&
         control::sctpTuning(*r) != control::sctpTuning(group[0])) {
       return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
-                      "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac= and smartfr= settings (give them on every "
-                      "stream or on none)"};
+                      "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= settings (give "
+                      "them on every stream or on none)"};
     }
     group.push_back(*r);
   }
@@ -667,7 +667,7 @@ std::string usage() {
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
          "  CMT-SCTP: cmt=off|cmt|cmtrpv1|cmtrpv2|like-mptcp sctpcc=rfc2581|hstcp|htcp|rtcc\n"
          "    bufsplit=none|sender|receiver|both bufsplit-on=outstanding|buffered nrsack=on|off rtomin=MS dac=on|off\n"
-         "    smartfr=on|off pktdrop=on|off\n"
+         "    smartfr=on|off reschedule=on|off pktdrop=on|off\n"
          "\n"
          "Options:\n"
          "  -x, --control-over-sctp      control over SCTP (the default; without -x it falls back to TCP)\n"

@@ -18,6 +18,7 @@ sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec) {
   t.nrSack = spec.nrSack;
   t.dac = spec.dac;
   t.smartFr = spec.smartFr;
+  t.reschedule = spec.reschedule;
   t.pktDrop = spec.pktDrop;
   t.rtoMinMs = spec.rtoMinMs;
   return t;
@@ -36,6 +37,7 @@ std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning) {
 std::uint32_t sctpMechanisms(const sctp::Tuning& tuning) {
   return ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) ? npmp::kSctpMechanismBufferSplitOnBuffered : 0) |
          (tuning.smartFr ? npmp::kSctpMechanismSmartFastRetransmit : 0) |
+         (tuning.reschedule ? npmp::kSctpMechanismChunkRescheduling : 0) |
          (tuning.pktDrop ? npmp::kSctpMechanismPacketDropReporting : 0);
 }
 
@@ -51,6 +53,7 @@ sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint1
   t.rtoMinMs = rtoMinAndDac & npmp::kSctpRtoMinMask;
   t.dac = (rtoMinAndDac & npmp::kSctpDacBit) != 0;
   t.smartFr = (mechanisms & npmp::kSctpMechanismSmartFastRetransmit) != 0;
+  t.reschedule = (mechanisms & npmp::kSctpMechanismChunkRescheduling) != 0;
   t.pktDrop = (mechanisms & npmp::kSctpMechanismPacketDropReporting) != 0;
   return t;
 }

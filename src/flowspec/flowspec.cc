@@ -325,13 +325,14 @@ Result<void> setBufSplitOn(std::string_view, std::string_view value, FlowSpec& s
   return {};
 }
 
-// nrsack=, dac=, smartfr=, pktdrop=, error_on_abort=, nodelay=, debug=
+// nrsack=, dac=, smartfr=, reschedule=, pktdrop=, error_on_abort=, nodelay=, debug=
 Result<void> setSwitch(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto b = parseBool(value);
   if (!b) return Failure{"expected on or off"};
   bool& target = key == "nrsack"           ? spec.nrSack
                  : key == "dac"            ? spec.dac
                  : key == "smartfr"        ? spec.smartFr
+                 : key == "reschedule"     ? spec.reschedule
                  : key == "pktdrop"        ? spec.pktDrop
                  : key == "error_on_abort" ? spec.errorOnAbort
                  : key == "nodelay"        ? spec.noDelay
@@ -389,7 +390,7 @@ constexpr FlowOption kFlowOptions[] = {
     {"cmt", setCmt},           {"sctpcc", setSctpCc},           {"bufsplit", setBufSplit},
     {"bufsplit-on", setBufSplitOn},
     {"nrsack", setSwitch},     {"dac", setSwitch},              {"rtomin", setRtoMin},
-    {"smartfr", setSwitch},    {"pktdrop", setSwitch},
+    {"smartfr", setSwitch},    {"pktdrop", setSwitch},          {"reschedule", setSwitch},
     {"ccid", setCcid},
     {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
     {"cc", setCongestionControl},  {"onoff", setOnOff},
@@ -457,13 +458,16 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
   }
   const bool sctpTuning =
       spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac || spec.smartFr ||
-      spec.pktDrop;
+      spec.reschedule || spec.pktDrop;
   if (sctpTuning && spec.protocol != Protocol::SCTP) {
-    return Failure{"sctpcc=, bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac= and smartfr= apply only to "
-                   "SCTP flows"};
+    return Failure{"sctpcc=, bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= apply "
+                   "only to SCTP flows"};
   }
   if (spec.smartFr && spec.cmt == 0) {
     return Failure{"smartfr=on changes CMT's split fast retransmit, which a flow without CMT does not use: add cmt="};
+  }
+  if (spec.reschedule && spec.cmt == 0) {
+    return Failure{"reschedule=on moves a blocking chunk to another path, which a flow without CMT does not use: add cmt="};
   }
   if ((spec.bufferSplitting & kBufferSplitOnBuffered) && (spec.bufferSplitting & 3) == 0) {
     return Failure{"bufsplit-on=buffered says how to split, bufsplit= whether: add bufsplit=sender, receiver or both"};

@@ -45,6 +45,7 @@ struct FlowSpec {
   std::uint16_t rtoMinMs = 0;        // 0 = default
   bool dac = false;
   bool smartFr = false;  // smartfr=: smart fast retransmission (seed 001, IV-D); the bundled stack's patch 0005
+  bool reschedule = false;  // reschedule=: chunk rescheduling (seed 001, IV-C); the bundled stack's patch 0006
   bool pktDrop = false;  // pktdrop=: packet-drop reporting, negotiated like NR-SACK (userland stack)
   std::uint8_t ccid = 0;
   bool errorOnAbort = true;

@@ -112,7 +112,10 @@ void pathFigures(json::Writer& w, const Side& path) {
                          std::pair{"bytes_acked", "Bytes Acked"}, std::pair{"bytes_received", "Bytes Received"},
                          std::pair{"retransmissions", "Retransmissions"},
                          std::pair{"fast_retransmissions", "Fast Retransmissions"},
-                         std::pair{"timer_retransmissions", "Timer Retransmissions"}}) {
+                         std::pair{"timer_retransmissions", "Timer Retransmissions"},
+                         std::pair{"rescheduled_chunks", "Rescheduled Chunks"},
+                         std::pair{"drop_reported_chunks", "Drop-Reported Chunks"},
+                         std::pair{"smartfr_ignored_acks", "Smart FR Ignored Acks"}}) {
     if (path.has(name)) path.field(w, k, name);
   }
 }

@@ -289,7 +289,7 @@ PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
       "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
       "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\t"
-      "Pending\tFastRetrans\tTimerRetrans\n");
+      "Pending\tFastRetrans\tTimerRetrans\tRescheduled\tDropReported\tSmartFrIgnored\n");
 }
 
 namespace {
@@ -323,7 +323,8 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
       appendValue(s, v, 3);
     }
     for (double v : {p.mtu, p.bytesSent, p.bytesAcked, p.bytesReceived, p.retransmissions, p.lost, p.unacked,
-                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending, p.fastRetransmissions, p.timerRetransmissions}) {
+                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending, p.fastRetransmissions, p.timerRetransmissions,
+                     p.rescheduled, p.dropReported, p.smartFrIgnored}) {
       s += '\t';
       appendValue(s, v, 0);
     }
@@ -352,6 +353,9 @@ void PathSummary::add(const transport::PathSample& s) {
   retransmissions = s.retransmissions;
   fastRetransmissions = s.fastRetransmissions;
   timerRetransmissions = s.timerRetransmissions;
+  rescheduled = s.rescheduled;
+  dropReported = s.dropReported;
+  smartFrIgnored = s.smartFrIgnored;
 }
 
 void PathSummary::restart() {
@@ -363,6 +367,9 @@ void PathSummary::restart() {
   baseRetransmissions = retransmissions;
   baseFastRetransmissions = fastRetransmissions;
   baseTimerRetransmissions = timerRetransmissions;
+  baseRescheduled = rescheduled;
+  baseDropReported = dropReported;
+  baseSmartFrIgnored = smartFrIgnored;
 }
 
 bool hasPaths(npmp::Protocol protocol) {

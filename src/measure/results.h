@@ -60,14 +60,18 @@ struct PathSummary {
   // The last sample's cumulative counters (NaN where the transport has none).
   double bytesSent = transport::PathSample::kNone, bytesAcked = transport::PathSample::kNone,
          bytesReceived = transport::PathSample::kNone, retransmissions = transport::PathSample::kNone,
-         fastRetransmissions = transport::PathSample::kNone, timerRetransmissions = transport::PathSample::kNone;
+         fastRetransmissions = transport::PathSample::kNone, timerRetransmissions = transport::PathSample::kNone,
+         rescheduled = transport::PathSample::kNone, dropReported = transport::PathSample::kNone,
+         smartFrIgnored = transport::PathSample::kNone;
   void add(const transport::PathSample& s);
   // The end of a warm-up: the means start afresh, the counters count from here.
   void restart();
   // The counters' values at restart() (NaN: none then, the counters count from 0).
   double baseSent = transport::PathSample::kNone, baseAcked = transport::PathSample::kNone,
          baseReceived = transport::PathSample::kNone, baseRetransmissions = transport::PathSample::kNone,
-         baseFastRetransmissions = transport::PathSample::kNone, baseTimerRetransmissions = transport::PathSample::kNone;
+         baseFastRetransmissions = transport::PathSample::kNone, baseTimerRetransmissions = transport::PathSample::kNone,
+         baseRescheduled = transport::PathSample::kNone, baseDropReported = transport::PathSample::kNone,
+         baseSmartFrIgnored = transport::PathSample::kNone;
 };
 
 struct FlowResult {

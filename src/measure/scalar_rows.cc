@@ -88,7 +88,10 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
           {"Bytes Received", p.bytesReceived, p.baseReceived},
           {"Retransmissions", p.retransmissions, p.baseRetransmissions},
           {"Fast Retransmissions", p.fastRetransmissions, p.baseFastRetransmissions},
-          {"Timer Retransmissions", p.timerRetransmissions, p.baseTimerRetransmissions}};
+          {"Timer Retransmissions", p.timerRetransmissions, p.baseTimerRetransmissions},
+          {"Rescheduled Chunks", p.rescheduled, p.baseRescheduled},
+          {"Drop-Reported Chunks", p.dropReported, p.baseDropReported},
+          {"Smart FR Ignored Acks", p.smartFrIgnored, p.baseSmartFrIgnored}};
       for (const auto& [name, value, base] : counters) {
         if (std::isnan(value)) continue;
         const double since = std::isnan(base) ? value : std::max(0.0, value - base);

@@ -102,10 +102,11 @@ constexpr std::uint8_t kAddFlowNrSack = 0x08;
 constexpr unsigned kAddFlowBufferSplitShift = 4, kAddFlowSctpCcShift = 6;
 constexpr std::uint16_t kSctpDacBit = 0x8000, kSctpRtoMinMask = 0x7FFF;
 // ADD_FLOW's SctpMechanisms (offset 180; the reference's Scheduler, obsolete): bufsplit-on=buffered,
-// smartfr=on, pktdrop=on.
+// smartfr=on, pktdrop=on, reschedule=on.
 constexpr std::uint32_t kSctpMechanismBufferSplitOnBuffered = 0x00000001;
 constexpr std::uint32_t kSctpMechanismSmartFastRetransmit = 0x00000002;
 constexpr std::uint32_t kSctpMechanismPacketDropReporting = 0x00000004;  // pktdrop=on
+constexpr std::uint32_t kSctpMechanismChunkRescheduling = 0x00000008;    // reschedule=on
 constexpr std::uint8_t kIdentifyCompressVectors = 0x01, kIdentifyNoVectors = 0x02;
 // This implementation's: sample the transport's per-path state and upload it (see above).
 constexpr std::uint8_t kIdentifyPathVectors = 0x04;

@@ -54,7 +54,7 @@ std::string describe(const Tuning& t) {
   return std::string("cmt=") + flowspec::cmtName(t.cmt) + " cc=" + ccModuleName(t.ccModule) +
          " bufsplit=" + flowspec::bufferSplittingName(t.bufferSplitting) +
          ((t.bufferSplitting & flowspec::kBufferSplitOnBuffered) ? " bufsplit-on=buffered" : "") +
-         " dac=" + (t.dac ? "on" : "off") + (t.smartFr ? " smartfr=on" : "") +
+         " dac=" + (t.dac ? "on" : "off") + (t.smartFr ? " smartfr=on" : "") + (t.reschedule ? " reschedule=on" : "") +
          " nrsack=" + (t.nrSack ? "on" : "off") + (t.pktDrop ? " pktdrop=on" : "") +
          " rtomin=" + std::to_string(t.rtoMinMs);
 }

@@ -41,13 +41,14 @@ struct Tuning {
   bool nrSack = false;
   bool dac = false;                  // delayed ACK for CMT
   bool smartFr = false;              // smart fast retransmission (the bundled stack's patch 0005)
+  bool reschedule = false;           // chunk rescheduling (the bundled stack's patch 0006)
   bool pktDrop = false;              // packet-drop reporting (negotiated: in force where both offer it)
   std::uint32_t rtoMinMs = 0;        // 0 = the stack's default
   bool operator==(const Tuning&) const = default;
   bool isDefault() const { return *this == Tuning{}; }
   // Everything but RTO.min needs the userland stack (Linux kernel SCTP has no CMT).
   bool needsUserland() const {
-    return cmt != 0 || ccModule != 0 || bufferSplitting != 0 || nrSack || dac || smartFr || pktDrop;
+    return cmt != 0 || ccModule != 0 || bufferSplitting != 0 || nrSack || dac || smartFr || reschedule || pktDrop;
   }
 };
 const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "rtcc"

@@ -331,6 +331,10 @@ public:
     v.assoc_value = t.smartFr ? 1 : 0;
     setOption(so_, IPPROTO_SCTP, SCTP_SMART_FAST_RETRANSMIT, v, "SCTP_SMART_FAST_RETRANSMIT");
 #endif
+#if defined(USRSCTP_NPM_PATCHLEVEL) && USRSCTP_NPM_PATCHLEVEL >= 6
+    v.assoc_value = t.reschedule ? 1 : 0;
+    setOption(so_, IPPROTO_SCTP, SCTP_CHUNK_RESCHEDULING, v, "SCTP_CHUNK_RESCHEDULING");
+#endif
     if (t.rtoMinMs != 0) {
       sctp_rtoinfo rto{};
       rto.srto_assoc_id = SCTP_FUTURE_ASSOC;
@@ -341,7 +345,8 @@ public:
     // What the stack holds now, never only what was asked for.
     const auto held = tuningInForce();
     if (!held || held->cmt != t.cmt || held->ccModule != t.ccModule ||
-        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac || held->smartFr != t.smartFr)) ||
+        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac || held->smartFr != t.smartFr ||
+                        held->reschedule != t.reschedule)) ||
         (t.rtoMinMs != 0 && held->rtoMinMs != t.rtoMinMs)) {
       throw TransportError("usrsctp holds " + (held ? describe(*held) : std::string("nothing readable")) +
                            " after being told " + describe(t));
@@ -373,6 +378,11 @@ public:
     const auto smartFr = get(SCTP_SMART_FAST_RETRANSMIT);
     if (!smartFr) return std::nullopt;
     t.smartFr = *smartFr != 0;
+#endif
+#if USRSCTP_NPM_PATCHLEVEL >= 6
+    const auto reschedule = get(SCTP_CHUNK_RESCHEDULING);
+    if (!reschedule) return std::nullopt;
+    t.reschedule = *reschedule != 0;
 #endif
 #else
     // The system's usrsctp reads them from its process-wide sysctls whenever they are used.
@@ -543,7 +553,9 @@ public:
 #ifdef SCTP_PATH_COUNTERS
     // The bundled stack's per-path counters (patch 0002), for the samples just added (one per
     // address, in the same order): bytes sent (retransmissions included, as TCP counts them),
-    // acknowledged, and DATA chunks retransmitted (in all, fast and after a timeout).
+    // acknowledged, and DATA chunks retransmitted (in all, fast, after a timeout and, patch 0006,
+    // rescheduled); patch 0007: chunks a packet-drop report marked, acknowledgements smart fast
+    // retransmission ignored.
     std::size_t index = first;
     forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
       if (index >= out.size()) return;
@@ -558,6 +570,15 @@ public:
         s.retransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast) + c.spc_chunks_retransmitted_timer;
         s.fastRetransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast);
         s.timerRetransmissions = static_cast<double>(c.spc_chunks_retransmitted_timer);
+#if USRSCTP_NPM_PATCHLEVEL >= 6
+        s.bytesSent += static_cast<double>(c.spc_bytes_rescheduled);
+        s.retransmissions += c.spc_chunks_rescheduled;
+        s.rescheduled = static_cast<double>(c.spc_chunks_rescheduled);
+#endif
+#if USRSCTP_NPM_PATCHLEVEL >= 7
+        s.dropReported = static_cast<double>(c.spc_chunks_drop_reported);
+        s.smartFrIgnored = static_cast<double>(c.spc_acks_smart_fr_ignored);
+#endif
       }
       ++index;
     });
@@ -658,6 +679,7 @@ Result<void> userlandSupports(const Tuning& tuning) {
   };
   if ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) && level < 4) return needs("bufsplit-on=buffered", 4);
   if (tuning.smartFr && level < 5) return needs("smartfr=on", 5);
+  if (tuning.reschedule && level < 6) return needs("reschedule=on", 6);
   return {};
 }
 

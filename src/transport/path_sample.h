@@ -32,6 +32,12 @@ struct PathSample {
   // Of the retransmissions: by fast retransmit (or after a reported drop) and after a
   // retransmission timeout, separately (DATA chunks; SCTP with the bundled stack).
   double fastRetransmissions = kNone, timerRetransmissions = kNone;
+  // ... and those that chunk rescheduling sent to this path (SCTP, the bundled stack's patch 0006).
+  double rescheduled = kNone;
+  // What two mechanisms did on this path (SCTP, the bundled stack's patch 0007): DATA chunks sent
+  // here that a packet-drop report marked for retransmission, and acknowledgements of chunks
+  // moved here that smart fast retransmission kept out of the fast-retransmit decision.
+  double dropReported = kNone, smartFrIgnored = kNone;
   bool connection() const { return id == kConnection; }
 };
 

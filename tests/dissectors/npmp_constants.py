@@ -110,6 +110,7 @@ def main(source):
         "npmp.addflow.sctp_mechanisms.bufsplit_on_buffered": cxx["kSctpMechanismBufferSplitOnBuffered"],
         "npmp.addflow.sctp_mechanisms.smartfr": cxx["kSctpMechanismSmartFastRetransmit"],
         "npmp.addflow.sctp_mechanisms.pktdrop": cxx["kSctpMechanismPacketDropReporting"],
+        "npmp.addflow.sctp_mechanisms.reschedule": cxx["kSctpMechanismChunkRescheduling"],
         "npmp.data.flags.frame_begin": cxx["kDataFrameBegin"],
         "npmp.data.flags.frame_end": cxx["kDataFrameEnd"],
         "npmp.start.flags.compress_vectors": cxx["kStartCompressVectors"],

@@ -444,7 +444,8 @@ MEASUREMENT_COLUMNS = ["AbsTime", "RelTime", "Interval", "FlowID", "Description"
                        "AbsBytes", "AbsPackets", "AbsFrames", "RelBytes", "RelPackets", "RelFrames"]
 PATH_COLUMNS = ["AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh", "RTT", "RTTVar", "RTO",
                 "MTU", "BytesSent", "BytesAcked", "BytesReceived", "Retransmissions", "Lost", "Unacked",
-                "DeliveryRate", "PacingRate", "Rwnd", "Pending", "FastRetrans", "TimerRetrans"]
+                "DeliveryRate", "PacingRate", "Rwnd", "Pending", "FastRetrans", "TimerRetrans", "Rescheduled",
+                "DropReported", "SmartFrIgnored"]
 CONNECTION = -1  # the Path of the rows of a whole MPTCP connection or SCTP association
 
 

@@ -217,14 +217,16 @@ class UserlandSctpKnobs(unittest.TestCase):
                                   "(ProcessWideSettings tests that build)")
     def test_cmt_associations_differ_in_one_process(self):
         # Two CMT associations of one process (on each side), at the same time, with different
-        # buffer splitting (the first on buffered bytes, patch 0004, and with smart fast
-        # retransmission, patch 0005: both passed in ADD_FLOW) and DAC:
+        # buffer splitting (the first on buffered bytes, patch 0004, with smart fast
+        # retransmission, patch 0005, and chunk rescheduling, patch 0006: all passed in ADD_FLOW)
+        # and DAC:
         # both run, each side's stack holds each association's own values, and the SACKs show
         # DAC on the first association only.
         capture = self.run_captured("per-association",
-                                    "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered:dac=on:smartfr=on",
+                                    "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered:dac=on:smartfr=on:"
+                                             "reschedule=on",
                                     "-sctp", "const500:const1400:cmt=cmtrpv2:bufsplit=none:dac=off")
-        wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both bufsplit-on=buffered dac=on smartfr=on",
+        wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both bufsplit-on=buffered dac=on smartfr=on reschedule=on",
                   1: "cmt=cmtrpv2 cc=rfc2581 bufsplit=none dac=off"}
         for side, log in (("active", capture.active.stderr), ("passive", self.passive.output())):
             for flow, held in wanted.items():
@@ -333,7 +335,8 @@ class ProcessWideSettings(unittest.TestCase):
             self.assertEqual(os.listdir(d), [], "something was written before the refusal")
 
     def test_what_only_the_bundled_stack_has_is_refused(self):
-        for options, knob in (("bufsplit=both:bufsplit-on=buffered", "bufsplit-on=buffered"), ("smartfr=on", "smartfr=on")):
+        for options, knob in (("bufsplit=both:bufsplit-on=buffered", "bufsplit-on=buffered"), ("smartfr=on", "smartfr=on"),
+                              ("reschedule=on", "reschedule=on")):
             with tempfile.TemporaryDirectory() as d:
                 r = run_active("127.0.0.1:9", "-runtime=1", "-sctp", f"const0:const1400:cmt=cmt:{options}", cwd=d,
                                check=False)

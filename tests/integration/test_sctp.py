@@ -264,9 +264,11 @@ class MultipathSctp(unittest.TestCase):
                 self.assertLess(sent, 1.0 * on_sent[device])
                 self.assertGreater(acked, 0.9 * sent)
                 self.assertLessEqual(acked, sent)
-                # the retransmissions, split by what triggered them, in every sample
+                # the retransmissions, split by what triggered them, in every sample (none by chunk
+                # rescheduling, which this flow does not ask for)
                 for r in rows:
                     self.assertEqual(number(r["FastRetrans"]) + number(r["TimerRetrans"]), number(r["Retransmissions"]))
+                    self.assertEqual(number(r["Rescheduled"]), 0)
         # The association as a whole (SCTP_STATUS): established throughout, its primary one of
         # the passive's addresses, the passive's receiver window and the chunks in flight.
         association = read_connection(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
@@ -287,6 +289,49 @@ class MultipathSctp(unittest.TestCase):
         self.assertLess(off_sent[self.devs[1]], 64 * 1024, "with CMT off the slow path carries only heartbeats")
         self.assertGreater(on_sent[self.devs[1]], 200 * 1024, "with CMT on the slow path carries data")
         self.assertGreater(on, off, "CMT/RPv1 with tuning exceeds the best single path")
+
+    @unittest.skipUnless(BUNDLED, "chunk rescheduling is the bundled stack's patch 0006")
+    def test_chunk_rescheduling(self):
+        """Ordered CMT over a 10 Mbit/s path and an ADSL-like 800 kbit/s one (about 1.5 s of queue)
+        with a 200 kB send buffer and no NR-SACK: the chunks the fast path delivered wait in the
+        buffer behind those in the slow path's queue (seed 001, section III-A). With reschedule=on
+        the stack sends the blocking chunk again on the fast path: its per-path counter (patch 0006)
+        counts these retransmissions, and the capture at the active shows at least as many TSNs
+        sent first to the slow path's address and later to the fast one's. With reschedule=off the
+        counter stays 0. The goodputs are printed, not asserted (the chunk-rescheduling study
+        measures them)."""
+        self.build(("10mbit", 10 * 1024, 15000), ("800kbit", 4 * 1024, 30000))
+        fast, slow = (self.topo.address("passive", i) for i in (0, 1))
+        found = {}
+        for reschedule in ("on", "off"):
+            pcap = os.path.join(self.dir, f"reschedule-{reschedule}.pcapng")
+            with Capture(pcap, f"udp port {UDP}", interface="any", netns=self.topo.A) as cap:
+                goodput, _, result = self.run_flow(f"const0:const1400:cmt=cmt:sndbuf=200000:rcvbuf=400000:rtomin=200:"
+                                                   f"reschedule={reschedule}", runtime=6)
+            first, moved = {}, set()
+            for dst, tsns in cap.fields("sctp.data_tsn", "ip.dst", "sctp.data_tsn", decode=[f"udp.port=={UDP},sctp"]):
+                for tsn in tsns.split(","):
+                    if tsn not in first:
+                        first[tsn] = dst
+                    elif first[tsn] == slow and dst == fast:
+                        moved.add(tsn)
+            paths = {rows[-1]["Remote"].rsplit(":", 1)[0]: rows
+                     for rows in read_paths(os.path.join(self.dir, "run-paths-active-00000000-0000.vec")).values()}
+            for rows in paths.values():
+                for r in rows:
+                    self.assertEqual(number(r["FastRetrans"]) + number(r["TimerRetrans"]) + number(r["Rescheduled"]),
+                                     number(r["Retransmissions"]))
+            counted = {address: number(rows[-1]["Rescheduled"]) for address, rows in paths.items()}
+            found[reschedule] = (counted, len(moved), result.stderr)
+            print(f"reschedule={reschedule}: {goodput:.2f} Mbit/s; rescheduled chunks sent per path {counted} "
+                  f"(fast {fast}, slow {slow}); {len(moved)} TSNs of {len(first)} sent to the slow path first and "
+                  f"to the fast one later")
+        counted, moved, log = found["on"]
+        self.assertIn("reschedule=on", log, "the active's stack does not hold reschedule=on for the association")
+        self.assertGreater(counted[fast], 0, "reschedule=on: no chunk rescheduled to the fast path")
+        self.assertGreaterEqual(moved, counted[fast], "the capture shows fewer moved TSNs than the stack counted")
+        counted, _, log = found["off"]
+        self.assertEqual(sum(counted.values()), 0, "chunks rescheduled with reschedule=off")
 
     def test_failover(self):
         """A failure inside path 2 (its router discards everything, silently) from about 3 s to 5 s
@@ -377,7 +422,8 @@ class PacketDropReporting(unittest.TestCase):
     checksum, the receiver's SCTP finds the damage by its CRC32c, and with pktdrop=on (negotiated
     in INIT and INIT-ACK) it reports each damaged packet in a PKTDROP chunk; without, it drops
     them silently. Counted in a capture at the passive: what the delay line corrupted reaches it,
-    and the PKTDROP chunks it sends."""
+    and the PKTDROP chunks it sends; and by the active's stack (the bundled one's patch 0007): the
+    DATA chunks the reports marked for retransmission."""
 
     def test_damaged_packets_are_reported_only_with_pktdrop_on(self):
         delayline = os.path.join(os.environ["NPM_BUILD_DIR"], "src", "lab", "netperfmeter-delayline")
@@ -396,8 +442,10 @@ class PacketDropReporting(unittest.TestCase):
                     with Passive(PORT + 25, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
                             Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
                         result = run_active(f"{topo.address('passive', 0)}:{PORT + 25}", "-control-over-tcp",
-                                            f"--sctp-remote-udp-port={udp}", "-runtime=3",
+                                            f"--sctp-remote-udp-port={udp}", "-runtime=3", f"-vector={pktdrop}.vec",
                                             "-sctp", f"const0:const1400:pktdrop={pktdrop}", netns=topo.A, cwd=d)
+                    paths = read_paths(os.path.join(d, f"{pktdrop}-paths-active-00000000-0000.vec"))
+                    marked = sum(number(rows[-1]["DropReported"]) for rows in paths.values())
                     after = topo.delay_counters()["1"]
                     corrupted = {k: after[k]["corrupted"] - before[k]["corrupted"] for k in ("forward", "reverse")}
                     rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
@@ -405,21 +453,27 @@ class PacketDropReporting(unittest.TestCase):
                     init = cap.fields("sctp.chunk_type == 1", "sctp.supported_chunk_type",
                                       decode=[f"udp.port=={udp},sctp"])
                     offered = 129 in {int(v) for r in init for v in r[0].split(",") if v}
-                    found[pktdrop] = (corrupted, reports, offered, result.stderr)
+                    found[pktdrop] = (corrupted, reports, offered, result.stderr, marked)
                     print(f"pktdrop={pktdrop}: the delay line corrupted {corrupted['forward']} packets towards the "
                           f"passive and {corrupted['reverse']} back; the passive sent {reports} PKTDROP chunks; "
-                          f"the INIT offered packet-drop reporting: {offered}")
+                          f"the INIT offered packet-drop reporting: {offered}; the active's stack marked {marked} "
+                          f"DATA chunks for retransmission by those reports")
         finally:
             topo.down()
-        for pktdrop, (corrupted, _, _, _) in found.items():
+        for pktdrop, (corrupted, _, _, _, _) in found.items():
             self.assertGreater(corrupted["forward"], 5, f"pktdrop={pktdrop}: the delay line damaged (almost) nothing")
-        corrupted, reports, offered, log = found["on"]
+        corrupted, reports, offered, log, marked = found["on"]
         self.assertTrue(offered, "pktdrop=on: the INIT does not offer packet-drop reporting")
         self.assertIn("pktdrop=on", log, "the active's stack does not hold pktdrop=on for the association")
         self.assertGreater(reports, corrupted["forward"] // 4, "the passive reported (almost) none of the damaged packets")
-        _, reports, offered, _ = found["off"]
+        if BUNDLED:
+            self.assertGreater(marked, 0, "no DATA chunk marked for retransmission by a drop report")
+            self.assertLessEqual(marked, reports, "more chunks marked than drops reported")
+        _, reports, offered, _, marked = found["off"]
         self.assertFalse(offered, "pktdrop=off: the INIT offers packet-drop reporting")
         self.assertEqual(reports, 0, "PKTDROP chunks without packet-drop reporting negotiated")
+        if BUNDLED:
+            self.assertEqual(marked, 0, "chunks marked by drop reports without packet-drop reporting")
 
 
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")

@@ -134,14 +134,16 @@ TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
   CHECK(control::sctpMechanisms(t) == 0);
   CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
                                     control::sctpMechanisms(t)) == t);
-  // bufsplit-on=buffered (bit 2 of the tuning's buffer splitting) and smartfr=on in the
-  // SctpMechanisms field
+  // bufsplit-on=buffered (bit 2 of the tuning's buffer splitting), smartfr=on and reschedule=on
+  // in the SctpMechanisms field
   t.bufferSplitting = 3 | flowspec::kBufferSplitOnBuffered;
   t.smartFr = true;
+  t.reschedule = true;
   CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 3 << npmp::kAddFlowBufferSplitShift |
                                         3 << npmp::kAddFlowSctpCcShift));
   CHECK(control::sctpMechanisms(t) ==
-        (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit));
+        (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit |
+         npmp::kSctpMechanismChunkRescheduling));
   CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
                                     control::sctpMechanisms(t)) == t);
   // The reference's own flag bits are not SCTP tuning.

@@ -55,6 +55,13 @@ TEST_CASE("CMT-SCTP tuning options") {
   CHECK(control::sctpMechanisms(control::sctpTuning(smart)) == npmp::kSctpMechanismSmartFastRetransmit);
   CHECK(sctp::describe(control::sctpTuning(smart)).find("dac=off smartfr=on nrsack=off") != std::string::npos);
   CHECK(sctp::describe(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))).find("smartfr") == std::string::npos);
+  const auto rescheduling = sctpSpec("const0:const1400:cmt=cmt:reschedule=on:smartfr=on");
+  CHECK(rescheduling.reschedule);
+  CHECK(control::sctpMechanisms(control::sctpTuning(rescheduling)) ==
+        (npmp::kSctpMechanismChunkRescheduling | npmp::kSctpMechanismSmartFastRetransmit));
+  CHECK(sctp::describe(control::sctpTuning(rescheduling)).find("smartfr=on reschedule=on nrsack=off") !=
+        std::string::npos);
+  CHECK_FALSE(sctpSpec("const0:const1400:cmt=cmt:reschedule=off").reschedule);
 }
 
 TEST_CASE("CMT-SCTP tuning errors") {
@@ -72,6 +79,9 @@ TEST_CASE("CMT-SCTP tuning errors") {
   CHECK_THAT(flowspec::parse("const0:const1400:smartfr=on", Protocol::SCTP).error(), Catch::Contains("add cmt="));
   CHECK_THAT(flowspec::parse("const0:const1400:cmt=cmt:smartfr=maybe", Protocol::SCTP).error(),
              Catch::Contains("on or off"));
+  CHECK_THAT(flowspec::parse("const0:const1400:reschedule=on", Protocol::SCTP).error(), Catch::Contains("add cmt="));
+  CHECK_THAT(flowspec::parse("const0:const1400:reschedule=on", Protocol::MPTCP).error(),
+             Catch::Contains("only to SCTP"));
 }
 
 TEST_CASE("the usrsctp abort (PR-SCTP + NR-SACK + fragmented messages) is refused") {
@@ -209,14 +219,16 @@ TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
   }
 }
 
-TEST_CASE("bufsplit-on=buffered and smartfr=on need the bundled stack's patches 0004 and 0005, and a system build says so") {
+TEST_CASE("bufsplit-on=buffered, smartfr=on and reschedule=on need the bundled stack's patches 0004-0006, and a system "
+          "build says so") {
   const std::string stack = sctp::userlandStackDescription();
   const struct {
     const char* spec;
     const char* patch;
     const char* knob;
   } cases[] = {{"const0:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered", " 0004", "bufsplit-on=buffered"},
-               {"const0:const1400:cmt=cmt:smartfr=on", " 0005", "smartfr=on"}};
+               {"const0:const1400:cmt=cmt:smartfr=on", " 0005", "smartfr=on"},
+               {"const0:const1400:cmt=cmt:reschedule=on", " 0006", "reschedule=on"}};
   for (const auto& c : cases) {
     const auto supported = sctp::userlandSupports(control::sctpTuning(sctpSpec(c.spec)));
     if (stack.find(c.patch) != std::string::npos) {
