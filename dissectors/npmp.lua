@@ -50,7 +50,7 @@ local rng_vals = {
   [0] = "Constant", [1] = "Uniform", [2] = "Negative Exponential", [3] = "Pareto",
   [4] = "Normal", [5] = "Truncated Normal",
 }
-local cmt_vals = { [0] = "Off", [1] = "CMT", [2] = "CMT/RPv1", [3] = "CMT/RPv2", [4] = "MPTCP-like" }
+local cmt_vals = { [0] = "Off", [1] = "CMT", [2] = "CMT/RPv1", [3] = "CMT/RPv2", [4] = "MPTCP-like", [5] = "W-PR-SCTP" }
 local bufsplit_vals = { [0] = "None", [1] = "Sender", [2] = "Receiver", [3] = "Both" }
 local sctpcc_vals = { [0] = "RFC 2581", [1] = "HSTCP", [2] = "H-TCP", [3] = "RTCC" }
 local status_vals = {

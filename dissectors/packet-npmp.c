@@ -133,6 +133,7 @@ static const value_string npmp_cmt_vals[] = {
   { 2, "CMT/RPv1" },
   { 3, "CMT/RPv2" },
   { 4, "MPTCP-like" },
+  { 5, "W-PR-SCTP" },
   { 0, NULL }
 };
 

@@ -665,7 +665,7 @@ std::string usage() {
          "  flow options: id= description= maxmsgsize= defragtimeout= ordered= unordered= reliable=\n"
          "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
-         "  CMT-SCTP: cmt=off|cmt|cmtrpv1|cmtrpv2|like-mptcp sctpcc=rfc2581|hstcp|htcp|rtcc\n"
+         "  CMT-SCTP: cmt=off|cmt|cmtrpv1|cmtrpv2|like-mptcp|wprsctp sctpcc=rfc2581|hstcp|htcp|rtcc\n"
          "    bufsplit=none|sender|receiver|both bufsplit-on=outstanding|buffered nrsack=on|off rtomin=MS dac=on|off\n"
          "    smartfr=on|off reschedule=on|off pktdrop=on|off\n"
          "\n"

@@ -201,6 +201,7 @@ std::optional<std::uint8_t> parseCmt(std::string_view text) {
   if (text == "cmtrpv1" || text == "rp") return 2;
   if (text == "cmtrpv2") return 3;
   if (text == "mptcp" || text == "like-mptcp" || text == "mptcp-like") return kCmtLikeMptcp;
+  if (text == "wprsctp" || text == "w-pr-sctp") return kCmtWprSctp;
   if (auto v = parseUnsigned(text, 255)) return static_cast<std::uint8_t>(*v);
   return std::nullopt;
 }
@@ -212,6 +213,7 @@ const char* cmtName(std::uint8_t cmt) {
     case 2: return "cmtrpv1";
     case 3: return "cmtrpv2";
     case 4: return "like-mptcp";
+    case 5: return "wprsctp";
     default: return "custom";
   }
 }
@@ -296,7 +298,7 @@ Result<void> setBuffer(std::string_view key, std::string_view value, FlowSpec& s
 
 Result<void> setCmt(std::string_view, std::string_view value, FlowSpec& spec) {
   const auto v = parseCmt(value);
-  if (!v) return Failure{"expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp or a number from 0 to 255"};
+  if (!v) return Failure{"expected off, cmt, cmtrpv1, cmtrpv2, like-mptcp, wprsctp or a number from 0 to 255"};
   spec.cmt = *v;
   return {};
 }
@@ -465,6 +467,10 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
   }
   if (spec.smartFr && spec.cmt == 0) {
     return Failure{"smartfr=on changes CMT's split fast retransmit, which a flow without CMT does not use: add cmt="};
+  }
+  if (spec.cmt == kCmtWprSctp && spec.sctpCc != 0) {
+    return Failure{"cmt=wprsctp sets ssthresh from its Westwood+ estimate in the rfc2581 module: leave sctpcc= at "
+                   "rfc2581"};
   }
   if (spec.reschedule && spec.cmt == 0) {
     return Failure{"reschedule=on moves a blocking chunk to another path, which a flow without CMT does not use: add cmt="};

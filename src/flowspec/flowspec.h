@@ -75,11 +75,13 @@ Result<npmp::RandomSpec> parseDistribution(std::string_view text);
 // and fills default descriptions. Fails on a duplicate ID.
 Result<void> assignFlowIds(std::vector<FlowSpec>& flows);
 
-// The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255.
+// The CMT mode names of the reference: off, cmt/normal, cmtrpv1/rp, cmtrpv2, mptcp/like-mptcp/mptcp-like, or 0–255;
+// and this implementation's wprsctp (W-PR-SCTP, seed 003; the bundled stack's patch 0008), value 5.
 std::optional<std::uint8_t> parseCmt(std::string_view text);
 const char* cmtName(std::uint8_t cmt);
 const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both (bits 0-1)
 constexpr std::uint8_t kCmtLikeMptcp = 4;
+constexpr std::uint8_t kCmtWprSctp = 5;
 // bufsplit-on=buffered: a path's share bounds the bytes it holds in the buffers, outstanding or
 // not (seed 001, section IV-B), instead of its outstanding bytes; the bundled stack's patch 0004.
 constexpr std::uint8_t kBufferSplitOnBuffered = 0x04;

@@ -680,6 +680,10 @@ Result<void> userlandSupports(const Tuning& tuning) {
   if ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) && level < 4) return needs("bufsplit-on=buffered", 4);
   if (tuning.smartFr && level < 5) return needs("smartfr=on", 5);
   if (tuning.reschedule && level < 6) return needs("reschedule=on", 6);
+  if (tuning.cmt == flowspec::kCmtWprSctp && level < 8) return needs("cmt=wprsctp", 8);
+#if defined(USRSCTP_NPM_PATCHLEVEL) && USRSCTP_NPM_PATCHLEVEL >= 8
+  static_assert(SCTP_CMT_WPRSCTP == flowspec::kCmtWprSctp);
+#endif
   return {};
 }
 

@@ -333,6 +333,35 @@ class MultipathSctp(unittest.TestCase):
         counted, _, log = found["off"]
         self.assertEqual(sum(counted.values()), 0, "chunks rescheduled with reschedule=off")
 
+    @unittest.skipUnless(BUNDLED, "W-PR-SCTP is the bundled stack's patch 0008")
+    def test_w_pr_sctp(self):
+        """Seed 003's two-path case of Table 1 (300 and 50 kbit/s) and its 300 kbit/s CBR stream,
+        here of 1000-byte messages with PR-SCTP and no retransmission: W-PR-SCTP (cmt=wprsctp: the
+        bandwidth-aware scheduler, patch 0008) against g-PR-SCTP (cmt=cmt: usrsctp's greedy CMT).
+        Asserted: each side's stack holds the mode; with W-PR-SCTP both paths carry data, and the
+        slow path carries less of it than with the greedy scheduler, which fills the slow path's
+        window whatever its bandwidth. Delay, jitter and loss are printed (the w-pr-sctp study
+        measures them)."""
+        self.build(("300kbit", 4 * 1024, 20000), ("50kbit", 2 * 1024, 8000))
+        found = {}
+        for cmt in ("wprsctp", "cmt"):
+            goodput, sent, result = self.run_flow(f"const37.5:const1000:unreliable=1:rtx_trials=0:cmt={cmt}", runtime=10)
+            scalars = read_scalars(os.path.join(self.dir, "run-passive.sca"))
+            active = read_scalars(os.path.join(self.dir, "run-active.sca"))
+            frames = (flow(active, "active", 0, "Transmitted Frames"), flow(scalars, "passive", 0, "Received Frames"))
+            delay, jitter = flow(scalars, "passive", 0, "Mean Delay"), flow(scalars, "passive", 0, "Jitter")
+            share = sent[self.devs[1]] / max(1, sum(sent.values()))
+            found[cmt] = (share, sent, result.stderr)
+            print(f"cmt={cmt}: {goodput * 1000:.0f} kbit/s received, {frames[1]:.0f} of {frames[0]:.0f} messages, "
+                  f"mean delay {delay:.1f} ms, jitter {jitter:.1f} ms; bytes per path {sent} (slow path "
+                  f"{share:.3f} of them)")
+        share, sent, log = found["wprsctp"]
+        self.assertRegex(log, r"the stack holds cmt=wprsctp ")
+        self.assertGreater(min(sent.values()), 10000, "W-PR-SCTP: a path carried (almost) nothing")
+        greedy_share, _, log = found["cmt"]
+        self.assertRegex(log, r"the stack holds cmt=cmt ")
+        self.assertLess(share, greedy_share, "the bandwidth-aware scheduler gives the slow path no less than greedy CMT")
+
     def test_failover(self):
         """A failure inside path 2 (its router discards everything, silently) from about 3 s to 5 s
         of a saturated CMT/RPv2 flow. Asserted is what does not depend on the machine's load: the

@@ -62,6 +62,11 @@ TEST_CASE("CMT-SCTP tuning options") {
   CHECK(sctp::describe(control::sctpTuning(rescheduling)).find("smartfr=on reschedule=on nrsack=off") !=
         std::string::npos);
   CHECK_FALSE(sctpSpec("const0:const1400:cmt=cmt:reschedule=off").reschedule);
+  // W-PR-SCTP: a CMT mode of its own, value 5 in ADD_FLOW's CMT byte
+  CHECK(sctpSpec("const0:const1400:cmt=wprsctp").cmt == flowspec::kCmtWprSctp);
+  CHECK(sctpSpec("const0:const1400:cmt=w-pr-sctp").cmt == 5);
+  CHECK(std::string(flowspec::cmtName(5)) == "wprsctp");
+  CHECK(sctp::describe(control::sctpTuning(sctpSpec("const0:const1400:cmt=wprsctp"))).find("cmt=wprsctp ") == 0);
 }
 
 TEST_CASE("CMT-SCTP tuning errors") {
@@ -82,6 +87,9 @@ TEST_CASE("CMT-SCTP tuning errors") {
   CHECK_THAT(flowspec::parse("const0:const1400:reschedule=on", Protocol::SCTP).error(), Catch::Contains("add cmt="));
   CHECK_THAT(flowspec::parse("const0:const1400:reschedule=on", Protocol::MPTCP).error(),
              Catch::Contains("only to SCTP"));
+  CHECK_THAT(flowspec::parse("const0:const1400:cmt=wprsctp:sctpcc=htcp", Protocol::SCTP).error(),
+             Catch::Contains("leave sctpcc= at rfc2581"));
+  CHECK_THAT(flowspec::parse("const0:const1400:cmt=westwood", Protocol::SCTP).error(), Catch::Contains("wprsctp"));
 }
 
 TEST_CASE("the usrsctp abort (PR-SCTP + NR-SACK + fragmented messages) is refused") {
@@ -219,8 +227,8 @@ TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
   }
 }
 
-TEST_CASE("bufsplit-on=buffered, smartfr=on and reschedule=on need the bundled stack's patches 0004-0006, and a system "
-          "build says so") {
+TEST_CASE("bufsplit-on=buffered, smartfr=on, reschedule=on and cmt=wprsctp need the bundled stack's patches, and a "
+          "system build says so") {
   const std::string stack = sctp::userlandStackDescription();
   const struct {
     const char* spec;
@@ -228,7 +236,8 @@ TEST_CASE("bufsplit-on=buffered, smartfr=on and reschedule=on need the bundled s
     const char* knob;
   } cases[] = {{"const0:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered", " 0004", "bufsplit-on=buffered"},
                {"const0:const1400:cmt=cmt:smartfr=on", " 0005", "smartfr=on"},
-               {"const0:const1400:cmt=cmt:reschedule=on", " 0006", "reschedule=on"}};
+               {"const0:const1400:cmt=cmt:reschedule=on", " 0006", "reschedule=on"},
+               {"const0:const1400:cmt=wprsctp", " 0008", "cmt=wprsctp"}};
   for (const auto& c : cases) {
     const auto supported = sctp::userlandSupports(control::sctpTuning(sctpSpec(c.spec)));
     if (stack.find(c.patch) != std::string::npos) {
