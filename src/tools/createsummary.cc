@@ -4,14 +4,18 @@
 //
 // Inputs are decompressed and parsed on a thread pool while the commands are still being
 // read; the parsed rows (the output, nothing more) are merged in input order, and the
-// tables are sorted, formatted and compressed in parallel, each written atomically.
+// tables are sorted, formatted and compressed in parallel, each written atomically. With
+// --long, the merge also formats every scalar as a row of one long-form CSV.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <unordered_map>
@@ -27,10 +31,11 @@ namespace {
 
 const char* const kProgram = "createsummary";
 constexpr std::size_t kWriteChunk = 1 << 20;
+// The long form's file in the results directory (no table is named so: theirs have a '-').
+const char* const kLongName = "scalars.csv";
+const char* const kLongColumns[] = {"file", "RunNo", "side", "flow", "path", "object", "name", "value"};
 
-
-
-enum OptionId { kInteractive, kBatch, kSplit, kNoSplit, kIgnoreErrors, kCsv, kHelp, kVersion };
+enum OptionId { kInteractive, kBatch, kSplit, kNoSplit, kIgnoreErrors, kCsv, kLong, kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
     {"interactive", 'i', false, kInteractive},
@@ -46,6 +51,7 @@ const std::vector<OptionSpec> kOptions = {
     {"ignore-scalar-file-errors", 'r', false, kIgnoreErrors},
     {"quiet", 'q', false, kOptQuiet},
     {"csv", 0, false, kCsv},
+    {"long", 0, false, kLong},
     {"jobs", 'j', true, kOptJobs},
     {"help", 'h', false, kHelp},
     {"version", 'v', false, kVersion},
@@ -73,6 +79,9 @@ void usage(std::FILE* to) {
       "      --csv                strict CSV (<name>.csv.bz2; .csv.gz, .csv with\n"
       "                           --compression): RFC 4180 quoting, one column per variable\n"
       "                           and aggregate, a header field for every column\n"
+      "      --long               also every scalar in one CSV, a row each (scalars.csv.bz2;\n"
+      "                           .csv.gz, .csv with --compression): variables, file, RunNo,\n"
+      "                           side, flow, path, object, name, value\n"
       "  -j, --jobs N             worker threads (default: number of CPUs)\n"
       "  -q, --quiet              no banner, no progress\n"
       "  -h, --help               this help\n"
@@ -127,6 +136,9 @@ struct Settings : OutputOptions {
   bool split = false;
   bool ignoreErrors = false;
   bool csv = false;
+  bool longForm = false;
+  // CSV separator: -s, or ","
+  std::string csvSeparator() const { return separatorGiven ? separator : ","; }
 };
 
 struct TableStats {
@@ -164,12 +176,30 @@ std::vector<std::uint32_t> rankStrings(std::size_t n, GetKey key) {
   return ranks;
 }
 
+// An output's text compressed as the settings say (into memory), named `base` plus the
+// compression's suffix; its other variants are removed when it is stored.
+TableStats packed(std::string text, std::uint64_t lines, const std::string& base, const Settings& settings) {
+  TableStats stats;
+  stats.lines = lines;
+  stats.bytesIn = text.size();
+  stats.path = base + compressionSuffix(settings.compression);
+  for (const Compression c : {Compression::kBzip2, Compression::kGzip, Compression::kNone}) {
+    if (c != settings.compression) stats.otherPaths.push_back(base + compressionSuffix(c));
+  }
+  if (interrupted()) throw FileError("interrupted");
+  if (settings.compression != Compression::kNone) {
+    stats.content = compressText(text, settings.compression, settings.level);
+  } else {
+    stats.content = std::move(text);
+  }
+  return stats;
+}
+
 // The CPU half of writing a table: sort, number, format, compress (into memory).
 TableStats prepareTable(const std::string& name, Table& table, const std::vector<Input>& inputs,
                       const std::vector<std::uint32_t>& varRank, const std::string& varNames,
                       const std::vector<std::string>& varNameFields, const std::string& directory,
                       const Settings& settings) {
-  TableStats stats;
   auto& rows = table.rows;
   const auto splitRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view {
     return rows[i].split;
@@ -255,24 +285,54 @@ TableStats prepareTable(const std::string& name, Table& table, const std::vector
     text += '\n';
     ++lineNo;
   }
-  stats.lines = rows.size();
-  stats.bytesIn = text.size();
+  const std::uint64_t lines = rows.size();
   rows.clear();
   rows.shrink_to_fit();
-
   const std::string ext = settings.csv ? ".csv" : ".data";
-  const std::string base = joinPath(directory, name + ext);
-  stats.path = base + compressionSuffix(settings.compression);
-  for (const Compression c : {Compression::kBzip2, Compression::kGzip, Compression::kNone}) {
-    if (c != settings.compression) stats.otherPaths.push_back(base + compressionSuffix(c));
+  return packed(std::move(text), lines, joinPath(directory, name + ext), settings);
+}
+
+// A row of the long form: the input's variables, its file, the run (OMNeT++ run lines before,
+// 0 for NetPerfMeter files), the scalar's side, flow and path (scalarOrigin; empty if none), its
+// object and name as written and its value (shortest exact form; empty for nan, SQL's NULL).
+void appendLongRow(std::string& text, const Input& input, const Scalar& sc, const std::string& sep) {
+  for (const auto& f : input.valueFields) {
+    text += csvField(f, sep);
+    text += sep;
   }
-  if (interrupted()) throw FileError("interrupted");
-  if (settings.compression != Compression::kNone) {
-    stats.content = compressText(text, settings.compression, settings.level);
-  } else {
-    stats.content = std::move(text);
+  text += csvField(input.path, sep, true);
+  text += sep;
+  text += std::to_string(sc.run);
+  text += sep;
+  const ScalarOrigin origin = scalarOrigin(sc.object);
+  if (!origin.side.empty()) text += csvField(origin.side, sep, true);
+  text += sep;
+  if (origin.flow) text += std::to_string(*origin.flow);
+  text += sep;
+  if (origin.path) text += std::to_string(*origin.path);
+  text += sep;
+  text += csvField(sc.object, sep, true);
+  text += sep;
+  text += csvField(sc.name, sep, true);
+  text += sep;
+  if (!std::isnan(sc.value)) {
+    char number[64];
+    const auto end = std::to_chars(number, number + sizeof(number), sc.value).ptr;
+    text.append(number, end);
   }
-  return stats;
+  text += '\n';
+}
+
+// The long form's file: a header, then the rows formatted while merging.
+TableStats prepareLong(std::string rows, std::uint64_t lines, const std::vector<std::string>& varNameFields,
+                       const std::string& directory, const Settings& settings) {
+  const std::string sep = settings.csvSeparator();
+  std::string header;
+  for (const auto& f : varNameFields) header += csvField(f, sep, true) + sep;
+  for (const char* column : kLongColumns) header += csvField(column, sep, true) + sep;
+  header.replace(header.size() - sep.size(), sep.size(), "\n");
+  rows.insert(0, header);
+  return packed(std::move(rows), lines, joinPath(directory, kLongName), settings);
 }
 
 // The I/O half: writes the prepared content under a temporary name, syncs, renames.
@@ -326,6 +386,8 @@ private:
   bool error_ = false;
   std::uint64_t skippedInputs_ = 0;
   std::unordered_map<std::string, Table> tables_;
+  std::string longRows_;  // --long: the rows so far, in input order
+  std::uint64_t longLines_ = 0;
 };
 
 bool CreateSummary::commandError(const std::string& message) {
@@ -357,6 +419,7 @@ void CreateSummary::submit(Input input, ScalarFileOptions options) {
 
 // Merges finished jobs in input order (all of them if `wait`).
 void CreateSummary::mergeReady(bool wait) {
+  const std::string longSeparator = s_.csvSeparator();
   while (!futures_.empty()) {
     auto& f = futures_.front();
     if (!wait && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
@@ -387,6 +450,10 @@ void CreateSummary::mergeReady(bool wait) {
     }
     if (error_) continue;
     for (auto& sc : result.scalars) {
+      if (s_.longForm) {
+        appendLongRow(longRows_, input, sc, longSeparator);
+        ++longLines_;
+      }
       auto [it, inserted] = tables_.try_emplace(sc.table);
       Table& t = it->second;
       if (inserted) {
@@ -462,7 +529,7 @@ bool CreateSummary::command(const std::string& line) {
     values_.reset();
     logFile_.clear();
     statusFile_.clear();
-    submit(std::move(input), ScalarFileOptions{s_.split, skip_});
+    submit(std::move(input), ScalarFileOptions{s_.split, skip_, s_.longForm});
   } else if (auto v = arg("--skip=")) {
     auto list = skip_ ? std::make_shared<std::vector<std::string>>(*skip_)
                       : std::make_shared<std::vector<std::string>>();
@@ -513,17 +580,15 @@ int CreateSummary::writeTables() {
   // rename(), which wait for the disk, so that half runs on more threads than CPUs.
   ThreadPool writers(std::min(4 * pool_.size(), 32U));
   std::vector<std::future<std::future<TableStats>>> results;
-  for (const auto& name : names) {
-    Table* table = &tables_.find(name)->second;
-    results.push_back(pool_.submit([&, name, table]() -> std::future<TableStats> {
+  auto schedule = [&](std::function<TableStats()> prepare) {
+    return pool_.submit([&, prepare = std::move(prepare)]() -> std::future<TableStats> {
       std::promise<TableStats> done;
       if (failed_.load() || interrupted()) {
         done.set_value(cancelledTable());
         return done.get_future();
       }
       try {
-        TableStats prepared = prepareTable(name, *table, inputs_, varRank, varNames_,
-                                           varNameFields, resultsDirectory_, s_);
+        TableStats prepared = prepare();
         return writers.submit([this, p = std::move(prepared)]() mutable -> TableStats {
           if (failed_.load() || interrupted()) return cancelledTable();
           try {
@@ -538,6 +603,18 @@ int CreateSummary::writeTables() {
         done.set_value(failedTable(e.what()));
         return done.get_future();
       }
+    });
+  };
+  for (const auto& name : names) {
+    Table* table = &tables_.find(name)->second;
+    results.push_back(schedule([&, name, table] {
+      return prepareTable(name, *table, inputs_, varRank, varNames_, varNameFields, resultsDirectory_, s_);
+    }));
+  }
+  if (s_.longForm) {
+    names.push_back(std::string(kLongName) + " (long form)");
+    results.push_back(schedule([&] {
+      return prepareLong(std::move(longRows_), longLines_, varNameFields, resultsDirectory_, s_);
     }));
   }
   std::uint64_t lines = 0, in = 0, out = 0, files = 0;
@@ -647,13 +724,16 @@ int main(int argc, char** argv) {
         case kNoSplit: settings.split = false; break;
         case kIgnoreErrors: settings.ignoreErrors = true; break;
         case kCsv: settings.csv = true; break;
+        case kLong: settings.longForm = true; break;
         case kHelp: usage(stdout); return 0;
         case kVersion: std::printf("CreateSummary %s\n", NPM_VERSION); return 0;
       }
     }
     if (settings.level == 0) settings.compression = Compression::kNone;  // -c 0: plain
-    if (settings.csv && settings.separator.find_first_of("\"\r\n") != std::string::npos) {
-      throw UsageError("with --csv, the separator must not contain a quote or a line break");
+    if ((settings.csv || settings.longForm) &&
+        settings.separator.find_first_of("\"\r\n") != std::string::npos) {
+      throw UsageError(std::string("with ") + (settings.csv ? "--csv" : "--long") +
+                       ", the separator must not contain a quote or a line break");
     }
     if (positional.size() > 1) {
       throw UsageError("unexpected argument \"" + positional[1] +

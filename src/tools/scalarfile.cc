@@ -37,7 +37,36 @@ std::string trimmed(std::string_view s) {
   return std::string(s);
 }
 
+// "flow[N]" (`kind` "flow") -> N, for 1 to 18 digits.
+std::optional<std::uint64_t> indexOf(std::string_view part, std::string_view kind) {
+  if (part.size() < kind.size() + 3 || part.substr(0, kind.size()) != kind ||
+      part[kind.size()] != '[' || part.back() != ']') {
+    return std::nullopt;
+  }
+  const std::string_view digits = part.substr(kind.size() + 1, part.size() - kind.size() - 2);
+  if (digits.size() > 18 || !allDigits(digits)) return std::nullopt;
+  std::uint64_t n = 0;
+  for (const char c : digits) n = 10 * n + static_cast<std::uint64_t>(c - '0');
+  return n;
+}
+
 }  // namespace
+
+ScalarOrigin scalarOrigin(std::string_view object) {
+  std::vector<std::string_view> parts;
+  for (;;) {
+    const auto dot = object.find('.');
+    parts.push_back(object.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    object.remove_prefix(dot + 1);
+  }
+  ScalarOrigin origin;
+  if (parts.size() < 2 || (parts[1] != "active" && parts[1] != "passive")) return origin;
+  origin.side = std::string(parts[1]);
+  if (parts.size() > 2) origin.flow = indexOf(parts[2], "flow");
+  if (origin.flow && parts.size() > 3) origin.path = indexOf(parts[3], "path");
+  return origin;
+}
 
 bool nextScalarWord(std::string_view& rest, std::string& word) { return nextQuotedWord(rest, word); }
 
@@ -131,6 +160,10 @@ void ScalarFileParser::add(std::string_view object, std::string_view statistic, 
   s.run = run_;
   s.line = lineNumber;
   s.value = value;
+  if (options_.keepNames) {
+    s.object = std::string(object);
+    s.name = std::string(statistic);
+  }
   out.push_back(std::move(s));
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -22,7 +23,20 @@ struct Scalar {
   std::uint32_t run = 0;  // number of "run" lines seen before (0 for NetPerfMeter files)
   std::uint32_t line = 0; // line in the input file
   double value = 0.0;
+  std::string object;     // as written, with ScalarFileOptions::keepNames (the long form)
+  std::string name;       // statistic name as written (OMNeT++ fields: field + statistic)
 };
+
+// Where a scalar belongs, from its object: "netPerfMeter.active.flow[3].path[1]" -> side
+// "active", flow 3, path 1; "netPerfMeter.passive.total" -> side "passive", no flow or path; an
+// object whose second part is neither side (OMNeT++) has none. netperfmeter-lab's results.sqlite
+// (resultsdb.scalar_origin) reads its scalar files by the same rule.
+struct ScalarOrigin {
+  std::string side;                   // "active", "passive" or "" (none)
+  std::optional<std::uint64_t> flow;  // "flow[N]" right after the side (N: 1 to 18 digits)
+  std::optional<std::uint64_t> path;  // "path[N]" right after the flow
+};
+ScalarOrigin scalarOrigin(std::string_view object);
 
 // Table name and aggregates of `object` (scenario prefix already removed or not, see
 // `removeScenario`) and `statistic`, as the reference computes them.
@@ -40,6 +54,7 @@ public:
 struct ScalarFileOptions {
   bool split = false;
   std::shared_ptr<const std::vector<std::string>> skip;  // table-name prefixes to drop
+  bool keepNames = false;  // fill Scalar::object and Scalar::name
 };
 
 // Parses one line (without '\n') of a scalar file, appending to `out`. Keeps the state of

@@ -27,6 +27,14 @@ fail() {
 
 pass() { echo "ok: $*"; }
 
+# require COMMAND: skips the test (exit 77, ctest's SKIP_RETURN_CODE) where COMMAND is missing.
+require() {
+  if ! command -v "$1" >/dev/null; then
+    echo "SKIP: $1 is not installed" >&2
+    exit 77
+  fi
+}
+
 # check_table <file (.bz2 or plain)> <expected plain file>
 check_table() {
   local got=$1 expected=$2

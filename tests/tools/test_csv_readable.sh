@@ -9,10 +9,7 @@ source "$(dirname "$0")/lib.sh"
 BIN=$1
 DATA=$2
 CS="$BIN/createsummary"
-if ! command -v python3 >/dev/null; then
-  echo "SKIP: python3 is not installed" >&2
-  exit 77
-fi
+require python3
 setup_tmp
 cp -r "$DATA/netperfmeter" "$TMP/npm"
 cd "$TMP/npm" || exit 1

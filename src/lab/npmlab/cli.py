@@ -1,4 +1,4 @@
-"""netperfmeter-lab: list | run STUDY|FILE | plot DIR. See netperfmeter-lab(1)."""
+"""netperfmeter-lab: list | run STUDY|FILE | plot DIR | db DIR. See netperfmeter-lab(1)."""
 
 import argparse
 import json
@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, topology
+from . import evidence, resultsdb, topology
 from .runner import Interrupted, LabError, Runner, Tools, _duration, label, run_evidence
 
 PROGRAM = "netperfmeter-lab"
@@ -80,6 +80,7 @@ def _report(runner, summary, pdfs, out):
             print(f"  {label(values):<40} {metric} = {mean:.6g} [{low:.6g}, {high:.6g}]{unit} (n={n})")
     for pdf in pdfs:
         print(f"  plot: {pdf}")
+    print(f"  database: {os.path.join(out, resultsdb.NAME)}")
     if runner.unconverged:
         print("the wanted half-width needs more than max_repetitions runs: " +
               "; ".join(label(v) for v in runner.unconverged))
@@ -130,6 +131,7 @@ def cmd_run(args, config):
     for var in study.unused:
         print(f"{PROGRAM}: warning: the sweep variable {var} is used nowhere in the study (no {{{var}}} in its "
               "paths, flows, metrics or options): its runs differ in their names only", file=sys.stderr)
+    resultsdb.check(study)
     if args.dry_run:
         return _dry_run(study, args, out)
     _check_root()
@@ -168,12 +170,14 @@ def cmd_run(args, config):
         return _fail(f"interrupted ({e}): {kept} complete run(s) kept in {out}, the current one discarded; "
                      "--resume continues", 130)
     summary = runner.summarize()
+    resultsdb.write(runner)
     pdfs = [] if args.no_plot else runner.plot()
     _report(runner, summary, pdfs, out)
     return 0
 
 
 def cmd_plot(args, config):
+    """plot and db: summarises existing results again and writes results.sqlite; plot also draws."""
     meta_path = os.path.join(args.directory, "lab.json")
     try:
         with open(meta_path) as f:
@@ -184,7 +188,8 @@ def cmd_plot(args, config):
     runner = Runner(study, args.directory, Tools(config["tools"]), ci_target=meta.get("ci_target"),
                     seed=meta.get("seed"))
     summary = runner.summarize()
-    _report(runner, summary, runner.plot(), args.directory)
+    resultsdb.write(runner)
+    _report(runner, summary, runner.plot() if args.command == "plot" else [], args.directory)
     return 0
 
 
@@ -213,9 +218,11 @@ def main(argv, config):
                           f"average) is invalid (default {evidence.FOREIGN_LOAD_LIMIT})")
     plot = sub.add_parser("plot", help="summarise and plot existing results again")
     plot.add_argument("directory")
+    db = sub.add_parser("db", help="summarise existing results again and write results.sqlite (no plots)")
+    db.add_argument("directory")
     args = parser.parse_args(argv)
     try:
-        return {"list": cmd_list, "run": cmd_run, "plot": cmd_plot}[args.command](args, config)
+        return {"list": cmd_list, "run": cmd_run, "plot": cmd_plot, "db": cmd_plot}[args.command](args, config)
     except (studymod.StudyError, LabError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:

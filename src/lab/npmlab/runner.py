@@ -31,6 +31,8 @@ Layout of a results directory DIR:
   DIR/results.summary          createsummary's input; DIR/tables/ its tables
   DIR/runs.csv                 every run's metrics and validity; DIR/summary.csv means with
                                t-based CIs of the valid runs; DIR/paired.csv paired differences
+  DIR/results.sqlite           all of it as one SQLite database: runs, every scalar, the metrics
+                               per run, summary.csv (resultsdb.py)
   DIR/<metric>.pdf             one plot per metric (plot-netperfmeter-summary), runs as points
 """
 
@@ -173,6 +175,11 @@ def run_evidence(run_dir):
             return json.load(f)
     except (OSError, ValueError):
         return {}
+
+
+def run_validity(judged):
+    """"valid", "invalid" or "unchecked" (a run made before runs were checked) from its evidence.json."""
+    return "unchecked" if not judged else ("valid" if judged.get("valid") else "invalid")
 
 
 _LOG_TIME = re.compile(r"^(\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}\.\d+): Starting measurement", re.M)
@@ -410,6 +417,8 @@ class Runner:
                     for other in actives:
                         self._stop(other, timeout=5)
                     raise LabError(f"an active netperfmeter did not finish within {self.study.runtime + 90:g} s")
+            with open(os.path.join(partial, "environment.txt"), "a") as env:
+                env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
             capture.wait()
             after = evidence.snapshot(topo)
         finally:
@@ -666,8 +675,7 @@ class Runner:
             judged = run_evidence(run_dir)
             metrics = self.metrics_of(run_dir, values)
             metrics.update(self.recorded_metrics(run_dir))
-            validity = "unchecked" if not judged else ("valid" if judged.get("valid") else "invalid")
-            rows.append((values, rep, metrics, validity, "; ".join(judged.get("problems", []))))
+            rows.append((values, rep, metrics, run_validity(judged), "; ".join(judged.get("problems", []))))
         names = [m.name for m in study.metrics]
         recorded = sorted({k for _, _, m, _, _ in rows for k in m} - set(names))
         with open(os.path.join(self.outdir, "runs.csv"), "w", newline="") as f:
