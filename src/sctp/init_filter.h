@@ -12,8 +12,9 @@
 // untouched. An INIT that is dropped is retransmitted by its sender after the
 // RTO, so a legitimate peer is only slowed down.
 //
-// Loading needs CAP_BPF (or CAP_SYS_ADMIN) where unprivileged BPF is disabled (Debian's
-// default); without it the caller logs how to protect the port otherwise (nftables).
+// Loading needs CAP_BPF with CAP_PERFMON (CAP_BPF alone: EFAULT from BPF_PROG_LOAD on Linux 6.18),
+// or CAP_SYS_ADMIN, where unprivileged BPF is disabled (Debian's default); without them the caller
+// logs how to protect the port otherwise (nftables).
 #pragma once
 
 #include <cstdint>

@@ -186,7 +186,7 @@ void limitInits(std::uint16_t port, const InitRateLimit& limit) {
     return;
   }
   log::warning(where + " is not rate-limited for INITs (" + why +
-               "), so spoofed INITs can use it as a traffic amplifier. Run as root (CAP_BPF), or limit "
+               "), so spoofed INITs can use it as a traffic amplifier. Run as root (CAP_BPF and CAP_PERFMON), or limit "
                "INITs in the firewall, e.g.: " + nftablesHint(port, limit));
 }
 
