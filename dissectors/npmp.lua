@@ -134,7 +134,8 @@ local hf = {
     "npmp.addflow.sctp_mechanisms.pktdrop", "Packet-Drop Reporting", 32, nil, 0x00000004, "pktdrop=on"),
   sctp_mechanisms_reschedule = ProtoField.bool(
     "npmp.addflow.sctp_mechanisms.reschedule", "Chunk Rescheduling", 32, nil, 0x00000008, "reschedule=on"),
-  scheduler = ProtoField.string("npmp.scheduler", "Scheduler", base.NONE, "Obsolete"),
+  seed = ProtoField.uint64("npmp.addflow.seed", "Seed", base.DEC, nil, nil,
+    "Obsolete Scheduler field in the reference (zero there); here the run's seed (-seed), from which the passive derives the seeds of the flow's random choices; 0 = none"),
   onoffevents = ProtoField.uint16("npmp.onoffevents", "On/Off Events", base.DEC),
   onoff = ProtoField.none("npmp.onoff", "On/Off Event"),
   onoff_rng = ProtoField.uint8("npmp.onoff.rng", "RNG", base.DEC, rng_vals),
@@ -173,7 +174,7 @@ local hf_order = {
   "framesize", "framerate_rng", "framesize_rng", "rcvbuf", "sndbuf", "maxmsgsize", "cmt", "ccid",
   "ndiffports", "sctp_rtomin", "sctp_dac", "pathmgr", "cc", "runtime", "sctp_mechanisms",
   "sctp_mechanisms_bufsplit_on_buffered", "sctp_mechanisms_smartfr",
-  "sctp_mechanisms_pktdrop", "sctp_mechanisms_reschedule", "scheduler", "onoffevents", "onoff",
+  "sctp_mechanisms_pktdrop", "sctp_mechanisms_reschedule", "seed", "onoffevents", "onoff",
   "onoff_rng", "onoff_flags",
   "onoff_reltime", "onoff_padding", "onoff_value", "magic", "frameid", "seqnumber", "byteseqnumber",
   "timestamp", "timestamp_abs", "payload", "results_data", "auth_nonce", "auth_mac",
@@ -556,7 +557,8 @@ local function dissect_add_flow_message(m)
     sm:add(hf.sctp_mechanisms_pktdrop, tvb(180, 4))
     sm:add(hf.sctp_mechanisms_reschedule, tvb(180, 4))
   end
-  if ok(184, 8) then ti:add(hf.scheduler, tvb(184, 8)) end
+  -- ... and its last 8 the run's seed (-seed), from which the passive seeds its random choices
+  if ok(184, 8) then ti:add(hf.seed, tvb(184, 8)) end
   if ok(192, 2) then dissect_onoff_events(m) end
 end
 

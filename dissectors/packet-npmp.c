@@ -197,7 +197,7 @@ static int hf_ordered = -1, hf_ordered_fraction = -1, hf_reliable = -1, hf_relia
 static int hf_retranstrials = -1, hf_retranstrials_is_time = -1, hf_retranstrials_value = -1;
 static int hf_framerate = -1, hf_framesize = -1, hf_framerate_rng = -1, hf_framesize_rng = -1;
 static int hf_rcvbuf = -1, hf_sndbuf = -1, hf_maxmsgsize = -1, hf_cmt = -1, hf_ccid = -1;
-static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_scheduler = -1, hf_runtime = -1;
+static int hf_ndiffports = -1, hf_pathmgr = -1, hf_cc = -1, hf_seed = -1, hf_runtime = -1;
 static int hf_sctp_mechanisms = -1, hf_sctp_mechanisms_bufsplit_on_buffered = -1, hf_sctp_mechanisms_smartfr = -1;
 static int hf_sctp_mechanisms_pktdrop = -1, hf_sctp_mechanisms_reschedule = -1;
 static int hf_onoffevents = -1, hf_onoff = -1, hf_onoff_rng = -1, hf_onoff_flags = -1;
@@ -685,7 +685,8 @@ dissect_npmp_add_flow_message(npmp_msg_t *m)
   if (field_ok(m, 180, 4))
     proto_tree_add_bitmask(tree, tvb, 180, hf_sctp_mechanisms, ett_sctp_mechanisms, sctp_mechanisms_fields,
                            ENC_BIG_ENDIAN);
-  if (field_ok(m, 184, 8)) proto_tree_add_item(tree, hf_scheduler, tvb, 184, 8, ENC_ASCII);
+  /* ... and its last 8 the run's seed (-seed), from which the passive seeds its random choices. */
+  if (field_ok(m, 184, 8)) proto_tree_add_item(tree, hf_seed, tvb, 184, 8, ENC_BIG_ENDIAN);
   if (field_ok(m, 192, 2))
     dissect_npmp_onoff_events(m);
 }
@@ -1232,7 +1233,9 @@ proto_register_npmp(void)
         "npmp.addflow.sctp_mechanisms.pktdrop", FT_BOOLEAN, 32, NULL, 0x00000004, "pktdrop=on", HFILL } },
     { &hf_sctp_mechanisms_reschedule, { "Chunk Rescheduling",
         "npmp.addflow.sctp_mechanisms.reschedule", FT_BOOLEAN, 32, NULL, 0x00000008, "reschedule=on", HFILL } },
-    { &hf_scheduler, { "Scheduler", "npmp.scheduler", FT_STRING, BASE_NONE, NULL, 0x0, "Obsolete", HFILL } },
+    { &hf_seed, { "Seed", "npmp.addflow.seed", FT_UINT64, BASE_DEC, NULL, 0x0,
+        "Obsolete Scheduler field in the reference (zero there); here the run's seed (-seed), from which the "
+        "passive derives the seeds of the flow's random choices; 0 = none", HFILL } },
     { &hf_onoffevents, { "On/Off Events", "npmp.onoffevents", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_onoff, { "On/Off Event", "npmp.onoff", FT_NONE, BASE_NONE, NULL, 0x0, NULL, HFILL } },
     { &hf_onoff_rng, { "RNG", "npmp.onoff.rng", FT_UINT8, BASE_DEC, VALS(npmp_rng_vals), 0x0, NULL, HFILL } },

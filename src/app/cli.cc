@@ -18,6 +18,7 @@
 #include "control/auth.h"
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
+#include "flowspec/random.h"
 #include "sctp/socket.h"
 #include "transport/sockets.h"
 
@@ -211,6 +212,16 @@ std::optional<CliError> setWarmup(Settings& s, const Parsed& p) {
   return std::nullopt;
 }
 
+std::optional<CliError> setSeed(Settings& s, const Parsed& p) {
+  const auto n = parseNumber(p.value, flowspec::kMaxRunSeed);
+  if (!n || *n < 1) {
+    return bad(p, "expected a seed from 1 to " + std::to_string(flowspec::kMaxRunSeed) +
+                      " (2^53 - 1, which every JSON reader holds exactly)");
+  }
+  s.active.seed = *n;
+  return std::nullopt;
+}
+
 std::optional<CliError> setMaxDownload(Settings& s, const Parsed& p) {
   const auto n = parseNumber(p.value, std::uint64_t{1} << 40);
   if (!n || *n < 1) return bad(p, "expected a size in MiB from 1 to 2^40");
@@ -318,6 +329,7 @@ constexpr OptionDef kOptions[] = {
     {"auth-key-file", 0, Arg::Required, setAuthKeyFile},
     {"path-interval", 0, Arg::Required, setPathInterval},
     {"warmup", 0, Arg::Required, setWarmup},
+    {"seed", 0, Arg::Required, setSeed},
     {"json", 0, Arg::Optional, setJson},
     {"json-stream", 0, Arg::None, NPM_SET(s.active.jsonStream = true)},
     {"threads", 0, Arg::Required, setThreads},
@@ -446,6 +458,9 @@ Command passiveCommand(Settings& s, const std::string& where) {
     return CliError{"--warmup is given to the active side (HOST:PORT); a passive takes it from the active's START"};
   }
   if (!s.active.jsonFile.empty() || s.active.jsonStream) return CliError{"--json and --json-stream are options of the active side"};
+  if (s.active.seed != 0) {
+    return CliError{"-seed is given to the active side (HOST:PORT); a passive takes it from the active's ADD_FLOW"};
+  }
   if (s.noSctp && s.noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
   PassiveCommand c;
   c.options.controlOverSctp = !s.noSctp;
@@ -635,6 +650,8 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
                   static_cast<double>(active.warmup.count()) / 1000.0, *s.runtime);
     return CliError{text};
   }
+  // Every run has a seed: without -seed one from entropy, recorded, so that -seed repeats it.
+  if (active.seed == 0) active.seed = flowspec::entropyRunSeed();
   ActiveCommand c;
   c.options = std::move(active);
   c.options.remoteName = where;
@@ -685,6 +702,8 @@ std::string usage() {
          "  --path-interval=MS           sample each flow's paths (TCP, MPTCP subflows, SCTP addresses) every MS\n"
          "                               into NAME-paths-active/passive-FLOW-STREAM.vec (100; 0 = none)\n"
          "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
+         "  --seed=N                     the run's seed (1 to 2^53-1): repeats every random choice of both sides\n"
+         "                               (rates, sizes, on/off, SCTP per-message); without it one is drawn and recorded\n"
          "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
          "                               the status line then goes to standard error)\n"
          "  --json-stream                JSON lines on standard output: start, one per second, end with the document\n"

@@ -130,7 +130,8 @@ asio::awaitable<int> Active::run() {
       if (!ec2) onSignal(n2);
     });
   });
-  log::info("Active mode: measurement ID $" + hex64(measurementId_));
+  log::info("Active mode: measurement ID $" + hex64(measurementId_) +
+            (options_.seed != 0 ? ", seed " + std::to_string(options_.seed) : std::string()));
   try {
     const auto limit = transport::raiseDescriptorLimit();
     if (const auto enough = checkDescriptors(options_, limit.soft, limit.hard); !enough) {

@@ -36,6 +36,11 @@ struct ActiveOptions {
   // --warmup: the first part of the measurement that both sides' scalars leave out (the
   // vectors keep it); sent to the passive in START, recorded as WARMUP in the config file.
   std::chrono::milliseconds warmup{0};
+  // -seed: the run's seed, from which both sides derive the seeds of every random choice (frame
+  // rates and sizes, on/off times, SCTP's per-message choices; flowspec::deriveSeed); the
+  // command line draws one from entropy when none is given, so that every run records its seed.
+  // Recorded as SEED in the config file and in the JSON document. 0: none (entropy everywhere).
+  std::uint64_t seed = 0;
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;

@@ -89,7 +89,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   const Protocol protocol = spec.protocol;
   if (protocol == Protocol::SCTP) {
     auto a = co_await association(spec);
-    co_return a->stream(spec.streamId, sctp::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials));
+    co_return a->stream(spec.streamId, activeStreamPolicy(spec, options_.seed));
   }
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   const std::uint16_t port =
@@ -208,7 +208,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   npmp::Bytes message;
   const std::uint32_t runtimeMs =
       options_.runtime ? static_cast<std::uint32_t>(std::min(*options_.runtime * 1000.0, 4294967295.0) + 0.5) : 0;
-  npmp::encode(toAddFlow(spec, measurementId_, runtimeMs), message);
+  npmp::encode(toAddFlow(spec, measurementId_, runtimeMs, options_.seed), message);
   control_->send(std::move(message));
   const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
   if (added.status == npmp::kStatusNotAllowed) {
@@ -242,7 +242,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   asio::io_context& owner = ownerFor(spec);
   auto channel = co_await connectData(spec, owner);
 
-  run.flow = std::make_shared<measure::Flow>(owner, activeFlowParameters(spec, measurementId_), true);
+  run.flow = std::make_shared<measure::Flow>(owner, activeFlowParameters(spec, measurementId_, options_.seed), true);
   run.flow->reportTo(io_);
   channel->expect(npmp::MessageSet::Data);
   run.flow->attach(channel);

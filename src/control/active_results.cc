@@ -21,6 +21,7 @@ void Active::writeConfig() {
   info.vectorPattern = options_.vectorPattern;
   info.pathVectors = options_.pathInterval.count() > 0;
   info.warmup = options_.warmup;
+  info.seed = options_.seed;
   for (const auto& f : flows_) info.flows.push_back(f.spec);
   OutputFile out(options_.configFile, false, 9);
   measure::writeConfig(out, info);

@@ -58,7 +58,18 @@ sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint1
   return t;
 }
 
-npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs) {
+namespace {
+
+// The seed of one use of randomness of one side of a flow; 0 (entropy) without a run seed.
+std::uint64_t flowSeed(std::uint64_t runSeed, flowspec::Side side, std::uint32_t flowId, std::uint16_t streamId,
+                       flowspec::SeedUse use) {
+  return runSeed == 0 ? 0 : flowspec::deriveSeed(runSeed, side, flowId, streamId, use);
+}
+
+}  // namespace
+
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs,
+                        std::uint64_t runSeed) {
   const sctp::Tuning tuning = sctpTuning(spec);
   npmp::AddFlow add;
   add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
@@ -70,6 +81,7 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
   add.sctpRtoMinAndDac = sctpRtoMinAndDac(tuning);
   add.sctpMechanisms = sctpMechanisms(tuning);
   add.runtimeMs = runtimeMs;
+  add.seed = runSeed;
   add.protocol = spec.protocol;
   add.description = spec.description;
   add.orderedMode = fractionToWire(spec.ordered);
@@ -87,7 +99,8 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
   return add;
 }
 
-measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId) {
+measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId,
+                                             std::uint64_t runSeed) {
   measure::FlowParameters p;
   p.measurementId = measurementId;
   p.flowId = spec.flowId.value_or(0);
@@ -101,7 +114,15 @@ measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std
   p.defragTimeoutMs = spec.defragTimeoutMs;
   p.errorOnAbort = spec.errorOnAbort;
   p.debug = spec.debug;
+  p.trafficSeed = flowSeed(runSeed, flowspec::Side::Active, p.flowId, p.streamId, flowspec::SeedUse::Traffic);
   return p;
+}
+
+sctp::StreamPolicy activeStreamPolicy(const flowspec::FlowSpec& spec, std::uint64_t runSeed) {
+  sctp::StreamPolicy policy = sctp::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials);
+  policy.seed = flowSeed(runSeed, flowspec::Side::Active, spec.flowId.value_or(0), spec.streamId,
+                         flowspec::SeedUse::Messages);
+  return policy;
 }
 
 FlowRequest fromAddFlow(const npmp::AddFlow& m) {
@@ -128,6 +149,9 @@ FlowRequest fromAddFlow(const npmp::AddFlow& m) {
   r.runtimeMs = m.runtimeMs;
   r.streamPolicy =
       sctp::streamPolicy(wireToFraction(m.orderedMode), wireToFraction(m.reliableMode), m.retransmissionTrials);
+  // A reference active sends no seed (0): this side draws from entropy, as the reference does.
+  p.trafficSeed = flowSeed(m.seed, flowspec::Side::Passive, m.flowId, m.streamId, flowspec::SeedUse::Traffic);
+  r.streamPolicy.seed = flowSeed(m.seed, flowspec::Side::Passive, m.flowId, m.streamId, flowspec::SeedUse::Messages);
   return r;
 }
 

@@ -8,7 +8,8 @@
 // ADD_FLOW describes the flow from the passive's point of view: its FrameRate/FrameSize are
 // the active's inbound traffic. This project's extensions travel where the reference sends
 // zeros: the CMT-SCTP tuning in flag bits 3–7 and in the obsolete NDiffPorts field, the
-// runtime and the bundled stack's CMT-SCTP mechanisms in the obsolete Scheduler field.
+// runtime, the bundled stack's CMT-SCTP mechanisms and the run's seed in the obsolete Scheduler
+// field.
 // Pure (no sockets, no clocks); a round trip over every option is unit-tested.
 #pragma once
 
@@ -24,8 +25,14 @@
 namespace npm::control {
 
 // `runtimeMs`: the measurement's runtime (0: none), after which the passive's flow sends nothing.
-npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs = 0);
-measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId);
+// `runSeed`: the run's seed (-seed; 0: none), from which each side derives the seeds of the
+// flow's random choices (flowspec::deriveSeed).
+npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measurementId, std::uint32_t runtimeMs = 0,
+                        std::uint64_t runSeed = 0);
+measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId,
+                                             std::uint64_t runSeed = 0);
+// The per-message delivery policy of the active's sending on an SCTP stream.
+sctp::StreamPolicy activeStreamPolicy(const flowspec::FlowSpec& spec, std::uint64_t runSeed = 0);
 
 // What a passive is asked to run by one ADD_FLOW.
 struct FlowRequest {

@@ -50,9 +50,30 @@ std::uint64_t nextSeed() {
   return seeds();
 }
 
+// SplitMix64's finaliser: a bijection of 64-bit words that spreads every input bit over all
+// output bits, so that neighbouring keys (flow 1 and 2) give unrelated seeds.
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
 
 Random::Random() : engine_(nextSeed()) {}
+
+std::uint64_t deriveSeed(std::uint64_t runSeed, Side side, std::uint32_t flowId, std::uint16_t streamId, SeedUse use) {
+  const std::uint64_t key = std::uint64_t{flowId} << 32 | std::uint64_t{streamId} << 16 |
+                            std::uint64_t{static_cast<std::uint8_t>(side)} << 8 | static_cast<std::uint8_t>(use);
+  const std::uint64_t seed = mix(mix(runSeed) ^ key);
+  return seed != 0 ? seed : 1;
+}
+
+std::uint64_t entropyRunSeed() {
+  std::uint64_t seed = 0;
+  while (seed == 0) seed = nextSeed() & kMaxRunSeed;
+  return seed;
+}
 
 double Random::normal() {
   // Marsaglia's polar form of Box–Muller; keeps the second value for the next call.

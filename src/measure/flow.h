@@ -47,6 +47,9 @@ struct FlowParameters {
   std::uint32_t defragTimeoutMs = 5000;
   bool errorOnAbort = true;
   bool debug = false;
+  // The seed of this side's frame rates, frame sizes and on/off times (flowspec::deriveSeed);
+  // 0 = from the system's entropy.
+  std::uint64_t trafficSeed = 0;
 };
 
 // A flow lives on one network thread, the one running the io_context it was made with (see

@@ -45,6 +45,7 @@ FlowSender::FlowSender(asio::io_context& io, const FlowParameters& params, bool 
     : home_(&io),
       params_(params),
       events_(std::move(events)),
+      random_(flowspec::Random::seededOrEntropy(params.trafficSeed)),
       cutter_(labelsOf(params), activeSide),
       frameTimer_(io),
       onOffTimer_(io),

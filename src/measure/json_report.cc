@@ -259,6 +259,7 @@ void runtimeMembers(json::Writer& w, const JsonRunInfo& info) {
   if (info.runtime) w.value(*info.runtime);
   else w.null();
   w.key("warmup_s").value(info.warmup);
+  w.key("seed").value(info.seed);
 }
 
 }  // namespace

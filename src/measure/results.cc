@@ -391,8 +391,10 @@ void writeConfig(OutputFile& out, const ConfigInfo& info) {
   out.write("SCALAR_PASSIVE_NODE=" + shellQuote(resultFileName(info.scalarPattern, "passive")) + "\n");
   out.write("VECTOR_ACTIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "active")) + "\n");
   out.write("VECTOR_PASSIVE_NODE=" + shellQuote(resultFileName(info.vectorPattern, "passive")) + "\n");
-  // Not in the reference: the warm-up that the scalars leave out (--warmup), in seconds.
+  // Not in the reference: the warm-up that the scalars leave out (--warmup), in seconds, and
+  // the run's seed (-seed, given or drawn), with which -seed repeats its random choices.
   if (info.warmup.count() > 0) out.printf("WARMUP=%.3f\n", static_cast<double>(info.warmup.count()) / 1000.0);
+  if (info.seed > 0) out.printf("SEED=%llu\n", static_cast<unsigned long long>(info.seed));
   out.write("\n");
   for (const auto& f : info.flows) {
     const std::string p = "FLOW" + std::to_string(f.flowId.value_or(0));

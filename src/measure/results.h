@@ -224,6 +224,7 @@ struct ConfigInfo {
   std::vector<flowspec::FlowSpec> flows;  // with IDs assigned
   bool pathVectors = false;               // FLOW<n>_PATHS_VECTOR_*_NODE lines
   std::chrono::milliseconds warmup{0};    // WARMUP (seconds) when > 0
+  std::uint64_t seed = 0;                 // SEED (-seed) when > 0
 };
 
 void writeConfig(OutputFile& out, const ConfigInfo& info);

@@ -152,7 +152,7 @@ void encode(const AddFlow& m, Bytes& out) {
             kCongestionControlSize);
   put32(out, m.runtimeMs);                                        // Scheduler (obsolete): the runtime,
   put32(out, m.sctpMechanisms);                                   // the CMT-SCTP mechanisms
-  putString(out, "", 8);
+  put64(out, m.seed);                                             // and the run's seed
   put16(out, static_cast<std::uint16_t>(m.onOffEvents.size()));
   for (const OnOffEvent& e : m.onOffEvents) {
     put8(out, e.spec.rng);
@@ -369,6 +369,7 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
       if (m.congestionControl == "default") m.congestionControl.clear();
       m.runtimeMs = get32(p + 176);
       m.sctpMechanisms = get32(p + 180);
+      m.seed = get64(p + 184);
       m.onOffEvents.resize(events);
       for (std::size_t i = 0; i < events; ++i) {
         const std::uint8_t* e = p + kAddFlowBaseSize + kOnOffEventSize * i;

@@ -174,6 +174,10 @@ struct AddFlow {
   // Not in the reference either (the next 4 bytes of Scheduler): the CMT-SCTP mechanisms of the
   // bundled stack that the flow asks for, kSctpMechanism* bits; a reference passive ignores them.
   std::uint32_t sctpMechanisms = 0;
+  // Not in the reference either (the last 8 bytes of Scheduler): the run's seed (-seed), from
+  // which the passive derives the seeds of its random choices for this flow; 0 = none (a
+  // reference active): the passive draws from the system's entropy.
+  std::uint64_t seed = 0;
   std::vector<OnOffEvent> onOffEvents;
   bool operator==(const AddFlow&) const = default;
 };

@@ -25,7 +25,10 @@ constexpr std::size_t kMaxMessage = 65536;
 class SctpStreamChannel : public DataChannel, public std::enable_shared_from_this<SctpStreamChannel> {
 public:
   SctpStreamChannel(std::shared_ptr<Association> association, std::uint16_t stream, StreamPolicy policy)
-      : association_(std::move(association)), stream_(stream), policy_(policy) {}
+      : association_(std::move(association)),
+        stream_(stream),
+        policy_(policy),
+        random_(flowspec::Random::seededOrEntropy(policy.seed)) {}
 
   void send(const std::vector<asio::const_buffer>& buffers, std::size_t, SendHandler handler) override {
     buffers_ = &buffers;

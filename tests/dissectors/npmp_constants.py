@@ -131,7 +131,7 @@ def main(source):
     # Fields this project puts where the reference has padding (no C++ constant to compare):
     # the same name and width in C and Lua.
     own = {"npmp.start.warmup": ("FT_UINT32", "uint32"), "npmp.runtime": ("FT_UINT32", "uint32"),
-           "npmp.addflow.sctp_mechanisms": ("FT_UINT32", "uint32")}
+           "npmp.addflow.sctp_mechanisms": ("FT_UINT32", "uint32"), "npmp.addflow.seed": ("FT_UINT64", "uint64")}
     for field, (ctype, ltype) in own.items():
         cm = re.search(r"\"%s\", (FT_\w+)," % re.escape(field), c)
         lm = re.search(r"ProtoField\.(\w+)\(\"%s\"" % re.escape(field), lua)

@@ -42,7 +42,7 @@ def add_flow(flow, meas, stream=0, protocol=6, description=b"", flags=0,
              rate=(0.0, 0.0, 0.0, 0.0), size=(0.0, 0.0, 0.0, 0.0),
              rate_rng=0, size_rng=0, rcvbuf=233016, sndbuf=233016,
              maxmsgsize=16000, cmt=0, ccid=0, cc=b"default",
-             events=(), length=None, n_events=None, ndiffports=0):
+             events=(), length=None, n_events=None, ndiffports=0, runtime=0, mechanisms=0, seed=0):
     """events: list of (rng, flags, (v1, v2, v3, v4))."""
     body = struct.pack("!IQH", flow, meas, stream)
     body += struct.pack("<H", protocol)            # the one little-endian field
@@ -54,7 +54,7 @@ def add_flow(flow, meas, stream=0, protocol=6, description=b"", flags=0,
     body += struct.pack("!H", ndiffports)           # NDiffPorts: here SCTP RTO.min (bits 0-14), DAC (15)
     body += b"\0" * 16                              # PathMgr
     body += cc.ljust(16, b"\0")[:16]                # CongestionControl
-    body += b"\0" * 16                              # Scheduler
+    body += struct.pack("!IIQ", runtime, mechanisms, seed)  # Scheduler: runtime, SCTP mechanisms, seed
     body += struct.pack("!H", len(events) if n_events is None else n_events)
     for rng, eflags, values in events:
         body += struct.pack("!BBH", rng, eflags, 0) + b"".join(dbl(v) for v in values)
@@ -316,7 +316,8 @@ def build_tcp():
     #    RTO.min 300 ms and DAC in NDiffPorts
     knobs = TcpConn(ACTIVE, 40017, PASSIVE, 9001)
     f.append(knobs.send(0, add_flow(3, MEAS2, protocol=132, description=b"cmt knobs", flags=0x08 | 0x30 | 0x80,
-                                    cmt=3, ndiffports=300 | 0x8000)))
+                                    cmt=3, ndiffports=300 | 0x8000, runtime=30000, mechanisms=0x0A,
+                                    seed=ADDFLOW_SEED)))
     return f
 
 
@@ -380,6 +381,7 @@ def build_dccp():
 
 # warmup.pcap: START with the warm-up (offset 4) over TCP control and SCTP.
 WARMUP_MS = 2500
+ADDFLOW_SEED = 0xFEDCBA9876543210   # above 2^63: the field is unsigned
 WARMUP_BIG_MS = 100000          # > 65535: the field is a u32
 
 

@@ -33,6 +33,7 @@ FLOWS = [
     ("-mptcp", "const10:const800", 262, -1, 800, None),
 ]
 RUNTIME = 2
+SEED = 9007199254740991   # -seed: the largest run seed, in every ADD_FLOW
 
 
 def select_flows(names):
@@ -123,7 +124,7 @@ def capture_run(args, work, skip):
                                    % (passive.returncode, open(os.path.join(work, "passive.log")).read()))
             time.sleep(0.1)
         active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp",
-                      "-runtime=%d" % RUNTIME, "-nodisplay"]
+                      "-runtime=%d" % RUNTIME, "-nodisplay", "-seed=%d" % SEED]
         for opt, spec, *_ in args.flow_list:
             active_cmd += [opt, spec]
         active_cmd += ["-scalar=" + os.path.join(outdir, "run.sca"),
@@ -214,6 +215,8 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     c.eq(sorted(first(m, "flowid") for m in addflows), list(range(n_flows)), "%s: ADD_FLOW flow IDs" % label)
     c.eq([first(m, "protocol") for m in sorted(addflows, key=lambda m: first(m, "flowid"))],
          [f[2] for f in flows], "%s: ADD_FLOW protocols in command-line order" % label)
+    # -seed travels to the passive in every ADD_FLOW (bytes 184-191), as given.
+    c.eq([first(m, "addflow.seed") for m in addflows], [SEED] * n_flows, "%s: ADD_FLOW seed" % label)
     meas = {m["measurementid"][0] for m in msgs if "measurementid" in m}
     c.eq(len(meas), 1, "%s: one measurement ID in the capture (%s)" % (label, meas))
     mid = int(next(iter(meas)), 16) if meas else None

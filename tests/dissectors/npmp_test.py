@@ -196,6 +196,8 @@ NPMP_FIELDS = [
     "npmp.byteseqnumber", "npmp.timestamp", "npmp.payload", "npmp.results.data",
     "npmp.auth.nonce", "npmp.auth.mac", "npmp.addflow.flags.nrsack", "npmp.addflow.flags.bufsplit",
     "npmp.addflow.flags.sctpcc", "npmp.sctp.rtomin", "npmp.sctp.dac", "npmp.ndiffports",
+    "npmp.runtime", "npmp.addflow.sctp_mechanisms", "npmp.addflow.sctp_mechanisms.smartfr",
+    "npmp.addflow.sctp_mechanisms.reschedule", "npmp.addflow.seed",
     "npmp.addflow.flags.debug", "npmp.addflow.flags.nodelay", "npmp.addflow.flags.repeatonoff",
     "npmp.identify.flags.compress_vectors", "npmp.data.flags.frame_begin", "npmp.data.flags.frame_end",
     "npmp.start.flags.compress_vectors", "npmp.start.flags.compress_scalars",
@@ -341,6 +343,9 @@ def check_tcp(c, ts, pcap):
           f["npmp.addflow.flags.sctpcc"], f["npmp.addflow.flags.debug"], f["npmp.sctp.rtomin"], f["npmp.sctp.dac"],
           f["npmp.ndiffports"]),
          (["2"], ["3"], ["1"], ["3"], ["2"], ["0"], ["300"], ["1"], [str(300 | 0x8000)]), "F38 ADD_FLOW tuning bits")
+    c.eq((f["npmp.runtime"], f["npmp.addflow.sctp_mechanisms"], f["npmp.addflow.sctp_mechanisms.smartfr"],
+          f["npmp.addflow.sctp_mechanisms.reschedule"], f["npmp.addflow.seed"]),
+         (["30000"], ["0x0000000a"], ["1"], ["1"], [str(P.ADDFLOW_SEED)]), "F38 ADD_FLOW runtime, mechanisms, seed")
     c.eq(npmp_experts(F[38]), [], "F38 no expert info")
 
     # Decode-As and port preferences

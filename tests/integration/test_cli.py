@@ -97,6 +97,15 @@ class CommandLine(unittest.TestCase):
             self.assertEqual(result.returncode, 0)
             self.assertIn("FLOWSPEC", result.stdout)
 
+    def test_seed(self):
+        flow = ["-tcp", "const0:const1400"]
+        self.assertRejected([*flow, "-seed=0"], "expected a seed from 1 to 9007199254740991")
+        self.assertRejected([*flow, "-seed=abc"], "expected a seed from 1")
+        self.assertRejected([*flow, f"-seed={2 ** 53}"], "expected a seed from 1")
+        result = run(str(PORT), "-seed=7")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("active side", result.stderr)
+
     def test_passive_port_range(self):
         for port in ("1", "65535", "70000"):
             result = run(port)

@@ -16,6 +16,7 @@ from harness import Capture, free_base_port, Passive, run_active
 PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
 MAGIC = 0x4BCDF3AA303C6774
 PROTOCOLS = {6, 17, 33, 132, 261, 262}
+SEED = 0x123456789ABCD  # -seed, which ADD_FLOW carries in bytes 184-191
 
 
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
@@ -26,7 +27,8 @@ class WireFormat(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="npm-wire-")
         cls.pcap = os.path.join(cls.dir, "run.pcapng")
         with Capture(cls.pcap, f"port {PORT - 1} or port {PORT} or port {PORT + 1}"), Passive(PORT):
-            cls.result = run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=2", "-vector=run.vec", "-scalar=run.sca.bz2",
+            cls.result = run_active(f"127.0.0.1:{PORT}", "-y", "-runtime=2", f"-seed={SEED}", "-vector=run.vec",
+                                    "-scalar=run.sca.bz2",
                                     "-tcp", "const50:const3000:const20:const800:maxmsgsize=1400:description=tcp",
                                     "-udp", "const40:const300:const20:const200",
                                     "-mptcp", "const20:const500:onoff=0.2,+1:id=5",
@@ -109,9 +111,11 @@ class WireFormat(unittest.TestCase):
                 self.assertIn(m[129], range(6))
                 self.assertEqual(m[142:160], b"\0" * 18)  # NDiffPorts + PathMgr (obsolete)
                 self.assertEqual(m[160:176].rstrip(b"\0"), b"default")
-                # Scheduler (obsolete): this project's runtime in its first 4 bytes, zeros after
+                # Scheduler (obsolete): this project's runtime in its first 4 bytes, the CMT-SCTP
+                # mechanisms (none here) in the next 4, and the run's seed (-seed) in the last 8
                 self.assertEqual(struct.unpack_from("!I", m, 176)[0], 2000)
-                self.assertEqual(m[180:192], b"\0" * 12)
+                self.assertEqual(m[180:184], b"\0" * 4)
+                self.assertEqual(struct.unpack_from("!Q", m, 184)[0], SEED)
                 if flow == 5:
                     self.assertEqual(protocol, 262)
                     self.assertEqual(events, 2)

@@ -2,8 +2,11 @@
 // of a FLOWSPEC survives FlowSpec → ADD_FLOW → bytes → ADD_FLOW → what the passive runs.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
+#include "flowspec/random.h"
 
 using namespace npm;
 using npmp::Protocol;
@@ -155,4 +158,35 @@ TEST_CASE("flow mapping: fractions on the wire") {
   CHECK(control::fractionToWire(1.0) == 0xFFFFFFFFu);
   CHECK(control::fractionToWire(0.0) == 0u);
   CHECK(control::wireToFraction(control::fractionToWire(0.25)) == Approx(0.25));
+}
+
+TEST_CASE("flow mapping: the run's seed reaches the passive, and each side seeds each use apart") {
+  const auto s = spec("exp20:uniform100,900:exp10:uniform200,300:id=3:onoff=+exp1,+exp1,repeat", Protocol::SCTP);
+  constexpr std::uint64_t kSeed = 0x1234567890ABCull;
+  npmp::Bytes b;
+  npmp::encode(control::toAddFlow(s, 1, 0, kSeed), b);
+  const auto decoded = npmp::decode(b);
+  REQUIRE(decoded);
+  CHECK(std::get<npmp::AddFlow>(*decoded).seed == kSeed);
+  const auto passive = control::fromAddFlow(std::get<npmp::AddFlow>(*decoded));
+  const auto active = control::activeFlowParameters(s, 1, kSeed);
+  const auto activePolicy = control::activeStreamPolicy(s, kSeed);
+  using flowspec::SeedUse;
+  using flowspec::Side;
+  CHECK(passive.parameters.trafficSeed == flowspec::deriveSeed(kSeed, Side::Passive, 3, 0, SeedUse::Traffic));
+  CHECK(passive.streamPolicy.seed == flowspec::deriveSeed(kSeed, Side::Passive, 3, 0, SeedUse::Messages));
+  CHECK(active.trafficSeed == flowspec::deriveSeed(kSeed, Side::Active, 3, 0, SeedUse::Traffic));
+  CHECK(activePolicy.seed == flowspec::deriveSeed(kSeed, Side::Active, 3, 0, SeedUse::Messages));
+  // Four uses, four different seeds, none 0 (which would mean entropy).
+  const std::set<std::uint64_t> seeds{passive.parameters.trafficSeed, passive.streamPolicy.seed, active.trafficSeed,
+                                      activePolicy.seed};
+  CHECK(seeds.size() == 4);
+  CHECK(seeds.count(0) == 0);
+
+  // Without a seed (a reference active sends zeros there): both sides draw from entropy.
+  const auto unseeded = overTheWire(s, 1);
+  CHECK(unseeded.parameters.trafficSeed == 0);
+  CHECK(unseeded.streamPolicy.seed == 0);
+  CHECK(control::activeFlowParameters(s, 1).trafficSeed == 0);
+  CHECK(control::activeStreamPolicy(s).seed == 0);
 }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 
 #include "flowspec/random.h"
 
@@ -76,4 +77,35 @@ TEST_CASE("distribution names for FLOWSPEC and config files") {
   CHECK(std::string(configName(2)) == "exponential");
   CHECK(std::string(configName(4)) == "normal");  // the reference wrote "(invalid!)"
   CHECK(std::string(configName(5)) == "truncnormal");
+}
+
+TEST_CASE("-seed: derived seeds repeat, differ per side, flow, stream and use, and are never 0") {
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t run : {std::uint64_t{1}, std::uint64_t{2}, kMaxRunSeed}) {
+    for (Side side : {Side::Active, Side::Passive}) {
+      for (std::uint32_t flow : {0U, 1U, 0xFFFFFFFFU}) {
+        for (std::uint16_t stream : {std::uint16_t{0}, std::uint16_t{1}}) {
+          for (SeedUse use : {SeedUse::Traffic, SeedUse::Messages}) {
+            const std::uint64_t s = deriveSeed(run, side, flow, stream, use);
+            CHECK(s != 0);
+            CHECK(s == deriveSeed(run, side, flow, stream, use));
+            seen.insert(s);
+          }
+        }
+      }
+    }
+  }
+  CHECK(seen.size() == 3 * 2 * 3 * 2 * 2);
+  // The same seed draws the same values; 0 draws from entropy.
+  auto a = Random::seededOrEntropy(42), b = Random::seededOrEntropy(42);
+  const RandomSpec exp{static_cast<std::uint8_t>(Rng::Exponential), {5.0, 0, 0, 0}};
+  for (int i = 0; i < 1000; ++i) REQUIRE(sample(exp, a) == sample(exp, b));
+  auto c = Random::seededOrEntropy(0), d = Random::seededOrEntropy(0);
+  CHECK(c.next64() != d.next64());
+  // Run seeds drawn from entropy are in 1..2^53-1 (exact in every JSON reader).
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint64_t run = entropyRunSeed();
+    REQUIRE(run >= 1);
+    REQUIRE(run <= kMaxRunSeed);
+  }
 }
