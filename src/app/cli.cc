@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 
+#include "common/clock.h"
 #include "common/numbers.h"
 #include "common/options.h"
 #include "common/result.h"
@@ -58,6 +59,7 @@ struct Settings {
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
   unsigned threads = 0;      // --threads; 0 = one per core
+  bool startAtUnsynchronised = false;  // --start-at-unsynchronised
   std::vector<std::string> warnings;
 };
 
@@ -222,6 +224,23 @@ std::optional<CliError> setSeed(Settings& s, const Parsed& p) {
   return std::nullopt;
 }
 
+// --start-at=EPOCH_SECONDS[.FRACTION]: digits, optionally a point and up to six more (µs).
+std::optional<CliError> setStartAt(Settings& s, const Parsed& p) {
+  const std::string& v = p.value;
+  const auto point = v.find('.');
+  const std::string whole = v.substr(0, point), fraction = point == std::string::npos ? "" : v.substr(point + 1);
+  const auto seconds = parseNumber(whole, std::uint64_t{1} << 40);
+  const bool digits = std::all_of(fraction.begin(), fraction.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (whole.empty() || !seconds || !digits || fraction.size() > 6 || (point != std::string::npos && fraction.empty())) {
+    return bad(p, "expected the start time in seconds since the epoch, with at most six decimals "
+                  "(e.g. $(($(date +%s) + 10)) or 1764300000.250)");
+  }
+  std::uint64_t micros = *seconds * 1000000;
+  if (!fraction.empty()) micros += std::stoull(fraction + std::string(6 - fraction.size(), '0'));
+  s.active.startAt = micros;
+  return std::nullopt;
+}
+
 std::optional<CliError> setMaxDownload(Settings& s, const Parsed& p) {
   const auto n = parseNumber(p.value, std::uint64_t{1} << 40);
   if (!n || *n < 1) return bad(p, "expected a size in MiB from 1 to 2^40");
@@ -330,6 +349,8 @@ constexpr OptionDef kOptions[] = {
     {"path-interval", 0, Arg::Required, setPathInterval},
     {"warmup", 0, Arg::Required, setWarmup},
     {"seed", 0, Arg::Required, setSeed},
+    {"start-at", 0, Arg::Required, setStartAt},
+    {"start-at-unsynchronised", 0, Arg::None, NPM_SET(s.startAtUnsynchronised = true)},
     {"json", 0, Arg::Optional, setJson},
     {"json-stream", 0, Arg::None, NPM_SET(s.active.jsonStream = true)},
     {"threads", 0, Arg::Required, setThreads},
@@ -446,6 +467,31 @@ Result<void> checkWritable(const std::string& path, const char* what) {
   return {};
 }
 
+// --start-at: the time must lie ahead, and several hosts only start together on synchronised
+// clocks, which the kernel can tell (adjtimex: STA_UNSYNC, set until chrony, ntpd or
+// systemd-timesyncd has disciplined the clock). On one host all actives share one clock:
+// --start-at-unsynchronised says so.
+std::optional<CliError> checkStartAt(const std::optional<std::uint64_t>& startAt, bool unsynchronisedOk) {
+  if (!startAt) {
+    if (unsynchronisedOk) return CliError{"--start-at-unsynchronised goes with --start-at"};
+    return std::nullopt;
+  }
+  const std::uint64_t now = nowMicros();
+  if (*startAt <= now) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "--start-at: the time is %.3f s in the past (now: %.3f)",
+                  static_cast<double>(now - *startAt) / 1e6, static_cast<double>(now) / 1e6);
+    return CliError{text};
+  }
+  const ClockStatus clock = clockStatus();
+  if (!clock.synchronised && !unsynchronisedOk) {
+    return CliError{"--start-at: the local clock is not synchronised (the kernel's STA_UNSYNC is set: is chrony, "
+                    "ntpd or systemd-timesyncd running?); hosts would start apart by their clocks' offset "
+                    "(--start-at-unsynchronised: every active runs on this host's clock)"};
+  }
+  return std::nullopt;
+}
+
 // ------------------------------------------------------------ the passive
 
 Command passiveCommand(Settings& s, const std::string& where) {
@@ -460,6 +506,9 @@ Command passiveCommand(Settings& s, const std::string& where) {
   if (!s.active.jsonFile.empty() || s.active.jsonStream) return CliError{"--json and --json-stream are options of the active side"};
   if (s.active.seed != 0) {
     return CliError{"-seed is given to the active side (HOST:PORT); a passive takes it from the active's ADD_FLOW"};
+  }
+  if (s.active.startAt || s.startAtUnsynchronised) {
+    return CliError{"--start-at is an option of the active side (HOST:PORT): it sends START then"};
   }
   if (s.noSctp && s.noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
   PassiveCommand c;
@@ -650,6 +699,7 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
                   static_cast<double>(active.warmup.count()) / 1000.0, *s.runtime);
     return CliError{text};
   }
+  if (auto error = checkStartAt(active.startAt, s.startAtUnsynchronised)) return *error;
   // Every run has a seed: without -seed one from entropy, recorded, so that -seed repeats it.
   if (active.seed == 0) active.seed = flowspec::entropyRunSeed();
   ActiveCommand c;
@@ -704,6 +754,9 @@ std::string usage() {
          "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
          "  --seed=N                     the run's seed (1 to 2^53-1): repeats every random choice of both sides\n"
          "                               (rates, sizes, on/off, SCTP per-message); without it one is drawn and recorded\n"
+         "  --start-at=EPOCH[.FRACTION]  send START at this wall-clock time (synchronised start of several actives);\n"
+         "                               refused when it is past or the clock is not synchronised\n"
+         "  --start-at-unsynchronised    allow --start-at on an unsynchronised clock (all actives on this host)\n"
          "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
          "                               the status line then goes to standard error)\n"
          "  --json-stream                JSON lines on standard output: start, one per second, end with the document\n"

@@ -2,6 +2,7 @@
 // base of NPMP DATA time stamps and of the vector files (the reference uses the same).
 #pragma once
 
+#include <sys/timex.h>
 #include <time.h>
 
 #include <cstdint>
@@ -12,6 +13,23 @@ inline std::uint64_t nowMicros() {
   timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+// What the kernel says about the wall clock's discipline (adjtimex(2), read only).
+struct ClockStatus {
+  bool synchronised = false;   // STA_UNSYNC clear: an NTP/PTP daemon disciplines the clock
+  long maxErrorMicros = 0;     // the kernel's maximum error estimate
+  long estimatedErrorMicros = 0;
+};
+
+inline ClockStatus clockStatus() {
+  timex tx{};
+  const int state = ::adjtimex(&tx);
+  ClockStatus c;
+  c.synchronised = state != -1 && state != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
+  c.maxErrorMicros = tx.maxerror;
+  c.estimatedErrorMicros = tx.esterror;
+  return c;
 }
 
 }  // namespace npm

@@ -137,6 +137,10 @@ asio::awaitable<int> Active::run() {
     if (const auto enough = checkDescriptors(options_, limit.soft, limit.hard); !enough) {
       throw ActiveError(enough.error());
     }
+    if (options_.startAt) {
+      const std::uint64_t lead = std::chrono::duration_cast<std::chrono::microseconds>(kStartAtLead).count();
+      if (*options_.startAt > nowMicros() + lead) co_await waitUntilWallClock(*options_.startAt - lead, "to set up");
+    }
     co_await setUp();
   } catch (const std::exception& e) {
     json_.error(e.what());
@@ -173,9 +177,30 @@ asio::awaitable<void> Active::setUp() {
   if (scalars == Compression::kGzip) start.flags |= npmp::kStartGzipScalars;
   npmp::Bytes message;
   npmp::encode(start, message);
+  if (options_.startAt) {
+    if (const std::uint64_t now = nowMicros(); now > *options_.startAt) {
+      throw ActiveError("--start-at: the start time passed " + std::to_string((now - *options_.startAt) / 1000) +
+                        " ms ago while the flows were set up");
+    }
+    co_await waitUntilWallClock(*options_.startAt, "to send START");
+  }
   control_->send(std::move(message));
   const auto started = co_await awaitAck(0, 0, "START");
   if (started.status != npmp::kStatusOk) throw ActiveError("the passive could not start the measurement");
+}
+
+asio::awaitable<void> Active::waitUntilWallClock(std::uint64_t when, const char* why) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "Waiting %.3f s %s (--start-at)",
+                static_cast<double>(when - std::min(when, nowMicros())) / 1e6, why);
+  log::info(text);
+  // The steady clock runs the wait; the wall clock decides when it is over (a daemon may slew
+  // it meanwhile): wait again for what is left, until nothing is.
+  for (std::uint64_t now = nowMicros(); now < when; now = nowMicros()) {
+    co_await runEvent_.wait(Clock::now() + std::chrono::microseconds(when - now));
+    if (interrupted_) throw ActiveError("interrupted while waiting for the start time");
+    if (flowFailure_) throw ActiveError(*flowFailure_);
+  }
 }
 
 // Runs the measurement until the runtime has passed, a signal comes, or something fails.

@@ -41,6 +41,9 @@ struct ActiveOptions {
   // command line draws one from entropy when none is given, so that every run records its seed.
   // Recorded as SEED in the config file and in the JSON document. 0: none (entropy everywhere).
   std::uint64_t seed = 0;
+  // --start-at: the wall-clock time (µs since the epoch) to send START at; the active connects
+  // and sets its flows up in the kStartAtLead before it.
+  std::optional<std::uint64_t> startAt;
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
@@ -58,6 +61,11 @@ struct ActiveOptions {
   // SCTP (SCTP flows share their association, on the control thread).
   unsigned threads = 0;
 };
+
+// --start-at: how long before the start time the active connects to the passive and sets its
+// flows up (at once when the time is nearer): enough for thousands of flows, well within the
+// passive's --idle-timeout (120 s by default) for a session without a running measurement.
+constexpr std::chrono::seconds kStartAtLead{60};
 
 // The network threads a run with these options uses.
 unsigned networkThreads(const ActiveOptions& options);

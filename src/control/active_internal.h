@@ -116,6 +116,9 @@ private:
 
   // active.cc: run() is setUp(), runMeasurement(), stopAndCollect()
   asio::awaitable<void> setUp();
+  // --start-at: waits until the wall clock reads `when` (µs since the epoch); a signal or a
+  // flow's failure ends the wait with ActiveError. `why`: for the log line.
+  asio::awaitable<void> waitUntilWallClock(std::uint64_t when, const char* why);
   asio::awaitable<void> runMeasurement();
   asio::awaitable<int> stopAndCollect();
   asio::awaitable<void> statusLoop();

@@ -55,6 +55,7 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.runtime = o.runtime;
   info_.warmup = static_cast<double>(o.warmup.count()) / 1000.0;
   info_.seed = o.seed;
+  info_.startAt = o.startAt;
   info_.remote = o.remoteName;
   for (const auto& a : o.localAddresses) info_.localAddresses.push_back(a.to_string());
   for (const auto& f : o.flows) {

@@ -260,6 +260,9 @@ void runtimeMembers(json::Writer& w, const JsonRunInfo& info) {
   else w.null();
   w.key("warmup_s").value(info.warmup);
   w.key("seed").value(info.seed);
+  w.key("start_at_us");
+  if (info.startAt) w.value(*info.startAt);
+  else w.null();
 }
 
 }  // namespace

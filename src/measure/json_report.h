@@ -43,6 +43,7 @@ struct JsonRunInfo {
   std::optional<double> runtime;         // requested (-T), seconds
   double warmup = 0.0;                   // --warmup, seconds (0: none)
   std::uint64_t seed = 0;                // -seed, given or drawn (0: none, as before)
+  std::optional<std::uint64_t> startAt;  // --start-at, µs since the epoch
   std::string remote;                    // as given: "host:port"
   std::string controlProtocol;           // "TCP", "MPTCP", "SCTP (kernel)"; empty: not connected
   std::string controlLocal, controlRemote;  // "address:port"; empty if unknown

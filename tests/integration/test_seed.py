@@ -67,6 +67,7 @@ class Seed(unittest.TestCase):
         seed = int(config["SEED"])
         self.assertEqual(document["seed"], seed)
         self.assertTrue(1 <= seed < 2 ** 53, seed)
+        self.assertIsNone(document["start_at_us"])
         again, config, document = self.run_once(f"-seed={seed}")
         self.assertEqual((int(config["SEED"]), document["seed"]), (seed, seed))
         self.assertSameTraffic(drawn, again)

@@ -116,7 +116,7 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
                                     R"("host":{"name":"h1","kernel":"Linux 6.1.0","machine":"x86_64"},)"
                                     R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
                                     R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"seed":9007199254740991,)"
-                                    R"("duration_s":2,)"));
+                                    R"("start_at_us":null,"duration_s":2,)"));
   CHECK_THAT(doc, Catch::Contains(R"("description":"Bulk \"1\"","flowspec":"const0:const1400:description=\"Bulk\"",)"
                                   R"("congestion_control":null,"active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
                                   R"("last_us":1700000001000000,"bytes":1000,"packets":10,"frames":5,"bit_rate":8000.000000,)"));
