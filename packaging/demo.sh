@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Demo measurement on loopback: a local passive and a 5 s active run with a TCP, an MPTCP
-# and a UDP flow; results (config, scalars, vectors, plot) in ./demo-results.
+# and a UDP flow; results (config, scalars, vectors, JSON document, plot) in ./demo-results.
 #   packaging/demo.sh [BUILD_DIR]        environment: PORT (default 9000), RUNTIME (default 5)
 set -euo pipefail
 
@@ -24,7 +24,7 @@ for _ in $(seq 50); do
 done
 
 "$npm" "127.0.0.1:$port" -runtime="$runtime" -logfile=active.log \
-  -config=run.config -scalar=run.sca.bz2 -vector=run.vec.bz2 \
+  -config=run.config -scalar=run.sca.bz2 -vector=run.vec.bz2 --json=run.json \
   -tcp "const0:const1400:const0:const1400:description=TCP bulk" \
   -mptcp "const0:const1400:description=MPTCP bulk" \
   -udp "const50:const500:const25:const1000:description=UDP voice"
@@ -33,31 +33,21 @@ echo
 echo "Results in $out:"
 ls -1 "$out"
 echo
-# A short summary from the scalar files: per flow and direction, bit rate and frames.
+# A short summary from the run's JSON document (the same figures as both sides' scalar files):
+# per flow and direction, bit rate, frames and lost frames.
 python3 - <<'PY'
-import bz2, re
-pattern = re.compile(r'^scalar\s+"netPerfMeter\.(\w+)\.flow\[(\d+)\]"\s+"([^"]+)"\s+(\S+)')
-values = {}
-for role in ("active", "passive"):
-    for line in bz2.open(f"run-{role}.sca.bz2", "rt"):
-        m = pattern.match(line)
-        if m:
-            values[(m.group(1), int(m.group(2)), m.group(3))] = float(m.group(4))
-config = {}
-for line in open("run.config"):
-    key, _, value = line.strip().partition("=")
-    config[key] = value.strip('"')
+import json
+with open("run.json") as f:
+    doc = json.load(f)
 print(f"{'Flow':<5} {'Description':<12} {'Protocol':<8} {'Direction':<18} {'Mbit/s':>10} {'Frames':>9} {'Lost':>6}")
-for flow in sorted({f for (_, f, _) in values}):
-    for sender, receiver, label in (("active", "passive", "active -> passive"), ("passive", "active", "passive -> active")):
-        sent = values.get((sender, flow, "Transmitted Frames"), 0)
-        if not sent:
+for flow in doc["flows"]:
+    for key, label in (("active_to_passive", "active -> passive"), ("passive_to_active", "passive -> active")):
+        d = flow[key]
+        if not d["transmitted"] or not d["transmitted"]["frames"]:
             continue
-        rate = values.get((receiver, flow, "Received Bit Rate"), 0) / 1e6
-        got = values.get((receiver, flow, "Received Frames"), 0)
-        lost = values.get((receiver, flow, "Lost Frames"), 0)
-        print(f"{flow:<5} {config.get(f'FLOW{flow}_DESCRIPTION', ''):<12} {config.get(f'FLOW{flow}_PROTOCOL', ''):<8} "
-              f"{label:<18} {rate:>10.1f} {int(got):>9} {int(lost):>6}")
+        received, lost = d["received"] or {}, d["lost"] or {}
+        print(f"{flow['flow_id']:<5} {flow['description']:<12} {flow['protocol']:<8} {label:<18} "
+              f"{(received.get('bit_rate') or 0) / 1e6:>10.1f} {received.get('frames', 0):>9} {lost.get('frames', 0):>6}")
 PY
 plotter=$here/rplot/plot-netperfmeter-results
 if [[ -x $plotter ]] && command -v Rscript >/dev/null; then
