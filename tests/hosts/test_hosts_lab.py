@@ -18,7 +18,8 @@ config file the test writes (the lab's key, its known_hosts), named by the study
                bound (a chronyc script earlier in PATH prints the offset; the real clock is never
                touched) or none to tell it, and a passive whose control port its path cannot
                reach; then a study whose hosts pass runs over the switch (one run of 1 s, results,
-               hosts.json, results.sqlite)
+               hosts.json, results.sqlite), with cross traffic from a third host, with a running
+               passive unit and its key; SIGINT during a run stops the processes on the hosts
   EndToEnd     (label long) two dual-homed hosts, each path through a bridge on a router
                namespace with tbf (20 and 10 Mbit/s towards the passive), a quick study of two
                runs: both sides' scalar files back, goodput below path 1's rate, each host's
@@ -36,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -427,6 +429,33 @@ class Preflight(HostsCase):
                             check=False).stdout
             self.assertEqual(left, "", f"left on {host.name}")
 
+
+    def test_sigint_stops_the_processes_on_the_hosts(self):
+        # Ctrl-C during a run: exit 130, the run discarded, its passive and active on the hosts
+        # stopped and the lab's directories there removed.
+        proc = subprocess.Popen([LAB, "run", self.write(self.default(runtime=60)), "-o", self.out, "--no-plot"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        partial = os.path.join(self.out, "runs", ".partial-run-r1")
+        log = os.path.join(partial, "f0", "active.log")
+        deadline = time.monotonic() + 120
+        while True:
+            self.assertIsNone(proc.poll(), "the lab ended before its run started")
+            self.assertLess(time.monotonic(), deadline, "the run did not start")
+            if os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    if "Starting measurement" in f.read():
+                        break
+            time.sleep(0.1)
+        self.assertIn("netperfmeter", self.a.ssh("cat /proc/[0-9]*/comm", check=False).stdout.split())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("interrupted (SIGINT): 0 complete run(s) kept", err)
+        self.assertFalse(os.path.exists(partial))
+        for host in (self.a, self.b):
+            left = host.ssh("ls -d /tmp/npmlab.* 2>/dev/null; cat /proc/[0-9]*/comm 2>/dev/null | grep -x netperfmeter",
+                            check=False).stdout
+            self.assertEqual(left, "", f"left on {host.name}")
 
     def test_cross_traffic(self):
         # c sends a UDP flow to b's address of path 1 during the run, towards a passive of its own.
