@@ -597,6 +597,13 @@ class EndToEnd(HostsCase):
         r = lab("run", self.write(self.study()), "-o", self.out, "--no-plot", "--resume", timeout=600)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 2, r.stderr)
+        # db reads the study's copy in the results directory (its ssh_config is not there) and
+        # reaches no host.
+        os.unlink(os.path.join(self.out, "results.sqlite"))
+        r = lab("db", self.out, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sqlite3.connect(os.path.join(self.out, "results.sqlite")).execute(
+            "SELECT count(*) FROM runs WHERE hosts IS NOT NULL").fetchone(), (2,))
 
     def test_2_parallel_pairs(self):
         began = time.monotonic()

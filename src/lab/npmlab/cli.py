@@ -248,8 +248,8 @@ def cmd_plot(args, config):
 
 
 def main(argv, config):
-    parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds, "
-                                     "measured with netperfmeter, summarised and plotted.")
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds "
+                                     "or real hosts (over ssh), measured with netperfmeter, summarised and plotted.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the shipped studies")
     run = sub.add_parser("run", help="run a study (a shipped name or a study file)")
