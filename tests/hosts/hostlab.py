@@ -206,6 +206,25 @@ def make_root(path, packages):
     os.rename(partial, path)
 
 
+def library_packages(program):
+    """The Debian packages of the shared libraries a program built here links (ldd, dpkg -S):
+    what a cached root needs so that the program runs on the hosts (Host.put)."""
+    out = run(["ldd", program]).stdout
+    files = re.findall(r"=>\s+(/\S+)", out) + re.findall(r"^\s*(/\S+)\s+\(", out, re.M)
+    packages = set()
+    for path in files:
+        real = os.path.realpath(path)
+        candidates = [path, real] + [p[4:] if p.startswith("/usr/") else "/usr" + p for p in (path, real)]
+        for candidate in candidates:
+            r = run(["dpkg", "-S", candidate], check=False)
+            if r.returncode == 0 and ":" in r.stdout:
+                packages.add(r.stdout.split(":")[0].split(",")[0].strip())
+                break
+        else:
+            raise RuntimeError("%s links %s, which no Debian package holds" % (program, path))
+    return sorted(packages)
+
+
 # ---- the lab ---------------------------------------------------------------------------------
 
 def _alive(pid):
@@ -290,6 +309,27 @@ class Host:
     def ssh(self, command, check=True, timeout=120, input=None):
         """Runs a shell command on the host over ssh; returns the CompletedProcess."""
         return run(self.ssh_command(command), check=check, timeout=timeout, input=input)
+
+    def put(self, path, source, mode=0o755):
+        """Copies a file of this machine into the host's file system (its overlay), e.g. a
+        program built here; the host sees it at once."""
+        target = os.path.join(self.merged, path.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(source, target)
+        os.chmod(target, mode)
+
+    def write(self, path, text, mode=0o755):
+        """Writes a file into the host's file system (e.g. a script that stands in for a program)."""
+        target = os.path.join(self.merged, path.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as f:
+            f.write(text)
+        os.chmod(target, mode)
+
+    def remove(self, path):
+        target = os.path.join(self.merged, path.lstrip("/"))
+        if os.path.lexists(target):
+            os.unlink(target)
 
     # -- life -----------------------------------------------------------------------------------
     def prepare(self, root):

@@ -219,7 +219,7 @@ class Study(unittest.TestCase):
             with open(os.path.join(self.out, "runs", run, "environment.txt")) as f:
                 self.assertEqual(fields["environment"], f.read())
         meta = dict(self.query("SELECT key, value FROM meta"))
-        self.assertEqual((meta["schema_version"], meta["study"]), ("1", "tinydb"))
+        self.assertEqual((meta["schema_version"], meta["study"]), ("2", "tinydb"))
         self.assertEqual(json.loads(meta["variables"]), ["proto"])
         with open(os.path.join(self.out, "lab.json")) as f:
             self.assertEqual(int(meta["seed"]), json.load(f)["seed"])

@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, resultsdb, topology
+from . import evidence, hosts, resultsdb, topology
 from .runner import Interrupted, LabError, Runner, Tools, _duration, label, run_evidence
 
 PROGRAM = "netperfmeter-lab"
@@ -98,6 +98,10 @@ def _dry_run(study, args, out):
     print(f"{study.name}{' (quick form)' if args.quick else ''}: {study.description}")
     if study.reproduces:
         print(f"  reproduces: {study.reproduces}")
+    if study.hosts is not None:
+        for pair in study.hosts.pairs:
+            print(f"  hosts: pair {pair.number}: active {pair.active}, passive {pair.passive}, "
+                  f"{len(pair.paths)} path(s)")
     for var, values in study.sweep.items():
         print(f"  {var}: {', '.join(map(str, values))}")
     for rule in study.exclude:
@@ -132,34 +136,84 @@ def cmd_run(args, config):
         print(f"{PROGRAM}: warning: the sweep variable {var} is used nowhere in the study (no {{{var}}} in its "
               "paths, flows, metrics or options): its runs differ in their names only", file=sys.stderr)
     resultsdb.check(study)
+    if args.parallel < 1:
+        raise LabError("--parallel must be 1 or more")
+    if study.topology != "hosts" and args.parallel != 1:
+        raise LabError("--parallel runs pairs of hosts at the same time: only a study on hosts (topology = \"hosts\") "
+                       "has them")
+    if study.hosts is not None and args.parallel > len(study.hosts.pairs):
+        raise LabError(f"--parallel={args.parallel}: the study has {len(study.hosts.pairs)} pair(s) of hosts "
+                       "([hosts] and [[hosts.pairs]])")
     if args.dry_run:
         return _dry_run(study, args, out)
+    if study.topology == "hosts":
+        return _run_on_hosts(study, args, config, path, out)
     _check_root()
+    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
+                    resume=args.resume, retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
+    runner.check_congestion_controls()
+    _check_output(out, args)
+    for stale in topology.remove_stale():
+        print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
+    return _run(runner, study, args, path, out)
+
+
+def _seed(args, out):
+    """--seed, or with --resume the seed of the earlier run (the same order of runs as before)."""
     meta_path = os.path.join(out, "lab.json")
-    seed = args.seed
-    if args.resume and seed is None and os.path.exists(meta_path):
+    if args.resume and args.seed is None and os.path.exists(meta_path):
         try:
             with open(meta_path) as f:
-                seed = json.load(f).get("seed")  # the same order of runs as before
+                return json.load(f).get("seed")
         except (OSError, ValueError):
             pass
-    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
-                    resume=args.resume, retries=args.retries, seed=seed, max_other_load=args.max_other_load)
-    runner.check_congestion_controls()
-    if os.path.exists(meta_path) and not args.resume:
+    return args.seed
+
+
+def _check_output(out, args):
+    if os.path.exists(os.path.join(out, "lab.json")) and not args.resume:
         existing = os.listdir(os.path.join(out, "runs")) if os.path.isdir(os.path.join(out, "runs")) else []
         if any(not e.startswith(".") for e in existing):
             raise LabError(f"{out} holds runs already: --resume to continue them, or choose another -o")
+
+
+def _run_on_hosts(study, args, config, path, out):
+    """A study on real hosts: no root, no namespaces; the pre-flight checks first, one line per
+    problem, and nothing is run (or written) when there is one."""
+    _check_output(out, args)
+    if hosts.uses_one_way_delay(study) and study.hosts.max_clock_offset_ms is None:
+        print(f"{PROGRAM}: warning: a metric uses one-way delays, which depend on the hosts' clocks, and [hosts] "
+              "sets no max_clock_offset_ms to check them against", file=sys.stderr)
+    if args.parallel > 1:
+        print(f"{PROGRAM}: warning: --parallel={args.parallel}: {args.parallel} pairs of hosts measure at the same "
+              "time; pairs that share a link (a switch, an uplink, a bottleneck) load it together and change each "
+              "other's results", file=sys.stderr)
+    runner = hosts.HostsRunner(study, out, Tools(config["tools"]), parallel=args.parallel,
+                               repetitions=args.repetitions, ci_target=args.ci_target, resume=args.resume,
+                               retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
+    try:
+        problems = runner.preflight()
+        for problem in problems:
+            print(f"{PROGRAM}: {problem}", file=sys.stderr)
+        if problems:
+            raise LabError(f"{len(problems)} problem(s) with the hosts (above): nothing was run")
+        return _run(runner, study, args, path, out)
+    finally:
+        runner.close()
+
+
+def _run(runner, study, args, path, out):
+    meta_path = os.path.join(out, "lab.json")
     os.makedirs(out, exist_ok=True)
-    for stale in topology.remove_stale():
-        print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
     if os.path.abspath(path) != os.path.abspath(os.path.join(out, "study.toml")):
         shutil.copyfile(path, os.path.join(out, "study.toml"))
     with open(meta_path, "w") as f:
         json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
                    "ci_target": args.ci_target, "seed": runner.seed, "max_other_load": args.max_other_load,
                    "order": "blocks: each repetition runs every combination once, shuffled with the seed",
-                   "procedure": "stein two-stage (pilot: min_repetitions)" if args.ci_target else "fixed repetitions"},
+                   "procedure": "stein two-stage (pilot: min_repetitions)" if args.ci_target else "fixed repetitions",
+                   "topology": study.topology, "parallel": args.parallel,
+                   "hosts": study.hosts.describe() if study.hosts is not None else None},
                   f, indent=1)
     print(f"{PROGRAM}: {study.name}: run order from seed {runner.seed} (blocks of every combination per "
           "repetition)", file=sys.stderr)
@@ -194,8 +248,8 @@ def cmd_plot(args, config):
 
 
 def main(argv, config):
-    parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds, "
-                                     "measured with netperfmeter, summarised and plotted.")
+    parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds "
+                                     "or real hosts (over ssh), measured with netperfmeter, summarised and plotted.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the shipped studies")
     run = sub.add_parser("run", help="run a study (a shipped name or a study file)")
@@ -213,6 +267,9 @@ def main(argv, config):
     run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")
     run.add_argument("--dry-run", action="store_true",
                      help="say what would run (the sweep, the number of runs, about how long) and run nothing")
+    run.add_argument("--parallel", type=int, default=1, metavar="N",
+                     help="a study on hosts: run on up to N of its pairs of hosts at the same time (runs go to "
+                          "whichever pair is free; pairs that share a link change each other's results)")
     run.add_argument("--max-other-load", type=float, default=evidence.FOREIGN_LOAD_LIMIT, metavar="CORES",
                      help="a run whose host was busier than its own processes by more than this (cores, on "
                           f"average) is invalid (default {evidence.FOREIGN_LOAD_LIMIT})")

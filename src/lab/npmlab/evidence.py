@@ -344,10 +344,12 @@ class HostLoad:
 START_SKEW_LIMIT = 0.5  # s between the first and the last pair's START
 
 
-def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT):
+def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT,
+          no_capture="no capture (tshark is not installed)"):
     """Whether a run measured what its study asks for: per flow what was seen and each check
     (expected, observed, ok). The run is valid when no check failed; checks that the evidence
-    cannot decide (no capture, no traffic of that kind) say so and do not fail it."""
+    cannot decide (no capture, no traffic of that kind) say so and do not fail it; `no_capture`
+    says why there is no capture when there is none."""
     result = {"flows": [], "problems": [], "unverified": []}
     paths = len(topo.paths)
     pcap = capture.path if capture is not None and capture.available() else None
@@ -414,6 +416,6 @@ def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=No
             result["problems"].append(f"the host was busy with other work: {host['foreign_cores']:.2f} of a core beyond "
                                       f"the run's own processes (limit {max_other_load:g}, --max-other-load)")
     if pcap is None:
-        result["unverified"].append("no capture (tshark is not installed)")
+        result["unverified"].append(no_capture)
     result["valid"] = not result["problems"]
     return result

@@ -2,9 +2,11 @@
 (DBI with RSQLite), pandas, or DuckDB's sqlite extension. Rebuilt from the runs on disk whenever
 summary.csv is (run, run --resume, plot, db), into a temporary file renamed into place.
 
-Tables (schema version 1):
+Tables (schema version 2):
   meta      key, value: schema_version, study, description, quick, seed, ci_target, level,
-            variables (JSON list), metrics (JSON list of name, unit, formula), created (UTC)
+            variables (JSON list), metrics (JSON list of name, unit, formula), created (UTC),
+            topology (disjoint, shared, hosts), hosts (topology hosts: the pairs, their paths'
+            addresses, the service, the cross traffic and the clock bound as JSON; else NULL)
   runs      one row per complete run of the study (those summary.csv rests on): run (its directory
             under runs/), one column per sweep variable (INTEGER, REAL or TEXT as its values are),
             repetition, validity (valid, invalid, unchecked), problems (why a run is invalid,
@@ -13,7 +15,10 @@ Tables (schema version 1):
             run; NULL for runs made before it was recorded), started (the first START, seconds since
             the epoch), kernel, netperfmeter, python (environment.txt), host_busy_cores,
             host_own_cores, host_foreign_cores (evidence.json), settle_s (settle.txt), environment
-            (environment.txt, whole)
+            (environment.txt, whole), hosts (topology hosts: the run's hosts.json, each host's
+            environment as JSON: {"active": {...}, "passive": {...}} with destination, kernel, uname,
+            sysctl, congestion_controls, qdisc_before, qdisc_after, interfaces (offloads, driver),
+            versions, clock; query it with json_extract(); NULL for the namespace test beds)
   scalars   run, file, side, flow, path, object, name, value: every scalar of both sides' scalar
             files of every pair of the run (.sca, .sca.bz2 or .sca.gz), one row each. file as in
             results.summary (relative to the results directory), object and name as written,
@@ -43,11 +48,11 @@ from .runner import LEVEL, pair_dirs, run_evidence, run_validity, start_time
 from .topology import LabError
 
 NAME = "results.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCALAR_SUFFIXES = (".sca.bz2", ".sca.gz", ".sca")
 
 RUN_COLUMNS = ["run", "repetition", "validity", "problems", "exit_status", "started", "kernel", "netperfmeter",
-               "python", "host_busy_cores", "host_own_cores", "host_foreign_cores", "settle_s", "environment"]
+               "python", "host_busy_cores", "host_own_cores", "host_foreign_cores", "settle_s", "environment", "hosts"]
 SUMMARY_COLUMNS = ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
                    "low_mode_mean", "high_mode_mean", "high_mode_fraction"]
 
@@ -156,6 +161,15 @@ def _settle(run_dir):
     return float(m.group(1)) if m else None
 
 
+def _hosts(run_dir):
+    """A run's hosts.json as compact JSON text (None for a run on namespaces)."""
+    try:
+        with open(os.path.join(run_dir, "hosts.json")) as f:
+            return json.dumps(json.load(f), sort_keys=True, separators=(",", ":"))
+    except (OSError, ValueError):
+        return None
+
+
 def _run_row(runner, values, rep, run_dir):
     study = runner.study
     judged = run_evidence(run_dir)
@@ -166,7 +180,8 @@ def _run_row(runner, values, rep, run_dir):
     return ([os.path.basename(run_dir)] + [_typed(study, v, values[v]) for v in study.variables] +
             [rep, run_validity(judged), "; ".join(judged.get("problems", [])) or None, max(codes) if codes else None,
              min(starts) if starts else None, env.get("kernel"), env.get("netperfmeter"), env.get("python"),
-             host.get("busy_cores"), host.get("own_cores"), host.get("foreign_cores"), _settle(run_dir), text])
+             host.get("busy_cores"), host.get("own_cores"), host.get("foreign_cores"), _settle(run_dir), text,
+             _hosts(run_dir)])
 
 
 def _affinity(values):
@@ -217,7 +232,8 @@ def _schema(study):
             repetition INTEGER NOT NULL,
             validity TEXT NOT NULL CHECK (validity IN ('valid', 'invalid', 'unchecked')), problems TEXT,
             exit_status INTEGER, started REAL, kernel TEXT, netperfmeter TEXT, python TEXT,
-            host_busy_cores REAL, host_own_cores REAL, host_foreign_cores REAL, settle_s REAL, environment TEXT);
+            host_busy_cores REAL, host_own_cores REAL, host_foreign_cores REAL, settle_s REAL, environment TEXT,
+            hosts TEXT);
         CREATE TABLE scalars (run TEXT NOT NULL REFERENCES runs(run), file TEXT NOT NULL,
             side TEXT CHECK (side IN ('active', 'passive')), flow INTEGER, path INTEGER, object TEXT NOT NULL,
             name TEXT NOT NULL, value REAL);
@@ -244,7 +260,8 @@ def _meta(runner):
             "quick": json.dumps(bool(lab.get("quick"))), "seed": runner.seed, "ci_target": runner.ci_target,
             "level": LEVEL, "variables": json.dumps(study.variables),
             "metrics": json.dumps([{"name": m.name, "unit": m.unit, "formula": m.formula} for m in study.metrics]),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "topology": study.topology,
+            "hosts": json.dumps(study.hosts.describe()) if study.hosts is not None else None}
 
 
 def _fill(db, runner):

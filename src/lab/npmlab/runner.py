@@ -228,6 +228,8 @@ def median(values):
 
 
 class Runner:
+    NO_CAPTURE = "no capture (tshark is not installed)"  # evidence.json's note when a run has none
+
     def __init__(self, study, outdir, tools, repetitions=None, ci_target=None, resume=False, retries=1,
                  seed=None, log=sys.stderr, max_other_load=evidence.FOREIGN_LOAD_LIMIT):
         self.study, self.outdir, self.tools = study, outdir, tools
@@ -246,6 +248,14 @@ class Runner:
         self.current = []  # processes of the run in progress
 
     # ------------------------------------------------------------------ runs
+    def port_of(self, i):
+        """The passive port of flow i's pair (its control port is one above, MPTCP one below)."""
+        return pair_port(i)
+
+    def udp_port_of(self, i):
+        """The passive's userland SCTP port of flow i's pair."""
+        return pair_udp(i)
+
     def run_dir(self, values, rep):
         return os.path.join(self.outdir, "runs", f"{label(values)}-r{rep}")
 
@@ -291,7 +301,7 @@ class Runner:
         abortively, an orphaned MPTCP connection for about 60 s) would share the paths with the
         next run and show up in its evidence. Writes the wait and what it waited
         for into the run directory; a connection still open after `limit` seconds fails the run."""
-        ports = [p for i in range(pairs) for p in (pair_port(i) - 1, pair_port(i), pair_port(i) + 1)]
+        ports = [p for i in range(pairs) for p in (self.port_of(i) - 1, self.port_of(i), self.port_of(i) + 1)]
         began, first = time.monotonic(), None
         while True:
             still = evidence.open_connections(topo, ports)
@@ -324,12 +334,13 @@ class Runner:
         flows = study.flows_for(values)
         pairs = []
         for i, f in enumerate(flows):
-            passive = ["ip", "netns", "exec", topo.P, self.tools["netperfmeter"], str(pair_port(i)), "-nodisplay",
-                       f"--sctp-udp-port={pair_udp(i)}", *study.args_for("passive", values)]
-            active = ["ip", "netns", "exec", topo.A, self.tools["netperfmeter"],
-                      f"{topo.address('passive', 0)}:{pair_port(i)}", "-control-over-tcp",
-                      f"--sctp-remote-udp-port={pair_udp(i)}", f"-runtime={study.runtime:g}", "-config=run.config",
-                      "-scalar=run.sca.bz2", "-nodisplay"]
+            passive = self._program(topo, "passive") + [str(self.port_of(i)), "-nodisplay",
+                                                        f"--sctp-udp-port={self.udp_port_of(i)}",
+                                                        *study.args_for("passive", values)]
+            active = self._program(topo, "active") + [
+                f"{topo.address('passive', 0)}:{self.port_of(i)}", "-control-over-tcp",
+                f"--sctp-remote-udp-port={self.udp_port_of(i)}", f"-runtime={study.runtime:g}", "-config=run.config",
+                "-scalar=run.sca.bz2", "-nodisplay", *self._active_options()]
             if study.warmup > 0:
                 active.append(f"--warmup={study.warmup:g}")
             if f.protocol == "sctp" and len(topo.paths) > 1:
@@ -343,11 +354,19 @@ class Runner:
             pairs.append((f, passive, active))
         return pairs
 
+    def _program(self, topo, side):
+        """The start of a netperfmeter command on a side of the test bed."""
+        return ["ip", "netns", "exec", topo.namespace(side), self.tools["netperfmeter"]]
+
+    def _active_options(self):
+        """Options every active gets beyond the run's (none on the namespace test beds)."""
+        return []
+
     def _ccs_while_running(self, topo, flows, actives, logs):
         """{flow index: {"active": [cc], "passive": [cc]}} of the TCP and MPTCP pairs, from ss once
         their measurements run (the passive sets a flow's CC when it identifies the connection,
         before START: from START on, every byte is sent under it)."""
-        wanted = {i: pair_port(i) - (1 if f.protocol == "mptcp" else 0) for i, f in enumerate(flows)
+        wanted = {i: self.port_of(i) - (1 if f.protocol == "mptcp" else 0) for i, f in enumerate(flows)
                   if f.protocol in ("tcp", "mptcp")}
         seen = {i: {"active": set(), "passive": set()} for i in wanted}
         if not wanted:
@@ -427,7 +446,11 @@ class Runner:
             self.current = []
             for f in logs:
                 f.close()
-        host = load.finish()
+        return self._conclude(topo, partial, flows, codes, before, after, capture, ccs, load.finish())
+
+    def _conclude(self, topo, partial, flows, codes, before, after, capture, ccs, host):
+        """After a run's processes ended: fails the attempt if a pair's active failed or the
+        scalar files are incomplete; else writes counters.json and evidence.json; the verdict."""
         for i, code in enumerate(codes):
             if code != 0:
                 with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
@@ -438,10 +461,11 @@ class Runner:
         counters = evidence.delta(before, after)
         with open(os.path.join(partial, "counters.json"), "w") as f:
             json.dump(counters, f, indent=1, sort_keys=True)
-        starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(pairs))]
+        starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(flows))]
         judged = evidence.judge(flows, topo, capture, ccs, counters, starts,
-                                [pair_udp(i) for i in range(len(flows))],
-                                [pair_port(i) for i in range(len(flows))], host, self.max_other_load)
+                                [self.udp_port_of(i) for i in range(len(flows))],
+                                [self.port_of(i) for i in range(len(flows))], host, self.max_other_load,
+                                no_capture=self.NO_CAPTURE)
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
         return judged
@@ -592,8 +616,7 @@ class Runner:
         progress = Progress(len(combos) * first)
         old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            for values, rep in self.blocks(1, first):
-                self.run_one(values, rep, progress)
+            self._run_jobs(self.blocks(1, first), progress)
             if self.ci_target is not None:
                 # Stein's second stage: as many more runs per combination as its pilot asks for
                 need = {}
@@ -606,8 +629,7 @@ class Runner:
                 extra = [(v, r) for v, r in self.blocks(first + 1, max(need.values(), default=first))
                          if r <= need[label(v)]]
                 progress.grow(len(extra))
-                for values, rep in extra:
-                    self.run_one(values, rep, progress)
+                self._run_jobs(extra, progress)
         finally:
             for p in self.current:
                 self._stop(p, timeout=3)
@@ -615,6 +637,11 @@ class Runner:
             progress.close()
             for s, h in old.items():
                 signal.signal(s, h)
+
+    def _run_jobs(self, jobs, progress):
+        """Runs [(values, repetition)] in their order, one after the other."""
+        for values, rep in jobs:
+            self.run_one(values, rep, progress)
 
     # -------------------------------------------------------------- results
     def runs_done(self):

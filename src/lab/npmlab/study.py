@@ -8,12 +8,15 @@ import itertools
 import re
 import tomllib
 
-from . import expr
+from . import expr, hostspec
 
 PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp")
-TOPOLOGIES = ("disjoint", "shared")
+TOPOLOGIES = ("disjoint", "shared", "hosts")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
              "reverse_loss", "ber"}
+HOST_PATH_KEYS = {"name", "active", "passive"}  # topology "hosts": a path is an address on each host
+HOSTS_KEYS = {"active", "passive", "identity", "ssh_config", "netperfmeter", "base_port", "max_clock_offset_ms",
+              "service", "pairs", "cross_traffic"}
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
@@ -66,14 +69,18 @@ class _Checker:
     def line_of(self, key):
         """The line a key such as 'runtime', 'sweep.rho', 'paths[2].rate' is on (None if not found)."""
         parts = key.split(".")
-        m = re.fullmatch(r"([A-Za-z0-9_]+)\[(\d+)\]", parts[0])
-        if m:  # the n-th [[table]], then the key inside it
+        for j, part in enumerate(parts):
+            m = re.fullmatch(r"([A-Za-z0-9_]+)\[(\d+)\]", part)
+            if not m:
+                continue
+            # the n-th [[table]] (or [[outer.table]]), then the key inside it
+            table, rest = ".".join(parts[:j] + [m.group(1)]), parts[j + 1:]
             seen = 0
             for i in range(len(self.lines)):
-                if self._header(i) == m.group(1) and self.lines[i].lstrip().startswith("[["):
+                if self._header(i) == table and self.lines[i].lstrip().startswith("[["):
                     seen += 1
                     if seen == int(m.group(2)):
-                        return (self._find_in_block(i, parts[1]) if len(parts) > 1 else None) or i + 1
+                        return (self._find_in_block(i, rest[0]) if rest else None) or i + 1
             return self._find_in_block(0, m.group(1))  # written inline: name = [...]
         if len(parts) > 1:
             for i in range(len(self.lines)):
@@ -180,6 +187,7 @@ class Study:
         self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
         self.paper = []            # [{"metric", "values": {variable: value}, "value", "bound", "source"}]
         self.unused = []           # sweep variables that no template uses: their runs differ in name only
+        self.hosts = None          # hostspec.HostsSpec (topology "hosts")
         self._checker = None
 
     @property
@@ -207,6 +215,8 @@ class Study:
             self._checker.fail(key, f"bad template \"{template}\": {e}")
 
     def paths_for(self, values):
+        if self.topology == "hosts":  # addresses, no shaping: the first pair's (hostspec.HostPath)
+            return list(self.hosts.pairs[0].paths)
         return [self._path(f"paths[{i + 1}]", raw, f"path{i + 1}", values) for i, raw in enumerate(self.paths)]
 
     def bottleneck_for(self, values):
@@ -296,7 +306,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper", "capture"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -399,7 +409,14 @@ def load(path, quick=False):
             checker.fail(f"sweep.{var}", "has a value twice")
         study.sweep[var] = values
 
-    study.paths = _tables(checker, data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
+    if study.topology == "hosts":
+        study.paths = _tables(checker, data, "paths", HOST_PATH_KEYS,
+                              needed="active and passive: the path's address on each host")
+        study.hosts = hostspec.parse(checker, data, study.paths)
+    else:
+        if "hosts" in data:
+            checker.fail("hosts", "only the hosts topology has a [hosts] table (topology = \"hosts\")")
+        study.paths = _tables(checker, data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
     if study.topology == "shared":
         bottleneck = _expect(checker, "bottleneck", data.get("bottleneck"), dict,
                              "a table ([bottleneck] with rate, queue, delay_ms, ...) for the shared topology")
@@ -431,6 +448,9 @@ def load(path, quick=False):
 
     sysctl = _expect(checker, "sysctl", data.get("sysctl", {}), dict, "a table of name = value")
     for k, v in sysctl.items():
+        if study.topology == "hosts":
+            checker.fail(f"sysctl.{k}", "the hosts topology changes nothing on the hosts: set it there "
+                         "(each run records the hosts' settings)")
         if not re.fullmatch(r"net\.[a-z0-9_.]+", k):
             checker.fail(f"sysctl.{k}", "only net.* settings (they apply inside the lab's namespaces)")
         if isinstance(v, bool) or not isinstance(v, (int, str)):
