@@ -59,7 +59,7 @@ for flow in sorted({f for (_, f, _) in values}):
         print(f"{flow:<5} {config.get(f'FLOW{flow}_DESCRIPTION', ''):<12} {config.get(f'FLOW{flow}_PROTOCOL', ''):<8} "
               f"{label:<18} {rate:>10.1f} {int(got):>9} {int(lost):>6}")
 PY
-plotter=$here/rplot/plot-netperfmeter-results
+plotter=$build/rplot/plot-netperfmeter-results   # loads the R package built into $build/rplot/library
 if [[ -x $plotter ]] && command -v Rscript >/dev/null; then
   "$plotter" run.config -o run.pdf >/dev/null && echo && echo "Plot: $out/run.pdf"
 fi

@@ -10,6 +10,7 @@ set -euo pipefail
 npm=$1 rplot=$2 tests=$3 work=$4 port=$5
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 need pdftohtml poppler-utils
 [[ -x $npm ]] || fail "$npm is not an executable"

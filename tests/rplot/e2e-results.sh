@@ -6,13 +6,14 @@ set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 need pdftohtml poppler-utils
 rm -rf "$work" && mkdir -p "$work"
 prog=$rplot/plot-netperfmeter-results
 
-Rscript "$tests/make-synthetic-run.R" "$work/bz2" run --nasty
-Rscript "$tests/make-synthetic-run.R" "$work/plain" run --plain
+Rscript "$SYNTHETIC_RUN" "$work/bz2" run --nasty
+Rscript "$SYNTHETIC_RUN" "$work/plain" run --plain
 
 # Default: <config minus .config>.pdf with overview + per-flow pages and bookmarks.
 (cd "$work/bz2" && "$prog" run.config >out.txt)

@@ -7,6 +7,7 @@ set -euo pipefail
 example=$1 bins=$2 rplot=$3 tests=$4 work=$5 port=$6
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 [[ -r $example ]] || skip "$example is missing"
 export PATH="$bins:$PATH"

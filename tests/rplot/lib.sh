@@ -5,6 +5,16 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is missing${2:+ ($2)}"; }
 
+# The source tree's rplot/ and the writer of synthetic runs (the package's tests use it too).
+RPLOT_SOURCE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../rplot" && pwd)
+SYNTHETIC_RUN=$RPLOT_SOURCE/npmplot/tests/testthat/make-synthetic-run.R
+
+# The programs of the build tree load the R package built into $NPM_RPLOT_LIBRARY.
+need_npmplot() {
+  [[ -n ${NPM_RPLOT_LIBRARY:-} && -d $NPM_RPLOT_LIBRARY/npmplot ]] ||
+    skip "the R package npmplot was not built (R, r-cran-data.table or r-cran-ggplot2 was missing when the build was configured)"
+}
+
 # pdf_pages FILE -> number of pages (pdfinfo must accept the file without complaint)
 pdf_pages() {
   local out

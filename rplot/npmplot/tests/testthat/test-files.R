@@ -92,7 +92,7 @@ test_that("createsummary tables: quoted values, line numbers, empty aggregate co
 
 synthetic_run <- function(...) {
   dir <- tempfile("run-")
-  gen <- file.path(Sys.getenv("NPM_RPLOT_TESTS"), "make-synthetic-run.R")
+  gen <- test_path("make-synthetic-run.R")
   status <- system2(file.path(R.home("bin"), "Rscript"), c(shQuote(gen), shQuote(dir), "run", ...))
   stopifnot(status == 0)
   file.path(dir, "run.config")
