@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mistakes a user can make give one clear line and a non-zero exit, no R traceback,
-# and leave no half-written output. Usage: e2e-errors.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# and leave no half-written output. Usage: e2e-errors.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"

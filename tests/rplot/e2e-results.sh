@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end: plot-netperfmeter-results on synthetic runs (bzip2 and plain files,
 # flow IDs 0 and 7, hostile descriptions): PDF pages and bookmarks, PNG sizes, SVG,
-# options. Usage: e2e-results.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# options. Usage: e2e-results.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end: the example script draws the classic CMT figure from a synthetic
 # createsummary table; plot-netperfmeter-summary draws it in PDF, PNG and SVG,
-# in colour and grey. Usage: e2e-summary.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# in colour and grey. Usage: e2e-summary.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"

@@ -1,5 +1,7 @@
 # Helpers of the rplot end-to-end tests (sourced by bash scripts).
 # A test that lacks a precondition prints the reason and exits 77 (ctest: skipped).
+# BUILD_RPLOT_DIR in the scripts' usage lines is the build tree's rplot/, where the programs
+# are configured to load the R package built into its library/.
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
