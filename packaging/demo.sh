@@ -49,7 +49,7 @@ for flow in doc["flows"]:
         print(f"{flow['flow_id']:<5} {flow['description']:<12} {flow['protocol']:<8} {label:<18} "
               f"{(received.get('bit_rate') or 0) / 1e6:>10.1f} {received.get('frames', 0):>9} {lost.get('frames', 0):>6}")
 PY
-plotter=$here/rplot/plot-netperfmeter-results
+plotter=$build/rplot/plot-netperfmeter-results   # loads the R package built into $build/rplot/library
 if [[ -x $plotter ]] && command -v Rscript >/dev/null; then
   "$plotter" run.config -o run.pdf >/dev/null && echo && echo "Plot: $out/run.pdf"
 fi

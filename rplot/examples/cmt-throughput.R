@@ -10,7 +10,7 @@
 # writes OUTDIR/active.flow-ReceivedBitRate.data.bz2, a SYNTHETIC createsummary table
 # shaped like the one a real parameter study produces (the numbers follow the
 # published trends, they are not measurements), and draws it as
-# OUTDIR/cmt-throughput.pdf and .png with the function library. The same figure
+# OUTDIR/cmt-throughput.pdf and .png with the R package npmplot. The same figure
 # from the command line:
 #
 #   plot-netperfmeter-summary OUTDIR/active.flow-ReceivedBitRate.data.bz2 \
@@ -23,12 +23,11 @@
 args <- commandArgs(TRUE)
 outdir <- if (length(args)) args[1] else "."
 
-# Load npmplot.R: $NPM_RPLOT_LIBRARY, else the directory above this script
-# (rplot/ in the source tree, share/netperfmeter/ when installed).
-self <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
-lib <- Sys.getenv("NPM_RPLOT_LIBRARY")
-if (!nzchar(lib)) lib <- file.path(dirname(dirname(normalizePath(self[1]))), "npmplot.R")
-source(lib)
+# The R package npmplot: installed in one of R's library paths (/usr/lib/R/site-library,
+# /usr/local/lib/R/site-library), or in a library directory named by $NPM_RPLOT_LIBRARY
+# (e.g. the build tree's rplot/library) or R_LIBS.
+lib <- strsplit(Sys.getenv("NPM_RPLOT_LIBRARY"), ":", fixed = TRUE)[[1]]
+suppressPackageStartupMessages(library(npmplot, lib.loc = c(lib[nzchar(lib)], .libPaths())))
 
 # ---- a synthetic createsummary table ----------------------------------------
 set.seed(2011)

@@ -360,7 +360,11 @@ class GzipResultsRun(unittest.TestCase):
     def test_the_plotter_reads_them(self):
         if shutil.which("Rscript") is None:
             self.skipTest("Rscript is not installed")
-        plotter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "rplot", "plot-netperfmeter-results")
+        # the build tree's plotter, which loads the R package npmplot built into the build tree
+        build = os.environ.get("NPM_BUILD_DIR")
+        if not build or not os.path.isdir(os.path.join(build, "rplot", "library", "npmplot")):
+            self.skipTest("the R package npmplot is not built (NPM_BUILD_DIR/rplot/library)")
+        plotter = os.path.join(build, "rplot", "plot-netperfmeter-results")
         r = subprocess.run([plotter, "run.config", "-o", "run.pdf", "-q"], cwd=self.dir, capture_output=True, text=True,
                            timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)

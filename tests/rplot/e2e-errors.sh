@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Mistakes a user can make give one clear line and a non-zero exit, no R traceback,
-# and leave no half-written output. Usage: e2e-errors.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# and leave no half-written output. Usage: e2e-errors.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 rm -rf "$work" && mkdir -p "$work"
 results=$rplot/plot-netperfmeter-results
 summary=$rplot/plot-netperfmeter-summary
-Rscript "$tests/make-synthetic-run.R" "$work/run" run
+Rscript "$SYNTHETIC_RUN" "$work/run" run
 cfg=$work/run/run.config
 
 expect_error "config file $work/nope.config does not exist" "$results" "$work/nope.config"

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# The install rules: programs to bin, library and example to share/netperfmeter,
-# man pages; the installed programs find their library and work.
+# The install rules: programs to bin, the R package npmplot to lib/R/site-library (the default
+# NPM_RPLOT_LIBDIR), README and example to share/netperfmeter, man pages; the installed
+# programs find the installed package (relative to themselves: the prefix differs from the
+# configured one here) and work.
 # Usage: e2e-install.sh CMAKE BUILD_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 cmake=$1 build=$2 tests=$3 work=$4
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 rm -rf "$work" && mkdir -p "$work"
 prefix=$work/prefix
 "$cmake" --install "$build" --component rplot --prefix "$prefix" >/dev/null
 for f in bin/plot-netperfmeter-results bin/plot-netperfmeter-summary \
-         share/netperfmeter/npmplot.R share/netperfmeter/README.md \
+         lib/R/site-library/npmplot/DESCRIPTION lib/R/site-library/npmplot/NAMESPACE \
+         lib/R/site-library/npmplot/R/npmplot.rdb lib/R/site-library/npmplot/help/AnIndex \
+         share/netperfmeter/README.md \
          share/netperfmeter/examples/cmt-throughput.R \
          share/man/man1/plot-netperfmeter-results.1 share/man/man1/plot-netperfmeter-summary.1; do
   [[ -s $prefix/$f ]] || fail "$f not installed"
@@ -31,18 +36,23 @@ if command -v groff >/dev/null; then
     done
   done
 fi
-# The installed programs and the example use the installed library only.
+[[ ! -e $prefix/share/netperfmeter/npmplot.R ]] || fail "the old sourced library is still installed"
+grep -qx "Version: $("$prefix/bin/plot-netperfmeter-summary" --version | sed 's/^NetPerfMeter //')" \
+  "$prefix/lib/R/site-library/npmplot/DESCRIPTION" || fail "installed package and program differ in version"
+# The installed programs use the installed package only (not the build tree's).
 unset NPM_RPLOT_LIBRARY
-Rscript "$tests/make-synthetic-run.R" "$work/run" run
+Rscript "$SYNTHETIC_RUN" "$work/run" run
 "$prefix/bin/plot-netperfmeter-results" "$work/run/run.config" -n -q
 check_pdf_pages "$work/run/run.pdf" 7
-Rscript "$prefix/share/netperfmeter/examples/cmt-throughput.R" "$work" >/dev/null
+# The example loads the package from R's library paths, here the prefix's through R_LIBS.
+R_LIBS=$prefix/lib/R/site-library Rscript "$prefix/share/netperfmeter/examples/cmt-throughput.R" "$work" >/dev/null
 "$prefix/bin/plot-netperfmeter-summary" "$work/active.flow-ReceivedBitRate.data.bz2" -x rhoDFN \
   -c Gamma -o "$work/s.pdf" -q
 check_pdf_pages "$work/s.pdf" 1
-# A library that cannot be found is one clear line.
+# A package that cannot be found is one clear line (R's own library paths left empty).
 cp "$prefix/bin/plot-netperfmeter-summary" "$work/lonely"
-sed -i 's|@NPM_RPLOT_DATADIR@|/nonexistent|; s|^  cand <- c(cand, ".*npmplot.R")$|  cand <- cand|' "$work/lonely"
-sed -i "s|$prefix/share/netperfmeter|/nonexistent|" "$work/lonely"
-expect_error "cannot find npmplot.R" "$work/lonely" --help
+sed -i 's|^libdirs <- .*|libdirs <- "/nonexistent"|' "$work/lonely"
+grep -qx 'libdirs <- "/nonexistent"' "$work/lonely" || fail "the program names no library directories"
+R_LIBS= R_LIBS_USER=/nonexistent R_LIBS_SITE=/nonexistent \
+  expect_error "cannot find the R package npmplot" "$work/lonely" --help
 echo "PASS"

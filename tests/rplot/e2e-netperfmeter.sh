@@ -5,11 +5,12 @@
 # Both flows are rate-driven: a saturated loopback flow writes a vector row per message, and
 # compressing and plotting those rows took most of this test's 69 s (ctest's cost data) without
 # checking anything more; the README's demo (packaging/demo.sh) plots saturated flows.
-# Usage: e2e-netperfmeter.sh NETPERFMETER RPLOT_DIR TESTS_DIR WORK_DIR PORT
+# Usage: e2e-netperfmeter.sh NETPERFMETER BUILD_RPLOT_DIR TESTS_DIR WORK_DIR PORT
 set -euo pipefail
 npm=$1 rplot=$2 tests=$3 work=$4 port=$5
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 need pdftohtml poppler-utils
 [[ -x $npm ]] || fail "$npm is not an executable"

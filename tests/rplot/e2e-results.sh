@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # End to end: plot-netperfmeter-results on synthetic runs (bzip2 and plain files,
 # flow IDs 0 and 7, hostile descriptions): PDF pages and bookmarks, PNG sizes, SVG,
-# options. Usage: e2e-results.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# options. Usage: e2e-results.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 need pdftohtml poppler-utils
 rm -rf "$work" && mkdir -p "$work"
 prog=$rplot/plot-netperfmeter-results
 
-Rscript "$tests/make-synthetic-run.R" "$work/bz2" run --nasty
-Rscript "$tests/make-synthetic-run.R" "$work/plain" run --plain
+Rscript "$SYNTHETIC_RUN" "$work/bz2" run --nasty
+Rscript "$SYNTHETIC_RUN" "$work/plain" run --plain
 
 # Default: <config minus .config>.pdf with overview + per-flow pages and bookmarks.
 (cd "$work/bz2" && "$prog" run.config >out.txt)

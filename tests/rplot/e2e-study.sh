@@ -2,11 +2,12 @@
 # End to end: the parameter-study example (packaging/examples/run-experiment1: loopback,
 # tcp/udp x 2 frame sizes x 2 repetitions, 1 s runs) with the real netperfmeter and
 # createsummary, then plot-netperfmeter-summary on its passive.flow-ReceivedBitRate table.
-# Usage: e2e-study.sh EXAMPLE BIN_DIRS(colon-separated) RPLOT_DIR TESTS_DIR WORK_DIR PORT
+# Usage: e2e-study.sh EXAMPLE BIN_DIRS(colon-separated) BUILD_RPLOT_DIR TESTS_DIR WORK_DIR PORT
 set -euo pipefail
 example=$1 bins=$2 rplot=$3 tests=$4 work=$5 port=$6
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 [[ -r $example ]] || skip "$example is missing"
 export PATH="$bins:$PATH"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # End to end: the example script draws the classic CMT figure from a synthetic
 # createsummary table; plot-netperfmeter-summary draws it in PDF, PNG and SVG,
-# in colour and grey. Usage: e2e-summary.sh RPLOT_DIR TESTS_DIR WORK_DIR
+# in colour and grey. Usage: e2e-summary.sh BUILD_RPLOT_DIR TESTS_DIR WORK_DIR
 set -euo pipefail
 rplot=$1 tests=$2 work=$3
 . "$tests/lib.sh"
 need Rscript r-base-core
+need_npmplot
 need pdfinfo poppler-utils
 rm -rf "$work" && mkdir -p "$work"
 prog=$rplot/plot-netperfmeter-summary
 
-Rscript "$rplot/examples/cmt-throughput.R" "$work" >/dev/null
+Rscript "$RPLOT_SOURCE/examples/cmt-throughput.R" "$work" >/dev/null
 table=$work/active.flow-ReceivedBitRate.data.bz2
 check_pdf_pages "$work/cmt-throughput.pdf" 1
 check_png "$work/cmt-throughput.png" 1350x720

@@ -1,9 +1,21 @@
 # Helpers of the rplot end-to-end tests (sourced by bash scripts).
 # A test that lacks a precondition prints the reason and exits 77 (ctest: skipped).
+# BUILD_RPLOT_DIR in the scripts' usage lines is the build tree's rplot/, where the programs
+# are configured to load the R package built into its library/.
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is missing${2:+ ($2)}"; }
+
+# The source tree's rplot/ and the writer of synthetic runs (the package's tests use it too).
+RPLOT_SOURCE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../rplot" && pwd)
+SYNTHETIC_RUN=$RPLOT_SOURCE/npmplot/tests/testthat/make-synthetic-run.R
+
+# The programs of the build tree load the R package built into $NPM_RPLOT_LIBRARY.
+need_npmplot() {
+  [[ -n ${NPM_RPLOT_LIBRARY:-} && -d $NPM_RPLOT_LIBRARY/npmplot ]] ||
+    skip "the R package npmplot was not built (R, r-cran-data.table or r-cran-ggplot2 was missing when the build was configured)"
+}
 
 # pdf_pages FILE -> number of pages (pdfinfo must accept the file without complaint)
 pdf_pages() {

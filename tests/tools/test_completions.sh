@@ -99,8 +99,9 @@ grep -qw lo <<<"$(complete_words _netperfmeter_delayline netperfmeter-delayline 
   pass "netperfmeter-delayline completes interfaces" ||
   fail "netperfmeter-delayline: $(complete_words _netperfmeter_delayline netperfmeter-delayline -l 0.01 l)"
 
-if command -v Rscript >/dev/null; then
-  RPLOT=$(cd "$(dirname "$0")/../../rplot" && pwd)
+# (the build tree's plotters, which load the R package npmplot built into the build tree)
+if command -v Rscript >/dev/null && [ -d "$BIN/../../rplot/library/npmplot" ]; then
+  RPLOT=$(cd "$BIN/../../rplot" && pwd)
   offers_help_options _plot_netperfmeter_results plot-netperfmeter-results "$RPLOT/plot-netperfmeter-results"
   offers_help_options _plot_netperfmeter_summary plot-netperfmeter-summary "$RPLOT/plot-netperfmeter-summary"
   table=$(mktemp --suffix=.data)
@@ -113,6 +114,6 @@ if command -v Rscript >/dev/null; then
     pass "... also of a .bz2 table" || fail "plot-netperfmeter-summary -c G (bz2)"
   rm -f "$table" "$table.bz2"
 else
-  echo "NOTE: Rscript is not installed: the plotters' completions are not compared with their --help"
+  echo "NOTE: Rscript or the R package npmplot of the build tree is missing: the plotters' completions are not compared with their --help"
 fi
 finish

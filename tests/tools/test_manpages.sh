@@ -43,11 +43,12 @@ if [ -x "$BIN/../cc/netperfmeter-cc-loader" ]; then
 else
   echo "NOTE: netperfmeter-cc-loader is not built here (no BPF toolchain): its page is not compared"
 fi
-if command -v Rscript >/dev/null; then
+# (the build tree's plotters, which load the R package npmplot built into the build tree)
+if command -v Rscript >/dev/null && [ -d "$BIN/../../rplot/library/npmplot" ]; then
   for plotter in plot-netperfmeter-results plot-netperfmeter-summary; do
-    check_page "$SOURCE/rplot/man/$plotter.1" "$SOURCE/rplot/$plotter" --help
+    check_page "$SOURCE/rplot/man/$plotter.1" "$BIN/../../rplot/$plotter" --help
   done
 else
-  echo "NOTE: Rscript is not installed: the plotters' pages are not compared with their --help"
+  echo "NOTE: Rscript or the R package npmplot of the build tree is missing: the plotters' pages are not compared with their --help"
 fi
 finish

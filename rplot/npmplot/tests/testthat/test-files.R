@@ -1,7 +1,9 @@
 # Reading vector, scalar and summary files, and whole runs.
 
 write_text <- function(lines, file) {
-  con <- if (endsWith(file, ".bz2")) bzfile(file, "w") else file(file, "w")
+  con <- if (endsWith(file, ".bz2")) bzfile(file, "w")
+         else if (endsWith(file, ".gz")) gzfile(file, "w")
+         else if (endsWith(file, ".xz")) xzfile(file, "w") else file(file, "w")
   writeLines(lines, con)
   close(con)
   file
@@ -52,6 +54,41 @@ test_that("per-flow vectors: with and without line numbers, truncated", {
   expect_error(npm_read_flow_vector(bad), "truncated or malformed", class = "npm_error")
 })
 
+test_that("vectors read alike plain and compressed with gzip, bzip2 or xz, by content", {
+  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  rows <- sprintf("%06d\t%.0f\t%.6f\t%d\t%d\t%d\t0\t1460\t1\t1\t%.3f\t0.001\t0.002", 1:500,
+                  1795272048342394 + (1:500) * 100, (1:500) * 1e-4, 0:499, (1:500) * 1460, 1:500,
+                  80 + (1:500) / 1000)
+  plain <- npm_read_flow_vector(write_text(c(h, rows), tempfile(fileext = ".vec")))
+  expect_equal(nrow(plain), 500L)
+  expect_true(all(vapply(plain, is.double, TRUE)))
+  expect_equal(plain$AbsTime[500], 1795272048342394 + 50000)
+  for (ext in c(".vec.gz", ".vec.bz2", ".vec.xz")) {
+    f <- write_text(c(h, rows), tempfile(fileext = ext))
+    expect_equal(npm_read_flow_vector(f), plain)
+    # the content tells the compression, not the name
+    g <- tempfile(fileext = ".vec")
+    file.copy(f, g)
+    expect_equal(npm_read_flow_vector(g, c("RelTime", "Delay")), plain[, .(RelTime, Delay)])
+  }
+  mv <- c(paste(NPM_MEASUREMENT_COLUMNS, collapse = "\t"),
+          "000001\t1795272048342367\t1.000000\t1.000000\t0\t\"Flow \\\"0\\\"\"\t0.000\t\"Sent\"\t315360\t216\t216\t315360\t216\t216")
+  for (ext in c(".vec", ".vec.gz")) {
+    d <- npm_read_measurement_vector(write_text(mv, tempfile(fileext = ext)))
+    expect_equal(d$Description, "Flow \\\"0\\\"")
+    expect_equal(d$AbsBytes, 315360)
+  }
+  # cut short: no text at all, or a row cut off
+  f <- write_text(c(h, rows), tempfile(fileext = ".vec.gz"))
+  cut <- tempfile(fileext = ".vec.gz")
+  writeBin(readBin(f, "raw", 20L), cut)
+  expect_error(npm_read_flow_vector(cut), "truncated or corrupt compressed file", class = "npm_error")
+  partial <- write_text(c(h, rows[1:3], substr(rows[4], 1, 20)), tempfile(fileext = ".vec.xz"))
+  expect_error(npm_read_flow_vector(partial), "truncated or malformed", class = "npm_error")
+  # nothing is left in the temporary directory
+  expect_length(list.files(tempdir(), pattern = "^npmplot-"), 0L)
+})
+
 test_that("scalar files", {
   f <- write_text(c("scalar \"netPerfMeter.active.flow[0]\" \"Transmitted Bytes\"       281739120",
                     "scalar \"netPerfMeter.active.totalCPU\" \"Idle\" 100.000", "# comment"),
@@ -92,7 +129,7 @@ test_that("createsummary tables: quoted values, line numbers, empty aggregate co
 
 synthetic_run <- function(...) {
   dir <- tempfile("run-")
-  gen <- file.path(Sys.getenv("NPM_RPLOT_TESTS"), "make-synthetic-run.R")
+  gen <- test_path("make-synthetic-run.R")
   status <- system2(file.path(R.home("bin"), "Rscript"), c(shQuote(gen), shQuote(dir), "run", ...))
   stopifnot(status == 0)
   file.path(dir, "run.config")

@@ -1,0 +1,129 @@
+# One run: a config file and the vector and scalar files it names.
+# Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
+
+# Read everything a config file points at. time_range = c(from, to) in seconds
+# (NA = open end) restricts the samples. Returns a list with config, flows,
+# measurement (both nodes), flowvectors (both receiving nodes), cpu (or NULL).
+npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
+  cfg <- npm_read_config(config)
+  dir <- dirname(config)
+  flows <- npm_config_flows(cfg)
+  nodes <- c(Active = npm_cfg(cfg, "NAME_ACTIVE_NODE", "Client"),
+             Passive = npm_cfg(cfg, "NAME_PASSIVE_NODE", "Server"))
+  node_label <- c(Active = sprintf("Active node (%s)", nodes[["Active"]]),
+                  Passive = sprintf("Passive node (%s)", nodes[["Passive"]]))
+  in_range <- function(t) {
+    ok <- rep(TRUE, length(t))
+    if (!is.na(time_range[1])) ok <- ok & t >= time_range[1]
+    if (!is.na(time_range[2])) ok <- ok & t <= time_range[2]
+    ok
+  }
+
+  mv <- list()
+  for (role in c("Active", "Passive")) {
+    key <- paste0("VECTOR_", toupper(role), "_NODE")
+    name <- npm_cfg(cfg, key)
+    if (name == "")
+      npm_stop("%s: %s is empty; run netperfmeter with -vector=NAME.vec[.bz2] to record vectors",
+               config, key)
+    file <- npm_resolve_file(name, dir)
+    if (is.na(file))
+      npm_stop("%s: the %s measurement vector %s does not exist", config, tolower(role), name)
+    d <- npm_read_measurement_vector(file)
+    d[, Node := role]
+    mv[[role]] <- d
+  }
+  mv <- rbindlist(mv, use.names = TRUE)
+  if (nrow(mv) == 0L) npm_stop("%s: the measurement vectors have no samples", config)
+  if (!all(in_range(mv$RelTime)) && !any(in_range(mv$RelTime) & mv$Interval > 0))
+    npm_stop("no samples between %s and %s s (the run has samples from %g to %g s)",
+             ifelse(is.na(time_range[1]), "the start", format(time_range[1])),
+             ifelse(is.na(time_range[2]), "the end", format(time_range[2])),
+             min(mv$RelTime), max(mv$RelTime))
+  mv <- mv[in_range(RelTime)]
+
+  fv <- list()
+  for (i in seq_len(nrow(flows))) {
+    for (role in c("Active", "Passive")) {
+      name <- flows[[paste0("Vector", role)]][i]
+      if (name == "") next
+      file <- npm_resolve_file(name, dir)
+      if (is.na(file)) {
+        npm_warn("per-flow vector %s does not exist; skipped", name)
+        next
+      }
+      d <- npm_read_flow_vector(file, c("RelTime", "Delay", "Jitter"))
+      if (nrow(d) == 0L) next
+      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
+      fv[[length(fv) + 1L]] <- d
+    }
+  }
+  fv <- if (length(fv)) rbindlist(fv, use.names = TRUE) else NULL
+  if (!is.null(fv)) fv <- fv[in_range(RelTime)]
+
+  # Per-path vectors (netperfmeter's own; a reference run has none).
+  pv <- list()
+  for (i in seq_len(nrow(flows))) {
+    for (role in c("Active", "Passive")) {
+      name <- flows[[paste0("Paths", role)]][i]
+      if (name == "") next
+      file <- npm_resolve_file(name, dir)
+      if (is.na(file)) next  # e.g. a passive that records none
+      d <- npm_read_path_vector(file)
+      if (is.null(d) || nrow(d) == 0L) next
+      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
+      pv[[length(pv) + 1L]] <- d
+    }
+  }
+  pv <- if (length(pv)) rbindlist(pv, use.names = TRUE) else NULL
+  if (!is.null(pv)) pv <- pv[in_range(RelTime)]
+
+  # Labels: config description for known flows, the vector's description otherwise.
+  known <- flows$FlowID
+  extra <- unique(mv[FlowID >= 0 & !(FlowID %in% known), .(FlowID, Description)])
+  extra <- extra[!duplicated(FlowID)]
+  labels <- rbind(flows[, .(FlowID, Label)],
+                  extra[, .(FlowID, Label = npm_flow_label(FlowID, Description))])
+  flow_levels <- labels$Label
+  mv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
+  mv[FlowID < 0, Flow := NA]
+  mv[, NodeLabel := factor(node_label[Node], levels = node_label)]
+  if (!is.null(fv)) {
+    fv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
+    recv_label <- c(Active = sprintf("Received at active node (%s)", nodes[["Active"]]),
+                    Passive = sprintf("Received at passive node (%s)", nodes[["Passive"]]))
+    fv[, NodeLabel := factor(recv_label[Node], levels = recv_label)]
+  }
+
+  cpu <- NULL
+  for (role in c("Active", "Passive")) {
+    name <- npm_cfg(cfg, paste0("SCALAR_", toupper(role), "_NODE"))
+    file <- npm_resolve_file(name, dir)
+    if (is.na(file)) next
+    s <- npm_read_scalars(file)
+    s <- s[grepl("\\.(CPU\\[[0-9]+\\]|totalCPU)$", Object)]
+    if (nrow(s) == 0L) next
+    s[, CPU := ifelse(grepl("totalCPU$", Object), "All",
+                      sub(".*CPU\\[([0-9]+)\\]$", "\\1", Object))]
+    s[, Node := role]
+    cpu[[role]] <- s
+  }
+  if (!is.null(cpu)) {
+    cpu <- rbindlist(cpu)
+    cpu[, NodeLabel := factor(node_label[Node], levels = node_label)]
+    cpu_levels <- unique(c(sort(as.integer(setdiff(cpu$CPU, "All"))), "All"))
+    cpu[, CPU := factor(CPU, levels = as.character(cpu_levels))]
+  }
+
+  if (!is.null(pv) && nrow(pv)) {
+    pv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
+    pv[, NodeLabel := factor(node_label[Node], levels = node_label)]
+    # One label per path and node: its ID and addresses as the node sees them.
+    pv[, PathLabel := ifelse(Path == NPM_CONNECTION_PATH, "Whole connection",
+                             ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
+                                    sprintf("Path %d: %s to %s", Path, Local, Remote)))]
+  }
+
+  list(config = cfg, config_file = config, flows = flows, nodes = nodes,
+       measurement = mv, flowvectors = fv, paths = pv, cpu = cpu)
+}

@@ -1,0 +1,144 @@
+# Units, unit conversions and label markup (plotmath).
+# Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
+
+# Choose a decimal prefix for values of a quantity; returns list(factor, unit).
+npm_auto_unit <- function(values, unit) {
+  m <- suppressWarnings(max(abs(values), na.rm = TRUE))
+  if (!is.finite(m)) m <- 0
+  p <- if (m >= 1e9) list(1e-9, "G") else if (m >= 1e6) list(1e-6, "M")
+       else if (m >= 1e3) list(1e-3, "k") else list(1, "")
+  list(factor = p[[1]], unit = paste0(p[[2]], unit))
+}
+
+NPM_UNITS <- c("bit" = 1, "b" = 1, "byte" = 8, "B" = 8, "Byte" = 8, "s" = 1, "ms" = 1e-3,
+               "us" = 1e-6, "\u00b5s" = 1e-6, "frame" = 1, "packet" = 1)
+NPM_PREFIXES <- c(k = 1e3, K = 1e3, M = 1e6, G = 1e9, T = 1e12, Ki = 1024, Mi = 1024^2,
+                  Gi = 1024^3, Ti = 1024^4)
+
+# Value of one unit in base units: "Mbit/s", "KiB/s", "byte", "ms".
+npm_unit_value <- function(u) {
+  parts <- strsplit(trimws(u), "/", fixed = TRUE)[[1]]
+  if (length(parts) < 1L || length(parts) > 2L || any(parts == "")) npm_stop("unknown unit %s", u)
+  one <- function(p) {
+    if (!is.na(NPM_UNITS[p])) return(NPM_UNITS[[p]])
+    for (pre in names(NPM_PREFIXES)[order(-nchar(names(NPM_PREFIXES)))]) {
+      if (startsWith(p, pre)) {
+        rest <- substring(p, nchar(pre) + 1L)
+        if (!is.na(NPM_UNITS[rest])) return(NPM_PREFIXES[[pre]] * NPM_UNITS[[rest]])
+      }
+    }
+    npm_stop("unknown unit %s (known: bit, B/byte, s, ms, us with prefixes k, M, G, T, Ki, Mi, Gi)", u)
+  }
+  v <- one(parts[1])
+  if (length(parts) == 2L) v <- v / one(parts[2])
+  v
+}
+
+# Factor that converts values given in unit `from` into unit `to`:
+# npm_unit_factor("bit/s", "Mbit/s") == 1e-6, npm_unit_factor("B/s", "kbit/s") == 8e-3.
+npm_unit_factor <- function(from, to) npm_unit_value(from) / npm_unit_value(to)
+
+# Parse a "FROM:TO" or "FROM->TO" unit conversion; returns the factor.
+npm_parse_unit_conversion <- function(spec) {
+  p <- strsplit(spec, "->|:")[[1]]
+  if (length(p) != 2L) npm_stop("unit conversion %s is not FROM:TO (e.g. bit/s:Mbit/s)", spec)
+  npm_unit_factor(p[1], p[2])
+}
+
+NPM_GREEK <- c("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
+               "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau",
+               "upsilon", "phi", "chi", "psi", "omega", "Alpha", "Beta", "Gamma", "Delta",
+               "Epsilon", "Zeta", "Eta", "Theta", "Iota", "Kappa", "Lambda", "Mu", "Nu", "Xi",
+               "Omicron", "Pi", "Rho", "Sigma", "Tau", "Upsilon", "Phi", "Chi", "Psi", "Omega")
+
+# Convert label markup into the text of an R plotmath expression:
+#   \rho, \Gamma ...   Greek letters;   X_{DFN}, X_1   subscripts;   X^{2}   superscripts;
+#   \_ \^ \\ \{ \}     the characters themselves; everything else is literal text.
+# Text is embedded as quoted strings, so nothing from a label is ever evaluated.
+npm_markup_to_plotmath <- function(s) {
+  ch <- strsplit(s, "", fixed = TRUE)[[1]]
+  n <- length(ch)
+  atoms <- list()                       # each: list(type = "text"|"expr", v = ...)
+  add_text <- function(t) {
+    k <- length(atoms)
+    if (k && atoms[[k]]$type == "text") atoms[[k]]$v <<- paste0(atoms[[k]]$v, t)
+    else atoms[[k + 1L]] <<- list(type = "text", v = t)
+  }
+  read_arg <- function(i) {             # argument of _ or ^ starting at ch[i]
+    if (i > n) return(list(text = "", next_i = i))
+    if (ch[i] == "{") {
+      depth <- 1L; j <- i + 1L
+      while (j <= n) {
+        if (ch[j] == "\\" && j < n) { j <- j + 2L; next }
+        if (ch[j] == "{") depth <- depth + 1L
+        if (ch[j] == "}") { depth <- depth - 1L; if (depth == 0L) break }
+        j <- j + 1L
+      }
+      return(list(text = if (j > i + 1L) paste(ch[(i + 1L):(j - 1L)], collapse = "") else "",
+                  next_i = j + 1L))
+    }
+    if (ch[i] == "\\") {
+      m <- regmatches(paste(ch[i:n], collapse = ""), regexpr("^\\\\[A-Za-z]+", paste(ch[i:n], collapse = "")))
+      if (length(m)) return(list(text = m, next_i = i + nchar(m)))
+      return(list(text = paste(ch[i:min(n, i + 1L)], collapse = ""), next_i = i + 2L))
+    }
+    list(text = ch[i], next_i = i + 1L)
+  }
+  i <- 1L
+  while (i <= n) {
+    c <- ch[i]
+    if (c == "\\" && i < n) {
+      rest <- paste(ch[(i + 1L):n], collapse = "")
+      word <- regmatches(rest, regexpr("^[A-Za-z]+", rest))
+      if (length(word) && word %in% NPM_GREEK) {
+        atoms[[length(atoms) + 1L]] <- list(type = "expr", v = word)
+        i <- i + 1L + nchar(word); next
+      }
+      if (ch[i + 1L] %in% c("_", "^", "\\", "{", "}")) { add_text(ch[i + 1L]); i <- i + 2L; next }
+      add_text(c); i <- i + 1L; next
+    }
+    if (c %in% c("_", "^")) {
+      arg <- read_arg(i + 1L)
+      sub <- npm_markup_to_plotmath(arg$text)
+      k <- length(atoms)
+      base <- "\"\""
+      if (k && atoms[[k]]$type == "expr") {
+        base <- atoms[[k]]$v; atoms[[k]] <- NULL
+      } else if (k) {
+        t <- atoms[[k]]$v
+        w <- regmatches(t, regexpr("[[:alnum:].]+$", t))
+        if (length(w)) {
+          base <- deparse(w)
+          t <- substr(t, 1L, nchar(t) - nchar(w))
+          if (t == "") atoms[[k]] <- NULL else atoms[[k]]$v <- t
+        }
+      }
+      e <- if (c == "_") sprintf("%s[%s]", base, sub) else sprintf("%s^{%s}", base, sub)
+      atoms[[length(atoms) + 1L]] <- list(type = "expr", v = e)
+      i <- arg$next_i; next
+    }
+    add_text(c); i <- i + 1L
+  }
+  parts <- vapply(atoms, function(a) if (a$type == "text") deparse(a$v) else a$v, "")
+  if (length(parts) == 0L) "\"\"" else if (length(parts) == 1L) parts
+  else sprintf("paste(%s)", paste(parts, collapse = ", "))
+}
+
+npm_has_markup <- function(s) grepl("[\\\\_^]", s)
+
+# A label for axis/legend titles: plain string without markup, else a plotmath expression.
+npm_label <- function(s) {
+  if (is.null(s) || length(s) == 0L) return(NULL)
+  if (is.language(s) || is.expression(s)) return(s)
+  if (!npm_has_markup(s)) return(s)
+  tryCatch(parse(text = npm_markup_to_plotmath(s), keep.source = FALSE)[[1]],
+           error = function(e) npm_stop("cannot understand label %s", s))
+}
+
+# Labels for several legend entries / strips: character, or an expression vector.
+npm_labels <- function(s) {
+  if (!any(npm_has_markup(s))) return(s)
+  ex <- vapply(s, function(x) if (npm_has_markup(x)) npm_markup_to_plotmath(x) else deparse(x), "")
+  tryCatch(parse(text = ex, keep.source = FALSE),
+           error = function(e) npm_stop("cannot understand label(s) %s", paste(s, collapse = ", ")))
+}

@@ -1,0 +1,176 @@
+# Vector and scalar files of one run.
+# Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
+
+NPM_MEASUREMENT_COLUMNS <- c("AbsTime", "RelTime", "Interval", "FlowID", "Description",
+                             "Jitter", "Action", "AbsBytes", "AbsPackets", "AbsFrames",
+                             "RelBytes", "RelPackets", "RelFrames")
+NPM_FLOW_COLUMNS <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames",
+                      "RelBytes", "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff",
+                      "Jitter")
+
+NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
+                      "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
+                      "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
+                      "Pending", "FastRetrans", "TimerRetrans", "Rescheduled", "DropReported",
+                      "SmartFrIgnored")
+# Path ID of the rows of a whole MPTCP connection or SCTP association.
+NPM_CONNECTION_PATH <- -1L
+
+# The column names of a vector's header line (tab- or blank-separated); those of `expected`
+# that it lacks are an error.
+npm_vector_columns <- function(header, path, expected, what) {
+  cols <- strsplit(trimws(header), "[ \t]+")[[1]]
+  missing <- setdiff(expected, cols)
+  if (length(missing))
+    npm_stop("%s %s lacks column(s) %s", what, path, paste(missing, collapse = ", "))
+  cols
+}
+
+# Read a per-path vector (*-paths-active-*.vec; plain, .bz2 or .gz): tab-separated, a leading
+# line number per row, NA where the transport does not tell. Files of netperfmeter 2.1.0 before
+# the connection rows lack the last seven columns, those before the separate fast and timer
+# retransmissions the last five, those before chunk rescheduling the last three, those before the
+# mechanisms' counts the last two (read as NA). NULL when the file has no rows.
+npm_read_path_vector <- function(path) {
+  what <- "per-path vector"
+  plain <- npm_plain_file(path, what)
+  on.exit(npm_plain_done(plain, path))
+  start <- npm_vector_start(plain, path, what)
+  cols <- strsplit(start$header, "\t")[[1]]
+  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(NPM_PATH_COLUMNS, -n)), logical(1)))
+  if (!identical(cols, NPM_PATH_COLUMNS) && !older)
+    npm_stop("%s %s lacks column(s) %s", what, path,
+             paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))
+  if (is.null(start$first)) return(NULL)
+  d <- npm_fread(plain, path, what, start$skip, sep = "\t", na.strings = "NA",
+                 colClasses = list(character = c(5L, 6L, 7L)))
+  if (ncol(d) != length(cols) + 1L)
+    npm_stop("%s %s has %d columns per row but %d names in its header", what, path, ncol(d),
+             length(cols))
+  setnames(d, c(".line", cols))
+  d[, .line := NULL]
+  for (column in setdiff(NPM_PATH_COLUMNS, cols)) d[, (column) := NA_real_]
+  d[]
+}
+
+npm_empty_measurement <- function() {
+  dt <- as.data.table(setNames(rep(list(numeric(0)), 13L), NPM_MEASUREMENT_COLUMNS))
+  dt[, `:=`(Description = character(0), Action = character(0))]
+  dt
+}
+
+# The rows of a measurement vector as netperfmeter writes them: tab-separated, the
+# description in quotes (taken literally between them), read by fread(). NULL when the
+# file is laid out otherwise (blanks as separators, a tab in a description, a bad row).
+npm_measurement_fread <- function(plain, skip) {
+  r <- npm_fread_quietly(file = plain, skip = skip, header = FALSE, sep = "\t", quote = "",
+                         integer64 = "double", blank.lines.skip = TRUE, showProgress = FALSE,
+                         encoding = "UTF-8")
+  d <- r$data
+  if (length(r$warnings) || is.null(d) || !(ncol(d) %in% c(13L, 14L))) return(NULL)
+  if (ncol(d) == 14L) {
+    if (!is.numeric(d[[1L]])) return(NULL)
+    set(d, j = 1L, value = NULL)                   # the line numbers
+  }
+  setnames(d, NPM_MEASUREMENT_COLUMNS)
+  desc <- as.character(d$Description)
+  action <- as.character(d$Action)
+  if (anyNA(desc) || !all(grepl("^\".*\"$", desc)) || anyNA(action) ||
+      !all(grepl("^\"?[A-Za-z]*\"?$", action)))
+    return(NULL)
+  set(d, j = "Description", value = substr(desc, 2L, nchar(desc) - 1L))
+  set(d, j = "Action", value = gsub("\"", "", action, fixed = TRUE))
+  for (c in setdiff(NPM_MEASUREMENT_COLUMNS, c("Description", "Action"))) {
+    if (!is.numeric(d[[c]]) || anyNA(d[[c]])) return(NULL)
+    set(d, j = c, value = as.numeric(d[[c]]))
+  }
+  d
+}
+
+# The rows of a measurement vector split by a regular expression from both ends, so that
+# blanks may separate the fields and a description may hold anything but a line break.
+npm_measurement_split <- function(plain, path, what) {
+  lines <- readLines(plain, warn = FALSE, encoding = "UTF-8")[-1L]
+  lines <- lines[grepl("[^ \t\r]", lines)]
+  num <- "([-+0-9.eE]+)"
+  sp <- "[ \t]+"
+  re <- paste0("^[ \t]*(?:[0-9]+", sp, ")?", num, sp, num, sp, num, sp, num, sp,
+               "\"(.*)\"", sp, num, sp, "\"?([A-Za-z]*)\"?",
+               paste(rep(paste0(sp, num), 6L), collapse = ""), "[ \t\r]*$")
+  m <- regmatches(lines, regexec(re, lines, perl = TRUE))
+  bad <- which(lengths(m) != 14L)
+  if (length(bad))
+    npm_stop("%s %s: line %d is not a measurement row", what, path, bad[1] + 1L)
+  f <- matrix(unlist(m, use.names = FALSE), ncol = 14L, byrow = TRUE)[, -1L, drop = FALSE]
+  dt <- as.data.table(f)
+  setnames(dt, NPM_MEASUREMENT_COLUMNS)
+  for (c in setdiff(NPM_MEASUREMENT_COLUMNS, c("Description", "Action"))) {
+    v <- suppressWarnings(as.numeric(dt[[c]]))
+    if (anyNA(v)) npm_stop("%s %s: column %s is not numeric", what, path, c)
+    set(dt, j = c, value = v)
+  }
+  dt
+}
+
+# Read a measurement vector (*-active.vec, *-passive.vec; plain, .bz2 or .gz): a header
+# line, then per data row a line number (optional), the numbers and the description in
+# quotes. fread() reads netperfmeter's tab-separated rows; rows separated by blanks (older
+# files) or with a tab in a description are split by npm_measurement_split().
+npm_read_measurement_vector <- function(path) {
+  what <- "measurement vector"
+  plain <- npm_plain_file(path, what)
+  on.exit(npm_plain_done(plain, path))
+  start <- npm_vector_start(plain, path, what)
+  cols <- strsplit(trimws(start$header), "[ \t]+")[[1]]
+  if (!identical(cols, NPM_MEASUREMENT_COLUMNS))
+    npm_stop("%s %s does not have the header of a measurement vector (%s)", what, path,
+             paste(NPM_MEASUREMENT_COLUMNS, collapse = " "))
+  if (is.null(start$first)) return(npm_empty_measurement())
+  d <- if (grepl("\t", start$first)) npm_measurement_fread(plain, start$skip)
+  if (is.null(d)) d <- npm_measurement_split(plain, path, what)
+  d
+}
+
+# Read a per-flow vector (*-<flow>-<stream>.vec; plain, .bz2 or .gz): numbers only, with or
+# without a leading line number per row, one row per message (the large files of a run).
+# columns: the columns to keep (default all); fewer columns need less memory.
+npm_read_flow_vector <- function(path, columns = NULL) {
+  what <- "per-flow vector"
+  plain <- npm_plain_file(path, what)
+  on.exit(npm_plain_done(plain, path))
+  start <- npm_vector_start(plain, path, what)
+  cols <- npm_vector_columns(start$header, path, NPM_FLOW_COLUMNS, what)
+  keep <- if (is.null(columns)) cols else intersect(cols, columns)
+  if (!is.null(columns) && length(setdiff(columns, cols)))
+    npm_stop("%s %s has no column(s) %s", what, path, paste(setdiff(columns, cols), collapse = ", "))
+  if (is.null(start$first))
+    return(as.data.table(setNames(rep(list(numeric(0)), length(keep)), keep)))
+  k <- length(strsplit(trimws(start$first), "[ \t]+")[[1]])
+  if (k != length(cols) && k != length(cols) + 1L)
+    npm_stop("%s %s has %d columns per row but %d names in its header",
+             what, path, k, length(cols))
+  names_k <- if (k == length(cols)) cols else c(".line", cols)
+  sel <- which(names_k %in% keep)
+  d <- npm_fread(plain, path, what, start$skip, sep = if (grepl("\t", start$first)) "\t" else " ",
+                 select = sel)
+  if (ncol(d) != length(sel))
+    npm_stop("%s %s is truncated or malformed: %d columns read, %d expected", what, path,
+             ncol(d), length(sel))
+  setnames(d, names_k[sel])
+  for (c in names(d)) {
+    if (!is.numeric(d[[c]]) && !is.logical(d[[c]]))
+      npm_stop("%s %s is truncated or malformed: column %s is not numeric", what, path, c)
+    if (!is.double(d[[c]])) set(d, j = c, value = as.numeric(d[[c]]))
+  }
+  d
+}
+
+# Read a scalar file (.sca, plain or .bz2): lines  scalar "<object>" "<name>" <value>.
+npm_read_scalars <- function(path) {
+  lines <- npm_read_lines(path, "scalar file")
+  re <- "^scalar[ \t]+\"([^\"]*)\"[ \t]+\"([^\"]*)\"[ \t]+([^ \t]+)[ \t]*$"
+  m <- regmatches(lines, regexec(re, lines))
+  m <- m[lengths(m) == 4L]
+  data.table(Object = vapply(m, `[`, "", 2L), Name = vapply(m, `[`, "", 3L),
+             Value = suppressWarnings(as.numeric(vapply(m, `[`, "", 4L))))
+}
