@@ -38,7 +38,7 @@ assert doc["seed"] == 20261128, doc["seed"]
 assert got == scalars and len(got) == 3 and all(v > 0 for v in got.values()), (got, scalars)
 PY
   fail "run.json does not match run-passive.sca.bz2"
-if command -v Rscript >/dev/null; then
+if command -v Rscript >/dev/null && [ -x "$PLOT" ]; then
   cp -a "$run" "$TMP/run"
   if (cd "$TMP/run" && "$PLOT" run.config -o again.pdf >/dev/null 2>"$TMP/plot.err") && [ -s "$TMP/run/again.pdf" ]; then
     pass "plot-netperfmeter-results plots the run"
@@ -46,7 +46,7 @@ if command -v Rscript >/dev/null; then
     fail "plot-netperfmeter-results: $(tail -3 "$TMP/plot.err")"
   fi
 else
-  echo "note: no Rscript, the plot is not made again"
+  echo "note: no Rscript or no built plotter ($PLOT), the plot is not made again"
 fi
 if command -v tshark >/dev/null; then
   zcat "$run/run.pcapng.gz" >"$TMP/run.pcapng"
