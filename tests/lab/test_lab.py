@@ -501,6 +501,14 @@ class Runs(unittest.TestCase):
             self.assertIn(needle, env)
         with open(os.path.join(self.out, "runs", "proto=tcp-r1", "f0", "run.config")) as f:
             self.assertIn("WARMUP=0.250\n", f.read())
+        # netperfmeter's -seed: one per repetition and flow, common to every combination
+        seeds = {}
+        for entry in (e for e in os.listdir(os.path.join(self.out, "runs")) if not e.startswith(".")):
+            with open(os.path.join(self.out, "runs", entry, "f0", "run.config")) as f:
+                seeds[entry] = re.search(r"^SEED=(\d+)$", f.read(), re.M).group(1)
+        self.assertEqual(seeds["proto=tcp-r1"], seeds["proto=mptcp-r1"], seeds)
+        self.assertEqual(seeds["proto=tcp-r2"], seeds["proto=mptcp-r2"], seeds)
+        self.assertNotEqual(seeds["proto=tcp-r1"], seeds["proto=tcp-r2"], seeds)
         mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
                   for e in os.listdir(os.path.join(self.out, "runs"))}
         # a second run without --resume refuses to mix; with --resume it re-runs nothing

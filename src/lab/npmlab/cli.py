@@ -211,6 +211,8 @@ def _run(runner, study, args, path, out):
         json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
                    "ci_target": args.ci_target, "seed": runner.seed, "max_other_load": args.max_other_load,
                    "order": "blocks: each repetition runs every combination once, shuffled with the seed",
+                   "traffic": "netperfmeter -seed per repetition and flow, derived from the seed, the same for "
+                              "every combination (common random numbers); SEED= in each run's run.config",
                    "procedure": "stein two-stage (pilot: min_repetitions)" if args.ci_target else "fixed repetitions",
                    "topology": study.topology, "parallel": args.parallel,
                    "hosts": study.hosts.describe() if study.hosts is not None else None},

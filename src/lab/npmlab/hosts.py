@@ -589,10 +589,10 @@ class HostsRunner(Runner):
         service = self.spec.service
         return [f"--auth-key-file={service.key_file}"] if service and service.key_file else []
 
-    def _commands(self, bed, values):
+    def _commands(self, bed, values, rep=None):
         """[(flow, passive command or None (the running service), active command)]: a netperfmeter
         pair per flow, as on the namespace test beds."""
-        pairs = super()._commands(bed, values)
+        pairs = super()._commands(bed, values, rep)
         return [(f, None, active) for f, _, active in pairs] if self.spec.service else pairs
 
     def _cross_commands(self, bed, flows):
@@ -628,10 +628,10 @@ class HostsRunner(Runner):
         if t.returncode != 0:
             raise LabError(f"unpacking the files of {remote}:{directory}: {_last_line(t.stderr.decode(errors='replace'))}")
 
-    def _attempt(self, bed, values, partial):
+    def _attempt(self, bed, values, partial, rep):
         if self.stopping:
             raise Interrupted("stopping")
-        pairs = self._commands(bed, values)
+        pairs = self._commands(bed, values, rep)
         flows = [f for f, _, _ in pairs]
         cross = self._cross_commands(bed, len(flows))
         name = os.path.basename(partial)

@@ -38,6 +38,7 @@ Layout of a results directory DIR:
 
 import bz2
 import csv
+import hashlib
 import json
 import math
 import os
@@ -328,8 +329,17 @@ class Runner:
                 proc.kill()
                 proc.wait()
 
-    def _commands(self, topo, values):
-        """[(flow, passive command, active command)]: a netperfmeter pair per flow."""
+    def traffic_seed(self, rep, flow):
+        """netperfmeter's -seed for flow `flow` of repetition `rep`: derived from the lab's seed,
+        the same for every combination of the sweep (common random numbers: the variants that a
+        repetition compares see the same random frame rates, sizes and on/off times), other for
+        each repetition and flow; 1 .. 2^53-1 as netperfmeter takes it."""
+        digest = hashlib.sha256(f"npmlab-traffic-{self.seed}-{rep}-{flow}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % ((1 << 53) - 1) + 1
+
+    def _commands(self, topo, values, rep=None):
+        """[(flow, passive command, active command)]: a netperfmeter pair per flow (with `rep`,
+        each active gets its traffic seed)."""
         study = self.study
         flows = study.flows_for(values)
         pairs = []
@@ -343,6 +353,8 @@ class Runner:
                 "-scalar=run.sca.bz2", "-nodisplay", *self._active_options()]
             if study.warmup > 0:
                 active.append(f"--warmup={study.warmup:g}")
+            if rep is not None:
+                active.append(f"-seed={self.traffic_seed(rep, i)}")
             if f.protocol == "sctp" and len(topo.paths) > 1:
                 active.append("-L" + ",".join(topo.active_addresses()))
             active += study.args_for("active", values)
@@ -391,8 +403,8 @@ class Runner:
             time.sleep(0.1)
         return {i: {side: sorted(v) for side, v in sides.items()} for i, sides in seen.items()}
 
-    def _attempt(self, topo, values, partial):
-        pairs = self._commands(topo, values)
+    def _attempt(self, topo, values, partial, rep):
+        pairs = self._commands(topo, values, rep)
         flows = [f for f, _, _ in pairs]
         with open(os.path.join(partial, "environment.txt"), "w") as env:
             env.write(f"kernel: {platform.uname().release} ({platform.uname().version})\n")
@@ -486,7 +498,7 @@ class Runner:
             os.makedirs(partial)
             began = time.monotonic()
             try:
-                judged = self._attempt(topo, values, partial)
+                judged = self._attempt(topo, values, partial, rep)
                 break
             except LabError as e:
                 if attempt == self.retries:
