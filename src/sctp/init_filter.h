@@ -3,18 +3,19 @@
 // An INIT of 32 bytes makes the stack send an INIT-ACK of 400 to 470 bytes (state cookie,
 // parameters) to whatever source address the datagram claims: unlimited, the port would be a
 // 12-15x traffic amplifier for spoofed packets. usrsctp owns its UDP sockets and offers no hook
-// for INITs, so the limit sits in the kernel: an eBPF socket filter (hand-assembled, loaded
-// with the bpf() system call, no libbpf) attached to those sockets. It lets through at most
-// `perSecond` datagrams whose first SCTP chunk is an INIT, with bursts of up to `burst`
+// for INITs, so the limit sits in the kernel: an eBPF socket filter (init_filter.bpf.c, compiled
+// by clang and loaded through its libbpf skeleton) attached to those sockets. It lets through at
+// most `perSecond` datagrams whose first SCTP chunk is an INIT, with bursts of up to `burst`
 // (GCRA, the virtual-scheduling form of a token bucket, on bpf_ktime_get_ns, updated with
 // compare-and-exchange so that INITs on several CPUs share it exactly: Linux 5.12 or later;
-// an older kernel refuses the program and the passive says so); every other datagram passes
-// untouched. An INIT that is dropped is retransmitted by its sender after the
-// RTO, so a legitimate peer is only slowed down.
+// an older kernel refuses the program and the passive says so, with the verifier's verdict);
+// every other datagram passes untouched. An INIT that is dropped is retransmitted by its sender
+// after the RTO, so a legitimate peer is only slowed down.
 //
 // Loading needs CAP_BPF with CAP_PERFMON (CAP_BPF alone: EFAULT from BPF_PROG_LOAD on Linux 6.18),
 // or CAP_SYS_ADMIN, where unprivileged BPF is disabled (Debian's default); without them the caller
-// logs how to protect the port otherwise (nftables).
+// logs how to protect the port otherwise (nftables). A build without clang, bpftool or libbpf has
+// no filter (built() is false) and the caller says so.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "common/handle.h"
 #include "common/result.h"
+
+struct npm_init_filter_bpf;  // the libbpf skeleton of init_filter.bpf.c
 
 namespace npm::sctp {
 
@@ -57,7 +59,7 @@ std::vector<int> udpSocketsOnPort(std::uint16_t port, const std::set<int>& exclu
 
 class InitRateFilter {
 public:
-  // The program's state, one array map entry (layout shared with the BPF code).
+  // The program's configuration and its bucket.
   struct State {
     std::uint64_t intervalNs;   // 1e9 / perSecond
     std::uint64_t toleranceNs;  // burst * intervalNs
@@ -66,7 +68,10 @@ public:
     std::uint64_t dropped;      // INITs dropped
   };
 
-  // Loads the program and its map, or says why the kernel refused (no CAP_BPF, ...).
+  // Whether this build has the filter (clang, bpftool and libbpf were there); load() fails
+  // without it.
+  static bool built();
+  // Loads the program, or says why the kernel refused it (no CAP_BPF, the verifier's verdict).
   static Result<std::unique_ptr<InitRateFilter>> load(const InitRateLimit& limit);
   InitRateFilter(const InitRateFilter&) = delete;
   InitRateFilter& operator=(const InitRateFilter&) = delete;
@@ -78,12 +83,14 @@ public:
   const InitRateLimit& limit() const { return limit_; }
 
 private:
-  InitRateFilter(const InitRateLimit& limit, UniqueFd mapFd, UniqueFd programFd)
-      : limit_(limit), mapFd_(std::move(mapFd)), programFd_(std::move(programFd)) {}
+  struct DestroySkeleton {
+    void operator()(npm_init_filter_bpf* skeleton) const;
+  };
+  using Skeleton = std::unique_ptr<npm_init_filter_bpf, DestroySkeleton>;
+  InitRateFilter(const InitRateLimit& limit, Skeleton skeleton);
   InitRateLimit limit_;
-  // Closed with the filter; sockets the program is attached to keep it (and its map) alive.
-  UniqueFd mapFd_;
-  UniqueFd programFd_;
+  // Destroyed with the filter; sockets the program is attached to keep it (and its maps) alive.
+  Skeleton skeleton_;
 };
 
 }  // namespace npm::sctp

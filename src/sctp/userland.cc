@@ -159,6 +159,11 @@ void limitInits(std::uint16_t port, const InitRateLimit& limit) {
                  "with a 12 to 15 times larger INIT-ACK");
     return;
   }
+  if (!InitRateFilter::built()) {
+    log::warning(where + ": INITs are not rate-limited: this netperfmeter was built without the BPF INIT filter "
+                 "(clang, bpftool, libbpf-dev); limit them in the firewall, e.g.: " + nftablesHint(port, limit));
+    return;
+  }
   const auto sockets = udpSocketsOnPort(port);
   std::string why;
   std::unique_ptr<InitRateFilter> filter;

@@ -64,7 +64,9 @@ class Packaging(unittest.TestCase):
                 p.send_signal(signal.SIGINT)
                 _, err = p.communicate(timeout=10)
             self.assertEqual(p.returncode, 0, err)
-            if prefix_cmd:
+            if prefix_cmd and "built without the BPF INIT filter" in err:
+                print("\nnot checked whether the unit's capabilities load the INIT filter: this netperfmeter has none")
+            elif prefix_cmd:
                 self.assertIn("INITs limited to", err, "the unit's capabilities do not load the INIT filter")
 
     def complete(self, *words):

@@ -1,5 +1,6 @@
-// The SCTP INIT rate limit (sctp/init_filter): option text, the socket search, and the
-// hand-assembled BPF socket filter on real loopback UDP sockets (loading it needs root).
+// The SCTP INIT rate limit (sctp/init_filter): option text, the socket search, the BPF
+// socket filter (init_filter.bpf.c through its libbpf skeleton) on real loopback UDP sockets,
+// and the verifier's verdict in the error of a program it refuses (loading needs root).
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -15,6 +16,11 @@
 #include <vector>
 
 #include "sctp/init_filter.h"
+
+#if NPM_INIT_FILTER_BPF
+#include "npm_rejected_filter.skel.h"
+#include "sctp/bpf_load.h"
+#endif
 
 using namespace npm;
 using sctp::InitRateLimit;
@@ -98,8 +104,13 @@ std::size_t countInits(const std::vector<std::vector<std::uint8_t>>& got) {
       std::count_if(got.begin(), got.end(), [](const auto& d) { return d.size() > 12 && d[12] == 1; }));
 }
 
-// The filter for `limit`, or nullptr when this process may not load BPF (not root: skipped).
+// The filter for `limit`, or nullptr when this build has none or this process may not load
+// BPF (not root): skipped.
 std::unique_ptr<sctp::InitRateFilter> loadOrSkip(const InitRateLimit& limit) {
+  if (!sctp::InitRateFilter::built()) {
+    WARN("BPF INIT filter not built (no clang, bpftool or libbpf-dev at configure time)");
+    return nullptr;
+  }
   auto filter = sctp::InitRateFilter::load(limit);
   if (!filter && ::geteuid() != 0) {
     WARN("BPF socket filter not loaded (not root): " << filter.error());
@@ -153,7 +164,7 @@ TEST_CASE("The UDP sockets on a port are found, IPv4 and IPv6, and nothing else"
   CHECK(sctp::udpSocketsOnPort(port, open).empty());
 }
 
-TEST_CASE("The INIT filter loads with its configuration in the map") {
+TEST_CASE("The INIT filter loads with its configuration") {
   auto filter = loadOrSkip(InitRateLimit{20, 7});
   if (!filter) return;
   const auto s = filter->state();
@@ -277,3 +288,54 @@ TEST_CASE("INITs from several CPUs at once take no more than the bucket holds") 
   CHECK(inits >= kBurst);
   CHECK(inits <= kBurst + static_cast<std::size_t>(std::ceil(elapsed)) + 1);
 }
+
+#if NPM_INIT_FILTER_BPF
+
+TEST_CASE("The end of the verifier's log is found in libbpf's messages") {
+  // libbpf 1.1's warnings when the verifier refuses a program (one message per call).
+  const std::string messages =
+      "libbpf: prog 'npm_rejected': BPF program load failed: Permission denied\n"
+      "libbpf: prog 'npm_rejected': -- BEGIN PROG LOAD LOG --\n"
+      "0: R1=ctx(off=0,imm=0) R10=fp0\n"
+      "; __u64 *count = bpf_map_lookup_elem(&datagrams, &key);\n"
+      "6: (85) call bpf_map_lookup_elem#1     ; R0_w=map_value_or_null(id=1,off=0,ks=4,vs=8,imm=0)\n"
+      "; *count += skb->len;\n"
+      "7: (79) r2 = *(u64 *)(r0 +0)\n"
+      "R0 invalid mem access 'map_value_or_null'\n"
+      "processed 8 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0\n"
+      "-- END PROG LOAD LOG --\n"
+      "libbpf: prog 'npm_rejected': failed to load: -13\n"
+      "libbpf: failed to load object 'npm_rejected_filter_bpf'\n";
+  CHECK(sctp::verifierLogTail(messages, 3) ==
+        "7: (79) r2 = *(u64 *)(r0 +0) | R0 invalid mem access 'map_value_or_null' | processed 8 insns (limit "
+        "1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0");
+  CHECK(sctp::verifierLogTail(messages, 1).rfind("processed 8 insns", 0) == 0);
+  CHECK(sctp::verifierLogTail(messages, 100).rfind("0: R1=ctx(off=0,imm=0) R10=fp0 | ; __u64", 0) == 0);
+  CHECK(sctp::verifierLogTail(messages, 0).empty());
+  // No log: permissions, or a failure before the verifier (a map).
+  CHECK(sctp::verifierLogTail("libbpf: Error in bpf_object__probe_loading():Operation not permitted(1).\n", 4).empty());
+  CHECK(sctp::verifierLogTail("", 4).empty());
+}
+
+TEST_CASE("A program the verifier refuses: the load error carries the verifier's verdict") {
+  using Skeleton = std::unique_ptr<npm_rejected_filter_bpf, decltype(&npm_rejected_filter_bpf__destroy)>;
+  Skeleton skeleton(npm_rejected_filter_bpf__open(), &npm_rejected_filter_bpf__destroy);
+  REQUIRE(skeleton);
+  const auto loaded =
+      sctp::loadBpf("the rejected test filter", [&] { return npm_rejected_filter_bpf__load(skeleton.get()); });
+  REQUIRE_FALSE(loaded);
+  INFO(loaded.error());
+  if (::geteuid() != 0 && loaded.error().find("(verifier: ") == std::string::npos) {
+    WARN("not root, the kernel refused before its verifier ran: " << loaded.error());
+    return;
+  }
+  // EACCES: what the kernel answers when its verifier refuses a program.
+  CHECK(loaded.error().rfind("cannot load the rejected test filter: Permission denied (verifier: ", 0) == 0);
+  CHECK(loaded.error().find("R0 invalid mem access 'map_value_or_null'") != std::string::npos);
+  CHECK(loaded.error().back() == ')');
+  CHECK(loaded.error().find('\n') == std::string::npos);
+  // The INIT filter itself, loaded the same way, passes the verifier.
+  if (auto filter = sctp::InitRateFilter::load(InitRateLimit{5, 5}); !filter) FAIL(filter.error());
+}
+
+#endif
