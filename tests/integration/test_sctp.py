@@ -505,6 +505,47 @@ class PacketDropReporting(unittest.TestCase):
         if BUNDLED:
             self.assertEqual(marked, 0, "chunks marked by drop reports without packet-drop reporting")
 
+    @unittest.skipUnless(BUNDLED, "the drop reports' effect is counted by the bundled stack (patch 0007)")
+    def test_reports_mark_fragments_under_a_closed_window_in_cmt(self):
+        """The packet-drop-reporting study's flow: CMT over two paths, bit errors on path 2 only,
+        1452-byte messages (two fragments each at MTU 1500) and 25,000/12,500-byte buffers, so that
+        the receive window bounds the sender and is closed most of the time. usrsctp 0.9.5 acted on
+        none of the reports there (it skips them under a closed window, and compared the first
+        data bytes of a fragment in the wrong mbuf): patch 0009."""
+        delayline = os.path.join(os.environ["NPM_BUILD_DIR"], "src", "lab", "netperfmeter-delayline")
+        udp = UDP + 2
+        topology = lab_topology()
+        topology.remove_stale("npmpc")
+        topo = topology.Disjoint([topology.path(rate="10mbit", delay_ms=1),
+                                  topology.path(rate="10mbit", delay_ms=1, ber=5e-6)],
+                                 prefix="npmpc", delayline=delayline, ber_ports=str(udp))
+        topo.up()
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                pcap = os.path.join(d, "cmt.pcapng")
+                before = topo.delay_counters()["2"]
+                with Passive(PORT + 26, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
+                        Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
+                    run_active(f"{topo.address('passive', 0)}:{PORT + 26}", "-control-over-tcp",
+                               f"--sctp-remote-udp-port={udp}", "-runtime=3", "-vector=cmt.vec",
+                               "-sctp", "const0:const1452:const0:const0:unordered=1:cmt=cmt:nrsack=on:pktdrop=on:"
+                               "smartfr=on:sndbuf=25000:rcvbuf=12500", netns=topo.A, cwd=d)
+                corrupted = topo.delay_counters()["2"]["forward"]["corrupted"] - before["forward"]["corrupted"]
+                paths = read_paths(os.path.join(d, "cmt-paths-active-00000000-0000.vec"))
+                marked = sum(number(rows[-1]["DropReported"]) for rows in paths.values())
+                rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
+                reports = sum(1 for r in rows if r[0] == str(udp))
+        finally:
+            topo.down()
+        print(f"CMT: the delay line corrupted {corrupted} packets towards the passive on path 2; the passive "
+              f"sent {reports} PKTDROP chunks; the active's stack marked {marked} DATA chunks by them")
+        self.assertGreater(corrupted, 20, "the delay line damaged (almost) nothing")
+        self.assertGreater(reports, corrupted // 2, "the passive reported (almost) none of the damaged packets")
+        # Each report names one fragment (a full packet); a report is not acted on when the bit
+        # error hit the chunk's first data bytes, which the sender compares (about 2 % of them).
+        self.assertGreater(marked, reports // 2, "the drop reports marked (almost) no chunk for retransmission")
+        self.assertLessEqual(marked, reports, "more chunks marked than drops reported")
+
 
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
 @unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")
