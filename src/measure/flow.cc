@@ -17,8 +17,13 @@ Flow::Flow(asio::io_context& io, FlowParameters parameters, bool activeSide)
       receiver_(params_),
       paths_(io) {}
 
+// The channel is its thread's, like every other part: its reads and writes complete there. The
+// last owner may let go of the flow on another thread (the passive's control thread at the end
+// of REMOVE_FLOW), so the close is dispatched to the flow's thread (run here if that is this
+// thread) and takes the channel with it. Closing from here raced with a read's completion on
+// the flow's thread (ThreadSanitizer in test_threads; a socket object is not thread-safe).
 Flow::~Flow() {
-  if (channel_) channel_->close();
+  if (channel_) asio::dispatch(io_, [channel = std::move(channel_)] { channel->close(); });
 }
 
 void Flow::reportTo(asio::io_context& home) {

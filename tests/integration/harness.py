@@ -191,8 +191,13 @@ class Passive:
         with open(self.log.name, errors="replace") as f:
             return f.read()
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.stop()
+        if exc_type is not None:  # the passive's side of a failure (a sanitizer's report, its error)
+            log = self.output()
+            if len(log) > 24000:  # a sanitizer's report: what matters is at its top
+                log = f"{log[:16000]}\n[... {len(log) - 24000} characters ...]\n{log[-8000:]}"
+            sys.stderr.write(f"--- the passive's log (exit status {self.proc.returncode}):\n{log}\n---\n")
         os.unlink(self.log.name)
 
 

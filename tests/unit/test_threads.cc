@@ -226,3 +226,37 @@ TEST_CASE("a stream channel moves to another thread with the bytes it had read a
   });
   closed.get_future().get();
 }
+
+namespace {
+
+// A channel that says on which thread it was closed.
+struct ClosedWhere final : transport::DataChannel {
+  std::promise<std::thread::id> closedOn;
+  void send(const std::vector<asio::const_buffer>&, std::size_t, transport::SendHandler) override {}
+  void receive(transport::MessageHandler, transport::ErrorHandler) override {}
+  void close() override { closedOn.set_value(std::this_thread::get_id()); }
+  int fd() const override { return -1; }
+  bool isByteStream() const override { return true; }
+  std::string peerName() const override { return "test"; }
+  long unsent() override { return 0; }
+  long unread() override { return 0; }
+  std::uint64_t bytesRead() const override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("a flow let go of on another thread closes its channel on its own thread") {
+  // The passive's control thread holds the last reference at the end of REMOVE_FLOW while a
+  // read of the flow's connection may be completing on the flow's thread.
+  transport::IoThreads threads(2);
+  threads.start();
+  const auto flowThread = threadOf(threads.context(1));
+  auto channel = std::make_shared<ClosedWhere>();
+  auto closedOn = channel->closedOn.get_future();
+  auto flow = flowOn(threads.context(1), 3);
+  flow->attach(channel);
+  channel.reset();
+  flow.reset();  // here, on the test's thread
+  REQUIRE(closedOn.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  CHECK(closedOn.get() == flowThread);
+}
