@@ -83,7 +83,7 @@ void usage(std::FILE* to) {
       "                           .csv.gz, .csv with --compression): variables, file, RunNo,\n"
       "                           side, flow, path, object, name, value\n"
       "  -j, --jobs N             worker threads (default: number of CPUs)\n"
-      "  -q, --quiet              no banner, no progress\n"
+      "  -q, --quiet              no banner, no progress: errors and the closing line only\n"
       "  -h, --help               this help\n"
       "  -v, --version            version\n"
       "\n"
