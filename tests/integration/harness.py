@@ -343,6 +343,17 @@ class Active:
         os.unlink(self.log.name)
 
 
+# The reference NetPerfMeter (2.0.10), built outside this repository and installed here by hand
+# on the project's machines (tests/README.md), or named by NPM_REFERENCE_NETPERFMETER.
+REFERENCE_INSTALLED = "/usr/local/lib/netperfmeter-reference-2.0.10/bin/netperfmeter"
+
+
+def reference_netperfmeter():
+    """The reference binary to interoperate with, or "" (then its tests skip and say why)."""
+    path = os.environ.get("NPM_REFERENCE_NETPERFMETER", "") or REFERENCE_INSTALLED
+    return path if os.access(path, os.X_OK) else ""
+
+
 def run_active(target, *args, cwd=None, timeout=60, netns=None, check=True):
     if netns is None:
         args = active_args(target, args)

@@ -3,8 +3,9 @@ passive with our active and our passive with the reference's active, control ove
 saturated bidirectional TCP flow, a rate-driven bidirectional UDP flow and an MPTCP flow; every
 result file complete on both sides and both processes exit 0.
 
-Runs when NPM_REFERENCE_NETPERFMETER names a reference binary (built outside this repository,
-e.g. dreibh/netperfmeter 2.0.10 with cmake -DWITH_ICONS=OFF); otherwise it says so and skips."""
+Runs with a reference binary built outside this repository (dreibh/netperfmeter 2.0.10, see
+tests/README.md), installed as /usr/local/lib/netperfmeter-reference-2.0.10/bin/netperfmeter or
+named by NPM_REFERENCE_NETPERFMETER; otherwise it says so and skips."""
 
 import os
 import signal
@@ -14,13 +15,13 @@ import tempfile
 import time
 import unittest
 
-from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, free_base_port, read_config, read_scalars,
-                     read_vector, wait_for_port)
+from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, REFERENCE_INSTALLED, free_base_port, read_config,
+                     read_scalars, read_vector, reference_netperfmeter, wait_for_port)
 
-REFERENCE = os.environ.get("NPM_REFERENCE_NETPERFMETER", "")
-if not REFERENCE or not os.access(REFERENCE, os.X_OK):
-    print("SKIP: set NPM_REFERENCE_NETPERFMETER to a reference netperfmeter binary (2.0.10) to run the "
-          "interoperability test")
+REFERENCE = reference_netperfmeter()
+if not REFERENCE:
+    print(f"SKIP: no reference netperfmeter binary (2.0.10): install one as {REFERENCE_INSTALLED} or set "
+          "NPM_REFERENCE_NETPERFMETER to run the interoperability test")
     sys.exit(77)
 
 FLOWS = ["-tcp", "const0:const1400:const0:const1400", "-udp", "const50:const500:const25:const1000",

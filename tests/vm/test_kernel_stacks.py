@@ -13,10 +13,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
 import npmvm  # noqa: E402
-from harness import read_config, read_connection, read_paths, read_scalars  # noqa: E402
+from harness import read_config, read_connection, read_paths, read_scalars, reference_netperfmeter  # noqa: E402
 
 NETPERFMETER = os.path.abspath(os.environ.get("NETPERFMETER", "netperfmeter"))
-REFERENCE = os.environ.get("NPM_REFERENCE_NETPERFMETER", "")
+REFERENCE = reference_netperfmeter()
 
 
 def passive_and_active(passive_args, active_args, before_active=""):
@@ -102,7 +102,7 @@ def parts():
                 "-sctp const0:const1000:cmt=cmt",
             before_active="grep -c ':0084 ' /proc/net/raw /proc/net/raw6 >raw.txt")),
     ]
-    if REFERENCE and os.access(REFERENCE, os.X_OK):
+    if REFERENCE:
         result.append(("reference", reference_script()))
     result.append(("sctp_over_udp",
                    "modprobe sctp || exit 3\ntrap 'sysctl -qw net.sctp.udp_port=0 net.sctp.encap_port=0' EXIT\n"
@@ -204,8 +204,7 @@ class KernelStacks(unittest.TestCase):
             self.assertGreater(passive[(f"netPerfMeter.passive.flow[{flow}]", "Received Packets")], 10, log)
         self.assertGreater(active[("netPerfMeter.active.flow[0]", "Received Packets")], 10, log)
 
-    @unittest.skipUnless(REFERENCE and os.access(REFERENCE, os.X_OK),
-                         "set NPM_REFERENCE_NETPERFMETER to a reference netperfmeter (2.0.10) binary")
+    @unittest.skipUnless(REFERENCE, "no reference netperfmeter (2.0.10): see tests/README.md")
     def test_reference_default_deployment_both_directions(self):
         # The reference's default: control over kernel SCTP, here with a kernel SCTP flow of two
         # streams and a TCP flow; our passive with its active, then its passive with our active.
