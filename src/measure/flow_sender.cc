@@ -1,6 +1,7 @@
 #include "measure/flow_sender.h"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -182,7 +183,11 @@ void FlowSender::onSent(const boost::system::error_code& ec, std::size_t sent, s
     if (sending_) {
       sending_ = false;
       const std::string flow = "Flow #" + std::to_string(params_.flowId);
-      if (params_.errorOnAbort) {
+      if (ec == boost::asio::error::eof) {
+        // The peer ended the connection in order (an SCTP SHUTDOWN): no abort; the channel's
+        // end is reported by the flow's owner.
+        log::debug(flow + ": the peer ended the connection; the flow stops sending");
+      } else if (params_.errorOnAbort) {
         if (events_.failed) events_.failed(transport::ChannelEnd::failed(flow + " has been aborted: " + ec.message()));
       } else {
         log::warning(flow + ": sending failed (" + ec.message() + "), error_on_abort=off: the flow stops sending");

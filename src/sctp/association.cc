@@ -80,7 +80,12 @@ private:
       if (const auto sent = association_->trySend(scratch_.data(), scratch_.size(), info);
           sent != Association::Sent::Yes) {
         if (sent == Association::Sent::Failed) {
-          finish(asio::error::connection_aborted);
+          // eof: the peer ended the association in order (the stream's end says so already)
+          if (association_->endedByPeer()) {
+            finish(asio::error::eof);
+          } else {
+            finish(asio::error::connection_aborted);
+          }
           return;
         }
         association_->waitWritable([self = shared_from_this()] {
@@ -240,6 +245,14 @@ Association::Sent Association::trySend(const std::uint8_t* data, std::size_t len
   const long n = socket_->send(data, length, info);
   if (n >= 0) return Sent::Yes;
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return Sent::Full;
+  if ((errno == ESHUTDOWN || errno == EPIPE) && !shutdownSent_) {
+    // The association is shutting down and this side did not begin it: the peer's SHUTDOWN,
+    // whose notification has not been read yet (a reference active ends its data association
+    // this way while a bidirectional flow still sends towards it).
+    peerShutdown_ = true;
+    fail(ChannelEnd(ChannelEnd::Reason::kAssociationShutDownByPeer));
+    return Sent::Failed;
+  }
   fail(ChannelEnd::failed(std::string("send failed: ") + std::strerror(errno)));
   return Sent::Failed;
 }
@@ -265,6 +278,7 @@ std::shared_ptr<DataChannel> Association::stream(std::uint16_t stream, StreamPol
 void Association::fail(const ChannelEnd& end) {
   if (failed_ || closed_) return;
   failed_ = true;
+  endedByPeer_ = end.byPeer();
   auto claims = streams_;
   for (auto& [id, claim] : claims) {
     if (claim.onError) claim.onError(end);
@@ -273,7 +287,9 @@ void Association::fail(const ChannelEnd& end) {
 }
 
 void Association::shutdown() {
-  if (!closed_ && !failed_) socket_->shutdownWrite();
+  if (closed_ || failed_) return;
+  shutdownSent_ = true;
+  socket_->shutdownWrite();
 }
 
 void Association::finish() {

@@ -58,6 +58,9 @@ public:
   // when the association has (a hard error fails it, reported to its streams).
   enum class Sent { Yes, Full, Failed };
   Sent trySend(const std::uint8_t* data, std::size_t length, const SendInfo& info);
+  // Whether it ended because the peer shut it down or closed it in order (ChannelEnd::byPeer()):
+  // then a send that fails is no failure of the flow.
+  bool endedByPeer() const { return endedByPeer_; }
   void waitWritable(std::function<void()> handler);
 
   // A DataChannel for one stream, for a Flow.
@@ -105,6 +108,8 @@ private:
   std::function<void(Result<void>)> connected_;
   bool up_ = false, closed_ = false, failed_ = false, finishing_ = false;
   bool peerShutdown_ = false;  // the peer's SHUTDOWN has arrived
+  bool shutdownSent_ = false;  // this side's SHUTDOWN (shutdown())
+  bool endedByPeer_ = false;   // see endedByPeer()
   bool gone_ = false;          // the association has ended (SHUTDOWN COMPLETE, ABORT, EOF, error)
   bool socketClosed_ = false;
   std::shared_ptr<asio::steady_timer> lingerTimer_;  // holds the association while it waits for the end
