@@ -60,6 +60,23 @@ inline std::string scaledBytes(std::uint64_t bytes) {
   return scaled(static_cast<double>(bytes), 1024.0, prefixes, "B");
 }
 
+// `line` without leading and trailing blanks (spaces, TABs), each run of blanks inside it one
+// space: for comparing lines whatever their spacing, and for printing them on one line.
+inline std::string collapseBlanks(std::string_view line) {
+  std::string out;
+  bool blank = false;
+  for (const char c : line) {
+    if (c == ' ' || c == '\t') {
+      blank = !out.empty();
+      continue;
+    }
+    if (blank) out += ' ';
+    blank = false;
+    out += c;
+  }
+  return out;
+}
+
 // Next word of an OMNeT++-style line (scalar files): "quoted with \" escapes" or up to a
 // space or TAB; `rest` moves past it. False if there is no word or a quote is not closed.
 inline bool nextQuotedWord(std::string_view& rest, std::string& word) {

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "common/text.h"
+
 namespace npm::sctp {
 
 namespace {
@@ -32,22 +34,6 @@ int captureMessage(libbpf_print_level level, const char* format, va_list argumen
   std::vsnprintf(gMessages->data() + at, static_cast<std::size_t>(length) + 1, format, arguments);
   gMessages->pop_back();  // vsnprintf's terminating NUL
   return length;
-}
-
-// `line` without leading and trailing blanks, each run of blanks inside it one space.
-std::string collapseBlanks(std::string_view line) {
-  std::string out;
-  bool blank = false;
-  for (const char c : line) {
-    if (c == ' ' || c == '\t' || c == '\r') {
-      blank = !out.empty();
-      continue;
-    }
-    if (blank) out += ' ';
-    blank = false;
-    out += c;
-  }
-  return out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "common/text.h"
 #include "tools/toolcommon.h"
 
 using namespace npm;
@@ -112,22 +113,6 @@ private:
   bool done_ = false, cancelled_ = false;
   Result<void> read_;  // once done_: how the reader ended
 };
-
-// Whitespace-normalised header, for comparing the headers of the inputs.
-std::string normalise(std::string_view line) {
-  std::string out;
-  bool space = false;
-  for (const char c : line) {
-    if (c == ' ' || c == '\t') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
 
 struct Arguments {
   OutputOptions opt;
@@ -243,13 +228,13 @@ public:
 private:
   void header(const Input& input, std::string_view l) {
     if (!firstHeaderFile_.empty()) {
-      if (normalise(l) != firstHeader_) {
+      if (collapseBlanks(l) != firstHeader_) {
         throw FileError(input.path + ":1: header \"" + std::string(l) + "\" differs from the header of " +
                         firstHeaderFile_);
       }
       return;
     }
-    firstHeader_ = normalise(l);
+    firstHeader_ = collapseBlanks(l);
     firstHeaderFile_ = input.path;
     text_ += varNames_;
     text_ += opt_.separator;

@@ -1,8 +1,9 @@
-// The units people read in the status line and the closing table.
+// Text helpers: the units people read in the status line and the closing table; blanks collapsed.
 #include <catch2/catch.hpp>
 
 #include "common/text.h"
 
+using npm::collapseBlanks;
 using npm::scaledBitRate;
 using npm::scaledBytes;
 
@@ -26,4 +27,11 @@ TEST_CASE("byte counts scale with binary prefixes") {
   CHECK(scaledBytes(1000) == "0.977 KiB");
   CHECK(scaledBytes(std::uint64_t{3} << 30) == "3.000 GiB");
   CHECK(scaledBytes(std::uint64_t{5} << 40) == "5.000 TiB");
+}
+
+TEST_CASE("collapseBlanks: no blanks at the ends, one space for each run inside") {
+  CHECK(collapseBlanks("") == "");
+  CHECK(collapseBlanks(" \t ") == "");
+  CHECK(collapseBlanks("  a\t\tb   c \t") == "a b c");
+  CHECK(collapseBlanks("x") == "x");
 }
