@@ -42,40 +42,13 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
              min(mv$RelTime), max(mv$RelTime))
   mv <- mv[in_range(RelTime)]
 
-  fv <- list()
-  for (i in seq_len(nrow(flows))) {
-    for (role in c("Active", "Passive")) {
-      name <- flows[[paste0("Vector", role)]][i]
-      if (name == "") next
-      file <- npm_resolve_file(name, dir)
-      if (is.na(file)) {
-        npm_warn("per-flow vector %s does not exist; skipped", name)
-        next
-      }
-      d <- npm_read_flow_vector(file, c("RelTime", "Delay", "Jitter"))
-      if (nrow(d) == 0L) next
-      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
-      fv[[length(fv) + 1L]] <- d
-    }
-  }
-  fv <- if (length(fv)) rbindlist(fv, use.names = TRUE) else NULL
+  fv <- npm_read_flow_files(flows, "Vector", dir,
+                            function(file) npm_read_flow_vector(file, c("RelTime", "Delay", "Jitter")),
+                            function(name) npm_warn("per-flow vector %s does not exist; skipped", name))
   if (!is.null(fv)) fv <- fv[in_range(RelTime)]
 
-  # Per-path vectors (netperfmeter's own; a reference run has none).
-  pv <- list()
-  for (i in seq_len(nrow(flows))) {
-    for (role in c("Active", "Passive")) {
-      name <- flows[[paste0("Paths", role)]][i]
-      if (name == "") next
-      file <- npm_resolve_file(name, dir)
-      if (is.na(file)) next  # e.g. a passive that records none
-      d <- npm_read_path_vector(file)
-      if (is.null(d) || nrow(d) == 0L) next
-      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
-      pv[[length(pv) + 1L]] <- d
-    }
-  }
-  pv <- if (length(pv)) rbindlist(pv, use.names = TRUE) else NULL
+  # Per-path vectors (netperfmeter's own; a reference run has none; a passive may record none).
+  pv <- npm_read_flow_files(flows, "Paths", dir, npm_read_path_vector, function(name) NULL)
   if (!is.null(pv)) pv <- pv[in_range(RelTime)]
 
   # Labels: config description for known flows, the vector's description otherwise.
@@ -126,4 +99,27 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
 
   list(config = cfg, config_file = config, flows = flows, nodes = nodes,
        measurement = mv, flowvectors = fv, paths = pv, cpu = cpu)
+}
+
+# The files a run's config names in its flows' columns `<column>Active` and `<column>Passive`,
+# each read by `read` (NULL or no rows: left out) and marked with its FlowID and Node; `missing`
+# is called with a name that resolves to no file. One data.table, or NULL if none was read.
+npm_read_flow_files <- function(flows, column, dir, read, missing) {
+  out <- list()
+  for (i in seq_len(nrow(flows))) {
+    for (role in c("Active", "Passive")) {
+      name <- flows[[paste0(column, role)]][i]
+      if (name == "") next
+      file <- npm_resolve_file(name, dir)
+      if (is.na(file)) {
+        missing(name)
+        next
+      }
+      d <- read(file)
+      if (is.null(d) || nrow(d) == 0L) next
+      d[, `:=`(FlowID = flows$FlowID[i], Node = role)]
+      out[[length(out) + 1L]] <- d
+    }
+  }
+  if (length(out)) rbindlist(out, use.names = TRUE) else NULL
 }
