@@ -455,6 +455,31 @@ class PacketDropReporting(unittest.TestCase):
     and the PKTDROP chunks it sends; and by the active's stack (the bundled one's patch 0007): the
     DATA chunks the reports marked for retransmission."""
 
+    @staticmethod
+    def run_with_bit_errors(topo, udp, port, spec, vector):
+        """One run of `spec` from topo.A to topo.P over the last path, which has bit errors, with
+        a capture at the passive: (packets the delay line corrupted {forward, reverse}, PKTDROP
+        chunks the passive sent, whether the INIT offered packet-drop reporting, the active's log,
+        DATA chunks the active's stack marked by drop reports)."""
+        last = str(len(topo.paths))
+        with tempfile.TemporaryDirectory() as d:
+            pcap = os.path.join(d, f"{vector}.pcapng")
+            before = topo.delay_counters()[last]
+            with Passive(port, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
+                    Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
+                result = run_active(f"{topo.address('passive', 0)}:{port}", "-control-over-tcp",
+                                    f"--sctp-remote-udp-port={udp}", "-runtime=3", f"-vector={vector}.vec",
+                                    "-sctp", spec, netns=topo.A, cwd=d)
+            paths = read_paths(os.path.join(d, f"{vector}-paths-active-00000000-0000.vec"))
+            marked = sum(number(rows[-1]["DropReported"]) for rows in paths.values())
+            after = topo.delay_counters()[last]
+            corrupted = {k: after[k]["corrupted"] - before[k]["corrupted"] for k in ("forward", "reverse")}
+            rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
+            reports = sum(1 for r in rows if r[0] == str(udp))
+            init = cap.fields("sctp.chunk_type == 1", "sctp.supported_chunk_type", decode=[f"udp.port=={udp},sctp"])
+            offered = 129 in {int(v) for r in init for v in r[0].split(",") if v}
+        return corrupted, reports, offered, result.stderr, marked
+
     def test_damaged_packets_are_reported_only_with_pktdrop_on(self):
         delayline = os.path.join(os.environ["NPM_BUILD_DIR"], "src", "lab", "netperfmeter-delayline")
         udp = UDP + 1  # inside the passive's namespace: its own port space
@@ -465,29 +490,14 @@ class PacketDropReporting(unittest.TestCase):
         topo.up()
         found = {}
         try:
-            with tempfile.TemporaryDirectory() as d:
-                for pktdrop in ("on", "off"):
-                    pcap = os.path.join(d, f"pktdrop-{pktdrop}.pcapng")
-                    before = topo.delay_counters()["1"]
-                    with Passive(PORT + 25, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
-                            Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
-                        result = run_active(f"{topo.address('passive', 0)}:{PORT + 25}", "-control-over-tcp",
-                                            f"--sctp-remote-udp-port={udp}", "-runtime=3", f"-vector={pktdrop}.vec",
-                                            "-sctp", f"const0:const1400:pktdrop={pktdrop}", netns=topo.A, cwd=d)
-                    paths = read_paths(os.path.join(d, f"{pktdrop}-paths-active-00000000-0000.vec"))
-                    marked = sum(number(rows[-1]["DropReported"]) for rows in paths.values())
-                    after = topo.delay_counters()["1"]
-                    corrupted = {k: after[k]["corrupted"] - before[k]["corrupted"] for k in ("forward", "reverse")}
-                    rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
-                    reports = sum(1 for r in rows if r[0] == str(udp))
-                    init = cap.fields("sctp.chunk_type == 1", "sctp.supported_chunk_type",
-                                      decode=[f"udp.port=={udp},sctp"])
-                    offered = 129 in {int(v) for r in init for v in r[0].split(",") if v}
-                    found[pktdrop] = (corrupted, reports, offered, result.stderr, marked)
-                    print(f"pktdrop={pktdrop}: the delay line corrupted {corrupted['forward']} packets towards the "
-                          f"passive and {corrupted['reverse']} back; the passive sent {reports} PKTDROP chunks; "
-                          f"the INIT offered packet-drop reporting: {offered}; the active's stack marked {marked} "
-                          f"DATA chunks for retransmission by those reports")
+            for pktdrop in ("on", "off"):
+                found[pktdrop] = self.run_with_bit_errors(topo, udp, PORT + 25, f"const0:const1400:pktdrop={pktdrop}",
+                                                          pktdrop)
+                corrupted, reports, offered, _, marked = found[pktdrop]
+                print(f"pktdrop={pktdrop}: the delay line corrupted {corrupted['forward']} packets towards the "
+                      f"passive and {corrupted['reverse']} back; the passive sent {reports} PKTDROP chunks; "
+                      f"the INIT offered packet-drop reporting: {offered}; the active's stack marked {marked} "
+                      f"DATA chunks for retransmission by those reports")
         finally:
             topo.down()
         for pktdrop, (corrupted, _, _, _, _) in found.items():
@@ -521,22 +531,12 @@ class PacketDropReporting(unittest.TestCase):
                                  prefix="npmpc", delayline=delayline, ber_ports=str(udp))
         topo.up()
         try:
-            with tempfile.TemporaryDirectory() as d:
-                pcap = os.path.join(d, "cmt.pcapng")
-                before = topo.delay_counters()["2"]
-                with Passive(PORT + 26, "--sctp-stack=userland", f"--sctp-udp-port={udp}", netns=topo.P), \
-                        Capture(pcap, f"udp port {udp}", interface="any", netns=topo.P) as cap:
-                    run_active(f"{topo.address('passive', 0)}:{PORT + 26}", "-control-over-tcp",
-                               f"--sctp-remote-udp-port={udp}", "-runtime=3", "-vector=cmt.vec",
-                               "-sctp", "const0:const1452:const0:const0:unordered=1:cmt=cmt:nrsack=on:pktdrop=on:"
-                               "smartfr=on:sndbuf=25000:rcvbuf=12500", netns=topo.A, cwd=d)
-                corrupted = topo.delay_counters()["2"]["forward"]["corrupted"] - before["forward"]["corrupted"]
-                paths = read_paths(os.path.join(d, "cmt-paths-active-00000000-0000.vec"))
-                marked = sum(number(rows[-1]["DropReported"]) for rows in paths.values())
-                rows = cap.fields("sctp.chunk_type == 129", "udp.srcport", decode=[f"udp.port=={udp},sctp"])
-                reports = sum(1 for r in rows if r[0] == str(udp))
+            corrupted, reports, _, _, marked = self.run_with_bit_errors(
+                topo, udp, PORT + 26, "const0:const1452:const0:const0:unordered=1:cmt=cmt:nrsack=on:pktdrop=on:"
+                "smartfr=on:sndbuf=25000:rcvbuf=12500", "cmt")
         finally:
             topo.down()
+        corrupted = corrupted["forward"]
         print(f"CMT: the delay line corrupted {corrupted} packets towards the passive on path 2; the passive "
               f"sent {reports} PKTDROP chunks; the active's stack marked {marked} DATA chunks by them")
         self.assertGreater(corrupted, 20, "the delay line damaged (almost) nothing")
