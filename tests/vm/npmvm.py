@@ -92,7 +92,9 @@ def initramfs(version):
 # leaves its background passive), so that the next one finds its ports free.
 PART_RUNNER = """
 for part in {names}; do
+  start=$(cut -d' ' -f1 /proc/uptime)
   (cd "$part" && timeout {timeout} sh ./test.sh >output 2>&1; echo $? >rc)
+  echo "[part $part: $start s to $(cut -d' ' -f1 /proc/uptime) s of the guest's uptime]" >>"$part/output"
   pkill -KILL -x netperfmeter 2>/dev/null
   for i in $(seq 50); do pgrep -x netperfmeter >/dev/null || break; sleep 0.1; done
 done

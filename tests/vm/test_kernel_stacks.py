@@ -77,8 +77,7 @@ def reference_script():
     pair = '''
 $PASSIVE 9000 -nodisplay >$DIR/passive.log 2>&1 &
 P=$!
-for i in $(seq 300); do grep -q 'waiting for incoming connections\\|Passive Mode' $DIR/passive.log && break; sleep 0.1; done
-sleep 1
+for i in $(seq 300); do grep -qi 'waiting for incoming connections' $DIR/passive.log && break; sleep 0.1; done
 (cd $DIR && $ACTIVE 127.0.0.1:9000 -runtime=2 -nodisplay -config=run.config -scalar=run.sca -vector=run.vec {flows} \\
   >active.log 2>&1)
 echo "active exit $?" >>$DIR/active.log
