@@ -69,6 +69,10 @@ public:
   // everything has been delivered; unread() == 0 with this counter standing still across a
   // round through the channel's context does.
   virtual std::uint64_t bytesRead() const { return 0; }
+  // Of those, the DATA payload bytes discarded in the kernel without being copied (a stream
+  // channel, for large messages: their payload is not inspected). Such a message reaches the
+  // handler with its header and its full length, its payload bytes unspecified.
+  virtual std::uint64_t bytesDiscarded() const { return 0; }
   // Appends the transport's per-path state (TCP, MPTCP per subflow, SCTP per peer address);
   // nothing for UDP and DCCP, which keep none.
   virtual void samplePaths(std::vector<PathSample>& out) { (void)out; }
