@@ -541,7 +541,7 @@ public:
     sockaddr* addrs = nullptr;
     const int n = usrsctp_getpaddrs(so_, 0, &addrs);
     if (n <= 0) return;
-    [[maybe_unused]] const std::size_t first = out.size();
+    const std::size_t first = out.size();
     samplePeerAddresses<sctp_paddrinfo>(
         addrs, n,
         [this](sctp_paddrinfo& info) {
@@ -555,6 +555,19 @@ public:
           return "-";
         },
         out);
+    // usrsctp keeps a path's RTO at 0 until its first RTT measurement, and its timers then use
+    // the association's RTO.initial: report that, the RTO in force (the kernel's stack starts a
+    // path's RTO at RTO.initial itself). A 0 in the vector read as an RTO below any RTO.min.
+    for (std::size_t i = first; i < out.size(); ++i) {
+      if (out[i].rtoMs != 0) continue;
+      sctp_rtoinfo rto{};
+      socklen_t len = sizeof(rto);
+      if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_RTOINFO, &rto, &len) != 0) break;
+      for (std::size_t j = i; j < out.size(); ++j) {
+        if (out[j].rtoMs == 0) out[j].rtoMs = rto.srto_initial;
+      }
+      break;
+    }
 #ifdef SCTP_PATH_COUNTERS
     // The bundled stack's per-path counters (patch 0002), for the samples just added (one per
     // address, in the same order): bytes sent (retransmissions included, as TCP counts them),
