@@ -8,11 +8,13 @@
 #include <unistd.h>
 #include <usrsctp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 
 #include "common/handle.h"
@@ -558,15 +560,14 @@ public:
     // usrsctp keeps a path's RTO at 0 until its first RTT measurement, and its timers then use
     // the association's RTO.initial: report that, the RTO in force (the kernel's stack starts a
     // path's RTO at RTO.initial itself). A 0 in the vector read as an RTO below any RTO.min.
-    for (std::size_t i = first; i < out.size(); ++i) {
-      if (out[i].rtoMs != 0) continue;
-      sctp_rtoinfo rto{};
-      socklen_t len = sizeof(rto);
-      if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_RTOINFO, &rto, &len) != 0) break;
-      for (std::size_t j = i; j < out.size(); ++j) {
-        if (out[j].rtoMs == 0) out[j].rtoMs = rto.srto_initial;
+    const auto added = std::span(out).subspan(first);
+    sctp_rtoinfo rto{};
+    socklen_t len = sizeof(rto);
+    if (std::any_of(added.begin(), added.end(), [](const auto& s) { return s.rtoMs == 0; }) &&
+        usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_RTOINFO, &rto, &len) == 0) {
+      for (auto& s : added) {
+        if (s.rtoMs == 0) s.rtoMs = rto.srto_initial;
       }
-      break;
     }
 #ifdef SCTP_PATH_COUNTERS
     // The bundled stack's per-path counters (patch 0002), for the samples just added (one per
