@@ -10,6 +10,7 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -435,6 +436,78 @@ for i in range({n}):
         self.assertAlmostEqual(goodput / expected, 1.0, delta=0.03)
 
 
+def free_port_pair():
+    """A port P with P and P + 1 free for TCP and P free for UDP (netperfmeter's data and control)."""
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port > 65000:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+                u.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+    raise AssertionError("no free port pair")
+
+
+def assert_same_figures(test, document, scalar_files):
+    """The lab reads a run's JSON document: it must give exactly the scalar files' figures."""
+    doc = stats.load_document(document)
+    from_document = stats.document_scalars(doc, document)
+    from_files = {}
+    for side, path in scalar_files.items():
+        from_files.update(stats.read_scalars(path, side))
+    test.assertEqual(set(from_document), set(from_files))
+    differ = [(k, from_document[k], from_files[k]) for k in from_files
+              if not (from_document[k] == from_files[k] or (math.isnan(from_document[k]) and math.isnan(from_files[k])))]
+    test.assertEqual(differ, [])
+    for side, path in scalar_files.items():
+        test.assertEqual(stats.document_cpu_idle(doc, side), stats.read_cpu_idle(path, side))
+    return from_document
+
+
+class Documents(unittest.TestCase):
+    """The per-run JSON document against the scalar files of the same real run (loopback)."""
+
+    def test_every_figure_of_tcp_udp_and_cmt_sctp(self):
+        work = tempfile.mkdtemp(prefix="npmlab-document-")
+        self.addCleanup(shutil.rmtree, work, True)
+        port = free_port_pair()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.bind(("127.0.0.1", 0))
+            udp = u.getsockname()[1]  # the passive's SCTP-over-UDP port
+        passive = subprocess.Popen([NETPERFMETER, str(port), "-nodisplay", f"--sctp-udp-port={udp}"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in passive.stdout:
+                if "waiting for incoming connections" in line.lower():
+                    break
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp", f"--sctp-remote-udp-port={udp}",
+                                "-runtime=1.5", "-scalar=run.sca.bz2", "--json=run.json", "-nodisplay",
+                                "-tcp", "const0:const1400:const0:const1400",
+                                "-udp", "const50:const500",
+                                "-sctp", "const0:const1400:cmt=cmtrpv2:smartfr=on:pktdrop=on"],
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            passive.send_signal(signal.SIGINT)
+            passive.communicate(timeout=10)
+        figures = assert_same_figures(self, os.path.join(work, "run.json"),
+                                      {side: os.path.join(work, f"run-{side}.sca.bz2") for side in ("active", "passive")})
+        names = {name for (_, _, name) in figures}
+        # the per-path and per-association figures are among them, the SCTP mechanisms' counters too
+        for name in ("path[0] Bytes Sent", "connection Samples", "Received Bit Rate", "Mean Delay"):
+            self.assertIn(name, names)
+        if "bundled" in subprocess.run([NETPERFMETER, "--version"], capture_output=True, text=True).stdout:
+            self.assertTrue(any(n.endswith("Drop-Reported Chunks") for n in names), sorted(names))
+        print(f"{len(figures)} figures of 3 flows: the JSON document and the scalar files agree")
+
+
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
 class Runs(unittest.TestCase):
     def setUp(self):
@@ -485,6 +558,11 @@ class Runs(unittest.TestCase):
             runs = [line.split(",") for line in f.read().splitlines()]
         self.assertEqual(runs[0][-2:], ["validity", "problems"])
         self.assertEqual({row[-2] for row in runs[1:]}, {"valid"})
+        # the lab reads each run's JSON document, which holds the scalar files' figures
+        for entry in ("proto=tcp-r1", "proto=mptcp-r1"):
+            pair = os.path.join(self.out, "runs", entry, "f0")
+            assert_same_figures(self, os.path.join(pair, "run.json"),
+                                {side: os.path.join(pair, f"run-{side}.sca.bz2") for side in ("active", "passive")})
         with open(os.path.join(self.out, "runs", "proto=mptcp-r1", "evidence.json")) as f:
             judged = json.load(f)
         self.assertTrue(judged["valid"], judged)

@@ -33,17 +33,15 @@ Each sweep variable is a column of runs and summary: a study's variables are fix
 R data frames need no pivot. A variable may not have the name of another column (check()).
 """
 
-import bz2
 import csv
-import gzip
 import json
 import math
 import os
 import re
 import sqlite3
-import zlib
 from datetime import datetime, timezone
 
+from . import stats
 from .runner import LEVEL, pair_dirs, run_evidence, run_validity, start_time
 from .topology import LabError
 
@@ -56,9 +54,6 @@ RUN_COLUMNS = ["run", "repetition", "validity", "problems", "exit_status", "star
 SUMMARY_COLUMNS = ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
                    "low_mode_mean", "high_mode_mean", "high_mode_fraction"]
 
-_WORD = r'"(?:[^"\\]|\\.)*"|[^ \t"][^ \t]*'
-_SCALAR_LINE = re.compile(rf"[ \t]*scalar[ \t]+({_WORD})[ \t]+({_WORD})[ \t]+(\S+)[ \t]*")
-_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.I)
 _INDEX = r"\[([0-9]{1,18})\]"
 
 
@@ -100,41 +95,13 @@ def scalar_origin(obj):
     return side, int(flow.group(1)) if flow else None, int(path.group(1)) if path else None
 
 
-def _open(path):
-    """A scalar file as text, its compression told by its content (as createsummary does)."""
-    with open(path, "rb") as f:
-        magic = f.read(3)
-    if magic == b"BZh":
-        return bz2.open(path, "rt", errors="replace")
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rt", errors="replace")
-    return open(path, errors="replace")
-
-
-def _unquote(word):
-    return re.sub(r"\\(.)", r"\1", word[1:-1]) if word.startswith('"') else word
-
-
 def read_scalars(path):
-    """[(object, name, value)] of every scalar line of a scalar file (value None for nan). Blank
-    lines and # comments are skipped; any other line that is not a scalar, a truncated or corrupt
-    file raise LabError naming the file (and line)."""
-    rows = []
+    """[(object, name, value)] of every scalar line of a scalar file (value None for nan); a
+    malformed, truncated or corrupt file raises LabError naming the file (and line)."""
     try:
-        with _open(path) as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip() or line.lstrip().startswith("#"):
-                    continue
-                m = _SCALAR_LINE.fullmatch(line.rstrip("\r\n"))
-                if not m:
-                    raise LabError(f"{path}:{number}: not a scalar line: {line.strip()[:80]!r}")
-                if not _NUMBER.fullmatch(m.group(3)):
-                    raise LabError(f"{path}:{number}: numeric value expected, got {m.group(3)!r}")
-                value = float(m.group(3))
-                rows.append((_unquote(m.group(1)), _unquote(m.group(2)), None if math.isnan(value) else value))
-    except (OSError, EOFError, ValueError, zlib.error) as e:
-        raise LabError(f"{path}: {e}")
-    return rows
+        return stats.scalar_rows(path)
+    except ValueError as e:
+        raise LabError(str(e)) from None
 
 
 def _environment(run_dir):

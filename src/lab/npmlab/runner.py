@@ -25,8 +25,9 @@ Layout of a results directory DIR:
                                tool versions, the exact command lines), counters.json,
                                evidence.json, capture.pcapng, settle.txt (the wait for an
                                earlier run's connections), and per flow i f<i>/ with its
-                               pair's run.config, run-{active,passive}.sca.bz2, active.log,
-                               passive.log
+                               pair's run.config, run.json (the figures the lab reads),
+                               run-{active,passive}.sca.bz2 (createsummary's input),
+                               active.log, passive.log
   DIR/runs/.partial-*          a run in progress (removed when it fails or is interrupted)
   DIR/results.summary          createsummary's input; DIR/tables/ its tables
   DIR/runs.csv                 every run's metrics and validity; DIR/summary.csv means with
@@ -148,14 +149,40 @@ def pair_dirs(run_dir):
     return [os.path.join(run_dir, d) for d in dirs] or [run_dir]
 
 
+def pair_scalars(pair_dir):
+    """{(side, flow, name): value} of both sides of one pair: from its JSON document, or from
+    its scalar files for runs made before the lab asked for the document; raises OSError,
+    EOFError or ValueError."""
+    document = os.path.join(pair_dir, "run.json")
+    if os.path.exists(document):
+        return stats.document_scalars(stats.load_document(document), document)
+    scalars = {}
+    for side in ("active", "passive"):
+        scalars.update(stats.read_scalars(os.path.join(pair_dir, f"run-{side}.sca.bz2"), side))
+    return scalars
+
+
+def pair_cpu_idle(pair_dir, side):
+    """The idle share of one side during the pair's measurement (percent); None if unknown."""
+    document = os.path.join(pair_dir, "run.json")
+    if os.path.exists(document):
+        try:
+            return stats.document_cpu_idle(stats.load_document(document), side)
+        except (OSError, ValueError):
+            return None
+    return stats.read_cpu_idle(os.path.join(pair_dir, f"run-{side}.sca.bz2"), side)
+
+
 def complete(run_dir):
     """A run counts as done when its directory exists (renamed into place at the end) and every
-    pair's scalar files decompress and hold flow scalars."""
+    pair's figures can be read, and its scalar files (createsummary's input) are there."""
     dirs = pair_dirs(run_dir)
     try:
         for d in dirs:
+            pair_scalars(d)
             for side in ("active", "passive"):
-                stats.read_scalars(os.path.join(d, f"run-{side}.sca.bz2"), side)
+                if not os.path.isfile(os.path.join(d, f"run-{side}.sca.bz2")):
+                    return False
         return bool(dirs)
     except (OSError, EOFError, ValueError):
         return False
@@ -164,8 +191,7 @@ def complete(run_dir):
 def read_run_scalars(run_dir):
     scalars = {}
     for d in pair_dirs(run_dir):
-        for side in ("active", "passive"):
-            scalars.update(stats.read_scalars(os.path.join(d, f"run-{side}.sca.bz2"), side))
+        scalars.update(pair_scalars(d))
     return scalars
 
 
@@ -350,7 +376,7 @@ class Runner:
             active = self._program(topo, "active") + [
                 f"{topo.address('passive', 0)}:{self.port_of(i)}", "-control-over-tcp",
                 f"--sctp-remote-udp-port={self.udp_port_of(i)}", f"-runtime={study.runtime:g}", "-config=run.config",
-                "-scalar=run.sca.bz2", "-nodisplay", *self._active_options()]
+                "-scalar=run.sca.bz2", "--json=run.json", "-nodisplay", *self._active_options()]
             if study.warmup > 0:
                 active.append(f"--warmup={study.warmup:g}")
             if rep is not None:
@@ -557,7 +583,7 @@ class Runner:
         for side in ("active", "passive"):
             busy = []
             for d in pair_dirs(run_dir):
-                idle = stats.read_cpu_idle(os.path.join(d, f"run-{side}.sca.bz2"), side)
+                idle = pair_cpu_idle(d, side)
                 if idle is not None:
                     busy.append(100.0 - idle)
             if busy:

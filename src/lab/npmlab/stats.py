@@ -1,12 +1,18 @@
 """Means with t-based confidence intervals (as R's t.test() and plot-netperfmeter-summary),
-and reading a run's scalar files. Standard library only."""
+and reading a run's results: its JSON document (netperfmeter --json), or the scalar files of
+runs made before the lab asked for one. Standard library only."""
 
 import bz2
+import gzip
+import json
 import math
 import re
+import zlib
 
-_SCALAR = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.flow\[(\d+)\](\.path\[\d+\]|\.connection)?"\s+'
-                     r'"([^"]+)"\s+(\S+)\s*$')
+_WORD = r'"(?:[^"\\]|\\.)*"|[^ \t"][^ \t]*'
+_SCALAR_LINE = re.compile(rf"[ \t]*scalar[ \t]+({_WORD})[ \t]+({_WORD})[ \t]+(\S+)[ \t]*")
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.I)
+_FLOW_OBJECT = re.compile(r"netPerfMeter\.(active|passive)\.flow\[([0-9]+)\](?:\.(path\[[0-9]+\]|connection))?")
 
 
 def _betacf(a, b, x):
@@ -75,35 +81,151 @@ def mean_ci(values, level=0.95):
     return n, mean, mean - half, mean + half
 
 
+def _open_scalar_file(path):
+    """A scalar file as text, its compression told by its content (as createsummary does)."""
+    with open(path, "rb") as f:
+        magic = f.read(3)
+    if magic == b"BZh":
+        return bz2.open(path, "rt", errors="replace")
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
+
+
+def _unquote(word):
+    return re.sub(r"\\(.)", r"\1", word[1:-1]) if word.startswith('"') else word
+
+
+def scalar_rows(path):
+    """[(object, name, value)] of every scalar line of a scalar file (plain, .bz2 or .gz; value
+    None for nan) -- the one reader of scalar files in the lab. Blank lines and # comments are
+    skipped; any other line that is not a scalar, a truncated or corrupt file raise ValueError
+    naming the file (and line)."""
+    rows = []
+    try:
+        with _open_scalar_file(path) as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                m = _SCALAR_LINE.fullmatch(line.rstrip("\r\n"))
+                if not m:
+                    raise ValueError(f"{path}:{number}: not a scalar line: {line.strip()[:80]!r}")
+                if not _NUMBER.fullmatch(m.group(3)):
+                    raise ValueError(f"{path}:{number}: numeric value expected, got {m.group(3)!r}")
+                value = float(m.group(3))
+                rows.append((_unquote(m.group(1)), _unquote(m.group(2)), None if math.isnan(value) else value))
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"{path}: {e}") from None
+    return rows
+
+
 def read_scalars(path, side):
-    """{(side, flow, name): value} of one .sca or .sca.bz2 file; raises OSError/EOFError/ValueError."""
-    opener = bz2.open if path.endswith(".bz2") else open
+    """{(side, flow, name): value} of one side's scalar file (a path's figures as "path[ID] NAME",
+    the whole connection's as "connection NAME"); raises ValueError."""
     scalars = {}
-    with opener(path, "rt", errors="replace") as f:
-        for line in f:
-            m = _SCALAR.match(line)
-            if m and m.group(1) == side:
-                # a path's scalars as "path[ID] NAME" of its flow, e.g. "path[1] Bytes Sent"; the
-                # whole MPTCP connection's or SCTP association's as "connection NAME"
-                name = m.group(4) if m.group(3) is None else f"{m.group(3)[1:]} {m.group(4)}"
-                scalars[(side, int(m.group(2)), name)] = float(m.group(5))
+    for obj, name, value in scalar_rows(path):
+        m = _FLOW_OBJECT.fullmatch(obj)
+        if m and m.group(1) == side:
+            key = name if m.group(3) is None else f"{m.group(3)} {name}"
+            scalars[(side, int(m.group(2)), key)] = math.nan if value is None else value
     if not scalars:
         raise ValueError(f"{path}: no flow scalars")
     return scalars
 
 
-_CPU_IDLE = re.compile(r'^scalar\s+"netPerfMeter\.(active|passive)\.totalCPU"\s+"Idle"\s+(\S+)\s*$')
+# The JSON document's keys of a path's (or the whole connection's) figures and the scalar names
+# they come from (src/measure/json_report.cc, pathFigures).
+_PATH_FIGURES = {
+    "samples": "Samples", "mean_cwnd": "Mean Cwnd", "mean_rtt_ms": "Mean RTT", "mean_unacked": "Mean Unacked",
+    "mean_rwnd": "Mean Rwnd", "mean_pending": "Mean Pending", "bytes_sent": "Bytes Sent",
+    "bytes_acked": "Bytes Acked", "bytes_received": "Bytes Received", "retransmissions": "Retransmissions",
+    "fast_retransmissions": "Fast Retransmissions", "timer_retransmissions": "Timer Retransmissions",
+    "rescheduled_chunks": "Rescheduled Chunks", "drop_reported_chunks": "Drop-Reported Chunks",
+    "smartfr_ignored_acks": "Smart FR Ignored Acks",
+}
+_COUNTS = {"bytes": "Bytes", "packets": "Packets", "frames": "Frames", "bit_rate": "Bit Rate",
+           "byte_rate": "Byte Rate", "packet_rate": "Packet Rate", "frame_rate": "Frame Rate"}
+
+
+def _number(value):
+    """A figure of the document: null is what the scalar file prints as nan."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)
+
+
+def _counts(put, what, block, first=None, last=None):
+    """A direction's counts ("Transmitted", "Received", "Lost") as the scalar file names them."""
+    if block is None:
+        return
+    if first is not None:
+        put(first, block["first_us"])
+        put(last, block["last_us"])
+    for k, name in _COUNTS.items():
+        if k in block:
+            put(f"{what} {name}", block[k])
+
+
+def load_document(path):
+    """The JSON document of a run (netperfmeter --json); raises OSError or ValueError."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("type") != "result" or not isinstance(doc.get("flows"), list):
+        raise ValueError(f"{path}: not a netperfmeter result document")
+    return doc
+
+
+def document_scalars(doc, path="the document"):
+    """{(side, flow, name): value} of both sides from a run's JSON document: the same keys and
+    values as read_scalars() gives for the two scalar files (a path's figures as "path[ID] NAME",
+    the whole connection's as "connection NAME"); raises ValueError."""
+    scalars = {}
+    try:
+        for flow in doc["flows"]:
+            n = int(flow["flow_id"])
+            for side, other in (("active", "passive"), ("passive", "active")):
+                def put(name, value, side=side):
+                    scalars[(side, n, name)] = _number(value)
+                received = flow[f"{other}_to_{side}"]
+                _counts(put, "Transmitted", flow[f"{side}_to_{other}"]["transmitted"],
+                        "First Transmission", "Last Transmission")
+                _counts(put, "Received", received["received"], "First Reception", "Last Reception")
+                _counts(put, "Lost", received["lost"])
+                for k, name in (("jitter_ms", "Jitter"), ("mean_delay_ms", "Mean Delay")):
+                    if k in received:
+                        put(name, received[k])
+                for p in flow["paths"][side] or []:
+                    for k, name in _PATH_FIGURES.items():
+                        if k in p:
+                            put(f"path[{int(p['path_id'])}] {name}", p[k])
+                whole = flow["connection"][side] or {}
+                for k, name in _PATH_FIGURES.items():
+                    if k in whole:
+                        put(f"connection {name}", whole[k])
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path}: malformed result document ({type(e).__name__}: {e})") from None
+    if not scalars:
+        raise ValueError(f"{path}: no flow figures")
+    return scalars
+
+
+def document_cpu_idle(doc, side):
+    """The idle share (percent, all cores) of one side from a run's JSON document; None if absent."""
+    try:
+        value = doc["cpu"][side]["total"]["idle"]
+    except (KeyError, TypeError):
+        return None
+    return None if value is None else float(value)
 
 
 def read_cpu_idle(path, side):
     """The idle share (percent, all cores) during the measurement from a scalar file; None if absent."""
-    opener = bz2.open if path.endswith(".bz2") else open
     try:
-        with opener(path, "rt", errors="replace") as f:
-            for line in f:
-                m = _CPU_IDLE.match(line)
-                if m and m.group(1) == side:
-                    return float(m.group(2))
-    except (OSError, EOFError, ValueError):
+        for obj, name, value in scalar_rows(path):
+            if obj == f"netPerfMeter.{side}.totalCPU" and name == "Idle":
+                return value
+    except ValueError:
         return None
     return None
