@@ -21,7 +21,9 @@ config file the test writes (the lab's key, its known_hosts), named by the study
                hosts.json, results.sqlite), with cross traffic from a third host, with a running
                passive unit and its key; SIGINT during a run stops the processes on the hosts;
                netperfmeter --start-at: actives on two hosts launched a second apart send START
-               together (their passive, on a third host, sees them within a bound)
+               together (their passive, on a third host, sees them within a bound), and the
+               lab uses it for the flows and the cross traffic of a run (the evidence records
+               when the passives handled the STARTs)
   EndToEnd     (label long) two dual-homed hosts, each path through a bridge on a router
                namespace with tbf (20 and 10 Mbit/s towards the passive), a quick study of two
                runs: both sides' scalar files back, goodput below path 1's rate, each host's
@@ -52,6 +54,9 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import hostlab  # noqa: E402
+
+sys.path.insert(0, os.path.join(SOURCE, "src", "lab"))
+from npmlab import hosts  # noqa: E402
 
 BUILD = os.environ.get("NPM_BUILD_DIR", os.path.join(SOURCE, "build"))
 LAB = os.environ.get("NPM_LAB", os.path.join(BUILD, "src", "lab", "netperfmeter-lab"))
@@ -131,6 +136,8 @@ class StudyFile(unittest.TestCase):
     def test_optional_tables(self):
         self.check(self.good.replace('ssh_config = "ssh.conf"', 'ssh_config = "ssh.conf"\nmax_clock_offset_ms = 0'),
                    9, "hosts.max_clock_offset_ms", "must be a number of milliseconds above 0")
+        self.check(self.good.replace('ssh_config = "ssh.conf"', 'ssh_config = "ssh.conf"\nshared_clock = "yes"'),
+                   9, "hosts.shared_clock", "must be true or false")
         self.check(self.good.replace('ssh_config = "ssh.conf"',
                                      'ssh_config = "ssh.conf"\nservice = { control_port = 9001, key_file = "k" }'),
                    9, "hosts.service", "key_file must be an absolute path")
@@ -204,11 +211,7 @@ PMC = """sending: GET TIME_STATUS_NP
 class Parsing(unittest.TestCase):
     """What the pre-flight reads from the hosts: versions, clock status, addresses (no hosts)."""
 
-    @classmethod
-    def setUpClass(cls):
-        sys.path.insert(0, os.path.join(SOURCE, "src", "lab"))
-        from npmlab import hosts
-        cls.hosts = hosts
+    hosts = hosts
 
     def test_versions(self):
         compatible = self.hosts.compatible
@@ -502,8 +505,10 @@ class Preflight(HostsCase):
         self.assertLess(skew, START_SKEW_BOUND)
 
     def test_cross_traffic(self):
-        # c sends a UDP flow to b's address of path 1 during the run, towards a passive of its own.
-        cross = (f'[[hosts.cross_traffic]]\nhost = "root@{self.c.address}"\npath = 1\n'
+        # c sends a UDP flow to b's address of path 1 during the run, towards a passive of its own;
+        # a's and c's actives send START at one time (--start-at; the containers share this
+        # machine's clock, which no daemon reports synchronised: shared_clock).
+        cross = (f'shared_clock = true\n[[hosts.cross_traffic]]\nhost = "root@{self.c.address}"\npath = 1\n'
                  'flows = ["-udp", "const100:const500"]\n')
         r = lab("run", self.write(self.default(hosts_extra=cross)), "-o", self.out, "--no-plot", timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -517,6 +522,15 @@ class Preflight(HostsCase):
             env = f.read()
         self.assertIn(f"cross traffic 1: root@{self.c.address}: netperfmeter {self.b.address}:9010 ", env)
         self.assertIn("cross traffic exit status: 0", env)
+        self.assertRegex(env, r"synchronised start: every active with --start-at=\d+\.\d{6} --start-at-unsynchronised\n")
+        with open(os.path.join(self.out, "runs", "run-r1", "evidence.json")) as f:
+            judged = json.load(f)
+        start = judged["synchronised_start"]
+        self.assertEqual(len(start["handled_us"]), 2, start)
+        self.assertTrue(all(h is not None and h >= start["start_at_us"] for h in start["handled_us"]), start)
+        print(f"synchronised start: b handled the STARTs of a and c {start['skew_s'] * 1e3:.3f} ms apart", flush=True)
+        self.assertLess(start["skew_s"], hosts.START_SKEW_LIMIT_S)
+        self.assertTrue(judged["valid"], judged["problems"])
 
     def test_a_running_service_is_used(self):
         # A passive that runs as a unit on b with a key (as netperfmeter.service does): no passive

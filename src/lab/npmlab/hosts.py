@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 
-from . import evidence
+from . import evidence, stats
 from .runner import Interrupted, Runner
 from .topology import LabError
 
@@ -47,6 +47,19 @@ PMC_GM = re.compile(r"gmPresent\s+(\w+)")
 SECTION = re.compile(r"^=== (.+) ===$", re.M)
 SSH_TIMEOUT = 30
 PASSIVE_START = 15  # s for a passive to say it listens
+
+
+# The synchronised start of studies with flows from several hosts: the start time lies this far
+# ahead of launching the actives over ssh (a margin and a share per active), and STARTs that the
+# passives handle further apart than the limit make the run invalid.
+START_MARGIN_S = 2.0
+START_PER_ACTIVE_S = 0.5
+START_SKEW_LIMIT_S = 0.1
+
+
+def _with(command, options):
+    """A netperfmeter command with options inserted after the program and the passive's address."""
+    return command[:2] + options + command[2:]
 
 
 def version_of(text):
@@ -605,7 +618,7 @@ class HostsRunner(Runner):
             passive = None if spec.service else [spec.netperfmeter, str(port), "-nodisplay", f"--sctp-udp-port={udp}"]
             active = [spec.netperfmeter, f"{bed.address('passive', x.path - 1)}:{port}", "-control-over-tcp",
                       f"--sctp-remote-udp-port={udp}", f"-runtime={self.study.runtime:g}", "-nodisplay",
-                      "-scalar=cross.sca.bz2", *self._active_options(), *x.flows]
+                      "-scalar=cross.sca.bz2", "--json=cross.json", *self._active_options(), *x.flows]
             out.append((x, passive, active))
         return out
 
@@ -680,10 +693,21 @@ class HostsRunner(Runner):
             for p, log in passives:
                 self._wait_for_passive(p, log)
             before = snapshot(bed)
-            crossing = [self._start(mine, self.remotes[x.host], crosswork[x.number], active_cmd,
+            # Flows from several hosts load the paths together: every active sends its START at
+            # one time (netperfmeter --start-at), late enough for all of them to be launched.
+            timed = []
+            if cross:
+                start_at_us = time.time_ns() // 1000 + int((START_MARGIN_S + START_PER_ACTIVE_S
+                                                            * (len(pairs) + len(cross))) * 1e6)
+                timed = [f"--start-at={start_at_us // 1000000}.{start_at_us % 1000000:06d}"]
+                if self.spec.shared_clock:
+                    timed.append("--start-at-unsynchronised")
+                with open(os.path.join(partial, "environment.txt"), "a") as env:
+                    env.write(f"synchronised start: every active with {' '.join(timed)}\n")
+            crossing = [self._start(mine, self.remotes[x.host], crosswork[x.number], _with(active_cmd, timed),
                                     os.path.join(partial, f"x{x.number}", "active.log"))
                         for x, _, active_cmd in cross]
-            actives = [self._start(mine, bed.hosts["active"], f"{work['active']}/f{i}", active_cmd,
+            actives = [self._start(mine, bed.hosts["active"], f"{work['active']}/f{i}", _with(active_cmd, timed),
                                    os.path.join(partial, f"f{i}", "active.log"))
                        for i, (_, _, active_cmd) in enumerate(pairs)]
             if self.spec.service is None:  # the service's connections of all flows share its ports
@@ -725,7 +749,41 @@ class HostsRunner(Runner):
             if code != 0:
                 with open(os.path.join(partial, f"x{x.number}", "active.log"), errors="replace") as f:
                     raise LabError(f"the cross traffic of {x.host} failed (exit {code}): {_last_line(f.read())}")
-        return self._conclude(bed, partial, flows, codes[:len(pairs)], before, after, None, ccs, None)
+        judged = self._conclude(bed, partial, flows, codes[:len(pairs)], before, after, None, ccs, None)
+        if cross:
+            self._judge_start(partial, judged, start_at_us,
+                              [os.path.join(partial, f"f{i}", "run.json") for i in range(len(pairs))]
+                              + [os.path.join(partial, f"x{x.number}", "cross.json") for x, _, _ in cross])
+        return judged
+
+    def _judge_start(self, partial, judged, start_at_us, documents):
+        """The synchronised start's evidence: when each passive handled its START (the first
+        statistics event of its session, in each active's JSON document). STARTs handled more
+        than START_SKEW_LIMIT_S apart did not load the paths together: the run is invalid."""
+        handled = []
+        for path in documents:
+            try:
+                first = stats.load_document(path)["totals"]["passive"]["first_us"]
+            except (OSError, ValueError, KeyError, TypeError):
+                first = None
+            handled.append(first if isinstance(first, int) and not isinstance(first, bool) else None)
+        entry = {"start_at_us": start_at_us, "handled_us": handled}
+        known = [h for h in handled if h is not None]
+        if len(known) < len(handled):
+            judged["unverified"].append("synchronised start: a passive's START time is unknown")
+        if len(known) >= 2:
+            entry["skew_s"] = (max(known) - min(known)) / 1e6
+            if entry["skew_s"] > START_SKEW_LIMIT_S:
+                judged["problems"].append(f"synchronised start: the passives handled the STARTs "
+                                          f"{entry['skew_s'] * 1e3:.1f} ms apart (at most "
+                                          f"{START_SKEW_LIMIT_S * 1e3:g} ms)")
+                judged["valid"] = False
+        judged["synchronised_start"] = entry
+        with open(os.path.join(partial, "evidence.json"), "w") as f:
+            json.dump(judged, f, indent=1, sort_keys=True)
+        with open(os.path.join(partial, "environment.txt"), "a") as env:
+            late = ", ".join("unknown" if h is None else f"{(h - start_at_us) / 1e3:+.3f} ms" for h in handled)
+            env.write(f"synchronised start: STARTs handled at {late} from the start time\n")
 
     # -- several pairs at once -----------------------------------------------------------------
     def _run_jobs(self, jobs, progress):

@@ -9,12 +9,14 @@
     netperfmeter = "netperfmeter"         # optional: the program on the hosts
     base_port = 9000                      # optional: flow i's passive on base_port + 10 i
     max_clock_offset_ms = 1.0             # optional: the hosts' clocks, for one-way delays
+    shared_clock = false                  # optional: the hosts share one clock (containers)
     service = { control_port = 9001, key_file = "/etc/netperfmeter.key" }   # optional
     [[hosts.pairs]]                       # optional: more pairs of hosts (--parallel)
     active = "root@192.0.2.30"
     passive = "root@192.0.2.40"
     paths = [{ active = "10.2.1.1", passive = "10.2.1.2" }]
-    [[hosts.cross_traffic]]               # optional: a host that loads a path during each run
+    [[hosts.cross_traffic]]               # optional: a host that loads a path during each run,
+                                          # its START at the flows' (netperfmeter --start-at)
     host = "root@192.0.2.50"
     path = 1
     flows = ["-tcp", "const0:const1400"]
@@ -118,6 +120,7 @@ class HostsSpec:
         self.netperfmeter = "netperfmeter"
         self.base_port = 9000
         self.max_clock_offset_ms = None
+        self.shared_clock = False
         self.service = None
         self.cross_traffic = []
 
@@ -140,7 +143,8 @@ class HostsSpec:
                                                               "key_file": self.service.key_file,
                                                               "sctp_udp_port": self.service.sctp_udp_port},
                 "cross_traffic": [{"host": str(x.host), "path": x.path, "flows": x.flows} for x in self.cross_traffic],
-                "max_clock_offset_ms": self.max_clock_offset_ms, "base_port": self.base_port}
+                "max_clock_offset_ms": self.max_clock_offset_ms, "shared_clock": self.shared_clock,
+                "base_port": self.base_port}
 
 
 def _address(checker, key, value):
@@ -220,9 +224,9 @@ def parse(checker, data, raw_paths):
         checker.fail("hosts", "the hosts topology needs a [hosts] table (active, passive: ssh destinations)")
     for k in table:
         if k not in ("active", "passive", "identity", "ssh_config", "netperfmeter", "base_port",
-                     "max_clock_offset_ms", "service", "pairs", "cross_traffic"):
+                     "max_clock_offset_ms", "shared_clock", "service", "pairs", "cross_traffic"):
             checker.fail(f"hosts.{k}", "unknown key (known: active, base_port, cross_traffic, identity, "
-                         "max_clock_offset_ms, netperfmeter, pairs, passive, service, ssh_config)")
+                         "max_clock_offset_ms, netperfmeter, pairs, passive, service, shared_clock, ssh_config)")
     spec = HostsSpec()
     if len(raw_paths) > 8:
         checker.fail("paths", "a study has 1 to 8 paths")
@@ -270,6 +274,10 @@ def parse(checker, data, raw_paths):
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 < bound <= 60000:
             checker.fail("hosts.max_clock_offset_ms", "must be a number of milliseconds above 0 (at most 60000)")
         spec.max_clock_offset_ms = float(bound)
+    if "shared_clock" in table:
+        if not isinstance(table["shared_clock"], bool):
+            checker.fail("hosts.shared_clock", "must be true or false")
+        spec.shared_clock = table["shared_clock"]
     if "service" in table:
         service = table["service"]
         if not isinstance(service, dict):
