@@ -13,8 +13,9 @@
 #   packaging/setup.sh long    test + the long tier (label long, sanitize-long under ASan) and
 #                              the release checks (packages, fresh-root)
 #   packaging/setup.sh bench   build + the benchmarks in tests/bench
-#   packaging/setup.sh packages  the Debian binary packages (dpkg-buildpackage, lintian) in
-#                              BUILD_DIR/packages
+#   packaging/setup.sh packages  the Debian source package (with usrsctp's orig tarball as a
+#                              component) and binary packages (dpkg-buildpackage, lintian);
+#                              the binary packages in BUILD_DIR/packages
 #
 # Environment: BUILD_DIR (default ./build), SANITIZE_DIR and TSAN_DIR (default
 # BUILD_DIR-sanitize, BUILD_DIR-tsan), JOBS (default: number of cores).
@@ -165,19 +166,33 @@ case "${1:-}" in
   bench) build; exec "$here/tests/bench/run-all.sh" "$build_dir" ;;
   packages)
     install_deps
-    # A source tree of the tracked files (as they are in the work tree) with packaging/debian
-    # as its debian/, built with dpkg-buildpackage into binary packages; lintian checks them.
-    src=$build_dir/deb/netperfmeter-$(sed -n 's/^project(netperfmeter VERSION \([0-9.]*\).*/\1/p' "$here/CMakeLists.txt")
-    rm -rf "$build_dir/deb" "$build_dir/packages"
+    # The Debian source package, the Debian way: the tracked files (as they are in the work
+    # tree, packaging/debian aside) as the orig tarball, and usrsctp's orig tarball -- the one of
+    # Debian's libusrsctp source package the patch series applies to -- as the component
+    # "usrsctp", which debian/rules builds the bundled stack from (no download in the package
+    # build). dpkg-buildpackage builds source and binary packages; lintian checks them all.
+    version=$(sed -n 's/^project(netperfmeter VERSION \([0-9.]*\).*/\1/p' "$here/CMakeLists.txt")
+    deb=$build_dir/deb src=$build_dir/deb/netperfmeter-$version
+    usrsctp_source=${NPM_USRSCTP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/netperfmeter/usrsctp}/source
+    usrsctp_upstream=$(tr -d ' \n' < "$here/src/sctp/usrsctp-patches/VERSION")
+    usrsctp_upstream=${usrsctp_upstream%-*}
+    sh "$here/src/sctp/bundled-usrsctp.sh" --series "$here/src/sctp/usrsctp-patches" --fetch-only --source "$usrsctp_source" ||
+      { log "the usrsctp source is needed for the package's component tarball"; exit 1; }
+    rm -rf "$deb" "$build_dir/packages"
     mkdir -p "$src" "$build_dir/packages"
     (cd "$here" && git ls-files -z | grep -zv '^packaging/debian/' | tar --null -T - -cf -) | tar -xf - -C "$src"
+    (cd "$deb" && tar -cJf "netperfmeter_$version.orig.tar.xz" --owner=0 --group=0 --sort=name "netperfmeter-$version")
+    cp "$usrsctp_source/libusrsctp_$usrsctp_upstream.orig.tar.gz" "$deb/netperfmeter_$version.orig-usrsctp.tar.gz"
+    mkdir "$src/usrsctp"
+    tar -xzf "$deb/netperfmeter_$version.orig-usrsctp.tar.gz" -C "$src/usrsctp" --strip-components=1
     cp -r "$here/packaging/debian" "$src/debian"
-    (cd "$src" && dpkg-buildpackage -us -uc -b -j"$jobs") >"$build_dir/deb/build.log" 2>&1 ||
-      { tail -40 "$build_dir/deb/build.log" >&2; log "dpkg-buildpackage failed: $build_dir/deb/build.log"; exit 1; }
-    # No lintian error or warning: what is left is justified in packaging/debian/*.lintian-overrides.
-    lintian --fail-on error,warning "$build_dir"/deb/*.changes || { log "lintian reports errors or warnings"; exit 1; }
-    cp "$build_dir"/deb/*.deb "$build_dir/packages/"
-    log "packages in $build_dir/packages (lintian: no errors or warnings):"
+    (cd "$src" && dpkg-buildpackage -us -uc -j"$jobs") >"$deb/build.log" 2>&1 ||
+      { tail -40 "$deb/build.log" >&2; log "dpkg-buildpackage failed: $deb/build.log"; exit 1; }
+    # No lintian error or warning: what is left is justified in packaging/debian/*.lintian-overrides
+    # and packaging/debian/source/lintian-overrides.
+    lintian --fail-on error,warning "$deb"/*.changes || { log "lintian reports errors or warnings"; exit 1; }
+    cp "$deb"/*.deb "$build_dir/packages/"
+    log "packages in $build_dir/packages, source package in $deb (lintian: no errors or warnings):"
     ls "$build_dir/packages" >&2
     ;;
   *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;

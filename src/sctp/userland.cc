@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <span>
@@ -693,7 +694,9 @@ Result<void> userlandSupports(const Tuning& tuning) {
   static_assert(SCTP_BUFFER_SPLITTING_ON_BUFFERED == flowspec::kBufferSplitOnBuffered);
 #endif
   auto needs = [](const char* knob, int patch) {
-    return Failure{std::string(knob) + " needs the bundled SCTP stack (its patch 000" + std::to_string(patch) +
+    char number[16];
+    std::snprintf(number, sizeof(number), "%04d", patch);
+    return Failure{std::string(knob) + " needs the bundled SCTP stack (its patch " + number +
                    "); this netperfmeter links the " + NPM_USRSCTP_DESCRIPTION};
   };
   if ((tuning.bufferSplitting & flowspec::kBufferSplitOnBuffered) && level < 4) return needs("bufsplit-on=buffered", 4);
