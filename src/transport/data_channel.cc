@@ -1,6 +1,7 @@
 #include "transport/data_channel.h"
 #include "common/clock.h"
 #include "transport/sockets.h"
+#include "transport/stream_framing.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -215,18 +216,12 @@ private:
     const std::uint64_t now = nowMicros();
     while (end_ - begin_ >= 4) {
       const std::uint8_t* p = buffer_.data() + begin_;
-      const std::size_t length = static_cast<std::size_t>(p[2]) << 8 | p[3];
-      if (length < 4) {
-        fail(ChannelEnd::protocolViolation("not NPMP: message length " + std::to_string(length) +
-                                           " is below the header size"));
+      const auto framed = frameLength(p, expect_);
+      if (!framed) {
+        fail(ChannelEnd::protocolViolation(framed.error()));
         return;
       }
-      if (expect_) {
-        if (auto header = npmp::checkHeader(p, *expect_); !header) {
-          fail(ChannelEnd::protocolViolation(header.error()));
-          return;
-        }
-      }
+      const std::size_t length = *framed;
       if (end_ - begin_ < length) {
         if (discardable(length)) return startDiscard(p, length);
         break;

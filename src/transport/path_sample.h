@@ -1,5 +1,6 @@
 // Per-path transport state, sampled at an interval during a measurement: one sample per
-// TCP connection, per MPTCP subflow and per SCTP peer address, and for MPTCP and SCTP one of
+// TCP connection, per MPTCP subflow, per SCTP peer address and per QUIC flow (its connection's
+// one path with the flow's stream counters), and for MPTCP and SCTP one of
 // the whole connection or association (id kConnection). What a stack cannot tell is NaN
 // (written as NA). Units: bytes, milliseconds, bit/s.
 #pragma once
@@ -24,8 +25,8 @@ struct PathSample {
   double srttMs = kNone, rttVarMs = kNone, rtoMs = kNone;
   double mtu = kNone;
   double bytesSent = kNone, bytesAcked = kNone, bytesReceived = kNone;  // cumulative
-  double retransmissions = kNone, lost = kNone;  // segments (TCP), retransmissions (MPTCP connection)
-  double unacked = kNone;                        // segments (TCP), DATA chunks (SCTP association)
+  double retransmissions = kNone, lost = kNone;  // segments (TCP), retransmissions (MPTCP connection); lost: packets with the flow's stream data (QUIC)
+  double unacked = kNone;                        // segments (TCP), DATA chunks (SCTP association), bytes in flight (QUIC)
   double deliveryRate = kNone, pacingRate = kNone;  // bit/s
   double rwnd = kNone;     // bytes: the peer's receiver window (SCTP association)
   double pending = kNone;  // DATA chunks not yet sent (SCTP association)

@@ -17,9 +17,10 @@ ALLOWED = {
     "flowspec": {"common", "npmp"},
     "transport": {"common", "npmp"},
     "sctp": {"common", "npmp", "flowspec", "transport"},
+    "quic": {"common", "npmp", "transport"},
     "measure": {"common", "npmp", "flowspec", "transport"},
-    "control": {"common", "npmp", "flowspec", "transport", "sctp", "measure"},
-    "app": {"common", "npmp", "flowspec", "transport", "sctp", "measure", "control"},
+    "control": {"common", "npmp", "flowspec", "transport", "sctp", "quic", "measure"},
+    "app": {"common", "npmp", "flowspec", "transport", "sctp", "quic", "measure", "control"},
     "tools": {"common"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.M)

@@ -1,0 +1,77 @@
+// The server side of QUIC (the passive's): one bound UDP socket, the connections of its
+// clients on it, told to the user once their handshake is done. One connection per client
+// address and port for now (no connection migration). Datagrams that are no QUIC for this
+// server (garbage, stray short-header packets, an Initial whose keys do not open it) are
+// dropped without a reply and counted; they never cost more than ngtcp2's look at the header,
+// or a connection attempt that is forgotten at once.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
+#include "quic/connection.h"
+
+namespace npm::quic {
+
+struct ServerOptions {
+  // The server's key and certificate chain (PEM, as the reference's -tls-key and -tls-cert).
+  std::string keyFile, certFile;
+  Limits limits;
+  // Connections at once (handshaking or established); more clients are ignored until some end.
+  std::size_t maxConnections = 1024;
+};
+
+class Server : public std::enable_shared_from_this<Server> {
+public:
+  // Binds the socket and starts reading. Fails (one line) where the key or certificate cannot
+  // be used (the passive refuses QUIC without them) or the address cannot be bound.
+  static Result<std::shared_ptr<Server>> listen(asio::io_context& io, const asio::ip::udp::endpoint& local,
+                                                const ServerOptions& options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // A client's connection with its handshake done.
+  void onConnection(std::function<void(std::shared_ptr<Connection>)> handler);
+  asio::ip::udp::endpoint localEndpoint() const { return local_; }
+  // Closes the socket and every connection (CONNECTION_CLOSE).
+  void close();
+  // Connections at the moment (handshaking or established).
+  std::size_t connections() const { return connections_.size(); }
+  // Datagrams that were no QUIC for this server.
+  std::uint64_t dropped() const { return dropped_.count(); }
+  std::uint64_t failedHandshakes() const { return failedHandshakes_.count(); }
+
+private:
+  Server(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket, asio::ip::udp::endpoint local,
+         std::shared_ptr<const Credentials> credentials, const ServerOptions& options);
+  void readMore();
+  void drain();
+  void handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from, std::uint64_t now,
+              std::vector<std::shared_ptr<Connection>>& touched);
+  void drop(const std::string& why, const asio::ip::udp::endpoint& from);
+  void forget(const asio::ip::udp::endpoint& from, const Connection* which);
+
+  asio::io_context& io_;
+  std::shared_ptr<asio::ip::udp::socket> socket_;
+  asio::ip::udp::endpoint local_;
+  std::shared_ptr<const Credentials> credentials_;
+  ServerOptions options_;
+  std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
+  std::function<void(std::shared_ptr<Connection>)> onConnection_;
+  std::vector<std::uint8_t> buffer_;
+  log::Repeated dropped_, failedHandshakes_;
+  bool closed_ = false;
+};
+
+}  // namespace npm::quic
