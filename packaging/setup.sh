@@ -188,8 +188,7 @@ case "${1:-}" in
     cp -r "$here/packaging/debian" "$src/debian"
     (cd "$src" && dpkg-buildpackage -us -uc -j"$jobs") >"$deb/build.log" 2>&1 ||
       { tail -40 "$deb/build.log" >&2; log "dpkg-buildpackage failed: $deb/build.log"; exit 1; }
-    # No lintian error or warning: what is left is justified in packaging/debian/*.lintian-overrides
-    # and packaging/debian/source/lintian-overrides.
+    # No lintian error or warning: what is left is justified in packaging/debian/*.lintian-overrides.
     lintian --fail-on error,warning "$deb"/*.changes || { log "lintian reports errors or warnings"; exit 1; }
     cp "$deb"/*.deb "$build_dir/packages/"
     log "packages in $build_dir/packages, source package in $deb (lintian: no errors or warnings):"

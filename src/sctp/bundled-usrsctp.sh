@@ -68,8 +68,9 @@ fi
 command -v patch >/dev/null || die "patch is needed to apply the series"
 command -v cmake >/dev/null || die "cmake is needed to build usrsctp"
 
-# 2. Unpacked (with Debian's own patches; or the tree copied), the series applied, built and installed, all in a
-# scratch directory beside the prefix that becomes the prefix only when everything worked.
+# 2. Unpacked (with Debian's own patches; or the tree copied), the series applied, built and
+# installed, all in a scratch directory beside the prefix that becomes the prefix only when
+# everything worked.
 # One build at a time per cache (build trees configured side by side share it).
 parent=$(dirname "$prefix")
 mkdir -p "$parent"
