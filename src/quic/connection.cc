@@ -66,6 +66,8 @@ void configure(ngtcp2_settings& settings, ngtcp2_transport_params& params, const
   settings.max_window = limits.maxConnectionWindow;
   settings.max_stream_window = limits.maxStreamWindow;
   settings.handshake_timeout = nanoseconds(limits.handshakeTimeout);
+  settings.cc_algo =
+      limits.congestionControl == Limits::CongestionControl::Cubic ? NGTCP2_CC_ALGO_CUBIC : NGTCP2_CC_ALGO_RENO;
   ngtcp2_transport_params_default(&params);
   params.initial_max_stream_data_uni = limits.streamWindow;
   params.initial_max_data = limits.connectionWindow;

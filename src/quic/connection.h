@@ -54,6 +54,9 @@ struct Limits {
   std::uint64_t maxStreams = 65536;
   std::chrono::milliseconds idleTimeout{30000};
   std::chrono::milliseconds handshakeTimeout{10000};
+  // This side's congestion control (ngtcp2_settings.cc_algo): the reference's cc= maps
+  // reno and default to Reno, cubic to CUBIC.
+  enum class CongestionControl { Reno, Cubic } congestionControl = CongestionControl::Reno;
 };
 
 struct ClientOptions {
