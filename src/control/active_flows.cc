@@ -92,10 +92,12 @@ asio::awaitable<std::shared_ptr<quic::Connection>> Active::quicConnection(const 
   quic::ClientOptions client;
   client.caFile = options_.tlsCaFile;
   client.hostName = options_.tlsHostName;
+  if (!options_.localAddresses.empty()) client.local = options_.localAddresses.front();  // -L, as TCP's
   client.limits.congestionControl =
       spec.congestionControl == "cubic" ? quic::Limits::CongestionControl::Cubic : quic::Limits::CongestionControl::Reno;
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting QUIC connection (" +
-            (spec.congestionControl == "cubic" ? "CUBIC" : "Reno") + ") to " + name + ", certificate name " +
+            (spec.congestionControl == "cubic" ? "CUBIC" : "Reno") + ") to " + name + " from " +
+            (client.local ? client.local->to_string() : std::string("(any)")) + ", certificate name " +
             (client.hostName.empty() ? std::string("(not checked)") : client.hostName) + ", CAs from " +
             (client.caFile.empty() ? std::string("the system's trust store") : client.caFile));
   auto made = quic::Connection::connect(io_, server, client);

@@ -295,6 +295,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(asio::io_context& io, co
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(server.protocol(), ec);
+  if (!ec && options.local) socket->bind(asio::ip::udp::endpoint(*options.local, 0), ec);
   if (!ec) socket->connect(server, ec);
   if (!ec) socket->non_blocking(true, ec);
   asio::ip::udp::endpoint local;

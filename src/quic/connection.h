@@ -63,6 +63,7 @@ struct ClientOptions {
   std::string caFile;    // the CAs to trust (PEM); empty: the system's trust store
   std::string hostName;  // SNI and the name the certificate must carry; empty: not checked
   Limits limits;
+  std::optional<asio::ip::address> local;  // the socket's local address (netperfmeter's -L); none: any
 };
 
 // What a connection counted (for tests and diagnostics).
