@@ -59,6 +59,8 @@ struct Settings {
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
   unsigned threads = 0;      // --threads; 0 = one per core
+  // -tls-key, -tls-cert (passive), -tls-ca (both), -tls-hostname (active): QUIC's TLS.
+  std::string tlsKey, tlsCert, tlsCa, tlsHostName;
   bool startAtUnsynchronised = false;  // --start-at-unsynchronised
   std::vector<std::string> warnings;
 };
@@ -115,11 +117,29 @@ std::optional<CliError> setBuffer(Settings& s, const Parsed& p) {  // -o, -i
   return std::nullopt;
 }
 
-// -tls-*: the reference's QUIC settings.
-std::optional<CliError> quicOnly(Settings& s, const Parsed& p) {
+// -tls-*: the reference's QUIC settings (its -K, -J, -I, -H). Without QUIC in the build they
+// are accepted and said to do nothing (the reference ignores them silently there).
+std::optional<CliError> setTls(Settings& s, const Parsed& p) {
+#ifdef NPM_QUIC_BUILT
+  if (p.value.empty()) return bad(p, p.def->shortName == 'H' ? "expected a host name" : "expected a file name");
+  const std::string_view name = p.def->name;
+  if (name == "tls-hostname") {
+    s.tlsHostName = p.value;
+    return std::nullopt;
+  }
+  if (::access(p.value.c_str(), R_OK) != 0) return bad(p, "cannot read \"" + p.value + "\": " + std::strerror(errno));
+  (name == "tls-key" ? s.tlsKey : name == "tls-cert" ? s.tlsCert : s.tlsCa) = p.value;
+#else
   s.warnings.push_back("option \"" + p.spelled + "\" is for QUIC flows (-quic), which this build does not have; ignored");
+#endif
   return std::nullopt;
 }
+
+#ifdef NPM_QUIC_BUILT
+constexpr bool kQuicBuilt = true;
+#else
+constexpr bool kQuicBuilt = false;
+#endif
 
 std::optional<CliError> setCount(Settings& s, const Parsed& p) {
   const auto n = parseNumber(p.value, 1000000);
@@ -310,18 +330,21 @@ constexpr OptionDef kOptions[] = {
     {"vector", 'V', Arg::Required, NPM_SET(s.active.vectorPattern = p.value)},
     {"activenodename", 'A', Arg::Required, NPM_SET(s.active.activeNodeName = p.value)},
     {"passivenodename", 'P', Arg::Required, NPM_SET(s.active.passiveNodeName = p.value)},
-    // QUIC/TLS settings: accepted for compatibility (with a warning), QUIC is not built.
-    {"tls-key", 'K', Arg::Required, quicOnly},
-    {"tls-cert", 'J', Arg::Required, quicOnly},
-    {"tls-ca", 'I', Arg::Required, quicOnly},
-    {"tls-hostname", 'H', Arg::Required, quicOnly},
+    // QUIC's TLS (without QUIC in the build: accepted with a warning).
+    {"tls-key", 'K', Arg::Required, setTls},
+    {"tls-cert", 'J', Arg::Required, setTls},
+    {"tls-ca", 'I', Arg::Required, setTls},
+    {"tls-hostname", 'H', Arg::Required, setTls},
     {"tcp", 't', Arg::Required, addFlow<Protocol::TCP>},
     {"mptcp", 'm', Arg::Required, addFlow<Protocol::MPTCP>},
     {"udp", 'u', Arg::Required, addFlow<Protocol::UDP>},
     {"dccp", 'd', Arg::Required, addFlow<Protocol::DCCP>},
     {"sctp", 's', Arg::Required, addFlow<Protocol::SCTP>},
     {"quic", 'k', Arg::Required,
-     [](Settings&, const Parsed& p) -> std::optional<CliError> { return bad(p, "QUIC support is not compiled in"); }},
+     [](Settings& s, const Parsed& p) -> std::optional<CliError> {
+       if (!kQuicBuilt) return bad(p, "QUIC support is not compiled in");
+       return addFlow<Protocol::QUIC>(s, p);
+     }},
     {"loglevel", 0, Arg::Required, setLogLevel},
     {"logcolor", 0, Arg::Required, setLogColour},
     {"logfile", 0, Arg::Required, setLogFile},
@@ -511,7 +534,20 @@ Command passiveCommand(Settings& s, const std::string& where) {
     return CliError{"--start-at is an option of the active side (HOST:PORT): it sends START then"};
   }
   if (s.noSctp && s.noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
+  if (s.tlsKey.empty() != s.tlsCert.empty()) {
+    return CliError{"-tls-key and -tls-cert go together: the passive serves QUIC with both, or without either refuses it"};
+  }
+  if (!s.tlsHostName.empty()) {
+    return CliError{"-tls-hostname is an option of the active side (the name it checks in the passive's certificate)"};
+  }
   PassiveCommand c;
+  c.options.tlsKeyFile = s.tlsKey;
+  c.options.tlsCertFile = s.tlsCert;
+  if (!s.tlsCa.empty()) {
+    // As the reference's passive: it asks actives for no certificate, so it has no use for CAs.
+    s.warnings.push_back("-tls-ca: the passive asks actives for no certificate, so it checks none; the CA file is "
+                         "for actives (-tls-ca with -quic)");
+  }
   c.options.controlOverSctp = !s.noSctp;
   c.options.sctpStack = s.sctpStack;
   c.options.sctpUdpPort = s.sctpUdpPort != 0 ? s.sctpUdpPort : sctp::kDefaultUdpEncapsulationPort;
@@ -576,14 +612,20 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
   for (const auto& t : texts) {
     auto r = flowspec::parse(t, protocol);
     if (!r) return CliError{r.error()};
-    if (r->rcvBufferSize == 0) r->rcvBufferSize = s.defaultRcvBuf;
-    if (r->sndBufferSize == 0) r->sndBufferSize = s.defaultSndBuf;
+    if (protocol != Protocol::QUIC) {  // QUIC: the connection's socket is not the flow's (flowspec.cc)
+      if (r->rcvBufferSize == 0) r->rcvBufferSize = s.defaultRcvBuf;
+      if (r->sndBufferSize == 0) r->sndBufferSize = s.defaultSndBuf;
+    }
     r->streamId = static_cast<std::uint16_t>(group.size());
     if (!group.empty() && protocol == Protocol::SCTP &&
         control::sctpTuning(*r) != control::sctpTuning(group[0])) {
       return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
                       "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= settings (give "
                       "them on every stream or on none)"};
+    }
+    if (!group.empty() && protocol == Protocol::QUIC && r->congestionControl != group[0].congestionControl) {
+      return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one QUIC connection share its congestion control "
+                      "(give the same cc= on every stream or on none)"};
     }
     group.push_back(*r);
   }
@@ -642,6 +684,7 @@ std::optional<CliError> checkHostCapabilities(const Settings& s, const std::vect
       }
       continue;
     }
+    if (f.protocol == Protocol::QUIC) continue;  // userland, in this build (-quic refuses it otherwise); cc= checked
     if (checked.insert(f.protocol).second) {
       if (auto available = transport::protocolAvailable(f.protocol); !available) {
         return CliError{"flow #" + std::to_string(*f.flowId) + ": " + available.error()};
@@ -668,6 +711,10 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   if (s.noSctp || s.noTcp || s.noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
   if (s.passiveOnly) {
     return CliError{"--allow, --max-*, --idle-timeout and --sctp-init-rate are options of the passive side"};
+  }
+  if (!s.tlsKey.empty() || !s.tlsCert.empty()) {
+    return CliError{"-tls-key and -tls-cert are options of the passive side (an active checks the passive's "
+                    "certificate with -tls-ca and -tls-hostname)"};
   }
   auto& active = s.active;
   active.commandLine = args;
@@ -714,6 +761,9 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   c.options.flows = std::move(flows);
   c.options.authKey = std::move(s.authKey);
   c.options.threads = s.threads;
+  c.options.tlsCaFile = s.tlsCa;
+  // The name in the passive's certificate: -tls-hostname, else the passive's host as given.
+  c.options.tlsHostName = s.tlsHostName.empty() ? host : s.tlsHostName;
   c.log = s.log;
   c.warnings = std::move(s.warnings);
   return c;
@@ -729,6 +779,7 @@ std::string usage() {
          "Flows (FLOWSPEC = out_rate:out_size:in_rate:in_size[:option...], rates in frames/s, sizes in bytes,\n"
          "each a number or const|uniform|exp|pareto|normal|truncnormal with parameters; rate 0 = saturated):\n"
          "  -tcp FLOWSPEC  -mptcp FLOWSPEC  -udp FLOWSPEC  -dccp FLOWSPEC  -sctp FLOWSPEC [FLOWSPEC...]\n"
+         "  -quic FLOWSPEC [FLOWSPEC...]  (-k, --quic: one QUIC connection to PORT-1, a stream per FLOWSPEC; cc=reno|cubic)\n"
          "  flow options: id= description= maxmsgsize= defragtimeout= ordered= unordered= reliable=\n"
          "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
@@ -769,8 +820,14 @@ std::string usage() {
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
          "  --sctp-init-rate=N[/BURST]   passive: answer at most N SCTP INITs per second on that UDP port, BURST\n"
          "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n"
-         "  -k, --quic=FLOWSPEC, --tls-key, --tls-cert, --tls-ca, --tls-hostname   the reference's QUIC options:\n"
-         "                               this build has no QUIC (-quic is refused, -tls-* warn and do nothing)\n"
+         + std::string(kQuicBuilt
+             ? "  -K, --tls-key=FILE  -J, --tls-cert=FILE   passive: its TLS key and certificate chain (PEM); with both\n"
+               "                               it serves QUIC on UDP port PORT-1, without them it refuses QUIC flows\n"
+               "  -I, --tls-ca=FILE            active: the CAs that sign the passive's certificate (default: the system's)\n"
+               "  -H, --tls-hostname=NAME      active: the name the passive's certificate must carry, and SNI\n"
+               "                               (default: the passive's host as given)\n"
+             : "  -k, --quic=FLOWSPEC, --tls-key, --tls-cert, --tls-ca, --tls-hostname   the reference's QUIC options:\n"
+               "                               this build has no QUIC (-quic is refused, -tls-* warn and do nothing)\n") +
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
          "  --max-sessions=N (256)  --max-sessions-per-host=N (32; not given: max-sessions/8)\n"

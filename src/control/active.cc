@@ -38,10 +38,11 @@ constexpr std::uint64_t kReservedDescriptors = 64;
 
 unsigned networkThreads(const ActiveOptions& o) {
   const unsigned wanted = o.threads != 0 ? o.threads : transport::defaultThreads();
-  // SCTP flows stay with their association on the control thread; a thread per other flow
-  // at most.
-  const auto spread = std::count_if(o.flows.begin(), o.flows.end(),
-                                    [](const auto& f) { return f.protocol != npmp::Protocol::SCTP; });
+  // SCTP and QUIC flows stay with their association or connection on the control thread; a
+  // thread per other flow at most.
+  const auto spread = std::count_if(o.flows.begin(), o.flows.end(), [](const auto& f) {
+    return f.protocol != npmp::Protocol::SCTP && f.protocol != npmp::Protocol::QUIC;
+  });
   return std::max(1u, std::min(wanted, static_cast<unsigned>(spread)));
 }
 
@@ -50,7 +51,7 @@ std::uint64_t descriptorsNeeded(const ActiveOptions& o) {
   std::set<std::uint32_t> associations;
   const bool vectors = !o.vectorPattern.empty();
   for (const auto& f : o.flows) {
-    if (f.protocol == npmp::Protocol::SCTP) {
+    if (f.protocol == npmp::Protocol::SCTP || f.protocol == npmp::Protocol::QUIC) {
       if (associations.insert(f.association).second) ++n;
     } else {
       ++n;
@@ -288,6 +289,7 @@ asio::awaitable<int> Active::stopAndCollect() {
   co_await endAssociations();
   for (const auto& flow : flows) measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
   for (auto& [id, a] : associations_) a->close();
+  closeQuicConnections();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
   co_return json_.finish(exitCode, measurementId_, own.lastStatisticsEvent != 0 ? &own : nullptr);

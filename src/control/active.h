@@ -58,8 +58,12 @@ struct ActiveOptions {
   bool jsonStream = false;
   std::vector<std::string> commandLine;  // the arguments, for the result document
   // --threads: network threads; 0 = one per core. A run uses at most one per flow that is not
-  // SCTP (SCTP flows share their association, on the control thread).
+  // SCTP or QUIC (those share their association or connection, on the control thread).
   unsigned threads = 0;
+  // QUIC flows (-quic): the CAs to trust (-tls-ca; empty: the system's) and the name the
+  // passive's certificate must carry, also sent as SNI (-tls-hostname; the command line puts
+  // the passive's host as given here when it is not given).
+  std::string tlsCaFile, tlsHostName;
 };
 
 // --start-at: how long before the start time the active connects to the passive and sets its

@@ -1,5 +1,6 @@
-// The active's flows: per flow ADD_FLOW, the data connection (TCP, MPTCP, UDP, DCCP, or a stream
-// of an SCTP association), IDENTIFY on it; which flows sample paths.
+// The active's flows: per flow ADD_FLOW, the data connection (TCP, MPTCP, UDP, DCCP, a stream
+// of an SCTP association, or a stream pair of a QUIC connection), IDENTIFY on it; which flows
+// sample paths.
 #include "control/active_internal.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -80,8 +81,51 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   co_return association;
 }
 
+#ifdef NPM_QUIC_BUILT
+// Like an SCTP association, a QUIC connection carries the flows of one option and cannot move
+// to another thread (quic/README.md): it lives on the control thread, with its flows.
+asio::awaitable<std::shared_ptr<quic::Connection>> Active::quicConnection(const flowspec::FlowSpec& spec) {
+  if (auto it = quicConnections_.find(spec.association); it != quicConnections_.end()) co_return it->second;
+  const auto port = static_cast<std::uint16_t>(options_.port - 1);
+  const udp::endpoint server(options_.remote, port);
+  const std::string name = transport::endpointName(options_.remote, port);
+  quic::ClientOptions client;
+  client.caFile = options_.tlsCaFile;
+  client.hostName = options_.tlsHostName;
+  if (!options_.localAddresses.empty()) client.local = options_.localAddresses.front();  // -L, as TCP's
+  client.limits.congestionControl =
+      spec.congestionControl == "cubic" ? quic::Limits::CongestionControl::Cubic : quic::Limits::CongestionControl::Reno;
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting QUIC connection (" +
+            (spec.congestionControl == "cubic" ? "CUBIC" : "Reno") + ") to " + name + " from " +
+            (client.local ? client.local->to_string() : std::string("(any)")) + ", certificate name " +
+            (client.hostName.empty() ? std::string("(not checked)") : client.hostName) + ", CAs from " +
+            (client.caFile.empty() ? std::string("the system's trust store") : client.caFile));
+  auto made = quic::Connection::connect(io_, server, client);
+  if (!made) throw ActiveError("Flow #" + std::to_string(*spec.flowId) + ": " + made.error());
+  auto connection = *made;
+  Completion<Result<void>> handshake(io_.get_executor());
+  connection->onHandshake(handshake.reporter());
+  // The connection's own handshake timeout reports first; this bounds the wait regardless.
+  const auto result = co_await handshake.wait(Clock::now() + client.limits.handshakeTimeout + std::chrono::seconds(2));
+  if (!result || !*result) {
+    connection->close();
+    throw ActiveError("cannot set up the QUIC connection of flow #" + std::to_string(*spec.flowId) + " to " + name +
+                      ": " + (result ? result->error() : std::string("the handshake did not end in time")));
+  }
+  log::info("Flow #" + std::to_string(*spec.flowId) + ": QUIC connection to " + name + " up");
+  quicConnections_[spec.association] = connection;
+  co_return connection;
+}
+#endif
+
+void Active::closeQuicConnections() {
+#ifdef NPM_QUIC_BUILT
+  for (auto& [id, c] : quicConnections_) c->close();
+#endif
+}
+
 asio::io_context& Active::ownerFor(const flowspec::FlowSpec& spec) {
-  return spec.protocol == Protocol::SCTP ? io_ : threads_.pick();
+  return spec.protocol == Protocol::SCTP || spec.protocol == Protocol::QUIC ? io_ : threads_.pick();
 }
 
 asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec,
@@ -90,6 +134,14 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   if (protocol == Protocol::SCTP) {
     auto a = co_await association(spec);
     co_return a->stream(spec.streamId, activeStreamPolicy(spec, options_.seed));
+  }
+  if (protocol == Protocol::QUIC) {
+#ifdef NPM_QUIC_BUILT
+    auto c = co_await quicConnection(spec);
+    co_return c->channel(spec.streamId);
+#else
+    throw ActiveError("QUIC support is not compiled in");
+#endif
   }
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
   const std::uint16_t port =
@@ -213,6 +265,10 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   const auto added = co_await awaitAck(flowId, spec.streamId, "ADD_FLOW");
   if (added.status == npmp::kStatusNotAllowed) {
     throw ActiveError("the passive at " + control_->peerName() + " does not allow this host (its --allow list)");
+  }
+  if (added.status == npmp::kStatusUnsupported && spec.protocol == Protocol::QUIC) {
+    throw ActiveError("the passive at " + control_->peerName() + " refused QUIC flow #" + std::to_string(flowId) +
+                      ": it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)");
   }
   if (added.status == npmp::kStatusUnsupported) {
     throw ActiveError("the passive at " + control_->peerName() + " cannot serve " + npmp::protocolName(spec.protocol) +

@@ -30,6 +30,9 @@
 #include "transport/data_channel.h"
 #include "sctp/association.h"
 #include "transport/io_threads.h"
+#ifdef NPM_QUIC_BUILT
+#include "quic/connection.h"
+#endif
 
 namespace npm::control {
 
@@ -85,14 +88,22 @@ private:
   asio::awaitable<npmp::Acknowledge> awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
                                               Clock::duration timeout = kAckTimeout);
   asio::awaitable<void> endAssociations();
+  // CONNECTION_CLOSE on the QUIC connections (their flows are closed already, or never ran).
+  void closeQuicConnections();
 
   // active_flows.cc
   asio::awaitable<std::shared_ptr<sctp::Association>> association(const flowspec::FlowSpec& spec);
   sctp::StackSettings sctpSettings() const {
     return sctp::StackSettings{options_.sctpUdpPort, options_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
   }
-  // The thread (context) that will own a flow's connection: SCTP flows share their
-  // association's, which is the control thread's; the others are spread over all threads.
+#ifdef NPM_QUIC_BUILT
+  // The QUIC connection of a -quic option (made at its first flow): to BASE-1, TLS with
+  // -tls-ca and -tls-hostname; throws ActiveError with the handshake's reason.
+  asio::awaitable<std::shared_ptr<quic::Connection>> quicConnection(const flowspec::FlowSpec& spec);
+#endif
+  // The thread (context) that will own a flow's connection: SCTP and QUIC flows share their
+  // association's or connection's, which is the control thread's; the others are spread over
+  // all threads.
   asio::io_context& ownerFor(const flowspec::FlowSpec& spec);
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec,
                                                                       asio::io_context& owner);
@@ -131,6 +142,9 @@ private:
   std::shared_ptr<ControlChannel> control_;
   std::vector<FlowRun> flows_;
   std::map<std::uint32_t, std::shared_ptr<sctp::Association>> associations_;
+#ifdef NPM_QUIC_BUILT
+  std::map<std::uint32_t, std::shared_ptr<quic::Connection>> quicConnections_;  // by -quic option
+#endif
   std::shared_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;

@@ -55,7 +55,13 @@ FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<
       pendingConnections_(io, "data connection", limits.identifyTimeout, limits.pendingConnections,
                           limits.pendingPerHost),
       pendingAssociations_(io, "SCTP association", limits.identifyTimeout, limits.pendingConnections,
-                           limits.pendingPerHost) {}
+                           limits.pendingPerHost)
+#ifdef NPM_QUIC_BUILT
+      ,
+      pendingQuic_(io, "QUIC connection", limits.identifyTimeout, limits.pendingConnections, limits.pendingPerHost)
+#endif
+{
+}
 
 // True (and said in a rate-limited line) when `peer` is not in the --allow list.
 bool FlowRegistry::refuse(const asio::ip::address& peer, const std::string& what) {
@@ -89,6 +95,17 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
         return npmp::kStatusUnsupported;
       }
       break;
+    case Protocol::QUIC:
+      if (!quic_) {
+        log::warning("ADD_FLOW for a QUIC flow rejected" + from +
+#ifdef NPM_QUIC_BUILT
+                     ": this passive serves QUIC only when started with -tls-key and -tls-cert");
+#else
+                     ": this passive was built without QUIC");
+#endif
+        return npmp::kStatusUnsupported;
+      }
+      break;
     case Protocol::DCCP:
       if (!dccp_) {
         log::warning("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
@@ -113,7 +130,12 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
   if (m.maxMsgSize < npmp::kDataHeaderSize) {
     return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
   }
-  if (auto usable = transport::checkCongestionControl(m.congestionControl); !usable) return reject(usable.error());
+  if (m.protocol == Protocol::QUIC) {
+    // This side's sender follows its connection's congestion control, which the connection
+    // chose at its handshake (Reno): the active's cc= is its own side's.
+  } else if (auto usable = transport::checkCongestionControl(m.congestionControl); !usable) {
+    return reject(usable.error());
+  }
   if (m.protocol != Protocol::SCTP && m.cmt != 0 &&
       !(m.cmt == flowspec::kCmtLikeMptcp && m.protocol == Protocol::MPTCP)) {
     return reject("CMT applies to SCTP flows only");
@@ -123,7 +145,8 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
   // From the network: no control characters in our files.
   entry->request.parameters.description = printable(entry->request.parameters.description);
   // TCP and MPTCP connections move to their flow's thread at IDENTIFY; the UDP socket, SCTP
-  // associations and DCCP sockets serve their flows where they are, on this thread.
+  // associations, QUIC connections and DCCP sockets serve their flows where they are, on this
+  // thread.
   const bool spread = threads_ != nullptr && (m.protocol == Protocol::TCP || m.protocol == Protocol::MPTCP);
   entry->flow = std::make_shared<measure::Flow>(spread ? threads_->pick() : io_, entry->request.parameters, false);
   entry->flow->reportTo(io_);
@@ -241,6 +264,66 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
       });
 }
 
+#ifdef NPM_QUIC_BUILT
+void FlowRegistry::adoptQuic(std::shared_ptr<quic::Connection> connection) {
+  const asio::ip::address peer = unmapped(connection->remote().address());
+  if (refuse(peer, "a QUIC data connection")) return connection->close();
+  if (!pendingQuic_.add(connection, peer)) return;
+  quic::Connection* raw = connection.get();
+  std::weak_ptr<FlowRegistry> weak = shared_from_this();
+  std::weak_ptr<quic::Connection> weakConnection = connection;
+  // The streams that have not identified their flow yet, held by the connection's onChannel
+  // handler: the connection drops it when it ends (closed, timed out, or unidentified for too
+  // long: the pending table closes it), and with it those streams. A flow holds its own.
+  using Unidentified = std::map<std::uint16_t, std::shared_ptr<transport::DataChannel>>;
+  auto unidentified = std::make_shared<Unidentified>();
+  std::weak_ptr<Unidentified> weakUnidentified = unidentified;
+  connection->onChannel([weak, weakConnection, weakUnidentified, unidentified, raw, peer](
+                            std::uint16_t stream, std::shared_ptr<transport::DataChannel> channel) {
+    auto self = weak.lock();
+    auto connection = weakConnection.lock();
+    if (!self || !connection) return channel->close();
+    channel->expect(npmp::MessageSet::DataFirst);
+    channel->receive(
+        [weak, weakConnection, weakUnidentified, raw, stream, peer](std::span<const std::uint8_t> message,
+                                                                     std::uint64_t) {
+          auto self = weak.lock();
+          auto connection = weakConnection.lock();
+          auto waiting = weakUnidentified.lock();
+          if (!self || !connection || !waiting) return;
+          auto it = waiting->find(stream);
+          if (it == waiting->end()) return;  // identified (or refused) already
+          auto channel = std::move(it->second);
+          waiting->erase(it);
+          const auto decoded = npmp::decode(message);
+          const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
+          if (id == nullptr || id->streamId != stream) {
+            log::warning("Closing stream " + std::to_string(stream) + " of the QUIC connection from " +
+                         connection->peerName() + ": expected IDENTIFY_FLOW with stream " + std::to_string(stream) +
+                         ", got " + (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
+            channel->close();
+            return;
+          }
+          self->identify(*id, channel, Protocol::QUIC, peer, std::nullopt);
+          // Identified at least once: no longer pending; the active closes it at its end.
+          self->pendingQuic_.take(raw);
+        },
+        [weakConnection, weakUnidentified, stream](const transport::ChannelEnd& end) {
+          auto waiting = weakUnidentified.lock();
+          if (!waiting || !waiting->count(stream)) return;
+          auto channel = std::move((*waiting)[stream]);
+          waiting->erase(stream);
+          if (auto connection = weakConnection.lock()) {
+            log::debug("Stream " + std::to_string(stream) + " of the QUIC connection from " + connection->peerName() +
+                       " ended before IDENTIFY: " + end.text());
+          }
+          channel->close();
+        });
+    (*unidentified)[stream] = std::move(channel);
+  });
+}
+#endif
+
 void FlowRegistry::refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why,
                                   std::uint32_t status) {
   log::warning("Rejected IDENTIFY for " + keyName(key) + ": " + why);
@@ -298,7 +381,8 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
     udpFlows_[*udpPeer] = key;
     entry->udpPeer = udpPeer;
     channel = transport::makeUdpPeerChannel(*udp_, *udpPeer);
-  } else if (protocol != Protocol::SCTP) {  // SCTP: the association's stream, tuned by the caller
+  } else if (protocol != Protocol::SCTP && protocol != Protocol::QUIC) {
+    // SCTP: the association's stream, tuned by the caller; QUIC: the connection's, shared.
     try {
       auto options = entry->request.socketOptions;
       options.ccid = 0;  // DCCP: the active's socket chose it before connecting; a connected one cannot
@@ -366,6 +450,9 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
 void FlowRegistry::closeAll() {
   pendingAssociations_.closeAll();
   pendingConnections_.closeAll();
+#ifdef NPM_QUIC_BUILT
+  pendingQuic_.closeAll();
+#endif
   for (const auto& [key, entry] : flows_) measure::tellOwner(entry->flow, [](measure::Flow& f) { f.close(); });
 }
 

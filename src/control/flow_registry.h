@@ -1,5 +1,6 @@
 // The passive's flows: ADD_FLOW creates one, IDENTIFY on a data connection (or the first
-// datagram of a UDP peer, or a stream of an SCTP association) binds its transport to it,
+// datagram of a UDP peer, or a stream of an SCTP association or a QUIC connection) binds its
+// transport to it,
 // UDP datagrams are demultiplexed by their source, REMOVE_FLOW and the end of a session
 // remove it. Data connections that have not identified themselves wait in pending tables.
 #pragma once
@@ -21,6 +22,9 @@
 #include "npmp/messages.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
+#ifdef NPM_QUIC_BUILT
+#include "quic/connection.h"
+#endif
 #include "transport/io_threads.h"
 #include "transport/sockets.h"
 
@@ -81,7 +85,7 @@ public:
                transport::IoThreads* threads = nullptr);
 
   // What the passive serves, for checking ADD_FLOW, and its shared UDP socket.
-  void setDataTransports(bool sctp, bool dccp) { sctp_ = sctp, dccp_ = dccp; }
+  void setDataTransports(bool sctp, bool dccp, bool quic = false) { sctp_ = sctp, dccp_ = dccp, quic_ = quic; }
   void setUdpSocket(asio::ip::udp::socket* socket) { udp_ = socket; }
 
   // ADD_FLOW of `session`: the acknowledgement status.
@@ -93,6 +97,11 @@ public:
   // flow (its streams' flows) before anything else.
   void adoptConnection(std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol);
   void adoptAssociation(std::shared_ptr<sctp::Association> association);
+#ifdef NPM_QUIC_BUILT
+  // A QUIC connection (handshake done): each stream the active opens announces its flow with
+  // IDENTIFY (its first message, the stream number its StreamID).
+  void adoptQuic(std::shared_ptr<quic::Connection> connection);
+#endif
   // A datagram on the shared UDP socket.
   void deliverDatagram(std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now);
 
@@ -115,12 +124,15 @@ private:
   transport::IoThreads* threads_;
   std::vector<transport::AddressPrefix> allow_;
   log::Repeated refused_, rejected_;
-  bool sctp_ = false, dccp_ = false;
+  bool sctp_ = false, dccp_ = false, quic_ = false;
   asio::ip::udp::socket* udp_ = nullptr;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;
   PendingTable<transport::DataChannel> pendingConnections_;
   PendingTable<sctp::Association> pendingAssociations_;
+#ifdef NPM_QUIC_BUILT
+  PendingTable<quic::Connection> pendingQuic_;  // until a stream of it has identified its flow
+#endif
   log::Repeated udpGarbage_;
 };
 

@@ -41,6 +41,7 @@ std::string congestionControlOf(const flowspec::FlowSpec& f) {
     }
     case npmp::Protocol::SCTP: return sctp::ccModuleName(f.sctpCc);
     case npmp::Protocol::DCCP: return f.ccid != 0 ? "ccid" + std::to_string(f.ccid) : std::string();
+    case npmp::Protocol::QUIC: return f.congestionControl.empty() ? "reno" : f.congestionControl;  // ngtcp2's
     default: return {};
   }
 }

@@ -82,12 +82,18 @@ public:
     h.datagram = [weak](std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now) {
       if (auto state = weak.lock(); state && !state->stopped()) state->flows->deliverDatagram(message, from, now);
     };
+#ifdef NPM_QUIC_BUILT
+    h.quic = [weak](std::shared_ptr<quic::Connection> connection) {
+      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptQuic(connection);
+      connection->close();
+    };
+#endif
     listeners_ = std::make_shared<Listeners>(io, options_, std::move(h));
   }
 
   void start() {
     listeners_->open();
-    state_->flows->setDataTransports(listeners_->servesSctp(), listeners_->servesDccp());
+    state_->flows->setDataTransports(listeners_->servesSctp(), listeners_->servesDccp(), listeners_->servesQuic());
     state_->flows->setUdpSocket(&listeners_->udp());
   }
 

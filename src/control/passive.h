@@ -76,6 +76,9 @@ struct PassiveOptions {
   // --threads: network threads for the TCP and MPTCP data connections (the control
   // connections, UDP, SCTP and DCCP stay on the main one); 0 = one per core.
   unsigned threads = 0;
+  // QUIC (-tls-key, -tls-cert): with both, QUIC data on UDP port BASE-1 (where the build has
+  // QUIC); without them, ADD_FLOW of a QUIC flow is refused (kStatusUnsupported).
+  std::string tlsKeyFile, tlsCertFile;
 };
 
 struct PassiveStatus {

@@ -86,10 +86,12 @@ void Listeners::open() {
   std::string mptcp;
   try {
     openStream(Protocol::MPTCP, static_cast<std::uint16_t>(base - 1), options_.localAddresses, false, false);
-    mptcp = ", and MPTCP on port " + std::to_string(base - 1);
+    mptcp = "MPTCP";
   } catch (const transport::TransportError& e) {
     log::info(std::string("No MPTCP data listener: ") + e.what());
   }
+  if (openQuic()) mptcp += mptcp.empty() ? "QUIC" : "/QUIC";
+  if (!mptcp.empty()) mptcp = ", and " + mptcp + " on port " + std::to_string(base - 1);
   std::string controlNames;
   for (const auto& c : control) controlNames += (controlNames.empty() ? "" : "/") + c;
   log::info("Passive mode: waiting for incoming connections: control channel = " + controlNames + " on port " +
@@ -103,6 +105,40 @@ void Listeners::close() {
   udp_.close(ec);
   if (dccp_) dccp_->close(ec);
   for (auto& l : sctpListeners_) l->close();
+#ifdef NPM_QUIC_BUILT
+  if (quic_) quic_->close();
+#endif
+}
+
+// The QUIC server stays on this (the control) thread, as the SCTP associations and the shared
+// UDP socket do: a QUIC connection carries the flows of one -quic option on the one socket of
+// the server, and neither can move to another thread (quic/README.md).
+bool Listeners::openQuic() {
+  if (options_.tlsKeyFile.empty() || options_.tlsCertFile.empty()) {
+#ifdef NPM_QUIC_BUILT
+    log::info("No QUIC data listener: it needs -tls-key and -tls-cert (QUIC flows are refused)");
+#endif
+    return false;
+  }
+#ifdef NPM_QUIC_BUILT
+  const int family = this->family(options_.localAddresses);
+  const asio::ip::address address = options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front();
+  quic::ServerOptions o;
+  o.keyFile = options_.tlsKeyFile;
+  o.certFile = options_.tlsCertFile;
+  auto server = quic::Server::listen(io_, udp::endpoint(address, static_cast<std::uint16_t>(options_.port - 1)), o);
+  if (!server) throw transport::TransportError("QUIC data listener: " + server.error());
+  quic_ = *server;
+  quic_->onConnection([weak = weak_from_this()](std::shared_ptr<quic::Connection> connection) {
+    auto self = weak.lock();
+    if (!self || self->closed_) return connection->close();
+    self->handlers_.quic(std::move(connection));
+  });
+  return true;
+#else
+  log::warning("-tls-key and -tls-cert: this build has no QUIC; no QUIC data listener");
+  return false;
+#endif
 }
 
 int Listeners::family(const std::vector<asio::ip::address>& addresses) const {

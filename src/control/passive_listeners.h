@@ -1,6 +1,7 @@
 // The passive's listening sockets: NPMP-CONTROL on BASE+1 (TCP or MPTCP, SCTP), NPMP-DATA
-// on BASE (TCP, UDP, DCCP where the kernel has it, SCTP) and BASE-1 (MPTCP). They accept
-// and hand on; what a connection is for is decided by the handlers.
+// on BASE (TCP, UDP, DCCP where the kernel has it, SCTP) and BASE-1 (MPTCP; QUIC over UDP with
+// -tls-key and -tls-cert). They accept and hand on; what a connection is for is decided by the
+// handlers.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +18,9 @@
 #include "control/passive.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
+#ifdef NPM_QUIC_BUILT
+#include "quic/server.h"
+#endif
 
 namespace npm::control {
 
@@ -28,6 +32,10 @@ struct ListenerHandlers {
   std::function<void(std::shared_ptr<sctp::Association>)> association;
   // A datagram on the shared UDP socket.
   std::function<void(std::span<const std::uint8_t>, const asio::ip::udp::endpoint&, std::uint64_t now)> datagram;
+#ifdef NPM_QUIC_BUILT
+  // A QUIC connection whose handshake is done.
+  std::function<void(std::shared_ptr<quic::Connection>)> quic;
+#endif
 };
 
 class Listeners : public std::enable_shared_from_this<Listeners> {
@@ -40,6 +48,13 @@ public:
 
   bool servesSctp() const { return !sctpListeners_.empty(); }
   bool servesDccp() const { return dccp_ != nullptr; }
+  bool servesQuic() const {
+#ifdef NPM_QUIC_BUILT
+    return quic_ != nullptr;
+#else
+    return false;
+#endif
+  }
   asio::ip::udp::socket& udp() { return udp_; }
 
 private:
@@ -51,6 +66,9 @@ private:
   void openDccp(int family);
   void openSctp();
   void openSctp(sctp::Stack stack);  // throws transport::TransportError
+  // With -tls-key and -tls-cert: QUIC on UDP BASE-1; throws transport::TransportError where the
+  // key, the certificate or the port cannot be used. Nothing without them.
+  bool openQuic();
   void acceptControl(std::shared_ptr<asio::ip::tcp::acceptor> acceptor);
   void acceptData(std::shared_ptr<asio::ip::tcp::acceptor> acceptor, npmp::Protocol protocol);
   void acceptDccp();
@@ -66,6 +84,9 @@ private:
   std::vector<std::uint8_t> udpBuffer_;
   std::unique_ptr<asio::posix::stream_descriptor> dccp_;
   std::vector<std::shared_ptr<sctp::Socket>> sctpListeners_;
+#ifdef NPM_QUIC_BUILT
+  std::shared_ptr<quic::Server> quic_;
+#endif
   bool closed_ = false;
 };
 

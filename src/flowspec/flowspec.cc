@@ -483,6 +483,23 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
     return Failure{"PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
            "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association"};
   }
+  if (spec.protocol == Protocol::QUIC) {
+    // A QUIC flow is a pair of streams of a connection the flows share (quic/README.md).
+    if (!spec.congestionControl.empty() && spec.congestionControl != "reno" && spec.congestionControl != "cubic") {
+      return Failure{"cc=" + spec.congestionControl + ": a QUIC flow's congestion control is reno, cubic or default "
+                     "(Reno)"};
+    }
+    if (spec.ordered < 1.0 || spec.partiallyReliable()) {
+      return Failure{"unordered=, unreliable=, rtx_timeout= and rtx_trials= do not apply to QUIC flows: a QUIC stream "
+                     "is ordered and reliable"};
+    }
+    if (spec.ccid != 0) return Failure{"ccid= applies only to DCCP flows"};
+    if (spec.rcvBufferSize != 0 || spec.sndBufferSize != 0) {
+      return Failure{"rcvbuf= and sndbuf= do not apply to QUIC flows (the streams of a QUIC connection share its UDP "
+                     "socket; QUIC's flow control windows bound what is buffered)"};
+    }
+    if (spec.noDelay) return Failure{"nodelay= applies to TCP, MPTCP and SCTP flows, not to QUIC"};
+  }
   if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
     return Failure{"both directions have frame size 0, so the flow would send nothing"};
   }

@@ -373,7 +373,8 @@ void PathSummary::restart() {
 }
 
 bool hasPaths(npmp::Protocol protocol) {
-  return protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP || protocol == npmp::Protocol::SCTP;
+  return protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP || protocol == npmp::Protocol::SCTP ||
+         protocol == npmp::Protocol::QUIC;
 }
 
 std::string pathVectorFileName(std::string_view pattern, std::string_view role, std::uint32_t flowId,

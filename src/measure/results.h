@@ -210,7 +210,7 @@ unsigned compressionThreads();
 // longer than half a second, logs "<who>: per-flow vector of N rows written in X s (T threads)".
 void formatFlowVector(FlowVectorWriter& vector, const std::string& who);
 
-// Transports with per-path state to sample (TCP, MPTCP, SCTP; not UDP, DCCP).
+// Transports with per-path state to sample (TCP, MPTCP, SCTP, QUIC; not UDP, DCCP).
 bool hasPaths(npmp::Protocol protocol);
 
 // "run.vec.bz2", "active", flow 10 -> "run-paths-active-0000000a-0000.vec.bz2": not matched by

@@ -66,6 +66,8 @@ void configure(ngtcp2_settings& settings, ngtcp2_transport_params& params, const
   settings.max_window = limits.maxConnectionWindow;
   settings.max_stream_window = limits.maxStreamWindow;
   settings.handshake_timeout = nanoseconds(limits.handshakeTimeout);
+  settings.cc_algo =
+      limits.congestionControl == Limits::CongestionControl::Cubic ? NGTCP2_CC_ALGO_CUBIC : NGTCP2_CC_ALGO_RENO;
   ngtcp2_transport_params_default(&params);
   params.initial_max_stream_data_uni = limits.streamWindow;
   params.initial_max_data = limits.connectionWindow;
@@ -293,6 +295,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(asio::io_context& io, co
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(server.protocol(), ec);
+  if (!ec && options.local) socket->bind(asio::ip::udp::endpoint(*options.local, 0), ec);
   if (!ec) socket->connect(server, ec);
   if (!ec) socket->non_blocking(true, ec);
   asio::ip::udp::endpoint local;

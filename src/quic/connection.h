@@ -54,12 +54,16 @@ struct Limits {
   std::uint64_t maxStreams = 65536;
   std::chrono::milliseconds idleTimeout{30000};
   std::chrono::milliseconds handshakeTimeout{10000};
+  // This side's congestion control (ngtcp2_settings.cc_algo): the reference's cc= maps
+  // reno and default to Reno, cubic to CUBIC.
+  enum class CongestionControl { Reno, Cubic } congestionControl = CongestionControl::Reno;
 };
 
 struct ClientOptions {
   std::string caFile;    // the CAs to trust (PEM); empty: the system's trust store
   std::string hostName;  // SNI and the name the certificate must carry; empty: not checked
   Limits limits;
+  std::optional<asio::ip::address> local;  // the socket's local address (netperfmeter's -L); none: any
 };
 
 // What a connection counted (for tests and diagnostics).

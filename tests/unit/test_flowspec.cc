@@ -92,6 +92,22 @@ TEST_CASE("cmt=mptcp turns a TCP flow into MPTCP; other CMT modes need SCTP") {
   CHECK_THAT(error("const1:const1:cmt=cmtrpv1", Protocol::UDP), Catch::Contains("only to SCTP"));
 }
 
+TEST_CASE("QUIC flows: cc= is reno, cubic or default; what a QUIC stream cannot do is refused") {
+  CHECK(ok("const1:const100", Protocol::QUIC).congestionControl.empty());
+  CHECK(ok("const1:const100:cc=default", Protocol::QUIC).congestionControl.empty());
+  CHECK(ok("const1:const100:cc=reno", Protocol::QUIC).congestionControl == "reno");
+  CHECK(ok("const1:const100:cc=cubic", Protocol::QUIC).congestionControl == "cubic");
+  CHECK(ok("default", Protocol::QUIC).outbound.size.values[0] == 1400);
+  CHECK_THAT(error("const1:const100:cc=bbr", Protocol::QUIC), Catch::Contains("reno, cubic or default"));
+  CHECK_THAT(error("const1:const100:unordered=0.5", Protocol::QUIC), Catch::Contains("ordered and reliable"));
+  CHECK_THAT(error("const1:const100:rtx_trials=2", Protocol::QUIC), Catch::Contains("ordered and reliable"));
+  CHECK_THAT(error("const1:const100:rcvbuf=100000", Protocol::QUIC), Catch::Contains("rcvbuf= and sndbuf="));
+  CHECK_THAT(error("const1:const100:nodelay=on", Protocol::QUIC), Catch::Contains("nodelay="));
+  CHECK_THAT(error("const1:const100:ccid=2", Protocol::QUIC), Catch::Contains("ccid="));
+  CHECK_THAT(error("const1:const100:cmt=cmt", Protocol::QUIC), Catch::Contains("only to SCTP"));
+  CHECK_THAT(error("const1:const100:nrsack=on", Protocol::QUIC), Catch::Contains("only to SCTP"));
+}
+
 TEST_CASE("on/off schedules: absolute, +relative, two-parameter distributions, repeat") {
   auto f = ok("const10:const100:onoff=1,+uniform1,2,+exp0.5,10");
   REQUIRE(f.onOff.size() == 4);
