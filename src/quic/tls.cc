@@ -116,31 +116,43 @@ TlsSession::~TlsSession() {
   if (session_ != nullptr) gnutls_deinit(session_);
 }
 
-Result<std::unique_ptr<TlsSession>> TlsSession::client(std::shared_ptr<const Credentials> credentials,
-                                                       const std::string& hostName, ngtcp2_crypto_conn_ref* ref) {
-  std::unique_ptr<TlsSession> tls(new TlsSession);
-  tls->credentials_ = std::move(credentials);
-  tls->hostName_ = hostName;
-  tls->client_ = true;
-  if (int rv = gnutls_init(&tls->session_, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA); rv != 0) {
-    return Failure{"TLS session: " + gnutlsError(rv)};
-  }
-  auto* session = tls->session_;
-  if (int rv = gnutls_priority_set_direct(session, kPriorities, nullptr); rv != 0) {
+// Both roles: a GnuTLS session of `flags` for QUIC (ngtcp2's configuration of that role),
+// TLS 1.3 with the credentials, ALPN kAlpn mandatory, and the key log where SSLKEYLOGFILE is set.
+Result<void> TlsSession::init(unsigned flags, std::shared_ptr<const Credentials> credentials,
+                              ngtcp2_crypto_conn_ref* ref) {
+  credentials_ = std::move(credentials);
+  client_ = (flags & GNUTLS_CLIENT) != 0;
+  if (int rv = gnutls_init(&session_, flags); rv != 0) return Failure{"TLS session: " + gnutlsError(rv)};
+  if (int rv = gnutls_priority_set_direct(session_, kPriorities, nullptr); rv != 0) {
     return Failure{"TLS priorities: " + gnutlsError(rv)};
   }
-  if (ngtcp2_crypto_gnutls_configure_client_session(session) != 0) {
+  if ((client_ ? ngtcp2_crypto_gnutls_configure_client_session(session_)
+               : ngtcp2_crypto_gnutls_configure_server_session(session_)) != 0) {
     return Failure{"ngtcp2 cannot configure the TLS session for QUIC"};
   }
-  gnutls_session_set_ptr(session, ref);
-  if (int rv = gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, tls->credentials_->native()); rv != 0) {
+  gnutls_session_set_ptr(session_, ref);
+  if (int rv = gnutls_credentials_set(session_, GNUTLS_CRD_CERTIFICATE, credentials_->native()); rv != 0) {
     return Failure{"TLS credentials: " + gnutlsError(rv)};
   }
   gnutls_datum_t alpn{reinterpret_cast<unsigned char*>(const_cast<char*>(kAlpn.data())),
                       static_cast<unsigned>(kAlpn.size())};
-  if (int rv = gnutls_alpn_set_protocols(session, &alpn, 1, GNUTLS_ALPN_MANDATORY); rv != 0) {
+  if (int rv = gnutls_alpn_set_protocols(session_, &alpn, 1, GNUTLS_ALPN_MANDATORY); rv != 0) {
     return Failure{"TLS ALPN: " + gnutlsError(rv)};
   }
+  if (const char* keylog = std::getenv("SSLKEYLOGFILE"); keylog != nullptr && *keylog != '\0') {
+    gnutls_session_set_keylog_function(session_, writeKeyLog);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<TlsSession>> TlsSession::client(std::shared_ptr<const Credentials> credentials,
+                                                       const std::string& hostName, ngtcp2_crypto_conn_ref* ref) {
+  std::unique_ptr<TlsSession> tls(new TlsSession);
+  if (auto made = tls->init(GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA, std::move(credentials), ref); !made) {
+    return Failure{made.error()};
+  }
+  tls->hostName_ = hostName;
+  auto* session = tls->session_;
   if (!hostName.empty() && !isAddress(hostName)) {
     if (int rv = gnutls_server_name_set(session, GNUTLS_NAME_DNS, hostName.data(), hostName.size()); rv != 0) {
       return Failure{"TLS server name " + hostName + ": " + gnutlsError(rv)};
@@ -149,38 +161,16 @@ Result<std::unique_ptr<TlsSession>> TlsSession::client(std::shared_ptr<const Cre
   // The chain against the credentials' CAs, and the name (DNS name or IP address) where given:
   // GnuTLS fails the handshake otherwise (GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR).
   gnutls_session_set_verify_cert(session, hostName.empty() ? nullptr : tls->hostName_.c_str(), 0);
-  if (const char* keylog = std::getenv("SSLKEYLOGFILE"); keylog != nullptr && *keylog != '\0') {
-    gnutls_session_set_keylog_function(session, writeKeyLog);
-  }
   return tls;
 }
 
 Result<std::unique_ptr<TlsSession>> TlsSession::server(std::shared_ptr<const Credentials> credentials,
                                                        ngtcp2_crypto_conn_ref* ref) {
   std::unique_ptr<TlsSession> tls(new TlsSession);
-  tls->credentials_ = std::move(credentials);
-  if (int rv = gnutls_init(&tls->session_, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA);
-      rv != 0) {
-    return Failure{"TLS session: " + gnutlsError(rv)};
-  }
-  auto* session = tls->session_;
-  if (int rv = gnutls_priority_set_direct(session, kPriorities, nullptr); rv != 0) {
-    return Failure{"TLS priorities: " + gnutlsError(rv)};
-  }
-  if (ngtcp2_crypto_gnutls_configure_server_session(session) != 0) {
-    return Failure{"ngtcp2 cannot configure the TLS session for QUIC"};
-  }
-  gnutls_session_set_ptr(session, ref);
-  if (int rv = gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, tls->credentials_->native()); rv != 0) {
-    return Failure{"TLS credentials: " + gnutlsError(rv)};
-  }
-  gnutls_datum_t alpn{reinterpret_cast<unsigned char*>(const_cast<char*>(kAlpn.data())),
-                      static_cast<unsigned>(kAlpn.size())};
-  if (int rv = gnutls_alpn_set_protocols(session, &alpn, 1, GNUTLS_ALPN_MANDATORY); rv != 0) {
-    return Failure{"TLS ALPN: " + gnutlsError(rv)};
-  }
-  if (const char* keylog = std::getenv("SSLKEYLOGFILE"); keylog != nullptr && *keylog != '\0') {
-    gnutls_session_set_keylog_function(session, writeKeyLog);
+  if (auto made = tls->init(GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA,
+                            std::move(credentials), ref);
+      !made) {
+    return Failure{made.error()};
   }
   return tls;
 }

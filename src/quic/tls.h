@@ -66,6 +66,7 @@ public:
 
 private:
   TlsSession() = default;
+  Result<void> init(unsigned flags, std::shared_ptr<const Credentials> credentials, ngtcp2_crypto_conn_ref* ref);
   std::shared_ptr<const Credentials> credentials_;
   gnutls_session_t session_ = nullptr;
   std::string hostName_;
