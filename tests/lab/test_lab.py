@@ -10,7 +10,6 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,9 @@ LAB, LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:5]
 del sys.argv[1:5]
 sys.path.insert(0, LAB_SRC)
 from npmlab import evidence, expr, stats, study, topology  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+import harness  # noqa: E402
 
 TINY = """
 name = "tiny"
@@ -436,25 +438,6 @@ for i in range({n}):
         self.assertAlmostEqual(goodput / expected, 1.0, delta=0.03)
 
 
-def free_port_pair():
-    """A port P with P and P + 1 free for TCP and P free for UDP (netperfmeter's data and control)."""
-    for _ in range(100):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port > 65000:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-                u.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-    raise AssertionError("no free port pair")
-
-
 def assert_same_figures(test, document, scalar_files):
     """The lab reads a run's JSON document: it must give exactly the scalar files' figures."""
     doc = stats.load_document(document)
@@ -477,26 +460,18 @@ class Documents(unittest.TestCase):
     def test_every_figure_of_tcp_udp_and_cmt_sctp(self):
         work = tempfile.mkdtemp(prefix="npmlab-document-")
         self.addCleanup(shutil.rmtree, work, True)
-        port = free_port_pair()
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            u.bind(("127.0.0.1", 0))
-            udp = u.getsockname()[1]  # the passive's SCTP-over-UDP port
-        passive = subprocess.Popen([NETPERFMETER, str(port), "-nodisplay", f"--sctp-udp-port={udp}"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            for line in passive.stdout:
-                if "waiting for incoming connections" in line.lower():
-                    break
-            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp", f"--sctp-remote-udp-port={udp}",
+        # the integration tests' ports (a block of this process's own) and passive (ready when it says so)
+        harness.NETPERFMETER = NETPERFMETER
+        port, _ = harness.free_base_port()
+        with harness.Passive(port) as passive:
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{port}", "-control-over-tcp",
+                                f"--sctp-remote-udp-port={passive.udp}",
                                 "-runtime=1.5", "-scalar=run.sca.bz2", "--json=run.json", "-nodisplay",
                                 "-tcp", "const0:const1400:const0:const1400",
                                 "-udp", "const50:const500",
                                 "-sctp", "const0:const1400:cmt=cmtrpv2:smartfr=on:pktdrop=on"],
                                cwd=work, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        finally:
-            passive.send_signal(signal.SIGINT)
-            passive.communicate(timeout=10)
         figures = assert_same_figures(self, os.path.join(work, "run.json"),
                                       {side: os.path.join(work, f"run-{side}.sca.bz2") for side in ("active", "passive")})
         names = {name for (_, _, name) in figures}
