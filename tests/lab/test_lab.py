@@ -3,6 +3,7 @@
 usage: test_lab.py LAB_PROGRAM LAB_SOURCE_DIR NETPERFMETER DELAYLINE
 """
 
+import bz2
 import json
 import math
 import os
@@ -578,6 +579,10 @@ class Runs(unittest.TestCase):
         r = lab("plot", self.out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.out, "goodput.pdf")))
+        # the plotter's table in the study's sweep order (tcp before mptcp), which it keeps for categories
+        with bz2.open(os.path.join(self.out, "tables", "lab-goodput.data.bz2"), "rt") as f:
+            table = [line.split()[:2] for line in f.read().splitlines()]
+        self.assertEqual(table, [["proto", "Repetition"], ["tcp", "1"], ["tcp", "2"], ["mptcp", "1"], ["mptcp", "2"]])
 
     def test_ci_target_is_steins_two_stage_procedure(self):
         with open(self.study, "w") as f:

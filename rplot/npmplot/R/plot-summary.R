@@ -40,7 +40,10 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   s <- npm_summarise(data, y, groups, level)
   for (v in c("Mean", "SD", "Lower", "Upper")) set(s, j = v, value = s[[v]] * y_scale)
   xnum <- is.numeric(s[[x]])
-  s[, .x := if (xnum) get(x) * x_scale else factor(get(x), levels = unique(get(x)))]
+  # Categories in the order the table first names them (a study's sweep order), not sorted:
+  # "none", "50", "100" stays so, where sorting would put "none" last.
+  s[, .x := if (xnum) get(x) * x_scale
+            else factor(get(x), levels = intersect(unique(as.character(data[[x]])), as.character(get(x))))]
 
   # Group factors in natural order with their legend labels.
   lev <- function(col) {

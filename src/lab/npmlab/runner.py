@@ -778,12 +778,15 @@ class Runner:
                         summary.append((values, name, n, mean, low, high))
         if study.compare:
             self._paired(rows)
-        # per metric a table for the plotter: the variables, the repetition, the value (valid runs)
+        # per metric a table for the plotter: the variables, the repetition, the value (valid runs),
+        # in the study's sweep order, which the plotter keeps for categories ("none", "50", "100")
+        order = {tuple(str(v) for v in c.values()): i for i, c in enumerate(study.combinations())}
+        in_order = sorted(rows, key=lambda r: (order.get(tuple(str(r[0][v]) for v in variables), len(order)), r[1]))
         for m in study.metrics:
             path = os.path.join(tables, f"lab-{m.name}.data.bz2")
             with bz2.open(path, "wt") as f:
                 f.write(" ".join(variables + ["Repetition", m.name]) + "\n")
-                for values, rep, metrics, validity, _ in rows:
+                for values, rep, metrics, validity, _ in in_order:
                     if validity != "invalid":
                         f.write(" ".join(str(values[v]) for v in variables) + f" {rep} {metrics[m.name]!r}\n")
         return summary
@@ -851,8 +854,12 @@ class Runner:
         written = []
         for m in study.metrics:
             pdf = os.path.join(self.outdir, f"{m.name}.pdf")
+            table = os.path.join(self.outdir, "tables", f"lab-{m.name}.data.bz2")
+            with bz2.open(table, "rt") as f:
+                if sum(1 for _ in f) < 2:
+                    continue  # no valid run: nothing to draw (the summary says which runs were left out)
             reference = self._paper_table(m, x, colour)
-            cmd = [self.tools["plot-netperfmeter-summary"], os.path.join(self.outdir, "tables", f"lab-{m.name}.data.bz2"),
+            cmd = [self.tools["plot-netperfmeter-summary"], table,
                    "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}", "--runs",
                    f"--ylab={m.name.replace('_', ' ')}" + (f" [{m.unit}]" if m.unit else ""),
                    f"--title={study.name}: {m.name.replace('_', ' ')}"]
@@ -868,7 +875,7 @@ class Runner:
                 cmd.append(f"--xlab={study.plot['xlab']}")
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
-                raise LabError(f"plot-netperfmeter-summary failed for {m.name}: "
-                               f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+                last = (r.stderr or r.stdout).strip().splitlines()[-1:]
+                raise LabError(f"plot-netperfmeter-summary failed for {m.name}: {last[0] if last else 'no output'}")
             written.append(pdf)
         return written

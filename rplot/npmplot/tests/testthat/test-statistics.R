@@ -119,3 +119,15 @@ test_that("averaging over several flows is reported", {
   expect_silent(npm_plot_summary(d, x = "rho", y = "active.flow-ReceivedBitRate", colour = "Gamma",
                                  facet_cols = "active.flow"))
 })
+
+test_that("categorical x values keep the table's order, numeric ones their value", {
+  d <- data.table(cross = rep(c("none", "50", "100"), each = 3), rep = rep(1:3, 3),
+                  jitter = c(5, 6, 7, 30, 35, 40, 100, 110, 120))
+  p <- npm_plot_summary(d, x = "cross", y = "jitter")
+  expect_equal(levels(p$data$.x), c("none", "50", "100"))
+  expect_equal(as.character(p$data$.x[which.max(p$data$Mean)]), "100")
+  d2 <- d[c(7:9, 1:6)]
+  expect_equal(levels(npm_plot_summary(d2, x = "cross", y = "jitter")$data$.x), c("100", "none", "50"))
+  n <- data.table(rho = rep(c(10, 2, 1), each = 2), goodput = 1:6)
+  expect_equal(npm_plot_summary(n, x = "rho", y = "goodput")$data$.x, c(1, 2, 10))
+})
