@@ -816,8 +816,8 @@ end
 -- along does not reach Lua: the Stream ID, the offset and the connection come
 -- from the fields of the STREAM frame being dissected (the last quic.stream.stream_id
 -- of the packet so far, its quic.stream.off flag and offset, quic.connection.number).
--- Fields need the protocol tree, which Wireshark, display filters, -V and
--- -T fields/json build.  Without a tree the QUIC dissector is recognised by the
+-- Fields need the protocol tree (tshark 4.0 builds one for field extractors in
+-- every mode tried).  Without one the QUIC dissector is still recognised by the
 -- reassembly it offers its sub-dissectors (can_desegment; UDP offers none), and
 -- each STREAM frame is decoded on its own, without the QUIC fields.
 -- A stream is a byte stream framed as on TCP.  Messages cut at the end of a frame
