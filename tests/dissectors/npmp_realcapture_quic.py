@@ -9,7 +9,10 @@ Called by npmp_test.py realcapture-quic.  Runs (as root, capture on lo):
 
 BULK sends 12000-byte frames cut into 400-byte messages (several messages in one STREAM frame,
 messages cut at packet boundaries), VOICE 3000-byte messages both ways (each one larger than
-a QUIC packet, so split over several STREAM frames).  One QUIC connection to UDP BASE-1, ALPN
+a QUIC packet, so split over several STREAM frames).  BULK is not saturated (const0): that put
+75 MB, 188000 messages, into 1 s here, too much for two decoders in the test's time budget;
+each of its frames is a 30-message burst that fills packets back to back as a saturated flow
+does.  One QUIC connection to UDP BASE-1, ALPN
 netperfmeter/data, flow n on the client's stream (n << 2) | 2 and the server's (n << 2) | 3.
 
 The capture is decoded with `-o tls.keylog_file:DIR/keys.log` by the C plugin and by the Lua
