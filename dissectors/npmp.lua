@@ -39,6 +39,10 @@ local TS_MIN = UInt64(946684800) * UInt64(1000000)
 local TS_MAX = UInt64(4102444800) * UInt64(1000000)
 local DEFAULT_PORTS = "8999-9001"
 local DIR_A2P, DIR_P2A = 0, 1
+-- QUIC flows: the ALPN of netperfmeter's QUIC connections (UDP BASE-1); flow n of a
+-- connection is the client's unidirectional stream (n << 2) | 2 (active to passive)
+-- and the server's (n << 2) | 3 (passive to active).
+local QUIC_ALPN = "netperfmeter/data"
 
 local type_vals = {
   [1] = "Acknowledge", [2] = "Add Flow", [3] = "Remove Flow", [4] = "Identify Flow",
@@ -58,6 +62,12 @@ local status_vals = {
   [6] = "Too many flows", [7] = "No file descriptors", [8] = "Process-wide SCTP settings conflict",
 }
 local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
+-- The two low bits of a QUIC Stream ID (RFC 9000, 2.1).
+local quic_stream_type_vals = {
+  [0] = "Client-initiated, bidirectional", [1] = "Server-initiated, bidirectional",
+  [2] = "Client-initiated, unidirectional (active to passive)",
+  [3] = "Server-initiated, unidirectional (passive to active)",
+}
 
 local npmp = Proto("NPMP", "NetPerfMeter Protocol (NPMP)")
 
@@ -161,6 +171,12 @@ local hf = {
   seq_expected = ProtoField.uint64("npmp.seq.expected", "Expected Sequence Number", base.DEC),
   seq_lost = ProtoField.uint64("npmp.seq.lost", "Missing Messages", base.DEC, nil, nil, "Messages missing before this one"),
   seq_reordered = ProtoField.bool("npmp.seq.reordered", "Out of Order", base.NONE),
+  quic_stream_id = ProtoField.uint64("npmp.quic.stream_id", "QUIC Stream ID", base.DEC, nil, nil,
+    "The QUIC stream that carries the message"),
+  quic_stream_number = ProtoField.uint64("npmp.quic.stream_number", "QUIC Stream Number", base.DEC, nil, nil,
+    "Stream ID >> 2: the flow's number in its QUIC connection (netperfmeter's FLOWSPEC of the -quic option)"),
+  quic_stream_type = ProtoField.uint8("npmp.quic.stream_type", "QUIC Stream Type", base.DEC, quic_stream_type_vals, nil,
+    "The two low bits of the Stream ID: initiator and direction"),
 }
 -- Registration order = C registration order (keeps "-G fields" identical).
 local hf_order = {
@@ -180,6 +196,7 @@ local hf_order = {
   "timestamp", "timestamp_abs", "payload", "results_data", "auth_nonce", "auth_mac",
   "flow_description", "flow_protocol",
   "flow_addflow_in", "flow_identify_in", "direction", "seq_expected", "seq_lost", "seq_reordered",
+  "quic_stream_id", "quic_stream_number", "quic_stream_type",
 }
 do
   local list = {}
@@ -203,11 +220,13 @@ npmp.prefs.tcp_ports = Pref.range("TCP ports", DEFAULT_PORTS,
 npmp.prefs.udp_ports = Pref.range("UDP ports", DEFAULT_PORTS, "UDP ports decoded as NPMP", 65535)
 npmp.prefs.dccp_ports = Pref.range("DCCP ports", DEFAULT_PORTS, "DCCP ports decoded as NPMP", 65535)
 npmp.prefs.desegment = Pref.bool("Reassemble NPMP messages spanning multiple TCP segments", true,
-  "Whether NPMP messages split across TCP segments are reassembled " ..
-  "(needs the TCP preference \"Allow subdissectors to reassemble TCP streams\")")
+  "Whether NPMP messages split across TCP segments or QUIC STREAM frames are " ..
+  "reassembled (TCP also needs its preference \"Allow subdissectors to reassemble " ..
+  "TCP streams\"; QUIC reassembles its streams always)")
 
 -- ---------------------------------------------------------------- state --
 local flow_table, seq_table, results, confirmed
+local quic_streams, quic_frames  -- QUIC: per stream ("connection:Stream ID"), per STREAM frame
 local tap_pending = { frame = -1, recs = {} }
 
 local function reset_state()
@@ -215,6 +234,8 @@ local function reset_state()
   seq_table = {}
   results = {}
   confirmed = {}
+  quic_streams = {}
+  quic_frames = {}
   tap_pending = { frame = -1, recs = {} }
 end
 reset_state()
@@ -332,7 +353,13 @@ local function analyse(m)
     mi.addflow_frame = fl.addflow_frame
     mi.identify_frame = fl.identify_frame
   end
-  mi.direction = get_direction(pinfo, fl)
+  -- In a unidirectional QUIC stream the Stream ID says who sends (as the
+  -- flows of netperfmeter/data use them); otherwise the addresses do.
+  if m.quic_stream_id and m.quic_stream_id:band(2):tonumber() ~= 0 then
+    mi.direction = (m.quic_stream_id:band(1):tonumber() ~= 0) and DIR_P2A or DIR_A2P
+  else
+    mi.direction = get_direction(pinfo, fl)
+  end
 
   if mtype == NPMP_DATA and lim >= 32 then
     local seq = tvb(24, 8):uint64()
@@ -667,8 +694,19 @@ local function append_info(m, flags, tname)
   m.pinfo.cols.info:append((m.ordinal > 1 and ", " or "") .. info)
 end
 
--- Dissects one message at offset 0 of tvb; returns the bytes it occupies.
-local function dissect_message(tvb, pinfo, tree)
+-- Generated fields of a message carried in a QUIC stream: the Stream ID, its
+-- stream number (the flow's number in its connection) and its type.
+local function add_quic_info(m)
+  local g = m.tvb(0, 0)
+  m.tree:add(hf.quic_stream_id, g, m.quic_stream_id):set_generated()
+  m.tree:add(hf.quic_stream_number, g, m.quic_stream_id:rshift(2)):set_generated()
+  m.tree:add(hf.quic_stream_type, g, m.quic_stream_id:band(3):tonumber()):set_generated()
+end
+
+-- Dissects one message at offset 0 of tvb (quic_stream_id: the UInt64 Stream ID
+-- of its QUIC stream, nil if it came otherwise or the ID is unknown); returns
+-- the bytes it occupies.
+local function dissect_message(tvb, pinfo, tree, quic_stream_id)
   local avail = tvb:reported_len()
   local mtype = tvb(0, 1):uint()
   local flags = (avail >= 2) and tvb(1, 1):uint() or 0
@@ -688,7 +726,7 @@ local function dissect_message(tvb, pinfo, tree)
   end
 
   local m = { tvb = tvb, pinfo = pinfo, mtype = mtype, ordinal = ordinal,
-              has_flow = false, meas = UInt64(0), flow = 0, stream = 0 }
+              has_flow = false, meas = UInt64(0), flow = 0, stream = 0, quic_stream_id = quic_stream_id }
   local consumed
   if length < HDR_LEN then
     m.lim = HDR_LEN
@@ -712,6 +750,7 @@ local function dissect_message(tvb, pinfo, tree)
   if dissect_type then dissect_type(m) end
 
   if m.has_flow then add_flow_info(m) end
+  if m.quic_stream_id then add_quic_info(m) end
   append_info(m, flags, tname)
 
   -- Statistics record
@@ -770,7 +809,141 @@ local function tcp_framing(tvb, pinfo, tree)
   dissect_tcp_pdus(tvb, tree, HDR_LEN, get_pdu_len, dissect_pdu, npmp.prefs.desegment)
 end
 
+-- NPMP-DATA in a QUIC stream of a connection whose ALPN is netperfmeter/data.
+-- Wireshark's QUIC dissector (4.0: packet-quic.c) decrypts the 1-RTT packets with
+-- the TLS key log, looks up the "quic.proto" table by the ALPN once, and calls
+-- this dissector with each STREAM frame's data.  The quic_stream_info it passes
+-- along does not reach Lua: the Stream ID, the offset and the connection come
+-- from the fields of the STREAM frame being dissected (the last quic.stream.stream_id
+-- of the packet so far, its quic.stream.off flag and offset, quic.connection.number).
+-- Fields need the protocol tree (tshark 4.0 builds one for field extractors in
+-- every mode tried).  Without one the QUIC dissector is still recognised by the
+-- reassembly it offers its sub-dissectors (can_desegment; UDP offers none), and
+-- each STREAM frame is decoded on its own, without the QUIC fields.
+-- A stream is a byte stream framed as on TCP.  Messages cut at the end of a frame
+-- are reassembled here, not with the QUIC dissector's desegmentation: in Debian
+-- 12's 4.0.17-0+deb12u3 that adds a stream's first piece under another
+-- reassembly ID than the later ones (a partial backport of upstream 562c3c07,
+-- CVE-2026-0960.patch), so nothing it reassembles ever completes.
+local quic_fields = {}
+for name, abbrev in pairs({ stream_id = "quic.stream.stream_id", off = "quic.stream.off",
+                            offset = "quic.stream.offset", conn = "quic.connection.number" }) do
+  local found, f = pcall(Field.new, abbrev)
+  if found then quic_fields[name] = f end
+end
+
+-- The STREAM frame being dissected: { id = UInt64 Stream ID, offset = its stream
+-- offset, conn = its connection } if called by the QUIC dissector, false if so
+-- but without a tree, nil otherwise.
+local function quic_stream(pinfo)
+  if pinfo.port_type ~= 3 or not quic_fields.stream_id then return nil end  -- PT_UDP
+  local ids = { quic_fields.stream_id() }
+  local n = #ids
+  if n == 0 then
+    if pinfo.can_desegment > 0 then return false end
+    return nil
+  end
+  -- One Off(set) flag per STREAM frame, an Offset only where the flag is set.
+  local flags, offset = { quic_fields.off() }, 0
+  if flags[n] and flags[n].value then
+    local k = 0
+    for i = 1, n do
+      if flags[i].value then k = k + 1 end
+    end
+    local offsets = { quic_fields.offset() }
+    offset = offsets[k].value:tonumber()
+  end
+  local conns = { quic_fields.conn() }
+  return { id = ids[n].value, offset = offset, conn = tostring(#conns > 0 and conns[#conns].value or "") }
+end
+
+local function quic_msg_len(s, i)  -- the message whose header starts at s[i]
+  local len = s:byte(i + 2) * 256 + s:byte(i + 3)
+  if len < HDR_LEN then return HDR_LEN end
+  return len
+end
+
+-- First pass: where the messages of this frame's data (a string) lie, at stream
+-- offset `offset`; st: the stream's next new byte, and the start of a message cut at
+-- the end of the last frame.  Offsets in the result count from 0, as in the Tvb.
+local function quic_first_pass(st, data, offset)
+  local total = #data
+  local fr = { start = 0, stop = 0 }
+  if st.lost or offset + total <= st.next then
+    return fr  -- after a gap, or a retransmission of what was seen
+  end
+  if offset > st.next then
+    st.lost = true  -- a gap: the capture lacks part of the stream
+    return fr
+  end
+  local pos = st.next - offset  -- skip what a retransmission repeats
+  st.next = offset + total
+  if #st.pending > 0 then
+    if #st.pending < HDR_LEN then
+      local take = math.min(HDR_LEN - #st.pending, total - pos)
+      st.pending = st.pending .. data:sub(pos + 1, pos + take)
+      pos = pos + take
+    end
+    if #st.pending >= HDR_LEN then
+      local take = math.min(quic_msg_len(st.pending, 1) - #st.pending, total - pos)
+      st.pending = st.pending .. data:sub(pos + 1, pos + take)
+      pos = pos + take
+      if #st.pending == quic_msg_len(st.pending, 1) then
+        fr.head = st.pending
+        st.pending = ""
+      end
+    end
+    if #st.pending > 0 then return fr end  -- the message goes on in the next frame
+  end
+  fr.start = pos
+  while total - pos >= HDR_LEN and total - pos >= quic_msg_len(data, pos + 1) do
+    pos = pos + quic_msg_len(data, pos + 1)
+  end
+  fr.stop = pos
+  if pos < total then st.pending = data:sub(pos + 1) end
+  return fr
+end
+
+local function dissect_quic(tvb, pinfo, tree, q)
+  local total = tvb:reported_len()
+  -- The QUIC dissector calls once per STREAM frame, in the same order on every pass.
+  local call = (tonumber(pinfo.private.npmp_quic_call) or 0) + 1
+  pinfo.private.npmp_quic_call = tostring(call)
+  local stream_id = q and q.id or nil
+  local fr
+  if not q or not npmp.prefs.desegment or total == 0 then
+    fr = { start = 0, stop = total }  -- every frame on its own
+  elseif not pinfo.visited then
+    local key = q.conn .. ":" .. tostring(q.id)
+    local st = quic_streams[key]
+    if not st then
+      st = { next = 0, pending = "", lost = false }
+      quic_streams[key] = st
+    end
+    fr = quic_first_pass(st, tvb:raw(0, total), q.offset)
+    quic_frames[pinfo.number .. ":" .. call] = fr
+  else
+    fr = quic_frames[pinfo.number .. ":" .. call]
+    if not fr then return 0 end
+  end
+  if fr.head then
+    local whole = ByteArray.new(fr.head, true):tvb("Reassembled NPMP")
+    set_columns(pinfo)
+    dissect_message(whole, pinfo, tree, stream_id)
+  end
+  local pos = fr.start
+  while pos < fr.stop do
+    local remaining = fr.stop - pos
+    local len = (remaining >= HDR_LEN) and get_pdu_len(tvb, pinfo, pos) or remaining
+    set_columns(pinfo)
+    pos = pos + dissect_message(tvb(pos, math.min(len, remaining)):tvb(), pinfo, tree, stream_id)
+  end
+  return total
+end
+
 function npmp.dissector(tvb, pinfo, tree)
+  local q = quic_stream(pinfo)
+  if q ~= nil then return dissect_quic(tvb, pinfo, tree, q or nil) end
   local pt = pinfo.port_type
   if pt == 2 then  -- PT_TCP
     if not confirmed[conv_key(pinfo)] then
@@ -807,6 +980,10 @@ local sctp_ppi = DissectorTable.get("sctp.ppi")
 for _, ppi in ipairs({ 36, 37, 0x29097605, 0x29097606 }) do sctp_ppi:add(ppi, npmp) end
 DissectorTable.get("tcp.port"):add_for_decode_as(npmp)
 DissectorTable.get("udp.port"):add_for_decode_as(npmp)
+do
+  local found, quic_proto = pcall(DissectorTable.get, "quic.proto")
+  if found and quic_proto then quic_proto:add(QUIC_ALPN, npmp) end
+end
 npmp:register_heuristic("tcp", heuristic)
 npmp:register_heuristic("udp", heuristic)
 npmp:register_heuristic("dccp", heuristic)

@@ -35,6 +35,9 @@
 #include <epan/tap.h>
 #include <epan/stat_tap_ui.h>
 #include <epan/dissectors/packet-tcp.h>
+/* quic_stream_info, what the QUIC dissector hands its "quic.proto" sub-dissectors
+ * (this header includes <gcrypt.h>: libgcrypt20-dev) */
+#include <epan/dissectors/packet-quic.h>
 
 #ifndef NPMP_PLUGIN_VERSION
 #define NPMP_PLUGIN_VERSION "2.1.0"
@@ -85,6 +88,11 @@ uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
 #define PPID_NPMP_DATA_LEGACY    0x29097606
 
 #define NPMP_DEFAULT_PORTS "8999-9001"
+
+/* QUIC flows: the ALPN of netperfmeter's QUIC connections (UDP BASE-1); flow n of a
+ * connection is the client's unidirectional stream (n << 2) | 2 (active to passive)
+ * and the server's (n << 2) | 3 (passive to active). */
+#define NPMP_QUIC_ALPN "netperfmeter/data"
 
 /* Plausible DATA time stamps: 2000-01-01 .. 2100-01-01 in microseconds. */
 #define NPMP_TS_MIN UINT64_C(946684800000000)
@@ -172,12 +180,22 @@ static const value_string npmp_direction_vals[] = {
   { 0, NULL }
 };
 
+/* The two low bits of a QUIC Stream ID (RFC 9000, 2.1). */
+static const value_string npmp_quic_stream_type_vals[] = {
+  { 0, "Client-initiated, bidirectional" },
+  { 1, "Server-initiated, bidirectional" },
+  { 2, "Client-initiated, unidirectional (active to passive)" },
+  { 3, "Server-initiated, unidirectional (passive to active)" },
+  { 0, NULL }
+};
+
 static const true_false_string tfs_retrans_time = { "Time (ms)", "Trials" };
 
 /* ---- Registration handles ------------------------------------------- */
 static int proto_npmp = -1;
 static int npmp_tap = -1;
 static dissector_handle_t npmp_handle;
+static dissector_handle_t npmp_quic_handle;
 
 static int hf_type = -1, hf_flags = -1, hf_length = -1;
 static int hf_addflow_flags_debug = -1, hf_addflow_flags_nodelay = -1, hf_addflow_flags_repeatonoff = -1;
@@ -208,6 +226,7 @@ static int hf_timestamp_abs = -1, hf_payload = -1, hf_results_data = -1, hf_auth
 static int hf_flow_description = -1, hf_flow_protocol = -1, hf_flow_addflow_in = -1;
 static int hf_flow_identify_in = -1, hf_direction = -1;
 static int hf_seq_expected = -1, hf_seq_lost = -1, hf_seq_reordered = -1;
+static int hf_quic_stream_id = -1, hf_quic_stream_number = -1, hf_quic_stream_type = -1;
 
 static int ett_npmp = -1, ett_flags = -1, ett_retrans = -1, ett_onoff = -1, ett_ndiffports = -1;
 static int ett_sctp_mechanisms = -1;
@@ -262,6 +281,7 @@ typedef struct {
 static wmem_map_t *flow_table = NULL;   /* char* -> npmp_flow_t* */
 static wmem_map_t *seq_table = NULL;    /* char* -> npmp_seq_t* */
 static wmem_map_t *confirmed_convs = NULL; /* conversation_t* -> marker */
+static wmem_map_t *quic_streams = NULL;    /* "connection:Stream ID" -> npmp_quic_stream_t* */
 
 /* Tap record, one per message */
 typedef struct {
@@ -281,6 +301,7 @@ npmp_init(void)
   flow_table = wmem_map_new(wmem_file_scope(), g_str_hash, g_str_equal);
   seq_table = wmem_map_new(wmem_file_scope(), g_str_hash, g_str_equal);
   confirmed_convs = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+  quic_streams = wmem_map_new(wmem_file_scope(), g_str_hash, g_str_equal);
 }
 
 static char *
@@ -356,6 +377,9 @@ typedef struct {
   uint8_t      type;
   unsigned     lim;       /* bytes of the message that are present */
   unsigned     ordinal;   /* the message's number inside its packet */
+  /* Carried in a QUIC stream: its Stream ID */
+  bool         on_quic;
+  uint64_t     quic_stream_id;
   /* Flow identity (flow messages) or measurement (START, STOP) */
   bool         has_flow;
   uint64_t     meas;
@@ -421,7 +445,12 @@ analyse(const npmp_msg_t *m)
     mi->addflow_frame = fl->addflow_frame;
     mi->identify_frame = fl->identify_frame;
   }
-  mi->direction = get_direction(pinfo, fl);
+  /* In a unidirectional QUIC stream the Stream ID says who sends (as the
+   * flows of netperfmeter/data use them); otherwise the addresses do. */
+  if (m->on_quic && (m->quic_stream_id & 0x2))
+    mi->direction = (m->quic_stream_id & 0x1) ? DIR_P2A : DIR_A2P;
+  else
+    mi->direction = get_direction(pinfo, fl);
 
   if (m->type == NPMP_DATA && m->lim >= 32) {
     uint64_t seq = tvb_get_ntoh64(tvb, 24);
@@ -817,10 +846,25 @@ append_info(const npmp_msg_t *m, uint8_t flags, const char *tname)
   col_append_sep_str(m->pinfo->cinfo, COL_INFO, ", ", wmem_strbuf_get_str(sb));
 }
 
-/* Dissects one message that starts at offset 0 of tvb.  Returns the number
- * of bytes it occupies (the Length field, clamped to what is present). */
+/* Generated fields of a message carried in a QUIC stream: the Stream ID, its
+ * stream number (the flow's number in its connection) and its type. */
+static void
+add_quic_info(const npmp_msg_t *m)
+{
+  proto_item *it;
+  it = proto_tree_add_uint64(m->tree, hf_quic_stream_id, m->tvb, 0, 0, m->quic_stream_id);
+  proto_item_set_generated(it);
+  it = proto_tree_add_uint64(m->tree, hf_quic_stream_number, m->tvb, 0, 0, m->quic_stream_id >> 2);
+  proto_item_set_generated(it);
+  it = proto_tree_add_uint(m->tree, hf_quic_stream_type, m->tvb, 0, 0, (uint32_t)(m->quic_stream_id & 0x3));
+  proto_item_set_generated(it);
+}
+
+/* Dissects one message that starts at offset 0 of tvb (quic_stream_id: its QUIC
+ * stream, NULL if it came otherwise).  Returns the number of bytes it occupies
+ * (the Length field, clamped to what is present). */
 static unsigned
-dissect_npmp_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+dissect_npmp_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const uint64_t *quic_stream_id)
 {
   unsigned avail = tvb_reported_length(tvb);
   uint8_t type = tvb_get_guint8(tvb, 0);
@@ -829,7 +873,8 @@ dissect_npmp_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
   unsigned consumed;
   proto_item *it;
   const char *tname = val_to_str_const(type, npmp_type_vals, "Unknown");
-  npmp_msg_t m = { .tvb = tvb, .pinfo = pinfo, .type = type };
+  npmp_msg_t m = { .tvb = tvb, .pinfo = pinfo, .type = type,
+                   .on_quic = quic_stream_id != NULL, .quic_stream_id = quic_stream_id ? *quic_stream_id : 0 };
 
   /* Per-packet message ordinal, the key of the stored analysis result. */
   m.ordinal = (unsigned)(uintptr_t)p_get_proto_data(pinfo->pool, pinfo, proto_npmp, 0) + 1;
@@ -885,6 +930,8 @@ dissect_npmp_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 
   if (m.has_flow)
     add_flow_info(&m);
+  if (m.on_quic)
+    add_quic_info(&m);
   append_info(&m, flags, tname);
 
   /* Tap */
@@ -941,7 +988,7 @@ static int
 dissect_npmp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
   set_columns(pinfo);
-  return (int)dissect_npmp_message(tvb, pinfo, tree);
+  return (int)dissect_npmp_message(tvb, pinfo, tree, NULL);
 }
 
 /* Datagram transports (SCTP, UDP, DCCP): messages back to back. */
@@ -955,7 +1002,7 @@ dissect_datagram(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     uint16_t len = (remaining >= 4) ? tvb_get_ntohs(tvb, offset + 2) : 0;
     unsigned sublen = (len >= NPMP_HDR_LEN && len <= remaining) ? len : remaining;
     tvbuff_t *sub = tvb_new_subset_length(tvb, offset, sublen);
-    unsigned used = dissect_npmp_message(sub, pinfo, tree);
+    unsigned used = dissect_npmp_message(sub, pinfo, tree, NULL);
     if (used == 0)
       break;
     offset += used;
@@ -984,6 +1031,141 @@ dissect_npmp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     confirm_conv(pinfo);
   }
   return dissect_datagram(tvb, pinfo, tree);
+}
+
+/* NPMP-DATA in a QUIC stream of a connection whose ALPN is netperfmeter/data.
+ * Wireshark's QUIC dissector (4.0: packet-quic.c) decrypts the 1-RTT packets with
+ * the TLS key log, looks up the "quic.proto" table by the ALPN once, and calls us
+ * with each STREAM frame's data and a quic_stream_info (Stream ID, offset).  A
+ * stream is a byte stream framed as on TCP.  Messages cut at the end of a frame
+ * are reassembled here, not with the QUIC dissector's desegmentation: in Debian
+ * 12's 4.0.17-0+deb12u3 that adds a stream's first piece under another
+ * reassembly ID than the later ones (a partial backport of upstream 562c3c07,
+ * CVE-2026-0960.patch), so nothing it reassembles ever completes. */
+
+/* A QUIC stream as seen on the first pass: the next new byte, and the start of a
+ * message cut at the end of the last frame. */
+typedef struct {
+  uint64_t next;
+  uint8_t *pending;       /* file scope, NPMP_QUIC_MAX_MSG bytes */
+  unsigned pending_len;
+  bool     lost;          /* a gap in the stream: message boundaries unknown from here on */
+} npmp_quic_stream_t;
+
+/* What one STREAM frame holds, found on the first pass. */
+typedef struct {
+  uint8_t *head;          /* a message that began in earlier frames and ends here, or NULL */
+  unsigned head_len;
+  unsigned start, end;    /* the frame's data [start, end) is whole messages */
+} npmp_quic_frame_t;
+
+#define NPMP_QUIC_MAX_MSG 65535u
+#define NPMP_QUIC_FRAME_KEY 0x40000000u  /* proto data keys of the frame records */
+
+/* The length of the message whose header starts at p (the Length field, at least the header). */
+static unsigned
+quic_msg_len(const uint8_t *p)
+{
+  unsigned len = ((unsigned)p[2] << 8) | p[3];
+  return (len < NPMP_HDR_LEN) ? NPMP_HDR_LEN : len;
+}
+
+/* Appends up to want bytes of data[*pos, total) to the stream's pending message. */
+static void
+quic_append(npmp_quic_stream_t *st, const uint8_t *data, unsigned *pos, unsigned total, unsigned want)
+{
+  unsigned take = MIN(want, total - *pos);
+  memcpy(st->pending + st->pending_len, data + *pos, take);
+  st->pending_len += take;
+  *pos += take;
+}
+
+/* First pass: where the messages of this frame's data lie (data: the frame's bytes at
+ * stream offset `offset`). */
+static npmp_quic_frame_t *
+quic_first_pass(npmp_quic_stream_t *st, const uint8_t *data, unsigned total, uint64_t offset)
+{
+  npmp_quic_frame_t *fr = wmem_new0(wmem_file_scope(), npmp_quic_frame_t);
+  unsigned pos = 0;
+  if (st->lost || offset + total <= st->next)
+    return fr;                    /* after a gap, or a retransmission of what was seen */
+  if (offset > st->next) {
+    st->lost = true;              /* a gap: the capture lacks part of the stream */
+    return fr;
+  }
+  pos = (unsigned)(st->next - offset);  /* skip what a retransmission repeats */
+  st->next = offset + total;
+  if (st->pending_len) {
+    if (st->pending_len < NPMP_HDR_LEN)
+      quic_append(st, data, &pos, total, NPMP_HDR_LEN - st->pending_len);
+    if (st->pending_len >= NPMP_HDR_LEN) {
+      unsigned len = quic_msg_len(st->pending);
+      quic_append(st, data, &pos, total, len - st->pending_len);
+      if (st->pending_len == len) {
+        fr->head = (uint8_t *)wmem_memdup(wmem_file_scope(), st->pending, len);
+        fr->head_len = len;
+        st->pending_len = 0;
+      }
+    }
+    if (st->pending_len)
+      return fr;                  /* the message goes on in the next frame */
+  }
+  fr->start = pos;
+  while (total - pos >= NPMP_HDR_LEN && total - pos >= quic_msg_len(data + pos))
+    pos += quic_msg_len(data + pos);
+  fr->end = pos;
+  if (pos < total) {
+    if (!st->pending)
+      st->pending = (uint8_t *)wmem_alloc(wmem_file_scope(), NPMP_QUIC_MAX_MSG);
+    quic_append(st, data, &pos, total, total - pos);
+  }
+  return fr;
+}
+
+static int
+dissect_npmp_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+  const quic_stream_info *si = (const quic_stream_info *)data;
+  const uint64_t *stream_id = si ? &si->stream_id : NULL;
+  unsigned total = tvb_reported_length(tvb);
+  npmp_quic_frame_t *fr;
+
+  /* The QUIC dissector calls once per STREAM frame, in the same order on every pass. */
+  unsigned call = (unsigned)(uintptr_t)p_get_proto_data(pinfo->pool, pinfo, proto_npmp, NPMP_QUIC_FRAME_KEY) + 1;
+  p_add_proto_data(pinfo->pool, pinfo, proto_npmp, NPMP_QUIC_FRAME_KEY, (void *)(uintptr_t)call);
+
+  if (!si || !pref_desegment || total == 0) {
+    fr = wmem_new0(pinfo->pool, npmp_quic_frame_t);  /* every frame on its own */
+    fr->end = total;
+  } else if (!pinfo->fd->visited) {
+    char *key = wmem_strdup_printf(pinfo->pool, "%p:%" PRIu64, (void *)si->quic_info, si->stream_id);
+    npmp_quic_stream_t *st = (npmp_quic_stream_t *)wmem_map_lookup(quic_streams, key);
+    if (!st) {
+      st = wmem_new0(wmem_file_scope(), npmp_quic_stream_t);
+      wmem_map_insert(quic_streams, wmem_strdup(wmem_file_scope(), key), st);
+    }
+    fr = quic_first_pass(st, tvb_get_ptr(tvb, 0, (int)total), total, si->stream_offset);
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_npmp, NPMP_QUIC_FRAME_KEY + call, fr);
+  } else {
+    fr = (npmp_quic_frame_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_npmp, NPMP_QUIC_FRAME_KEY + call);
+    if (!fr)
+      return 0;
+  }
+
+  if (fr->head) {
+    tvbuff_t *whole = tvb_new_child_real_data(tvb, fr->head, fr->head_len, fr->head_len);
+    add_new_data_source(pinfo, whole, "Reassembled NPMP");
+    set_columns(pinfo);
+    dissect_npmp_message(whole, pinfo, tree, stream_id);
+  }
+  for (unsigned pos = fr->start; pos < fr->end;) {
+    unsigned remaining = fr->end - pos;
+    unsigned len = (remaining >= NPMP_HDR_LEN) ? get_npmp_pdu_len(pinfo, tvb, (int)pos, NULL) : remaining;
+    tvbuff_t *sub = tvb_new_subset_length(tvb, (int)pos, (int)MIN(len, remaining));
+    set_columns(pinfo);
+    pos += dissect_npmp_message(sub, pinfo, tree, stream_id);
+  }
+  return (int)total;
 }
 
 static gboolean
@@ -1263,6 +1445,13 @@ proto_register_npmp(void)
     { &hf_seq_expected, { "Expected Sequence Number", "npmp.seq.expected", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
     { &hf_seq_lost, { "Missing Messages", "npmp.seq.lost", FT_UINT64, BASE_DEC, NULL, 0x0, "Messages missing before this one", HFILL } },
     { &hf_seq_reordered, { "Out of Order", "npmp.seq.reordered", FT_BOOLEAN, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    { &hf_quic_stream_id, { "QUIC Stream ID", "npmp.quic.stream_id", FT_UINT64, BASE_DEC, NULL, 0x0,
+        "The QUIC stream that carries the message", HFILL } },
+    { &hf_quic_stream_number, { "QUIC Stream Number", "npmp.quic.stream_number", FT_UINT64, BASE_DEC, NULL, 0x0,
+        "Stream ID >> 2: the flow's number in its QUIC connection (netperfmeter's FLOWSPEC of the -quic option)",
+        HFILL } },
+    { &hf_quic_stream_type, { "QUIC Stream Type", "npmp.quic.stream_type", FT_UINT8, BASE_DEC,
+        VALS(npmp_quic_stream_type_vals), 0x0, "The two low bits of the Stream ID: initiator and direction", HFILL } },
   };
 
   static int *ett[] = { &ett_npmp, &ett_flags, &ett_retrans, &ett_onoff, &ett_onoff_flags, &ett_ndiffports,
@@ -1285,6 +1474,7 @@ proto_register_npmp(void)
   expert_register_field_array(em, ei, array_length(ei));
 
   npmp_handle = register_dissector("npmp", dissect_npmp, proto_npmp);
+  npmp_quic_handle = create_dissector_handle(dissect_npmp_quic, proto_npmp);
   npmp_tap = register_tap("npmp");
   register_init_routine(npmp_init);
 
@@ -1300,8 +1490,9 @@ proto_register_npmp(void)
   prefs_register_range_preference(mod, "dccp_ports", "DCCP ports",
                                   "DCCP ports decoded as NPMP", &pref_dccp_ports, 65535);
   prefs_register_bool_preference(mod, "desegment", "Reassemble NPMP messages spanning multiple TCP segments",
-                                 "Whether NPMP messages split across TCP segments are reassembled "
-                                 "(needs the TCP preference \"Allow subdissectors to reassemble TCP streams\")",
+                                 "Whether NPMP messages split across TCP segments or QUIC STREAM frames are "
+                                 "reassembled (TCP also needs its preference \"Allow subdissectors to reassemble "
+                                 "TCP streams\"; QUIC reassembles its streams always)",
                                  &pref_desegment);
 
   register_stat_tap_ui(&npmp_stat_ui, NULL);
@@ -1329,6 +1520,7 @@ proto_reg_handoff_npmp(void)
     dissector_add_uint("sctp.ppi", PPID_NPMP_DATA_LEGACY, npmp_handle);
     dissector_add_for_decode_as("tcp.port", npmp_handle);
     dissector_add_for_decode_as("udp.port", npmp_handle);
+    dissector_add_string("quic.proto", NPMP_QUIC_ALPN, npmp_quic_handle);
     heur_dissector_add("tcp", dissect_npmp_heur, "NetPerfMeter (NPMP) over TCP", "npmp_tcp", proto_npmp, HEURISTIC_ENABLE);
     heur_dissector_add("udp", dissect_npmp_heur, "NetPerfMeter (NPMP) over UDP", "npmp_udp", proto_npmp, HEURISTIC_ENABLE);
     heur_dissector_add("dccp", dissect_npmp_heur, "NetPerfMeter (NPMP) over DCCP", "npmp_dccp", proto_npmp, HEURISTIC_ENABLE);

@@ -44,17 +44,43 @@ def select_flows(names):
     return [f for f in FLOWS if f[0][1:] in want]
 
 
-def ports_free(base):
-    for port, kind in ((base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM),
-                       (base + 1, socket.SOCK_STREAM), (base, socket.SOCK_DGRAM)):
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
+def bind_free(port, kind=socket.SOCK_STREAM):
+    s = socket.socket(socket.AF_INET, kind)
+    try:
+        s.bind(("0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def ports_free(base, extra=()):
+    """Whether TCP BASE-1..BASE+1, UDP BASE and the (port, socket kind) pairs of extra are free."""
+    wanted = [(base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM), (base + 1, socket.SOCK_STREAM),
+              (base, socket.SOCK_DGRAM), *extra]
+    return all(bind_free(port, kind) for port, kind in wanted)
+
+
+def pick_base(first, skip, extra=lambda base: ()):
+    """A base port in 18001-18998, from first on in steps of 3, whose ports are free
+    (ports_free with extra(base)); skips the test if there is none."""
+    base = first
+    for _ in range(40):
+        if 18001 <= base <= 18998 and ports_free(base, extra(base)):
+            return base
+        base += 3
+        if base > 18998:
+            base = 18001
+    skip("no free port triple in 18000-18999")
+
+
+def pick_udp_port(first, skip, what):
+    """The first free UDP port of first..first+19; skips the test if there is none."""
+    for port in range(first, first + 20):
+        if bind_free(port, socket.SOCK_DGRAM):
+            return port
+    skip("no free UDP port in %d-%d for %s" % (first, first + 19, what))
 
 
 def listening(port):
@@ -82,25 +108,17 @@ def stop_process(proc, sig=signal.SIGINT, timeout=10):
         proc.wait()
 
 
-def capture_run(args, work, skip):
-    """Returns (pcap path, base port, active output text, active command)."""
-    base = args.port
-    for _ in range(40):
-        if 18001 <= base <= 18998 and ports_free(base):
-            break
-        base += 3
-        if base > 18998:
-            base = 18001
-    else:
-        skip("no free port triple in 18000-18999")
+def run_captured(work, bpf, passive_cmd, ready, active_cmd, skip, keep=None, env=None, settle=0.0):
+    """Captures lo (tshark -f bpf) into work/run.pcapng while a passive netperfmeter
+    (passive_cmd) runs and, once ready() says its listeners are up (and settle seconds
+    more), the active (active_cmd, environment env).  Returns (pcap, active output);
+    raises RuntimeError when the capture, the passive or the active fails."""
     pcap = os.path.join(work, "run.pcapng")
-    outdir = os.path.join(work, "results")
-    os.makedirs(outdir)
     cap_err = open(os.path.join(work, "capture.err"), "w+")
-    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f",
-                            "tcp portrange %d-%d or udp port %d" % (base - 1, base + 1, base),
-                            "-w", pcap], stdout=subprocess.DEVNULL, stderr=cap_err)
+    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f", bpf, "-w", pcap],
+                           stdout=subprocess.DEVNULL, stderr=cap_err)
     passive = None
+    plog_name = os.path.join(work, "passive.log")
     try:
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -114,28 +132,22 @@ def capture_run(args, work, skip):
         else:
             raise RuntimeError("tshark capture did not start")
         time.sleep(0.5)
-        plog = open(os.path.join(work, "passive.log"), "w")
-        passive = subprocess.Popen([args.netperfmeter, str(base), "-nodisplay", "-loglevel=1"],
-                                   stdout=plog, stderr=subprocess.STDOUT, cwd=work)
+        with open(plog_name, "w") as plog:
+            passive = subprocess.Popen(passive_cmd, stdout=plog, stderr=subprocess.STDOUT, cwd=work)
         deadline = time.time() + 15
-        while time.time() < deadline and not (listening(base + 1) and listening(base)):
+        while time.time() < deadline and not ready():
             if passive.poll() is not None:
                 raise RuntimeError("passive netperfmeter exited with %d:\n%s"
-                                   % (passive.returncode, open(os.path.join(work, "passive.log")).read()))
+                                   % (passive.returncode, open(plog_name).read()))
             time.sleep(0.1)
-        active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp",
-                      "-runtime=%d" % RUNTIME, "-nodisplay", "-seed=%d" % SEED]
-        for opt, spec, *_ in args.flow_list:
-            active_cmd += [opt, spec]
-        active_cmd += ["-scalar=" + os.path.join(outdir, "run.sca"),
-                       "-vector=" + os.path.join(outdir, "run.vec"), "-loglevel=1"]
+        time.sleep(settle)
         print("active:", " ".join(active_cmd))
-        act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
+        act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work,
+                             env=dict(os.environ, **(env or {})))
         out = act.stdout + act.stderr
         if act.returncode != 0:
             raise RuntimeError("active netperfmeter exited with %d:\n%s\n--- passive log ---\n%s"
-                               % (act.returncode, out[-4000:],
-                                  open(os.path.join(work, "passive.log")).read()[-4000:]))
+                               % (act.returncode, out[-4000:], open(plog_name).read()[-4000:]))
         time.sleep(1.0)
     finally:
         stop_process(passive)
@@ -144,8 +156,25 @@ def capture_run(args, work, skip):
         cap_err.close()
         if os.path.exists(pcap):
             os.chmod(pcap, 0o644)
-            if args.keep:
-                shutil.copy(pcap, args.keep)
+            if keep:
+                shutil.copy(pcap, keep)
+    return pcap, out
+
+
+def capture_run(args, work, skip):
+    """Returns (pcap path, base port, active output text, active command)."""
+    base = pick_base(args.port, skip)
+    outdir = os.path.join(work, "results")
+    os.makedirs(outdir)
+    active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp",
+                  "-runtime=%d" % RUNTIME, "-nodisplay", "-seed=%d" % SEED]
+    for opt, spec, *_ in args.flow_list:
+        active_cmd += [opt, spec]
+    active_cmd += ["-scalar=" + os.path.join(outdir, "run.sca"),
+                   "-vector=" + os.path.join(outdir, "run.vec"), "-loglevel=1"]
+    pcap, out = run_captured(work, "tcp portrange %d-%d or udp port %d" % (base - 1, base + 1, base),
+                             [args.netperfmeter, str(base), "-nodisplay", "-loglevel=1"],
+                             lambda: listening(base + 1) and listening(base), active_cmd, skip, keep=args.keep)
     return pcap, base, out, active_cmd
 
 
@@ -329,6 +358,31 @@ def decode_with_each(args, work, Tshark, Checker, prefix, analyse_one):
     return impls, results, ok
 
 
+def conclude(ok, results, Checker, name, out, pcap, keep, extra=()):
+    """C == Lua (when both ran); on a failure the active's output, and the capture (with the
+    files of extra, as <capture>.<suffix> for each (path, suffix)) kept in /tmp unless --keep
+    has kept it.  Returns whether everything passed."""
+    if len(results) == 2:
+        c = Checker(name + "-parity")
+        lua, cc = results["lua"], results["c"]
+        if isinstance(lua, list) and isinstance(cc, list):  # only the first difference, not thousands of messages
+            diff = next(((i, x, y) for i, (x, y) in enumerate(zip(lua, cc)) if x != y), None)
+            what = "first difference (index, Lua, C): %r; %d and %d items" % (diff, len(lua), len(cc))
+        else:
+            what = "Lua %r, C %r" % (lua, cc)
+        c.check(lua == cc, "C and Lua decode the real capture identically: " + what)
+        ok = c.finish() and ok
+    if not ok:
+        print("--- active output (tail) ---\n" + out[-3000:])
+        if not keep:
+            kept = os.path.join("/tmp", "npmp-%s-failed.pcapng" % name)
+            shutil.copy(pcap, kept)
+            for path, suffix in extra:
+                shutil.copy(path, kept + "." + suffix)
+            print("capture kept as " + kept)
+    return ok
+
+
 def main(args, Tshark, Checker, make_world_dir, skip):
     if os.geteuid() != 0:
         skip("capturing on lo needs root")
@@ -361,16 +415,7 @@ def main(args, Tshark, Checker, make_world_dir, skip):
             T.compare_builtin(c, tc.messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter"),
                               "real", True, len(args.flow_list))
             ok = c.finish() and ok
-        if len(results) == 2:
-            c = Checker("realcapture-parity")
-            c.eq(results["lua"], results["c"], "C and Lua decode the real capture identically")
-            ok = c.finish() and ok
-        if not ok:
-            print("--- active output (tail) ---\n" + out[-3000:])
-            if not args.keep:
-                keep = os.path.join("/tmp", "npmp-realcapture-failed.pcapng")
-                shutil.copy(pcap, keep)
-                print("capture kept as " + keep)
+        ok = conclude(ok, results, Checker, "realcapture", out, pcap, args.keep)
         return 0 if ok else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

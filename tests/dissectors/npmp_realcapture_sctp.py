@@ -27,13 +27,13 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 
-from npmp_realcapture import decode_with_each, listening, parse_flow_stats, stop_process
+from npmp_realcapture import (conclude, decode_with_each, listening, parse_flow_stats, pick_base, pick_udp_port,
+                              run_captured)
 
 # (option, spec, protocol number, SCTP stream, outbound size, inbound size or None)
 # The association's CMT-SCTP tuning travels in ADD_FLOW flag bits 3-7 and the NDiffPorts field.
@@ -64,31 +64,6 @@ class Setup:
     def __init__(self, name, flows, knobs, decode):
         self.name, self.flows, self.knobs, self.decode = name, flows, knobs, decode
 PI_ERROR = "8388608"
-
-
-def udp_free(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(("0.0.0.0", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def ports_free(base, udp_port):
-    for port, kind in ((base - 1, socket.SOCK_STREAM), (base, socket.SOCK_STREAM),
-                       (base + 1, socket.SOCK_STREAM), (base, socket.SOCK_DGRAM),
-                       (udp_port, socket.SOCK_DGRAM)):
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
 
 
 def udp_bound(port):
@@ -124,70 +99,18 @@ def build_active_cmd(netperfmeter, base, outdir, stack_args, flows):
 
 def capture_run(args, work, skip):
     """Returns (pcap path, base port, active output text)."""
-    free = [p for p in range(args.sctp_udp_port, args.sctp_udp_port + 20) if udp_free(p)]
-    if not free:
-        skip("no free UDP port in %d-%d for userland SCTP" % (args.sctp_udp_port, args.sctp_udp_port + 19))
-    args.sctp_udp_port = free[0]
-    base = args.port
-    for _ in range(40):
-        if 18001 <= base <= 18998 and ports_free(base, args.sctp_udp_port):
-            break
-        base += 3
-        if base > 18998:
-            base = 18001
-    else:
-        skip("no free port triple in 18000-18999 with UDP port %d free" % args.sctp_udp_port)
-    pcap = os.path.join(work, "run.pcapng")
+    args.sctp_udp_port = pick_udp_port(args.sctp_udp_port, skip, "userland SCTP")
+    base = pick_base(args.port, skip, lambda base: [(args.sctp_udp_port, socket.SOCK_DGRAM)])
     outdir = os.path.join(work, "results")
     os.makedirs(outdir)
-    cap_err = open(os.path.join(work, "capture.err"), "w+")
-    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f",
-                            "udp port %d or tcp portrange %d-%d" % (args.sctp_udp_port, base - 1, base + 1),
-                            "-w", pcap], stdout=subprocess.DEVNULL, stderr=cap_err)
-    passive = None
-    plog_name = os.path.join(work, "passive.log")
-    try:
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            cap_err.seek(0)
-            if "Capturing on" in cap_err.read():
-                break
-            if cap.poll() is not None:
-                cap_err.seek(0)
-                skip("cannot capture on lo: " + cap_err.read().strip())
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("tshark capture did not start")
-        time.sleep(0.5)
-        plog = open(plog_name, "w")
-        passive = subprocess.Popen([args.netperfmeter, str(base), "-nodisplay", "-loglevel=1",
-                                    "--sctp-stack=userland", "--sctp-udp-port=%d" % args.sctp_udp_port],
-                                   stdout=plog, stderr=subprocess.STDOUT, cwd=work)
-        deadline = time.time() + 15
-        while time.time() < deadline and not (listening(base) and udp_bound(args.sctp_udp_port)):
-            if passive.poll() is not None:
-                raise RuntimeError("passive netperfmeter exited with %d:\n%s"
-                                   % (passive.returncode, open(plog_name).read()))
-            time.sleep(0.1)
-        time.sleep(0.3)  # the userland SCTP listeners come up with the TCP ones
-        active_cmd = build_active_cmd(args.netperfmeter, base, outdir, [
-            "--sctp-stack=userland", "--sctp-remote-udp-port=%d" % args.sctp_udp_port], FLOWS)
-        print("active:", " ".join(active_cmd))
-        act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work)
-        out = act.stdout + act.stderr
-        if act.returncode != 0:
-            raise RuntimeError("active netperfmeter exited with %d:\n%s\n--- passive log ---\n%s"
-                               % (act.returncode, out[-4000:], open(plog_name).read()[-4000:]))
-        time.sleep(1.0)
-    finally:
-        stop_process(passive)
-        time.sleep(0.5)
-        stop_process(cap, signal.SIGINT, 20)
-        cap_err.close()
-        if os.path.exists(pcap):
-            os.chmod(pcap, 0o644)
-            if args.keep:
-                shutil.copy(pcap, args.keep)
+    active_cmd = build_active_cmd(args.netperfmeter, base, outdir, [
+        "--sctp-stack=userland", "--sctp-remote-udp-port=%d" % args.sctp_udp_port], FLOWS)
+    # settle: the userland SCTP listeners come up with the TCP ones
+    pcap, out = run_captured(work, "udp port %d or tcp portrange %d-%d" % (args.sctp_udp_port, base - 1, base + 1),
+                             [args.netperfmeter, str(base), "-nodisplay", "-loglevel=1",
+                              "--sctp-stack=userland", "--sctp-udp-port=%d" % args.sctp_udp_port],
+                             lambda: listening(base) and udp_bound(args.sctp_udp_port), active_cmd, skip,
+                             keep=args.keep, settle=0.3)
     return pcap, base, out
 
 
@@ -488,16 +411,7 @@ def main(args, Tshark, Checker, make_world_dir, skip, kernel=False):
             T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter", setup.decode),
                               "real-sctp", True, 20)
             ok = c.finish() and ok
-        if len(results) == 2:
-            c = Checker(setup.name + "-parity")
-            c.eq(results["lua"], results["c"], "C and Lua decode the real SCTP capture identically")
-            ok = c.finish() and ok
-        if not ok:
-            print("--- active output (tail) ---\n" + out[-3000:])
-            if not args.keep:
-                keep = os.path.join("/tmp", "npmp-%s-failed.pcapng" % setup.name)
-                shutil.copy(pcap, keep)
-                print("capture kept as " + keep)
+        ok = conclude(ok, results, Checker, setup.name, out, pcap, args.keep)
         print("total: %.1f s" % (time.time() - t0))
         return 0 if ok else 1
     finally:

@@ -9,6 +9,7 @@
     npmp_test.py realcapture --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)
     npmp_test.py realcapture-sctp --netperfmeter BIN (--plugin npmp.so --lua npmp.lua) [--sctp-udp-port P]
     npmp_test.py realcapture-kernel-sctp --netperfmeter BIN (--plugin npmp.so --lua npmp.lua)   (in a VM)
+    npmp_test.py realcapture-quic --netperfmeter BIN --quic-built ON (--plugin npmp.so --lua npmp.lua)
     npmp_test.py install  --build-dir B --plugin npmp.so --plugin-dir D --datadir S
 
 Everything asserts on `tshark -T fields` / `-T json` output.  The C plugin is
@@ -793,10 +794,15 @@ def cmd_realcapture_kernel_sctp(args):
     return npmp_realcapture_sctp.main(args, Tshark, Checker, make_world_dir, skip, kernel=True)
 
 
+def cmd_realcapture_quic(args):
+    import npmp_realcapture_quic
+    return npmp_realcapture_quic.main(args, Tshark, Checker, make_world_dir, skip)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["crafted", "parity", "robust", "builtin", "profile", "realcapture",
-                                     "realcapture-sctp", "realcapture-kernel-sctp", "install"])
+                                     "realcapture-sctp", "realcapture-kernel-sctp", "realcapture-quic", "install"])
     ap.add_argument("--impl", choices=["c", "lua"], default="c")
     ap.add_argument("--plugin")
     ap.add_argument("--lua")
@@ -805,7 +811,8 @@ def main():
     ap.add_argument("--port", type=int, default=18100)
     ap.add_argument("--flows", help="realcapture: subset of tcp,udp,mptcp (default all)")
     ap.add_argument("--sctp-udp-port", type=int, default=18599,
-                    help="realcapture-sctp: the passive's UDP port of userland SCTP (RFC 6951)")
+                    help="realcapture-sctp(-quic): the passive's UDP port of userland SCTP (RFC 6951)")
+    ap.add_argument("--quic-built", default="OFF", help="realcapture-quic: the build's NPM_QUIC_BUILT (ON or OFF)")
     ap.add_argument("--keep", help="copy the capture to this path")
     ap.add_argument("--build-dir")
     ap.add_argument("--seeds", type=int, default=6, help="robust: corrupted copies per pcap")
@@ -821,6 +828,7 @@ def main():
         return {"crafted": cmd_crafted, "parity": cmd_parity, "robust": cmd_robust, "builtin": cmd_builtin,
                 "profile": cmd_profile, "realcapture": cmd_realcapture,
                 "realcapture-sctp": cmd_realcapture_sctp, "realcapture-kernel-sctp": cmd_realcapture_kernel_sctp,
+                "realcapture-quic": cmd_realcapture_quic,
                 "install": cmd_install}[args.mode](args)
     except Failure as e:
         print("ERROR: %s" % e)
