@@ -17,6 +17,11 @@ from harness import read_config, read_connection, read_paths, read_scalars, refe
 
 NETPERFMETER = os.path.abspath(os.environ.get("NETPERFMETER", "netperfmeter"))
 REFERENCE = reference_netperfmeter()
+# The reference built with QUIC and the Linux QUIC module (github lxin/quic) for the guest's
+# kernel, both outside the repository (tests/vm/build-reference-quic.sh makes them).
+REFERENCE_QUIC = (os.environ.get("NPM_REFERENCE_QUIC_NETPERFMETER", "")
+                  or "/usr/local/lib/netperfmeter-reference-2.0.10-quic/bin/netperfmeter")
+QUIC_MODULES = os.environ.get("NPM_QUIC_MODULES", "/usr/local/lib/netperfmeter-reference-quic/modules")
 
 
 def passive_and_active(passive_args, active_args, before_active=""):
@@ -88,10 +93,83 @@ kill -INT $P; wait $P
         ((NETPERFMETER, REFERENCE, "ours-passive"), (REFERENCE, NETPERFMETER, "reference-passive")))
 
 
+def quic_module():
+    """The Linux QUIC module built for the guest's kernel (it may be missing)."""
+    return os.path.join(QUIC_MODULES, npmvm.kernel()[0], "quic.ko")
+
+
+QUIC_CONFIG_NOOP = os.path.join(os.path.dirname(os.path.dirname(REFERENCE_QUIC)), "lib", "quic-config-noop.so")
+
+
+def reference_quic_missing():
+    """Why the QUIC interop part cannot run here, or None."""
+    if os.environ.get("NPM_QUIC_BUILT") != "ON":
+        return "this build has no QUIC (NPM_QUIC_BUILT is not ON)"
+    for path in (REFERENCE_QUIC, quic_module(), QUIC_CONFIG_NOOP):
+        if not os.path.exists(path):
+            return f"no {path} (the reference with QUIC, the Linux QUIC module for the guest's kernel): " \
+                   "tests/vm/build-reference-quic.sh makes them"
+    if shutil.which("openssl") is None:
+        return "no openssl (to make the test's certificates)"
+    return None
+
+
+# Flow 0 saturated (active to passive), flow 1 rate-driven both ways. Against our passive, both
+# are streams of one QUIC connection. The reference's passive reassembles NPMP messages per
+# socket, not per stream, and reads messages of two streams of one connection as garbage
+# ("Received garbage on socket", its own active's included): there each flow has a connection.
+QUIC_PAIRS = (("ours-passive", "-quic const0:const1400 const20:const1000:const20:const1000"),
+              ("reference-passive", "-quic const0:const1400 -quic const20:const1000:const20:const1000"))
+
+
+def reference_quic_script():
+    """Our userland QUIC against the kernel's (lxin/quic under the reference): our passive with
+    the reference's active, then the reference's passive with our active. The certificates are in
+    the part's directory; /proc/net/quic/snmp (the module's counters) is kept before and after each
+    run. The reference's passive runs with quic-config-noop.so (tests/vm/quic-config-noop.c: it
+    rejects every QUIC flow without it). It polls its listeners in an array with room for five of
+    them besides the control sockets, one too few when TCP, MPTCP, UDP, SCTP, DCCP and QUIC all
+    listen: the kernel is kept from loading DCCP while this part runs."""
+    pair = '''
+cat /proc/net/quic/snmp >$DIR/snmp-before.txt
+$PASSIVE 9000 -nodisplay $PASSIVE_TLS >$DIR/passive.log 2>&1 &
+P=$!
+for i in $(seq 300); do grep -qi 'waiting for incoming connections' $DIR/passive.log && break; sleep 0.1; done
+(cd $DIR && $ACTIVE 127.0.0.1:9000 -nodisplay -control-over-tcp -runtime=3 -config=run.config -scalar=run.sca \\
+  -tls-ca=$CERTS/ca.pem -tls-hostname=localhost $FLOWS >active.log 2>&1)
+echo "active exit $?" >>$DIR/active.log
+kill -INT $P; wait $P
+echo "passive exit $?" >>$DIR/passive.log
+cat /proc/net/quic/snmp >$DIR/snmp-after.txt
+'''
+    tls = "-tls-key=$CERTS/server.key -tls-cert=$CERTS/server.pem"
+    runs = ((NETPERFMETER, REFERENCE_QUIC, tls),
+            (f"env LD_PRELOAD={QUIC_CONFIG_NOOP} {REFERENCE_QUIC}", NETPERFMETER, tls + " -tls-ca=$CERTS/ca.pem"))
+    return f"""
+KO={quic_module()}
+for dep in $(modinfo -F depends $KO | tr , ' '); do modprobe $dep || exit 3; done
+insmod $KO || exit 3
+helper=$(cat /proc/sys/kernel/modprobe)
+trap 'echo "$helper" >/proc/sys/kernel/modprobe; rmmod quic' EXIT
+printf '#!/bin/sh\\ncase "$*" in *dccp*|*proto-33*) exit 1;; esac\\nexec %s "$@"\\n' "$helper" >/tmp/modprobe-no-dccp
+chmod 755 /tmp/modprobe-no-dccp && echo /tmp/modprobe-no-dccp >/proc/sys/kernel/modprobe || exit 3
+CERTS=$PWD
+""" + "".join(f'mkdir -p {d}\nPASSIVE="{passive}" ACTIVE="{active}" DIR={d} PASSIVE_TLS="{ptls}" FLOWS="{flows}"\n{pair}'
+              for (d, flows), (passive, active, ptls) in zip(QUIC_PAIRS, runs))
+
+
+def read_quic_snmp(path):
+    """{counter: value} of the QUIC module's /proc/net/quic/snmp."""
+    with open(path) as f:
+        return {name: int(value) for name, value in (line.split() for line in f if line.strip())}
+
+
 def parts():
-    """The guest runs, in this order: the one without DCCP first, the one that changes the
-    kernel's SCTP-over-UDP ports last (it resets them when it ends all the same)."""
-    result = [
+    """The guest runs, in this order: the ones without DCCP first (QUIC's keeps the kernel from
+    loading it and unloads the QUIC module at its end), the one that changes the kernel's
+    SCTP-over-UDP ports last (it resets them when it ends all the same)."""
+    result = [("reference_quic", reference_quic_script())] if reference_quic_missing() is None else []
+    result += [
         ("stack_selection", stack_selection_script()),
         ("control_streams_and_dccp", "modprobe sctp && modprobe dccp_ipv4 && modprobe dccp_ipv6 || exit 3\n" +
          passive_and_active("", f"-x -runtime=3 -config=run.config -scalar=run.sca -vector=run.vec "
@@ -119,6 +197,11 @@ class KernelStacks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.work = tempfile.mkdtemp(dir="/var/tmp", prefix="npm-vm-stacks-")
+        if reference_quic_missing() is None:
+            from test_quic import make_certificates  # the integration test's CA and server certificate
+            quic_dir = os.path.join(cls.work, "reference_quic")
+            os.makedirs(quic_dir)
+            make_certificates(quic_dir)
         cls.results = npmvm.VM().run_parts(parts(), cls.work, timeout=120)
 
     @classmethod
@@ -222,6 +305,47 @@ class KernelStacks(unittest.TestCase):
             self.assertIn("kernel stack", text, logs)
             self.assertNotIn("WARNING", text, logs)
             self.assertNotIn("ERROR", text, logs)
+
+    def test_reference_quic_kernel_module_both_directions(self):
+        # Our userland QUIC (ngtcp2) against the Linux QUIC module under the reference 2.0.10:
+        # its active (the module's client) with our passive, its passive (the module's server)
+        # with our active. Bytes arrive as whole NPMP messages, no more than were sent; the
+        # module parsed and decrypted every packet of ours and counts the connections.
+        why = reference_quic_missing()
+        if why:
+            self.skipTest(why)
+        rc, log, work = self.part("reference_quic")
+        self.assertEqual(rc, 0, log)
+        for d, _ in QUIC_PAIRS:
+            directory = os.path.join(work, d)
+            logs = logs_of(directory, label=f"{d}/")
+            self.assertIn("active exit 0", logs, log + logs)
+            self.assertIn("passive exit 0", logs, logs)
+            for bad in ("ERROR", "WARNING", "garbage", "aborted", "Failed to set"):
+                self.assertNotIn(bad, logs, logs)
+            scalars = {role: read_scalars(os.path.join(directory, f"run-{role}.sca")) for role in ("active", "passive")}
+            # (flow, sender, receiver, message size): flow 0 one way, flow 1 both ways
+            for flow, tx, rx, size in ((0, "active", "passive", 1400), (1, "active", "passive", 1000),
+                                       (1, "passive", "active", 1000)):
+                sent = scalars[tx][(f"netPerfMeter.{tx}.flow[{flow}]", "Transmitted Bytes")]
+                got = scalars[rx][(f"netPerfMeter.{rx}.flow[{flow}]", "Received Bytes")]
+                messages = scalars[rx][(f"netPerfMeter.{rx}.flow[{flow}]", "Received Packets")]
+                where = f"{d}: flow {flow} {tx} -> {rx}: sent {sent}, received {got} in {messages}\n{logs}"
+                self.assertGreater(got, 0, where)
+                self.assertEqual(got, size * messages, where)
+                # The reference's passive writes its scalars at STOP and only then stops its
+                # flows, which may send on: our active once received 66 of its 65 messages.
+                if not (d == "reference-passive" and tx == "passive"):
+                    self.assertLessEqual(got, sent, where)
+            self.assertEqual(scalars["passive"][("netPerfMeter.passive.flow[0]", "Transmitted Bytes")], 0)
+            before = read_quic_snmp(os.path.join(directory, "snmp-before.txt"))
+            after = read_quic_snmp(os.path.join(directory, "snmp-after.txt"))
+            counted = {name: after[name] - before[name] for name in after}
+            established = "QuicConnActiveEstabs" if d == "ours-passive" else "QuicConnPassiveEstabs"
+            self.assertEqual(counted[established], 1 if d == "ours-passive" else 2, counted)
+            self.assertGreater(counted["QuicPktRcvFastpaths"] + counted["QuicPktRcvBacklogs"], 0, counted)
+            self.assertEqual(counted["QuicPktInvHdrDrop"], 0, counted)
+            self.assertEqual(counted["QuicPktDecDrop"], 0, counted)
 
     def test_stack_selection_and_a_passive_without_dccp(self):
         # The passive starts before the DCCP modules are loaded: it serves no DCCP, and the
