@@ -5,6 +5,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -295,6 +296,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(asio::io_context& io, co
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(server.protocol(), ec);
+  if (!ec && server.address().is_v6()) socket->set_option(asio::ip::v6_only(options.v6only), ec);
   if (!ec && options.local) socket->bind(asio::ip::udp::endpoint(*options.local, 0), ec);
   if (!ec) socket->connect(server, ec);
   if (!ec) socket->non_blocking(true, ec);

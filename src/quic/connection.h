@@ -64,6 +64,7 @@ struct ClientOptions {
   std::string hostName;  // SNI and the name the certificate must carry; empty: not checked
   Limits limits;
   std::optional<asio::ip::address> local;  // the socket's local address (netperfmeter's -L); none: any
+  bool v6only = false;  // an IPv6 socket with IPV6_V6ONLY (netperfmeter's -6, the FLOWSPEC's v6only)
 };
 
 // What a connection counted (for tests and diagnostics).

@@ -39,7 +39,7 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(local.protocol(), ec);
-  if (!ec && local.address().is_v6()) socket->set_option(asio::ip::v6_only(false), ec);
+  if (!ec && local.address().is_v6()) socket->set_option(asio::ip::v6_only(options.v6only), ec);
   if (!ec) socket->bind(local, ec);
   if (!ec) socket->non_blocking(true, ec);
   asio::ip::udp::endpoint bound;

@@ -29,6 +29,8 @@ struct ServerOptions {
   Limits limits;
   // Connections at once (handshaking or established); more clients are ignored until some end.
   std::size_t maxConnections = 1024;
+  // An IPv6 socket accepts IPv6 only (IPV6_V6ONLY; otherwise dual-stack).
+  bool v6only = false;
 };
 
 class Server : public std::enable_shared_from_this<Server> {
