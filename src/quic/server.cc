@@ -1,5 +1,6 @@
 #include "quic/server.h"
 
+#include <netinet/in.h>
 #include <ngtcp2/ngtcp2.h>
 #include <sys/socket.h>
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "quic/tls.h"
 
@@ -37,9 +39,20 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
   auto credentials = Credentials::server(options.keyFile, options.certFile);
   if (!credentials) return Failure{"QUIC: " + credentials.error()};
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
+  const bool wildcard = local.address().is_unspecified();
   boost::system::error_code ec;
   socket->open(local.protocol(), ec);
   if (!ec && local.address().is_v6()) socket->set_option(asio::ip::v6_only(options.v6only), ec);
+  if (!ec && wildcard) {
+    // Each datagram's destination address, to answer from it (IPv4 peers of a dual-stack
+    // socket come with IPV6_PKTINFO too, their address v4-mapped).
+    const int on = 1;
+    const bool v6 = local.address().is_v6();
+    if (::setsockopt(socket->native_handle(), v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVPKTINFO : IP_PKTINFO, &on,
+                     sizeof on) != 0) {
+      ec = boost::system::error_code(errno, boost::system::system_category());
+    }
+  }
   if (!ec) socket->bind(local, ec);
   if (!ec) socket->non_blocking(true, ec);
   asio::ip::udp::endpoint bound;
@@ -49,6 +62,7 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
                    ec.message()};
   }
   std::shared_ptr<Server> server(new Server(io, std::move(socket), bound, std::move(*credentials), options));
+  server->sourceAddressed_ = wildcard;
   server->readMore();
   return server;
 }
@@ -80,15 +94,42 @@ void Server::drain() {
   std::vector<std::shared_ptr<Connection>> touched;
   for (int i = 0; i < kDatagramsPerRead && !closed_; ++i) {
     asio::ip::udp::endpoint from;
-    socklen_t length = static_cast<socklen_t>(from.capacity());
-    const ssize_t n = ::recvfrom(socket_->native_handle(), buffer_.data(), buffer_.size(), MSG_DONTWAIT, from.data(),
-                                 &length);
+    iovec vector{buffer_.data(), buffer_.size()};
+    alignas(cmsghdr) std::uint8_t control[CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo))];
+    msghdr message{};
+    message.msg_name = from.data();
+    message.msg_namelen = static_cast<socklen_t>(from.capacity());
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_->native_handle(), &message, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR || errno == ECONNREFUSED) continue;
       break;
     }
-    from.resize(length);
-    handle(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), from, timestamp(), touched);
+    from.resize(message.msg_namelen);
+    asio::ip::udp::endpoint to = local_;
+    if (sourceAddressed_) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+          in6_pktinfo info;
+          std::memcpy(&info, CMSG_DATA(c), sizeof info);
+          asio::ip::address_v6::bytes_type bytes;
+          std::memcpy(bytes.data(), &info.ipi6_addr, bytes.size());
+          // A link-local destination keeps its interface as the scope.
+          const auto address = asio::ip::address_v6(bytes, IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr) ? info.ipi6_ifindex : 0);
+          to = asio::ip::udp::endpoint(address, local_.port());
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+          in_pktinfo info;
+          std::memcpy(&info, CMSG_DATA(c), sizeof info);
+          asio::ip::address_v4::bytes_type bytes;
+          std::memcpy(bytes.data(), &info.ipi_addr, bytes.size());
+          to = asio::ip::udp::endpoint(asio::ip::address_v4(bytes), local_.port());
+        }
+      }
+    }
+    handle(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), from, to, timestamp(), touched);
   }
   // Each connection answers once for the whole batch.
   std::sort(touched.begin(), touched.end());
@@ -99,7 +140,8 @@ void Server::drain() {
   if (!closed_) readMore();
 }
 
-void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from, std::uint64_t now,
+void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+                    const asio::ip::udp::endpoint& to, std::uint64_t now,
                     std::vector<std::shared_ptr<Connection>>& touched) {
   if (auto it = connections_.find(from); it != connections_.end()) {
     auto connection = it->second;
@@ -108,6 +150,12 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
     touched.push_back(std::move(connection));
     return;
   }
+  admit(datagram, from, to, now, touched);
+}
+
+void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+                   const asio::ip::udp::endpoint& to, std::uint64_t now,
+                   std::vector<std::shared_ptr<Connection>>& touched) {
   // A new client: only an Initial packet that may start a connection (its header, its size).
   ngtcp2_pkt_hd header;
   if (ngtcp2_accept(&header, datagram.data(), datagram.size()) != 0) {
@@ -116,10 +164,11 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
   if (connections_.size() >= options_.maxConnections) {
     return drop("already " + std::to_string(connections_.size()) + " connections", from);
   }
-  auto created = Connection::accept(io_, socket_, local_, from, credentials_, options_.limits,
-                                    std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen),
-                                    std::span<const std::uint8_t>(header.scid.data, header.scid.datalen),
-                                    header.version);
+  ClientInitial initial;
+  initial.dcid = std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen);
+  initial.scid = std::span<const std::uint8_t>(header.scid.data, header.scid.datalen);
+  initial.version = header.version;
+  auto created = Connection::accept(io_, socket_, to, from, sourceAddressed_, credentials_, options_.limits, initial);
   if (!created) return drop(created.error(), from);
   auto connection = *created;
   std::weak_ptr<Server> weakServer = weak_from_this();

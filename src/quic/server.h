@@ -4,6 +4,10 @@
 // server (garbage, stray short-header packets, an Initial whose keys do not open it) are
 // dropped without a reply and counted; they never cost more than ngtcp2's look at the header,
 // or a connection attempt that is forgotten at once.
+//
+// Bound to the wildcard address, the server reads each datagram's destination address
+// (IP_PKTINFO / IPV6_RECVPKTINFO) and answers from it, so that a client that sent to any of the
+// host's addresses gets its replies from that address.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -59,8 +63,12 @@ private:
          std::shared_ptr<const Credentials> credentials, const ServerOptions& options);
   void readMore();
   void drain();
-  void handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from, std::uint64_t now,
-              std::vector<std::shared_ptr<Connection>>& touched);
+  void handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+              const asio::ip::udp::endpoint& to, std::uint64_t now, std::vector<std::shared_ptr<Connection>>& touched);
+  // A new client's Initial: a connection, or nothing.
+  void admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+             const asio::ip::udp::endpoint& to, std::uint64_t now, std::vector<std::shared_ptr<Connection>>& touched);
+
   void drop(const std::string& why, const asio::ip::udp::endpoint& from);
   void forget(const asio::ip::udp::endpoint& from, const Connection* which);
 
@@ -72,6 +80,7 @@ private:
   std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
   std::function<void(std::shared_ptr<Connection>)> onConnection_;
   std::vector<std::uint8_t> buffer_;
+  bool sourceAddressed_ = false;  // bound to the wildcard: each datagram's destination is read
   log::Repeated dropped_, failedHandshakes_;
   bool closed_ = false;
 };

@@ -186,8 +186,10 @@ struct TestServer {
   std::map<std::uint16_t, Received> received;
   bool readAtOnce = true;
 
-  TestServer(asio::io_context& context, quic::ServerOptions options = serverOptions()) : io(context) {
-    auto listening = quic::Server::listen(io, kAnyLocal, options);
+  TestServer(asio::io_context& context, quic::ServerOptions options = serverOptions(),
+             const asio::ip::udp::endpoint& local = kAnyLocal)
+      : io(context) {
+    auto listening = quic::Server::listen(io, local, options);
     REQUIRE(listening.ok());
     server = *listening;
     server->onConnection([this](std::shared_ptr<quic::Connection> c) {
@@ -475,6 +477,26 @@ TEST_CASE("QUIC: garbage datagrams are dropped, and a real client connects after
   REQUIRE(runUntil(io, [&] { return server.received[0].messages.size() == 1 && server.server->dropped() == 2 * garbage.size(); }));
   CHECK(server.received[0].messages[0] == message);
   CHECK(server.server->connections() == 1);
+}
+
+TEST_CASE("QUIC: a server bound to the wildcard answers from the address its client sent to", "[quic]") {
+  asio::io_context io;
+  // Dual-stack (::) and IPv4 (0.0.0.0): clients over 127.0.0.1 and ::1, connected sockets that
+  // take replies from the address they sent to only.
+  for (const char* any : {"::", "0.0.0.0"}) {
+    TestServer server(io, serverOptions(), asio::ip::udp::endpoint(asio::ip::make_address(any), 0));
+    std::vector<const char*> targets{"127.0.0.1", "127.0.0.2"};
+    if (std::string(any) == "::") targets.push_back("::1");
+    for (const char* target : targets) {
+      INFO(any << " <- " << target);
+      std::optional<Result<void>> outcome;
+      auto client = connectClient(io, asio::ip::udp::endpoint(asio::ip::make_address(target), server.endpoint().port()),
+                                  clientOptions(), outcome);
+      REQUIRE(runUntil(io, [&] { return outcome.has_value(); }));
+      REQUIRE(outcome->ok());
+      client->close();
+    }
+  }
 }
 
 TEST_CASE("QUIC: a handshake nobody answers times out with a line that says so", "[quic]") {
