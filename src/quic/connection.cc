@@ -350,7 +350,16 @@ Result<std::shared_ptr<Connection>> Connection::accept(asio::io_context& io,
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   configure(settings, params, limits);
-  params.original_dcid = clientDcid;
+  if (initial.token.empty()) {
+    params.original_dcid = clientDcid;
+  } else {
+    // After a Retry: the client's first Destination Connection ID (carried in the token), and
+    // the Retry's Source Connection ID, which the client now sends to (RFC 9000, 7.3).
+    ngtcp2_cid_init(&params.original_dcid, initial.originalDcid.data(), initial.originalDcid.size());
+    params.retry_scid = clientDcid;
+    params.retry_scid_present = 1;
+    settings.token = ngtcp2_vec{const_cast<std::uint8_t*>(initial.token.data()), initial.token.size()};
+  }
   params.stateless_reset_token_present = 1;
   randomBytes(params.stateless_reset_token, sizeof params.stateless_reset_token);
   ngtcp2_callbacks cb{};

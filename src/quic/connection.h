@@ -68,10 +68,12 @@ struct ClientOptions {
 };
 
 // The server side's view of a client's first Initial packet (Server): its header's connection
-// IDs and version.
+// IDs and version, and where the client proved its address with a Retry token, the token and
+// the Destination Connection ID of the Initial that the Retry answered.
 struct ClientInitial {
   std::span<const std::uint8_t> dcid, scid;
   std::uint32_t version = 0;
+  std::span<const std::uint8_t> token, originalDcid;  // empty: not validated by a Retry
 };
 
 // Sends one datagram on `fd` to `to`, from `source` where given (IP_PKTINFO / IPV6_PKTINFO:

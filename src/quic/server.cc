@@ -1,7 +1,9 @@
 #include "quic/server.h"
 
+#include <gnutls/crypto.h>
 #include <netinet/in.h>
 #include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ip/v6_only.hpp>
@@ -18,6 +20,9 @@ namespace npm::quic {
 namespace {
 constexpr std::size_t kMaxDatagram = 65536;
 constexpr int kDatagramsPerRead = 64;
+// How long a Retry token is good for (ngtcp2's time, nanoseconds): the client answers a Retry
+// at once, so a few seconds cover any round trip.
+constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
 }  // namespace
 
 Server::Server(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket, asio::ip::udp::endpoint local,
@@ -63,6 +68,9 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
   }
   std::shared_ptr<Server> server(new Server(io, std::move(socket), bound, std::move(*credentials), options));
   server->sourceAddressed_ = wildcard;
+  if (gnutls_rnd(GNUTLS_RND_KEY, server->tokenSecret_.data(), server->tokenSecret_.size()) != 0) {
+    return Failure{"QUIC: no random key for Retry tokens"};
+  }
   server->readMore();
   return server;
 }
@@ -168,16 +176,35 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
   initial.dcid = std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen);
   initial.scid = std::span<const std::uint8_t>(header.scid.data, header.scid.datalen);
   initial.version = header.version;
+  ngtcp2_cid originalDcid{};
+  if (header.token.len > 0 && header.token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+    // Back from a Retry: the token must be this server's, for this address and port, and fresh.
+    if (ngtcp2_crypto_verify_retry_token(&originalDcid, header.token.base, header.token.len, tokenSecret_.data(),
+                                         tokenSecret_.size(), header.version, from.data(),
+                                         static_cast<ngtcp2_socklen>(from.size()), &header.dcid,
+                                         kRetryTokenLifetime, now) != 0) {
+      return refuseToken(header, from, to);
+    }
+    initial.token = std::span<const std::uint8_t>(header.token.base, header.token.len);
+    initial.originalDcid = std::span<const std::uint8_t>(originalDcid.data, originalDcid.datalen);
+  } else if (handshaking_ >= options_.retryAbove) {
+    // Too many handshakes under way: the client proves its address first (other tokens, such
+    // as a NEW_TOKEN's of another server, count for nothing).
+    return sendRetry(header, from, to, now);
+  }
   auto created = Connection::accept(io_, socket_, to, from, sourceAddressed_, credentials_, options_.limits, initial);
   if (!created) return drop(created.error(), from);
   auto connection = *created;
   std::weak_ptr<Server> weakServer = weak_from_this();
   std::weak_ptr<Connection> weakConnection = connection;
   const std::string peer = connection->peerName();
+  // Called once: when the handshake is done, or when the connection ends before that.
   connection->onHandshake([weakServer, weakConnection, peer](Result<void> established) {
     auto server = weakServer.lock();
+    if (!server) return;
+    --server->handshaking_;
     auto connection = weakConnection.lock();
-    if (!server || !connection) return;
+    if (!connection) return;
     if (!established) {
       if (server->failedHandshakes_.next()) {
         log::info("QUIC handshake from " + peer + " failed: " + established.error() + " (" +
@@ -195,11 +222,51 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
       if (auto s = weakServer.lock()) s->forget(from, raw);
     });
   };
+  ++handshaking_;
   if (!connection->onDatagram(datagram, now)) {
+    --handshaking_;  // forgotten without its handshake handler
     return drop("an Initial packet that does not open", from);
   }
   connections_[from] = connection;
   touched.push_back(std::move(connection));
+}
+
+void Server::sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                       const asio::ip::udp::endpoint& to, std::uint64_t now) {
+  ngtcp2_cid retryScid{};
+  retryScid.datalen = 18;
+  if (gnutls_rnd(GNUTLS_RND_NONCE, retryScid.data, retryScid.datalen) != 0) return drop("no random bytes", from);
+  std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token;
+  const auto tokenLength = ngtcp2_crypto_generate_retry_token(
+      token.data(), tokenSecret_.data(), tokenSecret_.size(), header.version, from.data(),
+      static_cast<ngtcp2_socklen>(from.size()), &retryScid, &header.dcid, now);
+  if (tokenLength < 0) return drop("cannot make a Retry token", from);
+  std::array<std::uint8_t, 256> packet;
+  const auto n = ngtcp2_crypto_write_retry(packet.data(), packet.size(), header.version, &header.scid, &retryScid,
+                                           &header.dcid, token.data(), static_cast<std::size_t>(tokenLength));
+  if (n < 0) return drop("cannot write a Retry packet", from);
+  ++retries_;
+  reply(packet.data(), static_cast<std::size_t>(n), from, to);
+}
+
+void Server::refuseToken(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                         const asio::ip::udp::endpoint& to) {
+  if (invalidTokens_.next()) {
+    log::debug("QUIC: an Initial from " + transport::endpointName(from.address(), from.port()) +
+               " with a Retry token that is not valid (" + std::to_string(invalidTokens_.count()) + " so far)");
+  }
+  // INVALID_TOKEN, as RFC 9000 8.1.2 asks for (no bigger than the Initial it answers).
+  std::array<std::uint8_t, 256> packet;
+  const auto n = ngtcp2_crypto_write_connection_close(packet.data(), packet.size(), header.version, &header.scid,
+                                                      &header.dcid, NGTCP2_INVALID_TOKEN, nullptr, 0);
+  if (n > 0) reply(packet.data(), static_cast<std::size_t>(n), from, to);
+}
+
+void Server::reply(const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& from,
+                   const asio::ip::udp::endpoint& to) {
+  // Best effort: a reply that finds the socket full is lost, and the client tries again.
+  sendDatagramFrom(socket_->native_handle(), data, size, from,
+                   sourceAddressed_ ? std::optional<asio::ip::address>(to.address()) : std::nullopt);
 }
 
 void Server::drop(const std::string& why, const asio::ip::udp::endpoint& from) {
