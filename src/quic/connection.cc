@@ -769,27 +769,26 @@ long sendDatagramFrom(int fd, const std::uint8_t* data, std::size_t size, const 
     // peers and addresses are v4-mapped) takes IPV6_PKTINFO, an IPv4 socket IP_PKTINFO. No
     // interface: the route to the peer decides it, only the source address is fixed.
     message.msg_control = control;
-    cmsghdr* c = reinterpret_cast<cmsghdr*>(control);
+    auto put = [&message, &control](int level, int type, const auto& info) {
+      cmsghdr* c = reinterpret_cast<cmsghdr*>(control);
+      c->cmsg_level = level;
+      c->cmsg_type = type;
+      c->cmsg_len = CMSG_LEN(sizeof info);
+      std::memcpy(CMSG_DATA(c), &info, sizeof info);
+      message.msg_controllen = CMSG_SPACE(sizeof info);
+    };
     if (to.address().is_v6()) {
       in6_pktinfo info{};
       const asio::ip::address_v6 address = source->is_v6() ? source->to_v6()
                                                            : asio::ip::make_address_v6(asio::ip::v4_mapped, source->to_v4());
       const auto bytes = address.to_bytes();
       std::memcpy(&info.ipi6_addr, bytes.data(), bytes.size());
-      c->cmsg_level = IPPROTO_IPV6;
-      c->cmsg_type = IPV6_PKTINFO;
-      c->cmsg_len = CMSG_LEN(sizeof info);
-      std::memcpy(CMSG_DATA(c), &info, sizeof info);
-      message.msg_controllen = CMSG_SPACE(sizeof info);
+      put(IPPROTO_IPV6, IPV6_PKTINFO, info);
     } else {
       in_pktinfo info{};
       const auto bytes = source->to_v4().to_bytes();
       std::memcpy(&info.ipi_spec_dst, bytes.data(), bytes.size());
-      c->cmsg_level = IPPROTO_IP;
-      c->cmsg_type = IP_PKTINFO;
-      c->cmsg_len = CMSG_LEN(sizeof info);
-      std::memcpy(CMSG_DATA(c), &info, sizeof info);
-      message.msg_controllen = CMSG_SPACE(sizeof info);
+      put(IPPROTO_IP, IP_PKTINFO, info);
     }
   }
   return static_cast<long>(::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL));

@@ -123,17 +123,21 @@ class QuicRun(unittest.TestCase):
         self.assertGreater(scalars[("netPerfMeter.passive.flow[0]", "Received Bytes")], 0)
 
 
-@SKIP
-class QuicRefused(unittest.TestCase):
+class WithCertificates(unittest.TestCase):
+    """A temporary directory with the test CA and the passive's key and certificate."""
+
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="npm-quic-refused-")
+        cls.dir = tempfile.mkdtemp(prefix="npm-quic-")
         cls.files = make_certificates(cls.dir)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
+
+@SKIP
+class QuicRefused(WithCertificates):
     def test_a_passive_without_key_and_certificate_refuses_quic(self):
         with Passive(PORT + 5, "-X") as passive:
             result = run_active(f"127.0.0.1:{PORT + 5}", "-control-over-tcp", "-runtime=1", "-tls-ca",
@@ -165,18 +169,9 @@ class QuicRefused(unittest.TestCase):
 
 
 @SKIP
-class QuicIpv6(unittest.TestCase):
+class QuicIpv6(WithCertificates):
     """-6 applies to the QUIC socket as to the other listeners, and an active reaches a passive
     over IPv6 (::1)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="npm-quic-v6-")
-        cls.files = make_certificates(cls.dir)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_v6only_passive_serves_quic_over_ipv6_only(self):
         with Passive(PORT + 14, "-X", "-6", "-tls-key", self.files["server.key"], "-tls-cert",
