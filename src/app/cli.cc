@@ -272,14 +272,19 @@ std::optional<CliError> setMaxDownload(Settings& s, const Parsed& p) {
 std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   const std::string_view name = p.def->name;
   const std::uint64_t most = name == "idle-timeout" ? 86400 : 1000000;
+  const std::uint64_t least = name == "quic-retry-above" ? 0 : 1;
   const auto n = parseNumber(p.value, most);
-  if (!n || *n < 1) return bad(p, "expected a whole number from 1 to " + std::to_string(most));
+  if (!n || *n < least) {
+    return bad(p, "expected a whole number from " + std::to_string(least) + " to " + std::to_string(most));
+  }
   auto& limits = s.limits;
   if (name == "max-sessions") limits.sessions = *n;
   else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n, s.givenLimits.sessionsPerHost = true;
   else if (name == "max-flows") limits.flowsPerSession = *n;
   else if (name == "max-pending") limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
   else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
+  else if (name == "max-quic-connections") limits.quicConnections = *n;
+  else if (name == "quic-retry-above") limits.quicRetryAbove = *n, s.givenLimits.quicRetryAbove = true;
   else if (name == "max-spool") limits.spoolPerSession = *n << 20;
   else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
   else limits.idleTimeout = std::chrono::seconds(*n);
@@ -365,6 +370,8 @@ constexpr OptionDef kOptions[] = {
     {"max-pending", 0, Arg::Required, setLimit},
     {"max-pending-per-host", 0, Arg::Required, setLimit},
     {"idle-timeout", 0, Arg::Required, setLimit},
+    {"max-quic-connections", 0, Arg::Required, setLimit},
+    {"quic-retry-above", 0, Arg::Required, setLimit},
     {"max-spool", 0, Arg::Required, setLimit},
     {"max-spool-total", 0, Arg::Required, setLimit},
     {"max-download", 0, Arg::Required, setMaxDownload},
@@ -710,7 +717,8 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   if (s.specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (s.noSctp || s.noTcp || s.noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
   if (s.passiveOnly) {
-    return CliError{"--allow, --max-*, --idle-timeout and --sctp-init-rate are options of the passive side"};
+    return CliError{"--allow, --max-*, --idle-timeout, --quic-retry-above and --sctp-init-rate are options of the passive "
+                    "side"};
   }
   if (!s.tlsKey.empty() || !s.tlsCert.empty()) {
     return CliError{"-tls-key and -tls-cert are options of the passive side (an active checks the passive's "
@@ -835,6 +843,9 @@ std::string usage() {
          "  --max-pending=N (1024; not given: max-flows/4)  --max-pending-per-host=N (128; not given:\n"
          "                               max-pending/8)  data connections not identified yet\n"
          "  --idle-timeout=SECONDS (120) close a control connection without a running measurement\n"
+         "  --max-quic-connections=N (1024)  QUIC connections at once (handshaking or established)\n"
+         "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"
+         "                               a new client must prove its address with a Retry first (0 = always)\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
          "  --max-download=MIB (32768)   active: the largest result file it accepts from the passive\n"
          "  --auth-key-file=FILE         both: a shared key (mode 600, >= 16 bytes) that both sides prove (HMAC)\n"

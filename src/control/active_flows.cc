@@ -93,6 +93,7 @@ asio::awaitable<std::shared_ptr<quic::Connection>> Active::quicConnection(const 
   client.caFile = options_.tlsCaFile;
   client.hostName = options_.tlsHostName;
   if (!options_.localAddresses.empty()) client.local = options_.localAddresses.front();  // -L, as TCP's
+  client.v6only = spec.v6only || options_.v6only;  // -6 and v6only, as TCP's (IPv6 sockets only)
   client.limits.congestionControl =
       spec.congestionControl == "cubic" ? quic::Limits::CongestionControl::Cubic : quic::Limits::CongestionControl::Reno;
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting QUIC connection (" +

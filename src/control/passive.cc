@@ -19,6 +19,7 @@ PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
   if (!given.pendingPerHost) {
     limits.pendingPerHost = std::max(PassiveLimits::kPendingPerHost, limits.pendingConnections / 8);
   }
+  if (!given.quicRetryAbove) limits.quicRetryAbove = std::max<std::size_t>(1, limits.quicConnections / 16);
   return limits;
 }
 

@@ -35,6 +35,10 @@ struct PassiveLimits {
   std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
   std::size_t pendingConnections = kPendingConnections;  // data connections accepted, not identified yet
   std::size_t pendingPerHost = kPendingPerHost;
+  // QUIC (quic::ServerOptions): connections at once, and the handshakes under way from which on
+  // a new client must prove its address with a Retry token first (0: every client).
+  std::size_t quicConnections = 1024;
+  std::size_t quicRetryAbove = 64;
   std::chrono::seconds firstMessageTimeout{10};  // a control connection that says nothing
   std::chrono::seconds idleTimeout{120};  // a session without a running measurement
   std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
@@ -50,12 +54,13 @@ struct PassiveLimits {
 
 // Which of the derived limits the command line gave.
 struct GivenLimits {
-  bool sessionsPerHost = false, pendingConnections = false, pendingPerHost = false;
+  bool sessionsPerHost = false, pendingConnections = false, pendingPerHost = false, quicRetryAbove = false;
 };
 
 // The limits that were not given follow those that were raised: what one host may have is an
 // eighth of the totals (--max-sessions, --max-pending), and the data connections waiting for
-// their IDENTIFY a quarter of --max-flows; never less than the defaults.
+// their IDENTIFY a quarter of --max-flows; never less than the defaults. QUIC's Retry begins at
+// a sixteenth of --max-quic-connections (at least 1).
 PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given);
 
 struct PassiveOptions {

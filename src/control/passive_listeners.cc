@@ -126,6 +126,9 @@ bool Listeners::openQuic() {
   quic::ServerOptions o;
   o.keyFile = options_.tlsKeyFile;
   o.certFile = options_.tlsCertFile;
+  o.maxConnections = options_.limits.quicConnections;
+  o.retryAbove = options_.limits.quicRetryAbove;
+  o.v6only = family == AF_INET6 && options_.v6only;  // -6, as the other listeners
   auto server = quic::Server::listen(io_, udp::endpoint(address, static_cast<std::uint16_t>(options_.port - 1)), o);
   if (!server) throw transport::TransportError("QUIC data listener: " + server.error());
   quic_ = *server;

@@ -3,8 +3,10 @@
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -295,6 +297,7 @@ Result<std::shared_ptr<Connection>> Connection::connect(asio::io_context& io, co
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(server.protocol(), ec);
+  if (!ec && server.address().is_v6()) socket->set_option(asio::ip::v6_only(options.v6only), ec);
   if (!ec && options.local) socket->bind(asio::ip::udp::endpoint(*options.local, 0), ec);
   if (!ec) socket->connect(server, ec);
   if (!ec) socket->non_blocking(true, ec);
@@ -334,27 +337,36 @@ Result<std::shared_ptr<Connection>> Connection::connect(asio::io_context& io, co
 Result<std::shared_ptr<Connection>> Connection::accept(asio::io_context& io,
                                                        std::shared_ptr<asio::ip::udp::socket> socket,
                                                        const asio::ip::udp::endpoint& local,
-                                                       const asio::ip::udp::endpoint& remote,
+                                                       const asio::ip::udp::endpoint& remote, bool sourceAddressed,
                                                        std::shared_ptr<const Credentials> credentials,
-                                                       const Limits& limits, std::span<const std::uint8_t> dcid,
-                                                       std::span<const std::uint8_t> scid, std::uint32_t version) {
+                                                       const Limits& limits, const ClientInitial& initial) {
   std::shared_ptr<Connection> c(new Connection(io, Role::Server, std::move(socket), local, remote, limits));
+  c->sourceAddressed_ = sourceAddressed;
   ngtcp2_cid clientDcid{}, clientScid{}, ownScid{};
-  ngtcp2_cid_init(&clientDcid, dcid.data(), dcid.size());
-  ngtcp2_cid_init(&clientScid, scid.data(), scid.size());
+  ngtcp2_cid_init(&clientDcid, initial.dcid.data(), initial.dcid.size());
+  ngtcp2_cid_init(&clientScid, initial.scid.data(), initial.scid.size());
   ownScid.datalen = 18;
   randomBytes(ownScid.data, ownScid.datalen);
   ngtcp2_settings settings;
   ngtcp2_transport_params params;
   configure(settings, params, limits);
-  params.original_dcid = clientDcid;
+  if (initial.token.empty()) {
+    params.original_dcid = clientDcid;
+  } else {
+    // After a Retry: the client's first Destination Connection ID (carried in the token), and
+    // the Retry's Source Connection ID, which the client now sends to (RFC 9000, 7.3).
+    ngtcp2_cid_init(&params.original_dcid, initial.originalDcid.data(), initial.originalDcid.size());
+    params.retry_scid = clientDcid;
+    params.retry_scid_present = 1;
+    settings.token = ngtcp2_vec{const_cast<std::uint8_t*>(initial.token.data()), initial.token.size()};
+  }
   params.stateless_reset_token_present = 1;
   randomBytes(params.stateless_reset_token, sizeof params.stateless_reset_token);
   ngtcp2_callbacks cb{};
   Callbacks::common(cb);
   cb.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
   const ngtcp2_path path = pathOf(c->local_, c->remote_);
-  if (int rv = ngtcp2_conn_server_new(&c->conn_, &clientScid, &ownScid, &path, version, &cb, &settings, &params,
+  if (int rv = ngtcp2_conn_server_new(&c->conn_, &clientScid, &ownScid, &path, initial.version, &cb, &settings, &params,
                                       nullptr, c.get());
       rv != 0) {
     return Failure{std::string("QUIC: ") + ngtcp2_strerror(rv)};
@@ -743,10 +755,50 @@ void Connection::flush() {
   armTimer();
 }
 
+long sendDatagramFrom(int fd, const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& to,
+                      const std::optional<asio::ip::address>& source) {
+  iovec vector{const_cast<std::uint8_t*>(data), size};
+  msghdr message{};
+  message.msg_name = const_cast<sockaddr*>(to.data());
+  message.msg_namelen = static_cast<socklen_t>(to.size());
+  message.msg_iov = &vector;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) std::uint8_t control[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+  if (source) {
+    // The socket's family decides the option: an IPv6 socket (dual-stack ones too, whose IPv4
+    // peers and addresses are v4-mapped) takes IPV6_PKTINFO, an IPv4 socket IP_PKTINFO. No
+    // interface: the route to the peer decides it, only the source address is fixed.
+    message.msg_control = control;
+    auto put = [&message, &control](int level, int type, const auto& info) {
+      cmsghdr* c = reinterpret_cast<cmsghdr*>(control);
+      c->cmsg_level = level;
+      c->cmsg_type = type;
+      c->cmsg_len = CMSG_LEN(sizeof info);
+      std::memcpy(CMSG_DATA(c), &info, sizeof info);
+      message.msg_controllen = CMSG_SPACE(sizeof info);
+    };
+    if (to.address().is_v6()) {
+      in6_pktinfo info{};
+      const asio::ip::address_v6 address = source->is_v6() ? source->to_v6()
+                                                           : asio::ip::make_address_v6(asio::ip::v4_mapped, source->to_v4());
+      const auto bytes = address.to_bytes();
+      std::memcpy(&info.ipi6_addr, bytes.data(), bytes.size());
+      put(IPPROTO_IPV6, IPV6_PKTINFO, info);
+    } else {
+      in_pktinfo info{};
+      const auto bytes = source->to_v4().to_bytes();
+      std::memcpy(&info.ipi_spec_dst, bytes.data(), bytes.size());
+      put(IPPROTO_IP, IP_PKTINFO, info);
+    }
+  }
+  return static_cast<long>(::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL));
+}
+
 bool Connection::sendDatagram(const std::uint8_t* data, std::size_t size) {
+  const std::optional<asio::ip::address> source =
+      sourceAddressed_ ? std::optional<asio::ip::address>(local_.address()) : std::nullopt;
   for (;;) {
-    const ssize_t rc = ::sendto(socket_->native_handle(), data, size, MSG_DONTWAIT | MSG_NOSIGNAL, remote_.data(),
-                                static_cast<socklen_t>(remote_.size()));
+    const long rc = sendDatagramFrom(socket_->native_handle(), data, size, remote_, source);
     if (rc >= 0) {
       ++counters_.datagramsSent;
       return true;

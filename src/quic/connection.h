@@ -64,7 +64,23 @@ struct ClientOptions {
   std::string hostName;  // SNI and the name the certificate must carry; empty: not checked
   Limits limits;
   std::optional<asio::ip::address> local;  // the socket's local address (netperfmeter's -L); none: any
+  bool v6only = false;  // an IPv6 socket with IPV6_V6ONLY (netperfmeter's -6, the FLOWSPEC's v6only)
 };
+
+// The server side's view of a client's first Initial packet (Server): its header's connection
+// IDs and version, and where the client proved its address with a Retry token, the token and
+// the Destination Connection ID of the Initial that the Retry answered.
+struct ClientInitial {
+  std::span<const std::uint8_t> dcid, scid;
+  std::uint32_t version = 0;
+  std::span<const std::uint8_t> token, originalDcid;  // empty: not validated by a Retry
+};
+
+// Sends one datagram on `fd` to `to`, from `source` where given (IP_PKTINFO / IPV6_PKTINFO:
+// the reply of a wildcard-bound server leaves from the address its client sent to). Returns
+// sendmsg()'s result (errno set where it is negative).
+long sendDatagramFrom(int fd, const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& to,
+                      const std::optional<asio::ip::address>& source);
 
 // What a connection counted (for tests and diagnostics).
 struct ConnectionCounters {
@@ -147,14 +163,14 @@ private:
 
   Connection(asio::io_context& io, Role role, std::shared_ptr<asio::ip::udp::socket> socket,
              const asio::ip::udp::endpoint& local, const asio::ip::udp::endpoint& remote, const Limits& limits);
-  // The server side: for the Server, on its socket, from the client's first Initial packet
-  // (dcid/scid of its header, the version).
+  // The server side: for the Server, on its socket, from the client's first Initial packet.
+  // `local` is the address the client sent to; with `sourceAddressed` (a wildcard-bound
+  // server) every datagram to the client leaves from it.
   static Result<std::shared_ptr<Connection>> accept(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket,
                                                     const asio::ip::udp::endpoint& local,
-                                                    const asio::ip::udp::endpoint& remote,
+                                                    const asio::ip::udp::endpoint& remote, bool sourceAddressed,
                                                     std::shared_ptr<const Credentials> credentials,
-                                                    const Limits& limits, std::span<const std::uint8_t> dcid,
-                                                    std::span<const std::uint8_t> scid, std::uint32_t version);
+                                                    const Limits& limits, const ClientInitial& initial);
 
   // Input: one datagram from the peer. Then afterInput() once per batch of datagrams.
   // Returns false where the datagram ended the connection before it began (a server's garbage
@@ -208,6 +224,7 @@ private:
   Role role_;
   std::shared_ptr<asio::ip::udp::socket> socket_;
   asio::ip::udp::endpoint local_, remote_;
+  bool sourceAddressed_ = false;  // the server's datagrams name local_ as their source (IP_PKTINFO)
   std::string peer_;
   Limits limits_;
   ngtcp2_conn* conn_ = nullptr;

@@ -1,6 +1,9 @@
 #include "quic/server.h"
 
+#include <gnutls/crypto.h>
+#include <netinet/in.h>
 #include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ip/v6_only.hpp>
@@ -8,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "quic/tls.h"
 
@@ -16,6 +20,9 @@ namespace npm::quic {
 namespace {
 constexpr std::size_t kMaxDatagram = 65536;
 constexpr int kDatagramsPerRead = 64;
+// How long a Retry token is good for (ngtcp2's time, nanoseconds): the client answers a Retry
+// at once, so a few seconds cover any round trip.
+constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
 }  // namespace
 
 Server::Server(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket, asio::ip::udp::endpoint local,
@@ -37,9 +44,20 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
   auto credentials = Credentials::server(options.keyFile, options.certFile);
   if (!credentials) return Failure{"QUIC: " + credentials.error()};
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
+  const bool wildcard = local.address().is_unspecified();
   boost::system::error_code ec;
   socket->open(local.protocol(), ec);
-  if (!ec && local.address().is_v6()) socket->set_option(asio::ip::v6_only(false), ec);
+  if (!ec && local.address().is_v6()) socket->set_option(asio::ip::v6_only(options.v6only), ec);
+  if (!ec && wildcard) {
+    // Each datagram's destination address, to answer from it (IPv4 peers of a dual-stack
+    // socket come with IPV6_PKTINFO too, their address v4-mapped).
+    const int on = 1;
+    const bool v6 = local.address().is_v6();
+    if (::setsockopt(socket->native_handle(), v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVPKTINFO : IP_PKTINFO, &on,
+                     sizeof on) != 0) {
+      ec = boost::system::error_code(errno, boost::system::system_category());
+    }
+  }
   if (!ec) socket->bind(local, ec);
   if (!ec) socket->non_blocking(true, ec);
   asio::ip::udp::endpoint bound;
@@ -49,6 +67,10 @@ Result<std::shared_ptr<Server>> Server::listen(asio::io_context& io, const asio:
                    ec.message()};
   }
   std::shared_ptr<Server> server(new Server(io, std::move(socket), bound, std::move(*credentials), options));
+  server->sourceAddressed_ = wildcard;
+  if (gnutls_rnd(GNUTLS_RND_KEY, server->tokenSecret_.data(), server->tokenSecret_.size()) != 0) {
+    return Failure{"QUIC: no random key for Retry tokens"};
+  }
   server->readMore();
   return server;
 }
@@ -80,15 +102,42 @@ void Server::drain() {
   std::vector<std::shared_ptr<Connection>> touched;
   for (int i = 0; i < kDatagramsPerRead && !closed_; ++i) {
     asio::ip::udp::endpoint from;
-    socklen_t length = static_cast<socklen_t>(from.capacity());
-    const ssize_t n = ::recvfrom(socket_->native_handle(), buffer_.data(), buffer_.size(), MSG_DONTWAIT, from.data(),
-                                 &length);
+    iovec vector{buffer_.data(), buffer_.size()};
+    alignas(cmsghdr) std::uint8_t control[CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo))];
+    msghdr message{};
+    message.msg_name = from.data();
+    message.msg_namelen = static_cast<socklen_t>(from.capacity());
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_->native_handle(), &message, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR || errno == ECONNREFUSED) continue;
       break;
     }
-    from.resize(length);
-    handle(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), from, timestamp(), touched);
+    from.resize(message.msg_namelen);
+    asio::ip::udp::endpoint to = local_;
+    if (sourceAddressed_) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+          in6_pktinfo info;
+          std::memcpy(&info, CMSG_DATA(c), sizeof info);
+          asio::ip::address_v6::bytes_type bytes;
+          std::memcpy(bytes.data(), &info.ipi6_addr, bytes.size());
+          // A link-local destination keeps its interface as the scope.
+          const auto address = asio::ip::address_v6(bytes, IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr) ? info.ipi6_ifindex : 0);
+          to = asio::ip::udp::endpoint(address, local_.port());
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+          in_pktinfo info;
+          std::memcpy(&info, CMSG_DATA(c), sizeof info);
+          asio::ip::address_v4::bytes_type bytes;
+          std::memcpy(bytes.data(), &info.ipi_addr, bytes.size());
+          to = asio::ip::udp::endpoint(asio::ip::address_v4(bytes), local_.port());
+        }
+      }
+    }
+    handle(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), from, to, timestamp(), touched);
   }
   // Each connection answers once for the whole batch.
   std::sort(touched.begin(), touched.end());
@@ -99,7 +148,8 @@ void Server::drain() {
   if (!closed_) readMore();
 }
 
-void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from, std::uint64_t now,
+void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+                    const asio::ip::udp::endpoint& to, std::uint64_t now,
                     std::vector<std::shared_ptr<Connection>>& touched) {
   if (auto it = connections_.find(from); it != connections_.end()) {
     auto connection = it->second;
@@ -108,6 +158,12 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
     touched.push_back(std::move(connection));
     return;
   }
+  admit(datagram, from, to, now, touched);
+}
+
+void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+                   const asio::ip::udp::endpoint& to, std::uint64_t now,
+                   std::vector<std::shared_ptr<Connection>>& touched) {
   // A new client: only an Initial packet that may start a connection (its header, its size).
   ngtcp2_pkt_hd header;
   if (ngtcp2_accept(&header, datagram.data(), datagram.size()) != 0) {
@@ -116,19 +172,39 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
   if (connections_.size() >= options_.maxConnections) {
     return drop("already " + std::to_string(connections_.size()) + " connections", from);
   }
-  auto created = Connection::accept(io_, socket_, local_, from, credentials_, options_.limits,
-                                    std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen),
-                                    std::span<const std::uint8_t>(header.scid.data, header.scid.datalen),
-                                    header.version);
+  ClientInitial initial;
+  initial.dcid = std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen);
+  initial.scid = std::span<const std::uint8_t>(header.scid.data, header.scid.datalen);
+  initial.version = header.version;
+  ngtcp2_cid originalDcid{};
+  if (header.token.len > 0 && header.token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+    // Back from a Retry: the token must be this server's, for this address and port, and fresh.
+    if (ngtcp2_crypto_verify_retry_token(&originalDcid, header.token.base, header.token.len, tokenSecret_.data(),
+                                         tokenSecret_.size(), header.version, from.data(),
+                                         static_cast<ngtcp2_socklen>(from.size()), &header.dcid,
+                                         kRetryTokenLifetime, now) != 0) {
+      return refuseToken(header, from, to);
+    }
+    initial.token = std::span<const std::uint8_t>(header.token.base, header.token.len);
+    initial.originalDcid = std::span<const std::uint8_t>(originalDcid.data, originalDcid.datalen);
+  } else if (handshaking_ >= options_.retryAbove) {
+    // Too many handshakes under way: the client proves its address first (other tokens, such
+    // as a NEW_TOKEN's of another server, count for nothing).
+    return sendRetry(header, from, to, now);
+  }
+  auto created = Connection::accept(io_, socket_, to, from, sourceAddressed_, credentials_, options_.limits, initial);
   if (!created) return drop(created.error(), from);
   auto connection = *created;
   std::weak_ptr<Server> weakServer = weak_from_this();
   std::weak_ptr<Connection> weakConnection = connection;
   const std::string peer = connection->peerName();
+  // Called once: when the handshake is done, or when the connection ends before that.
   connection->onHandshake([weakServer, weakConnection, peer](Result<void> established) {
     auto server = weakServer.lock();
+    if (!server) return;
+    --server->handshaking_;
     auto connection = weakConnection.lock();
-    if (!server || !connection) return;
+    if (!connection) return;
     if (!established) {
       if (server->failedHandshakes_.next()) {
         log::info("QUIC handshake from " + peer + " failed: " + established.error() + " (" +
@@ -146,11 +222,51 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
       if (auto s = weakServer.lock()) s->forget(from, raw);
     });
   };
+  ++handshaking_;
   if (!connection->onDatagram(datagram, now)) {
+    --handshaking_;  // forgotten without its handshake handler
     return drop("an Initial packet that does not open", from);
   }
   connections_[from] = connection;
   touched.push_back(std::move(connection));
+}
+
+void Server::sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                       const asio::ip::udp::endpoint& to, std::uint64_t now) {
+  ngtcp2_cid retryScid{};
+  retryScid.datalen = 18;
+  if (gnutls_rnd(GNUTLS_RND_NONCE, retryScid.data, retryScid.datalen) != 0) return drop("no random bytes", from);
+  std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token;
+  const auto tokenLength = ngtcp2_crypto_generate_retry_token(
+      token.data(), tokenSecret_.data(), tokenSecret_.size(), header.version, from.data(),
+      static_cast<ngtcp2_socklen>(from.size()), &retryScid, &header.dcid, now);
+  if (tokenLength < 0) return drop("cannot make a Retry token", from);
+  std::array<std::uint8_t, 256> packet;
+  const auto n = ngtcp2_crypto_write_retry(packet.data(), packet.size(), header.version, &header.scid, &retryScid,
+                                           &header.dcid, token.data(), static_cast<std::size_t>(tokenLength));
+  if (n < 0) return drop("cannot write a Retry packet", from);
+  ++retries_;
+  reply(packet.data(), static_cast<std::size_t>(n), from, to);
+}
+
+void Server::refuseToken(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                         const asio::ip::udp::endpoint& to) {
+  if (invalidTokens_.next()) {
+    log::debug("QUIC: an Initial from " + transport::endpointName(from.address(), from.port()) +
+               " with a Retry token that is not valid (" + std::to_string(invalidTokens_.count()) + " so far)");
+  }
+  // INVALID_TOKEN, as RFC 9000 8.1.2 asks for (no bigger than the Initial it answers).
+  std::array<std::uint8_t, 256> packet;
+  const auto n = ngtcp2_crypto_write_connection_close(packet.data(), packet.size(), header.version, &header.scid,
+                                                      &header.dcid, NGTCP2_INVALID_TOKEN, nullptr, 0);
+  if (n > 0) reply(packet.data(), static_cast<std::size_t>(n), from, to);
+}
+
+void Server::reply(const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& from,
+                   const asio::ip::udp::endpoint& to) {
+  // Best effort: a reply that finds the socket full is lost, and the client tries again.
+  sendDatagramFrom(socket_->native_handle(), data, size, from,
+                   sourceAddressed_ ? std::optional<asio::ip::address>(to.address()) : std::nullopt);
 }
 
 void Server::drop(const std::string& why, const asio::ip::udp::endpoint& from) {

@@ -4,11 +4,24 @@
 // server (garbage, stray short-header packets, an Initial whose keys do not open it) are
 // dropped without a reply and counted; they never cost more than ngtcp2's look at the header,
 // or a connection attempt that is forgotten at once.
+//
+// Hostile clients (README.md here): a handshake left half-done holds its connection until the
+// handshake timeout, and what the server sends to an address that never answered stays within
+// three times what it received from there (ngtcp2's anti-amplification limit). Once
+// `retryAbove` handshakes are under way, a new client gets a Retry packet (stateless: nothing
+// is kept) and is served only when it comes back with the token, from the address it was sent
+// to: Initials from forged source addresses then hold no state, and cannot lock legitimate
+// clients out by filling `maxConnections`.
+//
+// Bound to the wildcard address, the server reads each datagram's destination address
+// (IP_PKTINFO / IPV6_RECVPKTINFO) and answers from it, so that a client that sent to any of the
+// host's addresses gets its replies from that address.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -21,6 +34,8 @@
 #include "common/result.h"
 #include "quic/connection.h"
 
+struct ngtcp2_pkt_hd;
+
 namespace npm::quic {
 
 struct ServerOptions {
@@ -29,6 +44,11 @@ struct ServerOptions {
   Limits limits;
   // Connections at once (handshaking or established); more clients are ignored until some end.
   std::size_t maxConnections = 1024;
+  // Handshakes under way from which on a new client must prove its address with a Retry
+  // token first (0: every client).
+  std::size_t retryAbove = 64;
+  // An IPv6 socket accepts IPv6 only (IPV6_V6ONLY; otherwise dual-stack).
+  bool v6only = false;
 };
 
 class Server : public std::enable_shared_from_this<Server> {
@@ -51,14 +71,28 @@ public:
   // Datagrams that were no QUIC for this server.
   std::uint64_t dropped() const { return dropped_.count(); }
   std::uint64_t failedHandshakes() const { return failedHandshakes_.count(); }
+  // Retry packets sent, and Initials whose Retry token did not verify.
+  std::uint64_t retries() const { return retries_; }
+  std::uint64_t invalidTokens() const { return invalidTokens_.count(); }
+  // Connections whose handshake is under way.
+  std::size_t handshaking() const { return handshaking_; }
 
 private:
   Server(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket, asio::ip::udp::endpoint local,
          std::shared_ptr<const Credentials> credentials, const ServerOptions& options);
   void readMore();
   void drain();
-  void handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from, std::uint64_t now,
-              std::vector<std::shared_ptr<Connection>>& touched);
+  void handle(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+              const asio::ip::udp::endpoint& to, std::uint64_t now, std::vector<std::shared_ptr<Connection>>& touched);
+  // A new client's Initial: a connection, a Retry, or nothing.
+  void admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
+             const asio::ip::udp::endpoint& to, std::uint64_t now, std::vector<std::shared_ptr<Connection>>& touched);
+  void sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                 const asio::ip::udp::endpoint& to, std::uint64_t now);
+  void refuseToken(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
+                   const asio::ip::udp::endpoint& to);
+  void reply(const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& from,
+             const asio::ip::udp::endpoint& to);
   void drop(const std::string& why, const asio::ip::udp::endpoint& from);
   void forget(const asio::ip::udp::endpoint& from, const Connection* which);
 
@@ -70,7 +104,11 @@ private:
   std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
   std::function<void(std::shared_ptr<Connection>)> onConnection_;
   std::vector<std::uint8_t> buffer_;
-  log::Repeated dropped_, failedHandshakes_;
+  bool sourceAddressed_ = false;  // bound to the wildcard: each datagram's destination is read
+  std::array<std::uint8_t, 32> tokenSecret_{};  // the key of this server's Retry tokens
+  std::size_t handshaking_ = 0;
+  std::uint64_t retries_ = 0;
+  log::Repeated dropped_, failedHandshakes_, invalidTokens_;
   bool closed_ = false;
 };
 

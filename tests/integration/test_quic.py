@@ -8,6 +8,7 @@ timeout); the command line's QUIC rules. Skipped where the build has no QUIC."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -16,7 +17,7 @@ import unittest
 from harness import NETPERFMETER, Passive, free_base_port, main, read_scalars, run_active
 
 QUIC = os.environ.get("NPM_QUIC_BUILT") == "ON"
-PORT, _ = free_base_port(span=12)  # this test's ports: PORT - 1 .. PORT + 13, its own
+PORT, _ = free_base_port(span=16)  # this test's ports: PORT - 1 .. PORT + 17, its own
 SKIP = unittest.skipUnless(QUIC and shutil.which("openssl"),
                            "the build has no QUIC (NPM_QUIC_BUILT is not ON)" if not QUIC else "no openssl")
 
@@ -122,17 +123,21 @@ class QuicRun(unittest.TestCase):
         self.assertGreater(scalars[("netPerfMeter.passive.flow[0]", "Received Bytes")], 0)
 
 
-@SKIP
-class QuicRefused(unittest.TestCase):
+class WithCertificates(unittest.TestCase):
+    """A temporary directory with the test CA and the passive's key and certificate."""
+
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="npm-quic-refused-")
+        cls.dir = tempfile.mkdtemp(prefix="npm-quic-")
         cls.files = make_certificates(cls.dir)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
+
+@SKIP
+class QuicRefused(WithCertificates):
     def test_a_passive_without_key_and_certificate_refuses_quic(self):
         with Passive(PORT + 5, "-X") as passive:
             result = run_active(f"127.0.0.1:{PORT + 5}", "-control-over-tcp", "-runtime=1", "-tls-ca",
@@ -161,6 +166,32 @@ class QuicRefused(unittest.TestCase):
         self.assertEqual(len(errors), 1, result.stderr)
         self.assertIn("QUIC", errors[0])
         self.assertIn(f"127.0.0.1:{PORT + 9}", errors[0])
+
+
+@SKIP
+class QuicIpv6(WithCertificates):
+    """-6 applies to the QUIC socket as to the other listeners, and an active reaches a passive
+    over IPv6 (::1)."""
+
+    def test_v6only_passive_serves_quic_over_ipv6_only(self):
+        with Passive(PORT + 14, "-X", "-6", "-tls-key", self.files["server.key"], "-tls-cert",
+                     self.files["server.pem"]) as passive:
+            result = run_active(f"[::1]:{PORT + 14}", "-control-over-tcp", "-runtime=1", "-scalar=v6.sca",
+                                "-tls-ca", self.files["ca.pem"], "-tls-hostname", "localhost",
+                                "-quic", "const20:const1000:const20:const1000", cwd=self.dir, check=False, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            # IPv6 only: nothing listens on IPv4 UDP PORT-1 (the kernel's port unreachable comes
+            # back at once as ECONNREFUSED); a dual-stack socket would take the datagram in silence.
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(10)
+                s.connect(("127.0.0.1", PORT + 13))
+                s.send(b"\xc0" + bytes(1199))
+                with self.assertRaises(ConnectionRefusedError):
+                    s.recv(100)
+            self.assertTrue(passive.alive())
+        for side in ("active", "passive"):
+            scalars = read_scalars(os.path.join(self.dir, f"v6-{side}.sca"))
+            self.assertGreater(scalars[(f"netPerfMeter.{side}.flow[0]", "Received Bytes")], 0, side)
 
 
 @SKIP

@@ -63,6 +63,20 @@ TEST_CASE("Passive limits: per-host options given win over the derived values") 
   CHECK(l.sessionsPerHost == 3);
 }
 
+TEST_CASE("Passive limits: QUIC's Retry begins at a sixteenth of --max-quic-connections unless given") {
+  const auto d = passiveLimits({"9000", "-X"});
+  CHECK(d.quicConnections == 1024);
+  CHECK(d.quicRetryAbove == 64);
+  const auto small = passiveLimits({"9000", "-X", "--max-quic-connections=8"});
+  CHECK(small.quicConnections == 8);
+  CHECK(small.quicRetryAbove == 1);
+  const auto always = passiveLimits({"9000", "-X", "--max-quic-connections=32", "--quic-retry-above=0"});
+  CHECK(always.quicRetryAbove == 0);
+  CHECK(std::holds_alternative<app::CliError>(app::parseCommandLine({"9000", "--max-quic-connections=0"})));
+  CHECK(std::holds_alternative<app::CliError>(app::parseCommandLine({"127.0.0.1:9000", "--quic-retry-above=3",
+                                                                      "-tcp", "const1:const100"})));
+}
+
 TEST_CASE("-N takes counts beyond 4096 (10000 flows)") {
   const auto o = active({"127.0.0.1:9000", "-N", "10000", "-tcp", "const10:const100"});
   CHECK(o.flows.size() == 10000);

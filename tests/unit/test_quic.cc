@@ -186,8 +186,10 @@ struct TestServer {
   std::map<std::uint16_t, Received> received;
   bool readAtOnce = true;
 
-  TestServer(asio::io_context& context, quic::ServerOptions options = serverOptions()) : io(context) {
-    auto listening = quic::Server::listen(io, kAnyLocal, options);
+  TestServer(asio::io_context& context, quic::ServerOptions options = serverOptions(),
+             const asio::ip::udp::endpoint& local = kAnyLocal)
+      : io(context) {
+    auto listening = quic::Server::listen(io, local, options);
     REQUIRE(listening.ok());
     server = *listening;
     server->onConnection([this](std::shared_ptr<quic::Connection> c) {
@@ -475,6 +477,111 @@ TEST_CASE("QUIC: garbage datagrams are dropped, and a real client connects after
   REQUIRE(runUntil(io, [&] { return server.received[0].messages.size() == 1 && server.server->dropped() == 2 * garbage.size(); }));
   CHECK(server.received[0].messages[0] == message);
   CHECK(server.server->connections() == 1);
+}
+
+// A client's first datagram (its Initial with the ClientHello), taken off the wire: the client
+// sends it to a socket that never answers.
+Bytes firstInitial(asio::io_context& io) {
+  asio::ip::udp::socket trap(io, kAnyLocal);
+  std::optional<Result<void>> outcome;
+  auto client = connectClient(io, trap.local_endpoint(), clientOptions(), outcome);
+  Bytes datagram(65536);
+  std::size_t n = 0;
+  trap.async_receive(asio::buffer(datagram), [&n](const boost::system::error_code&, std::size_t got) { n = got; });
+  REQUIRE(runUntil(io, [&] { return n > 0; }));
+  client->close();
+  datagram.resize(n);
+  return datagram;
+}
+
+TEST_CASE("QUIC: half-open handshakes end at the timeout; past retryAbove a client comes through a Retry",
+          "[quic]") {
+  asio::io_context io;
+  auto options = serverOptions();
+  options.limits.handshakeTimeout = std::chrono::milliseconds(400);
+  options.retryAbove = 1;
+  TestServer server(io, options);
+  const Bytes initial = firstInitial(io);
+  // A client that sends its Initial and goes silent: a handshake under way, then none.
+  asio::ip::udp::socket silent(io, kAnyLocal), second(io, kAnyLocal);
+  silent.send_to(asio::buffer(initial), server.endpoint());
+  REQUIRE(runUntil(io, [&] { return server.server->handshaking() == 1; }));
+  CHECK(server.server->connections() == 1);
+  // One more while it lasts: a Retry packet (long header, type 3), and no state.
+  second.send_to(asio::buffer(initial), server.endpoint());
+  REQUIRE(runUntil(io, [&] { return server.server->retries() == 1; }));
+  Bytes reply(2048);
+  const std::size_t n = second.receive(asio::buffer(reply));
+  REQUIRE(n > 0);
+  CHECK((reply[0] & 0xf0) == 0xf0);
+  CHECK(n < initial.size());
+  CHECK(server.server->connections() == 1);
+  // A real client meanwhile: through the Retry, and served.
+  std::optional<Result<void>> outcome;
+  auto client = connectClient(io, server.endpoint(), clientOptions(), outcome);
+  REQUIRE(runUntil(io, [&] { return outcome.has_value(); }));
+  REQUIRE(outcome->ok());
+  CHECK(server.server->retries() == 2);
+  // The silent one's handshake times out and is forgotten.
+  REQUIRE(runUntil(io, [&] { return server.server->handshaking() == 0 && server.server->connections() == 1; }));
+  // An Initial with a Retry token that is not this server's: refused (INVALID_TOKEN in an
+  // Initial of the server's), no connection. The token goes into the long header (RFC 9000,
+  // 17.2.2), the packet's Length shrinks by as much and the datagram keeps its size.
+  Bytes forged(initial.begin(), initial.begin() + 5);
+  std::size_t at = 5;
+  for (int cid = 0; cid < 2; ++cid) {  // Destination and Source Connection ID, each with its length
+    forged.insert(forged.end(), initial.begin() + at, initial.begin() + at + 1 + initial[at]);
+    at += 1 + initial[at];
+  }
+  REQUIRE(initial[at] == 0);  // the client's Initial has no token
+  ++at;
+  Bytes token(60);
+  token[0] = 0xb6;  // NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY
+  for (std::size_t i = 1; i < token.size(); ++i) token[i] = static_cast<std::uint8_t>(i * 37);
+  forged.push_back(static_cast<std::uint8_t>(token.size()));
+  forged.insert(forged.end(), token.begin(), token.end());
+  // The Length (a variable-length integer; ngtcp2 writes four bytes), written again as long.
+  const std::size_t width = std::size_t{1} << (initial[at] >> 6);
+  std::uint64_t length = initial[at] & 0x3fu;
+  for (std::size_t i = 1; i < width; ++i) length = length << 8 | initial[at + i];
+  length -= token.size();
+  for (std::size_t i = 0; i < width; ++i) {
+    auto byte = static_cast<std::uint8_t>(length >> (8 * (width - 1 - i)));
+    if (i == 0) byte = static_cast<std::uint8_t>((initial[at] & 0xc0) | (byte & 0x3f));
+    forged.push_back(byte);
+  }
+  at += width;
+  forged.insert(forged.end(), initial.begin() + at, initial.end() - static_cast<long>(token.size()));
+  REQUIRE(forged.size() == initial.size());
+  asio::ip::udp::socket third(io, kAnyLocal);
+  third.send_to(asio::buffer(forged), server.endpoint());
+  REQUIRE(runUntil(io, [&] { return server.server->invalidTokens() == 1; }));
+  const std::size_t closing = third.receive(asio::buffer(reply));
+  CHECK((reply[0] & 0xf0) == 0xc0);  // an Initial (with CONNECTION_CLOSE)
+  CHECK(closing <= 3 * forged.size());
+  CHECK(server.server->connections() == 1);
+  client->close();
+  REQUIRE(runUntil(io, [&] { return server.server->connections() == 0; }));
+}
+
+TEST_CASE("QUIC: a server bound to the wildcard answers from the address its client sent to", "[quic]") {
+  asio::io_context io;
+  // Dual-stack (::) and IPv4 (0.0.0.0): clients over 127.0.0.1 and ::1, connected sockets that
+  // take replies from the address they sent to only.
+  for (const char* any : {"::", "0.0.0.0"}) {
+    TestServer server(io, serverOptions(), asio::ip::udp::endpoint(asio::ip::make_address(any), 0));
+    std::vector<const char*> targets{"127.0.0.1", "127.0.0.2"};
+    if (std::string(any) == "::") targets.push_back("::1");
+    for (const char* target : targets) {
+      INFO(any << " <- " << target);
+      std::optional<Result<void>> outcome;
+      auto client = connectClient(io, asio::ip::udp::endpoint(asio::ip::make_address(target), server.endpoint().port()),
+                                  clientOptions(), outcome);
+      REQUIRE(runUntil(io, [&] { return outcome.has_value(); }));
+      REQUIRE(outcome->ok());
+      client->close();
+    }
+  }
 }
 
 TEST_CASE("QUIC: a handshake nobody answers times out with a line that says so", "[quic]") {
