@@ -21,7 +21,7 @@ import unittest
 LAB, LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:5]
 del sys.argv[1:5]
 sys.path.insert(0, LAB_SRC)
-from npmlab import evidence, expr, stats, study, topology  # noqa: E402
+from npmlab import evidence, expr, stats, study, tls, topology  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 import harness  # noqa: E402
@@ -48,6 +48,37 @@ spec = "const0:const1400:const0:const0"
 name = "goodput"
 value = "goodput(0) / 1e6"
 unit = "Mbit/s"
+"""
+
+# QUIC flows 0 and 2 (streams of one connection, in one pair), a TCP flow between them in a
+# pair of its own; one path.
+QUIC_STUDY = """
+name = "quic"
+runtime = 2
+repetitions = 1
+[sweep]
+rate = ["20mbit"]
+[[paths]]
+rate = "{rate}"
+queue = "60kB"
+delay_ms = 5
+[[flows]]
+protocol = "quic"
+spec = "const0:const1200:const0:const0"
+[[flows]]
+protocol = "tcp"
+spec = "const100:const1000:const0:const0"
+[[flows]]
+protocol = "quic"
+spec = "const10:const1000:const10:const1000"
+[[metrics]]
+name = "quic_goodput"
+value = "goodput(0) / 1e6"
+unit = "Mbit/s"
+[[metrics]]
+name = "quic_rate_driven"
+value = "goodput(2)"
+unit = "bit/s"
 """
 
 
@@ -122,6 +153,30 @@ class StudyFiles(unittest.TestCase):
                    "capture")
         self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\ncapture = \"all\"", 1),
                    5, "capture")
+
+    def test_what_netperfmeter_refuses_for_quic_is_refused_by_the_study(self):
+        # One line naming the study file, the line, the flow and the option, before anything is built.
+        for option in ("unordered=0.5", "unreliable=0.1", "rtx_timeout=100", "rtx_trials=2", "rcvbuf=100000",
+                       "sndbuf=100000", "nodelay=on", "ccid=2", "cc=bbr"):
+            with self.subTest(option=option):
+                self.check(QUIC_STUDY.replace("const0:const1200:const0:const0", "const0:const1200:const0:const0:"
+                                              + option), 13, f"flows[1].spec: {option}:")
+        # the QUIC flows of a run share one connection: one congestion control
+        self.check(QUIC_STUDY.replace("const10:const1000:const10:const1000", "const10:const1000:cc=cubic"), 19,
+                   "flows[3].spec: cc=cubic: the QUIC flows of a run are streams of one connection")
+        # neutral values pass, as netperfmeter takes them
+        path = os.path.join(self.dir, "neutral.toml")
+        with open(path, "w") as f:
+            f.write(QUIC_STUDY.replace("const0:const1200:const0:const0", "const0:const1200:unordered=0:nodelay=off"))
+        r = lab("run", path, "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_quic_headers_of_truncated_packets(self):
+        # an Initial of QUIC v1 (long header, type 0), a Handshake, a 1-RTT packet (short header)
+        self.assertEqual(evidence.quic_headers("c3" + "00000001" + "08" + "ab" * 30), (True, 1, evidence.QUIC_INITIAL))
+        self.assertEqual(evidence.quic_headers("e1" + "00000001" + "08"), (True, 1, evidence.QUIC_HANDSHAKE))
+        self.assertEqual(evidence.quic_headers("41" + "ab" * 20), (False, None, None))
+        self.assertEqual(evidence.quic_headers(""), (None, None, None))
 
     def test_data_tsns_of_truncated_sctp_packets(self):
         # What a capture of SNAPLEN bytes keeps of a full-sized packet: the common header (ports,
@@ -482,6 +537,70 @@ class Documents(unittest.TestCase):
         if "bundled" in subprocess.run([NETPERFMETER, "--version"], capture_output=True, text=True).stdout:
             self.assertTrue(any(n.endswith("Drop-Reported Chunks") for n in names), sorted(names))
         print(f"{len(figures)} figures of 3 flows: the JSON document and the scalar files agree")
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+@unittest.skipUnless(shutil.which("openssl"), "openssl is not installed (the lab makes the QUIC certificates with it)")
+@unittest.skipUnless(tls.quic_built(NETPERFMETER), f"{NETPERFMETER} was built without QUIC")
+class Quic(unittest.TestCase):
+    """A study with QUIC flows: run for real on a namespace test bed."""
+
+    def test_quic_flows_run_as_streams_of_one_connection(self):
+        work = tempfile.mkdtemp(prefix="npmlab-quic-")
+        self.addCleanup(shutil.rmtree, work, True)
+        path, out = os.path.join(work, "quic.toml"), os.path.join(work, "out")
+        with open(path, "w") as f:
+            f.write(QUIC_STUDY)
+        r = lab("run", path, OTHER_LOAD, "-o", out, "--no-plot")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        run = os.path.join(out, "runs", "rate=20mbit-r1")
+        # QUIC flows 0 and 2 in pair 0 (one -quic option), TCP flow 1 in pair 1
+        self.assertEqual(sorted(e for e in os.listdir(run) if re.fullmatch(r"f\d+", e)), ["f0", "f1"])
+        quic = stats.load_document(os.path.join(run, "f0", "run.json"))
+        self.assertEqual([(f["flow_id"], f["protocol"], f["stream_id"]) for f in quic["flows"]],
+                         [(0, "QUIC", 0), (2, "QUIC", 1)])
+        self.assertEqual([(f["flow_id"], f["protocol"]) for f in stats.load_document(os.path.join(run, "f1",
+                                                                                                  "run.json"))["flows"]],
+                         [(1, "TCP")])
+        with open(os.path.join(run, "f0", "run.config")) as f:
+            self.assertIn('FLOW0_PROTOCOL="QUIC"', f.read())
+        env = pathlib.Path(run, "environment.txt").read_text()
+        files = {name: os.path.join(os.path.abspath(out), "tls", name) for name in ("ca.pem", "server.key", "server.pem")}
+        self.assertIn(f"--tls-key={files['server.key']} --tls-cert={files['server.pem']}", env)
+        self.assertRegex(env, rf"flows 0,2 active: .* --tls-ca={re.escape(files['ca.pem'])} "
+                              r"--tls-hostname=passive\.npmlab\.invalid .*-quic const0:const1200:const0:const0:id=0 "
+                              r"const10:const1000:const10:const1000:id=2\n")
+        # the throw-away CA: its certificate and the passive's key and certificate, the CA's key gone
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "tls"))), ["ca.pem", "server.key", "server.pem"])
+        self.assertEqual(os.stat(files["server.key"]).st_mode & 0o077, 0)
+        # the figures: a saturated QUIC flow on a 20 Mbit/s path beside 0.8 Mbit/s of TCP, and a
+        # rate-driven one of 10 frames/s of 1000 bytes each way (80 kbit/s of payload)
+        with open(os.path.join(out, "summary.csv")) as f:
+            rows = {row[1]: row for row in (line.split(",") for line in f.read().splitlines()[1:])}
+        goodput, rate_driven = float(rows["quic_goodput"][3]), float(rows["quic_rate_driven"][3])
+        print(f"QUIC over 20 Mbit/s: {goodput:.2f} Mbit/s; the rate-driven stream: {rate_driven / 1e3:.1f} kbit/s")
+        self.assertGreater(goodput, 2.0)
+        self.assertLess(goodput, 20.0)
+        self.assertGreater(rate_driven, 40e3)
+        self.assertLess(rate_driven, 100e3)
+        for recorded in ("cpu_active", "cpu_passive", "udp_sndbuf_errors_active", "drops_path1_forward"):
+            self.assertIn(recorded, rows)
+        # the connection's own statistics as the flows' path samples, both sides
+        scalars = stats.document_scalars(quic)
+        for side in ("active", "passive"):
+            self.assertGreater(scalars[(side, 0, "path[0] Samples")], 5, side)
+        # the evidence: the connection on the wire (tshark), ngtcp2's congestion control
+        with open(os.path.join(run, "evidence.json")) as f:
+            judged = json.load(f)
+        self.assertTrue(judged["valid"], judged)
+        by_flow = {e["flow"]: e for e in judged["flows"]}
+        self.assertEqual({n: (e["protocol"], e["pair"]) for n, e in by_flow.items()},
+                         {0: ("quic", 0), 1: ("tcp", 1), 2: ("quic", 0)})
+        checks = {c["check"]: c for c in by_flow[0]["checks"]}
+        self.assertEqual(checks["congestion control (netperfmeter's document)"]["ok"], True, checks)
+        if shutil.which("tshark"):
+            self.assertEqual(checks["QUIC connection on the wire"]["ok"], True, checks)
+            self.assertGreater(by_flow[0]["seen"]["data_packets_per_interface"]["0"], 100)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")

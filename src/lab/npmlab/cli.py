@@ -152,6 +152,7 @@ def cmd_run(args, config):
     runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
                     resume=args.resume, retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
     runner.check_congestion_controls()
+    runner.check_quic()
     _check_output(out, args)
     for stale in topology.remove_stale():
         print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
@@ -192,6 +193,7 @@ def _run_on_hosts(study, args, config, path, out):
                                repetitions=args.repetitions, ci_target=args.ci_target, resume=args.resume,
                                retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
     try:
+        runner.check_quic(local_netperfmeter=False)  # the hosts' netperfmeters: in preflight()
         problems = runner.preflight()
         for problem in problems:
             print(f"{PROGRAM}: {problem}", file=sys.stderr)

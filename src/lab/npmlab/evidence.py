@@ -20,20 +20,14 @@ import signal
 import subprocess
 import time
 
-from .study import CAPTURE_SECONDS
+from .study import CAPTURE_SECONDS, spec_options
 from .topology import LabError, _run
 
 SNAPLEN = 256
 NR_SACK, SACK, DATA, INIT = 16, 3, 0, 1
 
 
-def flow_options(spec):
-    """The name=value options of a FLOWSPEC (everything after the four traffic fields)."""
-    options = {}
-    for field in spec.split(":")[4:]:
-        key, _, value = field.partition("=")
-        options[key] = value
-    return options
+flow_options = spec_options  # the name=value options of a FLOWSPEC
 
 
 def _on(value):
@@ -199,6 +193,61 @@ def summarise_tcp(path, port):
     return out
 
 
+def quic_headers(payload_hex):
+    """(long header?, QUIC version or None, long packet type or None) of a UDP payload's first
+    packet (hex). A QUIC packet's first byte and a long header's version are never protected or
+    encrypted (RFC 9000, 17.2 and 17.3), so they read from any capture, truncated or not."""
+    b = bytes.fromhex(payload_hex) if payload_hex else b""
+    if not b:
+        return None, None, None
+    if not b[0] & 0x80:
+        return False, None, None
+    version = int.from_bytes(b[1:5], "big") if len(b) >= 5 else None
+    return True, version, (b[0] & 0x30) >> 4
+
+
+QUIC_V1, QUIC_INITIAL, QUIC_HANDSHAKE = 1, 0, 2
+
+
+def summarise_quic(path, port):
+    """What the capture shows of the QUIC connection to `port` (the passive's UDP BASE-1), from the
+    first packet of each datagram: the active's Initial packets and the versions of its long
+    headers, the passive's long-header packets (its Initial, with its Handshake coalesced behind
+    it, and Handshake packets), the short (1-RTT) packets of each side, and the active's
+    full-sized packets (data) per path interface."""
+    rows = _tshark(path, f"udp.port == {port}", ["frame.interface_id", "udp.srcport", "udp.length", "udp.payload"])
+    out = {"versions": [], "initial_from_active": 0, "long_from_passive": 0, "short_from_active": 0,
+           "short_from_passive": 0, "data_packets_per_interface": {}}
+    versions = set()
+    for iface, src, length, payload in rows:
+        side = "passive" if src == str(port) else "active"
+        long_header, version, kind = quic_headers(payload)
+        if long_header is None:
+            continue
+        if not long_header:
+            out[f"short_from_{side}"] += 1
+        elif side == "active":
+            versions.add(version)
+            out["initial_from_active"] += kind == QUIC_INITIAL
+        else:
+            out["long_from_passive"] += kind in (QUIC_INITIAL, QUIC_HANDSHAKE)
+        if side == "active" and length and int(length) > 500:
+            key = str(int(iface))
+            out["data_packets_per_interface"][key] = out["data_packets_per_interface"].get(key, 0) + 1
+    out["versions"] = sorted(f"0x{v:08x}" for v in versions if v is not None)
+    return out
+
+
+def document_ccs(path):
+    """{flow id: congestion control} of a run's JSON document ({} when it cannot be read): for
+    QUIC flows ngtcp2's, which no ss shows."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {int(flow["flow_id"]): flow.get("congestion_control") for flow in json.load(f)["flows"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 # ------------------------------------------------------------------------ congestion control
 _SS_CC = re.compile(r"\b(reno|cubic|bbr|bbr2|htcp|vegas|westwood|illinois|dctcp|hybla|highspeed|scalable|veno|yeah|"
                     r"lp|nv|cdg|npm_\w+)\b")
@@ -344,12 +393,13 @@ class HostLoad:
 START_SKEW_LIMIT = 0.5  # s between the first and the last pair's START
 
 
-def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT,
+def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT,
           no_capture="no capture (tshark is not installed)"):
     """Whether a run measured what its study asks for: per flow what was seen and each check
     (expected, observed, ok). The run is valid when no check failed; checks that the evidence
     cannot decide (no capture, no traffic of that kind) say so and do not fail it; `no_capture`
-    says why there is no capture when there is none."""
+    says why there is no capture when there is none. groups[i]: the flows of pair i (udp_ports[i],
+    ports[i]), a Flow for a pair of one."""
     result = {"flows": [], "problems": [], "unverified": []}
     paths = len(topo.paths)
     pcap = capture.path if capture is not None and capture.available() else None
@@ -363,9 +413,11 @@ def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=No
         elif ok is None:
             result["unverified"].append(f"flow {flow['flow']}: {what}")
 
-    for i, f in enumerate(flows):
+    flows = [(i, f) for i, group in enumerate(groups) for f in (group if isinstance(group, list) else [group])]
+    quic_seen = {}  # pair -> the capture's summary of its QUIC connection
+    for i, f in flows:
         options = flow_options(f.spec)
-        entry = {"flow": i, "protocol": f.protocol, "spec": f.spec, "checks": []}
+        entry = {"flow": f.number, "pair": i, "protocol": f.protocol, "spec": f.spec, "checks": []}
         result["flows"].append(entry)
         rcvbuf = int(options["rcvbuf"]) if options.get("rcvbuf", "").isdigit() else None
         if f.protocol == "sctp":
@@ -404,6 +456,28 @@ def judge(flows, topo, capture, ccs, counters, starts, udp_ports, ports, host=No
                 for side in ("active", "passive"):
                     found = ccs.get(i, {}).get(side, [])
                     check(entry, f"congestion control ({side})", [cc], found, None if not found else found == [cc])
+        elif f.protocol == "quic":
+            first = i not in quic_seen
+            if first:
+                quic_seen[i] = summarise_quic(pcap, ports[i] - 1) if pcap else None
+            seen = entry["seen"] = quic_seen[i]
+            if first:  # the connection's checks, once (its other flows are streams of it)
+                wanted = "Initial (QUIC v1) from the active, Initial/Handshake from the passive, 1-RTT packets both ways"
+                if seen is None:
+                    check(entry, "QUIC connection on the wire", wanted, "no capture", None)
+                else:
+                    ok = (seen["initial_from_active"] > 0 and seen["versions"] == [f"0x{QUIC_V1:08x}"]
+                          and seen["long_from_passive"] > 0 and seen["short_from_active"] > 0
+                          and seen["short_from_passive"] > 0)
+                    observed = {k: seen[k] for k in ("versions", "initial_from_active", "long_from_passive",
+                                                     "short_from_active", "short_from_passive")}
+                    check(entry, "QUIC connection on the wire", wanted, observed, ok)
+            cc = options.get("cc", "default")
+            wanted_cc = "reno" if cc in ("default", "") else cc
+            flow_id = int(options["id"]) if options.get("id", "").isdigit() else f.number
+            found = ccs.get(i, {}).get("document", {}).get(flow_id)
+            check(entry, "congestion control (netperfmeter's document)", wanted_cc, found,
+                  None if found is None else found == wanted_cc)
     known = [t for t in starts if t is not None]
     if len(known) > 1:
         skew = max(known) - min(known)

@@ -35,8 +35,8 @@ import tempfile
 import threading
 import time
 
-from . import evidence, stats
-from .runner import Interrupted, Runner
+from . import evidence, stats, tls
+from .runner import Interrupted, Runner, pair_name
 from .topology import LabError
 
 VERSION = re.compile(r"NetPerfMeter (\d+)\.(\d+)(?:\.(\d+))?")
@@ -188,6 +188,16 @@ class Remote:
         except subprocess.TimeoutExpired:
             raise LabError(f"{self}: no answer within {timeout} s to: {script[:120]}")
 
+    def put(self, data, path, timeout=SSH_TIMEOUT):
+        """Writes bytes into a file on the host (readable by its owner only)."""
+        try:
+            r = subprocess.run(self.argv(f"umask 077 && cat > {shlex.quote(path)}"), input=data, capture_output=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{self}: no answer within {timeout} s while writing {path}")
+        if r.returncode != 0:
+            raise LabError(f"{self}: writing {path}: {_last_line(r.stderr.decode(errors='replace'))}")
+
     def check(self, script, timeout=SSH_TIMEOUT):
         r = self.run(script, timeout)
         if r.returncode != 0:
@@ -247,6 +257,7 @@ class PairBed:
         self.hosts = {"active": remotes[pair.active], "passive": remotes[pair.passive]}
         self.workdir = {}
         self.devices = {"active": [], "passive": []}  # the interfaces of the paths' addresses
+        self.tls = False  # the QUIC pairs' TLS files are in the work directories
 
     def address(self, side, path):
         return self.paths[path].active if side == "active" else self.paths[path].passive
@@ -270,6 +281,7 @@ class PairBed:
             except LabError:
                 pass
             del self.workdir[side]
+        self.tls = False
 
     def describe(self):
         lines = [f"hosts: pair {self.pair.number}: active {self.pair.active}, passive {self.pair.passive}"]
@@ -371,6 +383,7 @@ def _probe_script(program, clock):
         "elif ls /lib/modules/\"$(uname -r)\"/kernel/net/dccp/dccp.ko* >/dev/null 2>&1; then echo module; "
         "else echo none; fi",
         "echo '=== cc ==='; cat /proc/sys/net/ipv4/tcp_available_congestion_control",
+        f"echo '=== quic ==='; {npm} --help 2>&1 | grep -c -e '--tls-key=FILE'",
         "echo '=== addr ==='; ip -o addr show",
     ]
     if clock:
@@ -488,6 +501,9 @@ class HostsRunner(Runner):
         elif "sctp" in needs and "userland SCTP:" not in s.get("version", ""):
             out.append(f"{host}: the study needs SCTP, and its netperfmeter names no userland SCTP stack "
                        "(netperfmeter --version)")
+        if "quic" in needs and s.get("quic", "0").strip() in ("0", ""):
+            out.append(f"{host}: the study has QUIC flows, and its netperfmeter was built without QUIC (its --help "
+                       "offers no --tls-key)")
         if "dccp" in needs and s.get("dccp", "none").strip() == "none":
             out.append(f"{host}: the study needs DCCP, and its kernel has no DCCP module")
         available = set(s.get("cc", "").split())
@@ -590,7 +606,22 @@ class HostsRunner(Runner):
     def _topology_for(self, values):
         bed = self.local.bed
         bed.setup()
+        if self.needs_tls() and not bed.tls:
+            # the results directory's certificate and key to the passive host, its CA to the active one
+            local = tls.paths(self.outdir)
+            for name, path in self._tls_files(bed).items():
+                side = "active" if name == "ca.pem" else "passive"
+                bed.hosts[side].check(f"mkdir -p {shlex.quote(os.path.dirname(path))}")
+                with open(local[name], "rb") as f:
+                    bed.hosts[side].put(f.read(), path)
+            bed.tls = True
         return bed
+
+    def _tls_files(self, bed):
+        """The QUIC pairs' TLS files on the hosts: key and certificate in the passive's work
+        directory, the CA in the active's (copied there from the results directory's tls/)."""
+        return {name: f"{bed.workdir['active' if name == 'ca.pem' else 'passive']}/{tls.FOLDER}/{name}"
+                for name in tls.FILES}
 
     def _teardown(self):
         """The hosts stay as they are; their work directories go in close()."""
@@ -603,8 +634,8 @@ class HostsRunner(Runner):
         return [f"--auth-key-file={service.key_file}"] if service and service.key_file else []
 
     def _commands(self, bed, values, rep=None):
-        """[(flow, passive command or None (the running service), active command)]: a netperfmeter
-        pair per flow, as on the namespace test beds."""
+        """[(flows, passive command or None (the running service), active command)]: a netperfmeter
+        pair per flow (the QUIC flows in one), as on the namespace test beds."""
         pairs = super()._commands(bed, values, rep)
         return [(f, None, active) for f, _, active in pairs] if self.spec.service else pairs
 
@@ -645,8 +676,8 @@ class HostsRunner(Runner):
         if self.stopping:
             raise Interrupted("stopping")
         pairs = self._commands(bed, values, rep)
-        flows = [f for f, _, _ in pairs]
-        cross = self._cross_commands(bed, len(flows))
+        groups = [g for g, _, _ in pairs]
+        cross = self._cross_commands(bed, len(pairs))
         name = os.path.basename(partial)
         work = {side: f"{bed.workdir[side]}/{name}" for side in ("active", "passive")}
         crosswork = {}  # cross traffic number -> its directory on its host
@@ -657,10 +688,11 @@ class HostsRunner(Runner):
                       f"passive {meta['passive']['versions']['netperfmeter']}; lab {self.tools.version('netperfmeter')}\n")
             env.write(f"python: {sys.version.split()[0]}\n")
             env.write(f"variables: {json.dumps(values)}\n")
-            for i, (_, passive_cmd, active_cmd) in enumerate(pairs):
-                env.write(f"flow {i} passive: " + (f"{bed.pair.passive}: {shlex.join(passive_cmd)}\n" if passive_cmd
-                                                   else f"{bed.pair.passive}: the running netperfmeter.service\n"))
-                env.write(f"flow {i} active: {bed.pair.active}: {shlex.join(active_cmd)}\n")
+            for group, passive_cmd, active_cmd in pairs:
+                env.write(f"{pair_name(group)} passive: " + (f"{bed.pair.passive}: {shlex.join(passive_cmd)}\n"
+                                                             if passive_cmd
+                                                             else f"{bed.pair.passive}: the running netperfmeter.service\n"))
+                env.write(f"{pair_name(group)} active: {bed.pair.active}: {shlex.join(active_cmd)}\n")
             for x, passive_cmd, active_cmd in cross:
                 env.write(f"cross traffic {x.number}: {x.host}: {shlex.join(active_cmd)}\n")
             env.write(bed.describe())
@@ -711,7 +743,7 @@ class HostsRunner(Runner):
                                    os.path.join(partial, f"f{i}", "active.log"))
                        for i, (_, _, active_cmd) in enumerate(pairs)]
             if self.spec.service is None:  # the service's connections of all flows share its ports
-                ccs = self._ccs_while_running(bed, flows, actives,
+                ccs = self._ccs_while_running(bed, groups, actives,
                                               [os.path.join(partial, f"f{i}", "active.log") for i in range(len(pairs))])
             deadline = time.monotonic() + self.study.runtime + 90
             for a in actives + crossing:
@@ -749,7 +781,7 @@ class HostsRunner(Runner):
             if code != 0:
                 with open(os.path.join(partial, f"x{x.number}", "active.log"), errors="replace") as f:
                     raise LabError(f"the cross traffic of {x.host} failed (exit {code}): {_last_line(f.read())}")
-        judged = self._conclude(bed, partial, flows, codes[:len(pairs)], before, after, None, ccs, None)
+        judged = self._conclude(bed, partial, groups, codes[:len(pairs)], before, after, None, ccs, None)
         if cross:
             self._judge_start(partial, judged, start_at_us,
                               [os.path.join(partial, f"f{i}", "run.json") for i in range(len(pairs))]

@@ -4,7 +4,9 @@ createsummary, summary.csv and the plots.
 Each flow of a study runs in a netperfmeter pair of its own (an active in A's namespace, a
 passive in P's, pair i on port 9000 + 10 i and userland SCTP over UDP port 9899 + i), all pairs
 of a run started together: a reference flow shares no process, no SCTP stack and no UDP socket
-with the multipath flow it is compared with.
+with the multipath flow it is compared with. The QUIC flows of a run are the exception: they
+share one pair, as streams of one QUIC connection (UDP port 9000 + 10 i - 1), with the results
+directory's throw-away certificate (tls.py).
 
 Runs are done in blocks: every repetition k is one block with each combination once, in an
 order drawn from the recorded seed, so that the variants a study compares are measured
@@ -21,10 +23,12 @@ summaries (counted there), never silently averaged.
 Layout of a results directory DIR:
   DIR/lab.json                 what was run (study file, --quick, tools, the seed, the order)
   DIR/study.toml               a copy of the study file
+  DIR/tls/                     QUIC flows only: the CA certificate and the passives' key and
+                               certificate (tls.py)
   DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
                                tool versions, the exact command lines), counters.json,
                                evidence.json, capture.pcapng, settle.txt (the wait for an
-                               earlier run's connections), and per flow i f<i>/ with its
+                               earlier run's connections), and per pair i f<i>/ with its
                                pair's run.config, run.json (the figures the lab reads),
                                run-{active,passive}.sca.bz2 (createsummary's input),
                                active.log, passive.log
@@ -53,7 +57,7 @@ import sys
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, topology
+from . import evidence, expr, stats, tls, topology
 from .topology import LabError
 
 LEVEL = 0.95
@@ -137,6 +141,27 @@ def pair_port(i):
 def pair_udp(i):
     """The passive's userland SCTP (UDP encapsulation) port of flow i's pair."""
     return 9899 + i
+
+
+def pair_groups(flows):
+    """The flows of each netperfmeter pair of a run, in order: a pair per flow, except that all
+    QUIC flows share the pair of the first (one -quic option: one QUIC connection with a stream
+    pair per flow, as the reference runs them)."""
+    groups, quic = [], None
+    for f in flows:
+        if f.protocol != "quic":
+            groups.append([f])
+        elif quic is None:
+            quic = [f]
+            groups.append(quic)
+        else:
+            quic.append(f)
+    return groups
+
+
+def pair_name(group):
+    """How environment.txt names a pair: "flow 2", or "flows 1,3" (QUIC flows in one pair)."""
+    return f"flow {group[0].number}" if len(group) == 1 else "flows " + ",".join(str(f.number) for f in group)
 
 
 def pair_dirs(run_dir):
@@ -273,6 +298,7 @@ class Runner:
         self.unconverged = []
         self.invalid = []  # (label, reasons) of runs that did not measure what the study asks
         self.current = []  # processes of the run in progress
+        self._quic = None  # whether the study has QUIC flows (needs_tls)
 
     # ------------------------------------------------------------------ runs
     def port_of(self, i):
@@ -364,12 +390,12 @@ class Runner:
         return int.from_bytes(digest[:8], "big") % ((1 << 53) - 1) + 1
 
     def _commands(self, topo, values, rep=None):
-        """[(flow, passive command, active command)]: a netperfmeter pair per flow (with `rep`,
-        each active gets its traffic seed)."""
+        """[(flows, passive command, active command)]: a netperfmeter pair per flow, but one for
+        all QUIC flows (pair_groups); with `rep`, each active gets its traffic seed."""
         study = self.study
-        flows = study.flows_for(values)
         pairs = []
-        for i, f in enumerate(flows):
+        for i, group in enumerate(pair_groups(study.flows_for(values))):
+            f = group[0]
             passive = self._program(topo, "passive") + [str(self.port_of(i)), "-nodisplay",
                                                         f"--sctp-udp-port={self.udp_port_of(i)}",
                                                         *study.args_for("passive", values)]
@@ -380,17 +406,49 @@ class Runner:
             if study.warmup > 0:
                 active.append(f"--warmup={study.warmup:g}")
             if rep is not None:
-                active.append(f"-seed={self.traffic_seed(rep, i)}")
+                active.append(f"-seed={self.traffic_seed(rep, f.number)}")
             if f.protocol == "sctp" and len(topo.paths) > 1:
                 active.append("-L" + ",".join(topo.active_addresses()))
+            if f.protocol == "quic":
+                files = self._tls_files(topo)
+                passive += [f"--tls-key={files['server.key']}", f"--tls-cert={files['server.pem']}"]
+                active += [f"--tls-ca={files['ca.pem']}", f"--tls-hostname={tls.HOSTNAME}"]
             active += study.args_for("active", values)
-            # the flow keeps its number in the study (goodput(i)) in a pair of its own
-            flow = f.argument()
-            if "id" not in evidence.flow_options(f.spec):
-                flow[1] += f":id={i}"
+            # each flow keeps its number in the study (goodput(i)) in its pair
+            flow = ["-" + f.protocol]
+            for member in group:
+                spec = member.argument()[1]
+                if "id" not in evidence.flow_options(member.spec):
+                    spec += f":id={member.number}"
+                flow.append(spec)
             active += flow
-            pairs.append((f, passive, active))
+            pairs.append((group, passive, active))
         return pairs
+
+    def _tls_files(self, topo):
+        """{ca.pem, server.key, server.pem: path} of the QUIC pairs' TLS files, where the passive
+        and the active read them (the results directory's tls/, made by run())."""
+        return tls.paths(self.outdir)
+
+    def needs_tls(self):
+        """Whether a flow of any combination is a QUIC flow."""
+        if self._quic is None:
+            self._quic = any(f.protocol == "quic" for values in self.study.combinations()
+                             for f in self.study.flows_for(values))
+        return self._quic
+
+    def check_quic(self, local_netperfmeter=True):
+        """A study with QUIC flows needs a netperfmeter built with QUIC (the local one here, the
+        hosts' in their pre-flight checks) and openssl for the certificates: said before anything
+        is built."""
+        if not self.needs_tls():
+            return
+        if local_netperfmeter and tls.quic_built(self.tools["netperfmeter"]) is False:
+            raise LabError(f"the study has QUIC flows, and {self.tools['netperfmeter']} was built without QUIC "
+                           "(its --help offers no --tls-key; see src/quic/README.md)")
+        if shutil.which("openssl") is None:
+            raise LabError("the study has QUIC flows, whose certificates the lab makes with openssl, which is not "
+                           "installed")
 
     def _program(self, topo, side):
         """The start of a netperfmeter command on a side of the test bed."""
@@ -400,12 +458,12 @@ class Runner:
         """Options every active gets beyond the run's (none on the namespace test beds)."""
         return []
 
-    def _ccs_while_running(self, topo, flows, actives, logs):
+    def _ccs_while_running(self, topo, groups, actives, logs):
         """{flow index: {"active": [cc], "passive": [cc]}} of the TCP and MPTCP pairs, from ss once
         their measurements run (the passive sets a flow's CC when it identifies the connection,
         before START: from START on, every byte is sent under it)."""
-        wanted = {i: self.port_of(i) - (1 if f.protocol == "mptcp" else 0) for i, f in enumerate(flows)
-                  if f.protocol in ("tcp", "mptcp")}
+        wanted = {i: self.port_of(i) - (1 if g[0].protocol == "mptcp" else 0) for i, g in enumerate(groups)
+                  if g[0].protocol in ("tcp", "mptcp")}
         seen = {i: {"active": set(), "passive": set()} for i in wanted}
         if not wanted:
             return {}
@@ -431,15 +489,15 @@ class Runner:
 
     def _attempt(self, topo, values, partial, rep):
         pairs = self._commands(topo, values, rep)
-        flows = [f for f, _, _ in pairs]
+        groups = [g for g, _, _ in pairs]
         with open(os.path.join(partial, "environment.txt"), "w") as env:
             env.write(f"kernel: {platform.uname().release} ({platform.uname().version})\n")
             env.write(f"netperfmeter: {self.tools.version('netperfmeter')}\n")
             env.write(f"python: {platform.python_version()}\n")
             env.write(f"variables: {json.dumps(values)}\n")
-            for i, (_, passive_cmd, active_cmd) in enumerate(pairs):
-                env.write(f"flow {i} passive: {subprocess.list2cmdline(passive_cmd)}\n")
-                env.write(f"flow {i} active: {subprocess.list2cmdline(active_cmd)}\n")
+            for group, passive_cmd, active_cmd in pairs:
+                env.write(f"{pair_name(group)} passive: {subprocess.list2cmdline(passive_cmd)}\n")
+                env.write(f"{pair_name(group)} active: {subprocess.list2cmdline(active_cmd)}\n")
             env.write(self.topo_text)
         logs = []
         try:
@@ -463,7 +521,7 @@ class Runner:
                 actives.append(subprocess.Popen(active_cmd, stdout=logs[-1], stderr=subprocess.STDOUT,
                                                 cwd=os.path.join(partial, f"f{i}"), start_new_session=True))
                 self.current.append(actives[-1])
-            ccs = self._ccs_while_running(topo, flows, actives,
+            ccs = self._ccs_while_running(topo, groups, actives,
                                           [os.path.join(partial, f"f{i}", "active.log") for i in range(len(pairs))])
             deadline = time.monotonic() + self.study.runtime + 90
             codes = []
@@ -484,11 +542,12 @@ class Runner:
             self.current = []
             for f in logs:
                 f.close()
-        return self._conclude(topo, partial, flows, codes, before, after, capture, ccs, load.finish())
+        return self._conclude(topo, partial, groups, codes, before, after, capture, ccs, load.finish())
 
-    def _conclude(self, topo, partial, flows, codes, before, after, capture, ccs, host):
+    def _conclude(self, topo, partial, groups, codes, before, after, capture, ccs, host):
         """After a run's processes ended: fails the attempt if a pair's active failed or the
-        scalar files are incomplete; else writes counters.json and evidence.json; the verdict."""
+        scalar files are incomplete; else writes counters.json and evidence.json; the verdict.
+        `groups`: the flows of each pair."""
         for i, code in enumerate(codes):
             if code != 0:
                 with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
@@ -499,10 +558,14 @@ class Runner:
         counters = evidence.delta(before, after)
         with open(os.path.join(partial, "counters.json"), "w") as f:
             json.dump(counters, f, indent=1, sort_keys=True)
-        starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(flows))]
-        judged = evidence.judge(flows, topo, capture, ccs, counters, starts,
-                                [self.udp_port_of(i) for i in range(len(flows))],
-                                [self.port_of(i) for i in range(len(flows))], host, self.max_other_load,
+        starts = [start_time(os.path.join(partial, f"f{i}", "active.log")) for i in range(len(groups))]
+        ccs = dict(ccs)
+        for i, group in enumerate(groups):
+            if group[0].protocol == "quic":  # ngtcp2's, in userland: as netperfmeter's document names it
+                ccs[i] = {"document": evidence.document_ccs(os.path.join(partial, f"f{i}", "run.json"))}
+        judged = evidence.judge(groups, topo, capture, ccs, counters, starts,
+                                [self.udp_port_of(i) for i in range(len(groups))],
+                                [self.port_of(i) for i in range(len(groups))], host, self.max_other_load,
                                 no_capture=self.NO_CAPTURE)
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
@@ -646,6 +709,8 @@ class Runner:
     def run(self):
         study = self.study
         os.makedirs(os.path.join(self.outdir, "runs"), exist_ok=True)
+        if self.needs_tls():
+            tls.ensure(self.outdir)
         for entry in os.listdir(os.path.join(self.outdir, "runs")):
             if entry.startswith(".partial-"):
                 shutil.rmtree(os.path.join(self.outdir, "runs", entry), ignore_errors=True)

@@ -10,7 +10,7 @@ import tomllib
 
 from . import expr, hostspec
 
-PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp")
+PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp", "quic")
 TOPOLOGIES = ("disjoint", "shared", "hosts")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
              "reverse_loss", "ber"}
@@ -147,9 +147,51 @@ class Path:
         return any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss, self.reverse_loss, self.ber))
 
 
+def spec_options(spec):
+    """{name: value} of a FLOWSPEC's name=value options (the traffic fields hold no '=')."""
+    options = {}
+    for field in spec.split(":"):
+        name, eq, value = field.partition("=")
+        if eq:
+            options[name.strip()] = value.strip()
+    return options
+
+
+def _fraction(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _quic_refusal(option, value):
+    """Why netperfmeter refuses this option of a QUIC flow (src/flowspec/flowspec.cc), or None."""
+    number = _fraction(value)
+    if option in ("unordered", "unreliable", "ordered", "reliable", "rtx_timeout", "rtx_trials"):
+        neutral = {"unordered": 0.0, "unreliable": 0.0, "ordered": 1.0, "reliable": 1.0}.get(option)
+        if neutral is None or number != neutral:
+            return "a QUIC stream is ordered and reliable (unordered=, unreliable=, rtx_timeout= and rtx_trials= " \
+                   "apply to SCTP)"
+    elif option in ("rcvbuf", "sndbuf"):
+        if number != 0:
+            return "the streams of a QUIC connection share its UDP socket, and QUIC's flow control windows bound " \
+                   "what is buffered"
+    elif option == "nodelay":
+        if value not in ("off", "0", "false", "no"):
+            return "applies to TCP, MPTCP and SCTP flows, not to QUIC"
+    elif option == "ccid":
+        if number != 0:
+            return "applies only to DCCP flows"
+    elif option == "cc":
+        if value not in ("reno", "cubic", "default", ""):
+            return "a QUIC connection's congestion control is reno, cubic or default (Reno)"
+    return None
+
+
 class Flow:
-    def __init__(self, protocol, spec, description):
+    def __init__(self, protocol, spec, description, number=0):
         self.protocol, self.spec, self.description = protocol, spec, description
+        self.number = number  # the flow's place in the study (0, 1, ...): its id= and goodput(number)
 
     def argument(self):
         spec = self.spec + (f":description={self.description}" if self.description else "")
@@ -268,6 +310,7 @@ class Study:
         """The flows of a combination, in order; a [[flows]] entry with count = N (or a
         {variable}) stands for N such flows."""
         flows = []
+        quic_cc = []  # [key, cc] of the first QUIC flow
         for i, raw in enumerate(self.flows):
             key = f"flows[{i + 1}]"
             protocol = self._fill(f"{key}.protocol", raw["protocol"], values)
@@ -280,10 +323,33 @@ class Study:
                 self._checker.fail(f"{key}.count", f"\"{count}\" is not a number of flows")
             if not 1 <= count <= 64:
                 self._checker.fail(f"{key}.count", "must be 1 to 64")
+            spec = self._fill(f"{key}.spec", raw["spec"], values)
+            if protocol == "quic":
+                self._check_quic(key, spec, quic_cc)
             for _ in range(count):
-                flows.append(Flow(protocol, self._fill(f"{key}.spec", raw["spec"], values),
-                                  self._fill(f"{key}.description", raw.get("description", ""), values)))
+                flows.append(Flow(protocol, spec, self._fill(f"{key}.description", raw.get("description", ""), values),
+                                  number=len(flows)))
         return flows
+
+    def _check_quic(self, key, spec, first_cc):
+        """A QUIC flow's FLOWSPEC: what netperfmeter refuses for QUIC, said before anything runs;
+        `first_cc` holds [key, cc] of the run's first QUIC flow (all share one connection)."""
+        if self.hosts is not None and self.hosts.service is not None:
+            self._checker.fail(f"{key}.protocol", "a QUIC flow needs a passive with the study's certificate "
+                               "(-tls-key, -tls-cert), and the running netperfmeter.service (hosts.service) has its "
+                               "own or none: leave out service, and the lab starts the passives")
+        options = spec_options(spec)
+        for option, value in options.items():
+            why = _quic_refusal(option, value)
+            if why:
+                self._checker.fail(f"{key}.spec", f"{option}={value}: {why}")
+        cc = options.get("cc", "default")
+        cc = "default" if cc == "" else cc
+        if not first_cc:
+            first_cc += [key, cc]
+        elif cc != first_cc[1]:
+            self._checker.fail(f"{key}.spec", f"cc={cc}: the QUIC flows of a run are streams of one connection, which "
+                               f"has one congestion control ({first_cc[0]} has cc={first_cc[1]})")
 
     def metric_tree(self, metric, values):
         """A metric's formula for a combination (its {variable}s filled)."""
@@ -547,6 +613,9 @@ def load(path, quick=False):
             checker.fail(f"plot.{k}", f"\"{v}\" is not a variable of the sweep")
     study.plot = plot
     study.check_templates()
+    if any(f.get("protocol") == "quic" or "{" in str(f.get("protocol")) for f in study.flows):
+        for values in study.combinations():  # every combination's QUIC flows, before anything runs
+            study.flows_for(values)
     study.unused = _unused_variables(data, study.sweep)
     return study
 
