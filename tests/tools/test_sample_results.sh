@@ -50,8 +50,11 @@ else
 fi
 if command -v tshark >/dev/null; then
   zcat "$run/run.pcapng.gz" >"$TMP/run.pcapng"
-  chmod 755 "$TMP"; chmod 644 "$TMP/run.pcapng"
-  fields=$(runuser -u nobody -- tshark -r "$TMP/run.pcapng" -X "lua_script:$LUA" -o udp.try_heuristic_first:TRUE \
+  # tshark runs as nobody, who may not read the source tree (a checkout under /root): the
+  # capture and the Lua twin go to the test's own folder
+  cp "$LUA" "$TMP/npmp.lua"
+  chmod 755 "$TMP"; chmod 644 "$TMP/run.pcapng" "$TMP/npmp.lua"
+  fields=$(runuser -u nobody -- tshark -r "$TMP/run.pcapng" -X "lua_script:$TMP/npmp.lua" -o udp.try_heuristic_first:TRUE \
              -T fields -e npmp.type -e _ws.malformed 2>"$TMP/tshark.err")
   types=$(tr '\t,' '\n\n' <<<"$fields" | grep -c '^[0-9]')
   malformed=$(grep -c '_ws.malformed\|Malformed' <<<"$fields" || true)
