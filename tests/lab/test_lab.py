@@ -597,7 +597,8 @@ class Quic(unittest.TestCase):
         self.assertEqual({n: (e["protocol"], e["pair"]) for n, e in by_flow.items()},
                          {0: ("quic", 0), 1: ("tcp", 1), 2: ("quic", 0)})
         checks = {c["check"]: c for c in by_flow[0]["checks"]}
-        self.assertEqual(checks["congestion control (netperfmeter's document)"]["ok"], True, checks)
+        cc = checks["congestion control (netperfmeter's document, as configured; not readable from ngtcp2)"]
+        self.assertEqual((cc["expected"], cc["observed"], cc["ok"]), ("reno", "reno", "unverified"), checks)
         if shutil.which("tshark"):
             self.assertEqual(checks["QUIC connection on the wire"]["ok"], True, checks)
             self.assertGreater(by_flow[0]["seen"]["data_packets_per_interface"]["0"], 100)

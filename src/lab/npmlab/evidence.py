@@ -476,8 +476,11 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
             wanted_cc = "reno" if cc in ("default", "") else cc
             flow_id = int(options["id"]) if options.get("id", "").isdigit() else f.number
             found = ccs.get(i, {}).get("document", {}).get(flow_id)
-            check(entry, "congestion control (netperfmeter's document)", wanted_cc, found,
-                  None if found is None else found == wanted_cc)
+            # The document names the algorithm the connection was made with (from the FLOWSPEC);
+            # ngtcp2 0.12 has no call that reads it back and no ss shows a QUIC connection, so a
+            # match is recorded but does not verify anything: unverified, unless it contradicts.
+            check(entry, "congestion control (netperfmeter's document, as configured; not readable from ngtcp2)",
+                  wanted_cc, found, False if found is not None and found != wanted_cc else None)
     known = [t for t in starts if t is not None]
     if len(known) > 1:
         skew = max(known) - min(known)
