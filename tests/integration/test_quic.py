@@ -56,6 +56,7 @@ class QuicRun(unittest.TestCase):
             "-quic", "const0:const16000:description=Bulk",
             "const20:const1000:const20:const1000:description=Voice",
             "const0:const0:const25:const1200:cc=default:description=Back",
+            "const100:const500:onoff=1,+1:description=OnOff",
             cwd=cls.dir, check=False, timeout=90)
 
     @classmethod
@@ -85,6 +86,12 @@ class QuicRun(unittest.TestCase):
         self.assertEqual(active[(flow("active", 2), "Transmitted Bytes")], 0)
         self.assertGreater(passive[(flow("passive", 2), "Transmitted Bytes")], 50 * 1200)
         self.assertGreater(active[(flow("active", 2), "Received Bytes")], 50 * 1200)
+        # flow 3: 100 frames/s of 500 bytes, off at START, on at 1 s, off at 2 s of the 3 s: about
+        # 100 frames, never the 300 of a flow on all the time; all of them arrive
+        sent = active[(flow("active", 3), "Transmitted Bytes")]
+        self.assertGreater(sent, 0, "the on/off flow never went on")
+        self.assertLessEqual(sent, 150 * 500, "the on/off flow sent while off")
+        self.assertEqual(passive[(flow("passive", 3), "Received Bytes")], sent)
         # the flows' path: the connection's, sampled on both sides
         for side, scalars in (("active", active), ("passive", passive)):
             self.assertGreater(scalars[(f"netPerfMeter.{side}.flow[0].path[0]", "Samples")], 5, side)
@@ -93,9 +100,9 @@ class QuicRun(unittest.TestCase):
         with open(self.path("run.json")) as f:
             document = json.load(f)
         self.assertIsNone(document["error"])
-        self.assertEqual([f["protocol"] for f in document["flows"]], ["QUIC"] * 3)
-        self.assertEqual([f["stream_id"] for f in document["flows"]], [0, 1, 2])
-        self.assertEqual([f["congestion_control"] for f in document["flows"]], ["reno"] * 3)
+        self.assertEqual([f["protocol"] for f in document["flows"]], ["QUIC"] * 4)
+        self.assertEqual([f["stream_id"] for f in document["flows"]], [0, 1, 2, 3])
+        self.assertEqual([f["congestion_control"] for f in document["flows"]], ["reno"] * 4)
         with open(self.path("run.config")) as f:
             self.assertIn('FLOW0_PROTOCOL="QUIC"', f.read())
 
