@@ -33,8 +33,10 @@ import harness  # noqa: E402  (ports from the harness's blocks, the lab's topolo
 
 
 def stack_of(binary):
+    """The stack a netperfmeter links, from its --version ("userland SCTP: bundled libusrsctp ...")."""
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.splitlines()
-    return out[1] if len(out) > 1 else "unknown"
+    line = next((l for l in out if l.startswith("userland SCTP:")), "unknown")
+    return line.removeprefix("userland SCTP:").strip()
 
 
 class Side:
