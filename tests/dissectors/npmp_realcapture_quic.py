@@ -27,9 +27,14 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 
 from npmp_realcapture import conclude, decode_with_each, listening, pick_base, pick_udp_port, run_captured
 from npmp_realcapture_sctp import udp_bound
+
+# The integration tests' scalar reader and their CA and server certificate (localhost, 127.0.0.1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import read_scalars  # noqa: E402
 
 # (description, FLOWSPEC, outbound message size, inbound message size)
 FLOWS = [
@@ -41,37 +46,18 @@ PROTO_QUIC = 261
 PI_ERROR = "8388608"
 
 
-def make_certificate(directory):
-    """A self-signed certificate for localhost/127.0.0.1: the passive's, and the active's CA."""
-    key, cert = os.path.join(directory, "server.key"), os.path.join(directory, "server.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
-    return key, cert
-
-
-def read_scalars(path):
-    """{(object, name): value} of a .sca file."""
-    values = {}
-    with open(path) as f:
-        for line in f:
-            parts = line.split('"')
-            if len(parts) == 5 and parts[0].strip() == "scalar":
-                values[(parts[1], parts[3])] = float(parts[4])
-    return values
-
-
 def capture_run(args, work, skip):
     """Returns (pcap, key log, base port, {side: scalars}, active output)."""
     udp_port = pick_udp_port(args.sctp_udp_port, skip, "the passive's userland SCTP")
     # QUIC on UDP BASE-1 (control on TCP BASE+1, the passive's other listeners on BASE)
     base = pick_base(args.port, skip, lambda base: [(base - 1, socket.SOCK_DGRAM), (udp_port, socket.SOCK_DGRAM)])
-    key, cert = make_certificate(work)
+    from test_quic import make_certificates  # noqa: E402  (imported here: it picks its ports when imported)
+    files = make_certificates(work)
+    key, cert, ca = files["server.key"], files["server.pem"], files["ca.pem"]
     keylog = os.path.join(work, "keys.log")
     outdir = os.path.join(work, "results")
     os.makedirs(outdir)
-    active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp", "-tls-ca", cert,
+    active_cmd = [args.netperfmeter, "127.0.0.1:%d" % base, "-control-over-tcp", "-tls-ca", ca,
                   "-runtime=%d" % RUNTIME, "-nodisplay", "-quic"] + [spec for _, spec, _, _ in FLOWS] + [
                   "-scalar=" + os.path.join(outdir, "run.sca"), "-loglevel=1"]
     print("SSLKEYLOGFILE=" + keylog)
