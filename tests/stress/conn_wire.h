@@ -126,6 +126,35 @@ static struct sockaddr_conn conn_wire_address(uint16_t port) {
   return a;
 }
 
+/* A client connected over the wire to a listener bound to listen_port, and the server's
+ * accepted socket: NULL, or what failed. A client send buffer of sndbuf bytes unless 0. */
+__attribute__((unused)) static const char* conn_wire_connect(struct socket* listener, uint16_t listen_port, int sndbuf,
+                                                             struct socket** client, struct socket** server) {
+  *client = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
+  if (*client == NULL) return "cannot create a client socket";
+  if (sndbuf > 0 && usrsctp_setsockopt(*client, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)
+    return "cannot set the client's SO_SNDBUF";
+  struct sockaddr_conn any = conn_wire_address(0);
+  struct sockaddr_conn listen_address = conn_wire_address(listen_port);
+  if (usrsctp_bind(*client, (struct sockaddr*)&any, sizeof(any)) < 0 ||
+      usrsctp_connect(*client, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0)
+    return "cannot connect";
+  *server = usrsctp_accept(listener, NULL, NULL);
+  return *server == NULL ? "cannot accept" : NULL;
+}
+
+/* usrsctp_finish(), tried until it succeeds or the seconds are over: 1 when it did. With every
+ * socket closed it must succeed (a socket or endpoint left behind makes it refuse). */
+static int conn_wire_finish(double seconds) {
+  const double deadline = conn_wire_now() + seconds;
+  int finished = 0;
+  while (!(finished = usrsctp_finish() == 0) && conn_wire_now() < deadline) {
+    struct timespec pause = {0, 10000000};
+    nanosleep(&pause, NULL);
+  }
+  return finished;
+}
+
 /* A non-negative integer option "--name N" of argv, or the fallback; exit status 2 if malformed. */
 static long conn_wire_option(const char* program, int argc, char** argv, const char* name, long fallback) {
   for (int i = 1; i + 1 < argc; ++i) {

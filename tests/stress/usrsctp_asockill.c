@@ -109,16 +109,9 @@ int main(int argc, char** argv) {
   long hits = 0, attempts = 0;
   while (hits < rounds && attempts < max_attempts) {
     ++attempts;
-    struct socket* client = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
-    if (client == NULL) fail("cannot create a client socket");
-    if (usrsctp_setsockopt(client, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer)) < 0)
-      fail("cannot set the client's SO_SNDBUF");
-    struct sockaddr_conn any = conn_wire_address(0);
-    if (usrsctp_bind(client, (struct sockaddr*)&any, sizeof(any)) < 0 ||
-        usrsctp_connect(client, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0)
-      fail("cannot connect");
-    struct socket* server = usrsctp_accept(listener, NULL, NULL);
-    if (server == NULL) fail("cannot accept");
+    struct socket *client, *server;
+    const char* failed = conn_wire_connect(listener, LISTEN_PORT, buffer, &client, &server);
+    if (failed != NULL) fail(failed);
 
     struct sender s = {.so = client};
     pthread_t id;
@@ -159,10 +152,7 @@ int main(int argc, char** argv) {
   /* Every socket is closed: the stack must be able to finish. */
   while (conn_wire_busy()) usleep(1000);
   conn_wire_stop();
-  const double deadline = conn_wire_now() + 10.0;
-  int finished = 0;
-  while (!(finished = usrsctp_finish() == 0) && conn_wire_now() < deadline) usleep(10000);
-  if (!finished) {
+  if (!conn_wire_finish(10.0)) {
     fprintf(stderr,
             PROGRAM ": usrsctp_finish() still refuses 10 s after every socket was closed: %lu ASOCKILL "
             "timer(s) for %ld association(s) left socket references behind (the leak of upstream 37a9dc3e)\n",
