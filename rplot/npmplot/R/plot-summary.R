@@ -187,8 +187,19 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                 y = npm_label(if (!is.null(ylab)) ylab else y),
                 title = npm_label(title)) +
     npm_theme(base_size, legend_position)
-  if (length(grp_cols) == 0L || (is.null(colour) && is.null(lt_col)))
+  if (length(grp_cols) == 0L || (is.null(colour) && is.null(lt_col))) {
     p <- p + theme(legend.position = "none")
+  } else if (identical(legend_position, "bottom") || identical(legend_position, "top")) {
+    # A legend under or above the plot is one row: at most three entries to a row, so that five
+    # variants with names like "nrsack+split+smartfr" stay on a 7-inch page. The scales that
+    # share the legend get the same layout, or ggplot2 draws them apart.
+    per_row <- 3L
+    wrap <- function(n) guide_legend(nrow = ceiling(n / per_row), byrow = TRUE)
+    if (!is.null(colour) && length(levels(s$.col)) > per_row) {
+      p <- p + guides(colour = wrap(length(levels(s$.col))), shape = wrap(length(levels(s$.col))))
+    }
+    if (!is.null(lt_col) && length(levels(s$.lt)) > per_row) p <- p + guides(linetype = wrap(length(levels(s$.lt))))
+  }
   if (x_log) p <- p + scale_x_log10()
   if (y_log) p <- p + scale_y_log10()
   if (!is.null(x_limits) || !is.null(y_limits))

@@ -131,3 +131,14 @@ test_that("categorical x values keep the table's order, numeric ones their value
   n <- data.table(rho = rep(c(10, 2, 1), each = 2), goodput = 1:6)
   expect_equal(npm_plot_summary(n, x = "rho", y = "goodput")$data$.x, c(1, 2, 10))
 })
+
+test_that("a legend under the plot fits a 7-inch page with five long variant names", {
+  variants <- c("nrsack", "nrsack+smartfr", "nrsack+split", "nrsack+split+smartfr", "fast-only")
+  d <- data.table(delta = rep(c(1, 10, 100), each = 10), variant = rep(variants, 6), goodput = seq_len(30))
+  p <- npm_plot_summary(d, x = "delta", y = "goodput", colour = "variant")
+  grDevices::pdf(NULL, width = 7, height = 5)
+  on.exit(grDevices::dev.off())
+  g <- ggplot2::ggplotGrob(p)
+  box <- g$grobs[[which(g$layout$name == "guide-box")]]
+  expect_lt(grid::convertWidth(gtable::gtable_width(box), "in", valueOnly = TRUE), 7)
+})
