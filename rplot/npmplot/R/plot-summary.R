@@ -195,10 +195,10 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     # share the legend get the same layout, or ggplot2 draws them apart.
     per_row <- 3L
     wrap <- function(n) guide_legend(nrow = ceiling(n / per_row), byrow = TRUE)
-    if (!is.null(colour) && length(levels(s$.col)) > per_row) {
-      p <- p + guides(colour = wrap(length(levels(s$.col))), shape = wrap(length(levels(s$.col))))
-    }
-    if (!is.null(lt_col) && length(levels(s$.lt)) > per_row) p <- p + guides(linetype = wrap(length(levels(s$.lt))))
+    n_col <- if (!is.null(colour)) length(levels(s$.col)) else 0L
+    if (n_col > per_row) p <- p + guides(colour = wrap(n_col), shape = wrap(n_col))
+    n_lt <- if (!is.null(lt_col)) length(levels(s$.lt)) else 0L
+    if (n_lt > per_row) p <- p + guides(linetype = wrap(n_lt))
   }
   if (x_log) p <- p + scale_x_log10()
   if (y_log) p <- p + scale_y_log10()
