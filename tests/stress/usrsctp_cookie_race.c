@@ -181,14 +181,11 @@ static void check_not_freed(pthread_mutex_t* m, const char* when) {
   _exit(1);
 }
 
+/* Waits (at most 5 s) until done(m) holds or the ABORT has been handled; with done NULL, only
+ * the latter. */
 static void wait_for(int (*done)(pthread_mutex_t*), pthread_mutex_t* m) {
   const double deadline = conn_wire_now() + 5.0;
-  while (!done(m) && !atomic_load(&aborter_done) && conn_wire_now() < deadline) usleep(100);
-}
-
-static int nothing(pthread_mutex_t* m) {
-  (void)m;
-  return 0;
+  while ((done == NULL || !done(m)) && !atomic_load(&aborter_done) && conn_wire_now() < deadline) usleep(100);
 }
 
 static int aborter_waits_for(pthread_mutex_t* m) { return atomic_load(&aborter_wants) == m; }
@@ -221,7 +218,7 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t* m) {
      * memory, so look only once the ABORT has been handled to its end. */
     atomic_store(&handler_relocking, 0);
     const int result = __real_pthread_mutex_lock(m);
-    wait_for(nothing, m);
+    wait_for(NULL, m);
     check_not_freed(m, " (freed while it held it)");
     return result;
   }
