@@ -21,6 +21,9 @@ _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
 CAPTURE_SECONDS = 3.0  # each run's evidence capture, from the run's start, unless `capture` says otherwise
+# The user data of one SCTP packet on the test bed's 1500-byte MTU: IPv4 20, the UDP encapsulation
+# (userland SCTP) 8, the SCTP common header 12, a DATA chunk's header 16.
+SCTP_DATA_PER_PACKET = 1500 - 20 - 8 - 12 - 16
 
 
 class _Value(str):
@@ -229,6 +232,7 @@ class Study:
         self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
         self.paper = []            # [{"metric", "values": {variable: value}, "value", "bound", "source"}]
         self.unused = []           # sweep variables that no template uses: their runs differ in name only
+        self.short_tails = []      # SCTP message sizes that leave a nearly empty last packet (warnings)
         self.hosts = None          # hostspec.HostsSpec (topology "hosts")
         self._checker = None
 
@@ -617,7 +621,30 @@ def load(path, quick=False):
         for values in study.combinations():  # every combination's QUIC flows, before anything runs
             study.flows_for(values)
     study.unused = _unused_variables(data, study.sweep)
+    if study.topology != "hosts":
+        study.short_tails = _short_tails(study)
     return study
+
+
+def _short_tails(study):
+    """[(flow number, direction, message size, bytes in its last packet)] of the SCTP flows whose
+    constant message size leaves a last fragment of at most a quarter of a packet on the test
+    bed's links: each message then costs a nearly empty packet more (1452 bytes, a "full" packet
+    of a kernel SCTP without encapsulation, goes out as 1444 + 8 here), which changes the packet
+    rate, the queues' content in packets and the payload a path carries."""
+    found = {}  # in the order found (a dict: each once)
+    for values in study.combinations():
+        for flow in study.flows_for(values):
+            if flow.protocol != "sctp":
+                continue
+            fields = flow.spec.split(":")
+            for direction, index in (("outbound", 1), ("inbound", 3)):
+                match = re.fullmatch(r"const(\d+)", fields[index].strip()) if len(fields) > index else None
+                size = int(match.group(1)) if match else 0
+                tail = size % SCTP_DATA_PER_PACKET
+                if size > SCTP_DATA_PER_PACKET and 0 < tail <= SCTP_DATA_PER_PACKET // 4:
+                    found[(flow.number, direction, size, tail)] = None
+    return list(found)
 
 
 # Sections that name variables without making runs differ: a variable used only there is a mistake.
