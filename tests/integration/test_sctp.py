@@ -517,11 +517,13 @@ class PacketDropReporting(unittest.TestCase):
 
     @unittest.skipUnless(BUNDLED, "the drop reports' effect is counted by the bundled stack (patch 0007)")
     def test_reports_mark_fragments_under_a_closed_window_in_cmt(self):
-        """The packet-drop-reporting study's flow: CMT over two paths, bit errors on path 2 only,
-        1452-byte messages (two fragments each at MTU 1500) and 25,000/12,500-byte buffers, so that
-        the receive window bounds the sender and is closed most of the time. usrsctp 0.9.5 acted on
-        none of the reports there (it skips them under a closed window, and compared the first
-        data bytes of a fragment in the wrong mbuf): patch 0009."""
+        """The packet-drop-reporting study's flow as its full form of 2026-11-28 ran it: CMT over two
+        paths, bit errors on path 2 only, 1452-byte messages (two fragments each at MTU 1500: the
+        study now sends 1444, the fragments stay here for patch 0009's fragment case) and
+        25,000/12,500-byte buffers, so that the receive window bounds the sender and is closed
+        most of the time. usrsctp 0.9.5 acted on none of the reports there (it skips them under a
+        closed window, and compared the first data bytes of a fragment in the wrong mbuf): patch
+        0009."""
         delayline = os.path.join(os.environ["NPM_BUILD_DIR"], "src", "lab", "netperfmeter-delayline")
         udp = UDP + 2
         topology = lab_topology()
