@@ -1,6 +1,7 @@
 """The shipped studies' quick forms, end to end with real netperfmeter runs, asserted against the
 papers' claims where this tool-chain reproduces them (long tier: ctest -L long).
-usage: test_studies.py LAB_PROGRAM [CC_LOADER]
+usage: test_studies.py LAB_PROGRAM [CC_LOADER]  (NPM_NETPERFMETER: the lab's netperfmeter, whose
+--version says whether it links the bundled usrsctp; else the one on PATH)
 
 Every claim is checked at a parameter point where the paper's effect is large, with a threshold
 fixed before the measurements of src/lab/studies/README.md were made, and only on valid runs
@@ -17,8 +18,8 @@ reference flow beside a disjoint CMT flow 4.8 SE; of the bundled stack's mechani
 with the system usrsctp, which refuses their knobs; measured in their quick forms with 1444-byte
 messages, 2026-11-28): chunk rescheduling against plain ordered CMT more than 100 SE,
 packet-drop reporting against NR-SACK 3.9 SE, W-PR-SCTP's jitter against g-PR-SCTP's 26 SE, and
-each mechanism's counter (0 without its knob, above 0 with it). Claims
-that this tool-chain does not reproduce are documented in the README and not asserted."""
+each mechanism's counter (0 without its knob, above 0 with it). Claims that this tool-chain does
+not reproduce are documented in the README and not asserted."""
 
 import csv
 import json
