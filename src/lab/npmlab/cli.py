@@ -135,11 +135,11 @@ def cmd_run(args, config):
     for var in study.unused:
         print(f"{PROGRAM}: warning: the sweep variable {var} is used nowhere in the study (no {{{var}}} in its "
               "paths, flows, metrics or options): its runs differ in their names only", file=sys.stderr)
+    full = studymod.SCTP_DATA_PER_PACKET
     for number, direction, size, tail in study.short_tails:
-        print(f"{PROGRAM}: warning: flow {number}'s {size}-byte {direction} messages take "
-              f"{-(-size // studymod.SCTP_DATA_PER_PACKET)} SCTP packets each on the test bed (1500-byte MTU, UDP "
-              f"encapsulation: {studymod.SCTP_DATA_PER_PACKET} bytes of data per packet), the last with {tail} bytes; "
-              f"{studymod.SCTP_DATA_PER_PACKET}-byte messages fill one packet", file=sys.stderr)
+        print(f"{PROGRAM}: warning: flow {number}'s {size}-byte {direction} messages take {-(-size // full)} SCTP "
+              f"packets each on the test bed (1500-byte MTU, UDP encapsulation: {full} bytes of data per packet), "
+              f"the last with {tail} bytes; {full}-byte messages fill one packet", file=sys.stderr)
     resultsdb.check(study)
     if args.parallel < 1:
         raise LabError("--parallel must be 1 or more")

@@ -21,9 +21,9 @@ _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 _BYTES = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1e6, "mib": 1 << 20}
 FRAME_BYTES = 1514  # a full Ethernet frame as tbf counts it: 1500 IP + 14 Ethernet
 CAPTURE_SECONDS = 3.0  # each run's evidence capture, from the run's start, unless `capture` says otherwise
-# The user data of one SCTP packet on the test bed's 1500-byte MTU: IPv4 20, the UDP encapsulation
-# (userland SCTP) 8, the SCTP common header 12, a DATA chunk's header 16.
-SCTP_DATA_PER_PACKET = 1500 - 20 - 8 - 12 - 16
+# The user data of one SCTP packet in such a frame: the 1500-byte MTU less IPv4 20, the UDP
+# encapsulation (userland SCTP) 8, the SCTP common header 12, a DATA chunk's header 16.
+SCTP_DATA_PER_PACKET = FRAME_BYTES - 14 - 20 - 8 - 12 - 16
 
 
 class _Value(str):
