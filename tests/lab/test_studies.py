@@ -217,9 +217,9 @@ class QuickStudies(unittest.TestCase):
         # Dreibholz et al. (CMT over asymmetric paths), Fig. 7 left: ordered CMT over a 10 Mbit/s
         # path and a slow one collapses by buffer blocking; chunk rescheduling removes the
         # collapse. Asserted at rho = 0.5 Mbit/s: rescheduling more than 4 Mbit/s above plain
-        # CMT, run by run (measured +8.61 [+8.55, +8.68]; the full form, 1452-byte messages:
-        # +8.08 [+7.96, +8.20]), and at least 0.9 of the fast path alone (measured 9.90 against
-        # 9.54); the stack rescheduled chunks in every run with reschedule=on (93 to 119) and in
+        # CMT, run by run (measured +8.61 [+8.55, +8.68]; the full form +8.09 [+7.55, +8.62]),
+        # and at least 0.9 of the fast path alone (measured 9.90 against 9.54; the full form
+        # 9.91); the stack rescheduled chunks in every run with reschedule=on (93 to 119) and in
         # none without.
         out = self.run_study("chunk-rescheduling")
         s = summary(out, "rho", "variant")
