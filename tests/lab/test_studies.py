@@ -236,10 +236,11 @@ class QuickStudies(unittest.TestCase):
     @unittest.skipUnless(BUNDLED, "smart fast retransmission is the bundled SCTP stack's patch 0005")
     def test_smart_fast_retransmit(self):
         # Fig. 5 right at delta = 50 ms: the mechanism at work -- acknowledgements left out of the
-        # fast-retransmit decisions with smartfr=on (measured 8, 42 and 42 in three runs; 190 to
-        # 642 in the full form's 30-s runs), none without; in at least one run, as a 12-s run
-        # may see no moved chunk acknowledged. Not asserted (studies/README.md): that it improves
-        # goodput (full form: no paired interval excludes 0).
+        # fast-retransmit decisions with smartfr=on (measured 8, 42 and 42 in three runs; 58 to
+        # 61 in the full form's 30-s runs, 190 to 642 in its first form with 1452-byte messages),
+        # none without; in at least one run, as a 12-s run may see no moved chunk acknowledged.
+        # Not asserted (studies/README.md): that it improves goodput (full form: no paired
+        # interval excludes 0).
         r = runs(self.run_study("smart-fast-retransmit"), "delta", "variant")
         self.assert_mechanism_acts(r[("50", "nrsack+smartfr")], r[("50", "nrsack")], "smartfr_ignored_acks",
                                    every=False)
