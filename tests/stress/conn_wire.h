@@ -155,6 +155,19 @@ static int conn_wire_finish(double seconds) {
   return finished;
 }
 
+/* The stack's counters (struct sctpstat), e.g. conn_wire_stat().sctps_timoassockill. */
+__attribute__((unused)) static struct sctpstat conn_wire_stat(void) {
+  struct sctpstat stat;
+  usrsctp_get_stat(&stat);
+  return stat;
+}
+
+/* Ends the program: "program: what" on stderr, exit status 1. */
+__attribute__((noreturn, unused)) static void conn_wire_fail(const char* program, const char* what) {
+  fprintf(stderr, "%s: %s\n", program, what);
+  exit(1);
+}
+
 /* A non-negative integer option "--name N" of argv, or the fallback; exit status 2 if malformed. */
 static long conn_wire_option(const char* program, int argc, char** argv, const char* name, long fallback) {
   for (int i = 1; i + 1 < argc; ++i) {

@@ -52,16 +52,9 @@ static void* sender_thread(void* arg) {
   return NULL;
 }
 
-static void fail(const char* what) {
-  fprintf(stderr, PROGRAM ": %s\n", what);
-  exit(1);
-}
+static void fail(const char* what) { conn_wire_fail(PROGRAM, what); }
 
-static uint32_t asockill_count(void) {
-  struct sctpstat stat;
-  usrsctp_get_stat(&stat);
-  return stat.sctps_timoassockill;
-}
+static uint32_t asockill_count(void) { return conn_wire_stat().sctps_timoassockill; }
 
 /* Waits (with a deadline) until the sender has stopped making progress and the wire is idle:
  * it is then blocked inside usrsctp_sendv(). */

@@ -52,10 +52,7 @@
 #define COOKIE_ECHO 10 /* chunk types */
 #define ABORT 6
 
-static void fail(const char* what) {
-  fprintf(stderr, PROGRAM ": %s\n", what);
-  exit(1);
-}
+static void fail(const char* what) { conn_wire_fail(PROGRAM, what); }
 
 /* --- Where the stack's functions are: their symbols in this program's own ELF symbol table. --- */
 
@@ -280,11 +277,7 @@ static void* aborter_thread(void* arg) {
   return NULL;
 }
 
-static uint32_t asockill_count(void) {
-  struct sctpstat stat;
-  usrsctp_get_stat(&stat);
-  return stat.sctps_timoassockill;
-}
+static uint32_t asockill_count(void) { return conn_wire_stat().sctps_timoassockill; }
 
 int main(int argc, char** argv) {
   const long rounds = conn_wire_option(PROGRAM, argc, argv, "--rounds", 3);

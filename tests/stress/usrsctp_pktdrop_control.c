@@ -63,16 +63,9 @@ static int tap_output(void* addr, void* buffer, size_t length, uint8_t tos, uint
   return conn_wire_output(addr, buffer, length, tos, set_df);
 }
 
-static void fail(const char* what) {
-  fprintf(stderr, PROGRAM ": %s\n", what);
-  exit(1);
-}
+static void fail(const char* what) { conn_wire_fail(PROGRAM, what); }
 
-static uint32_t reports_processed(void) {
-  struct sctpstat stat;
-  usrsctp_get_stat(&stat);
-  return stat.sctps_pdrpfehos;
-}
+static uint32_t reports_processed(void) { return conn_wire_stat().sctps_pdrpfehos; }
 
 static void enable_pktdrop(struct socket* so) {
   struct sctp_assoc_value v = {.assoc_id = SCTP_FUTURE_ASSOC, .assoc_value = 1};
