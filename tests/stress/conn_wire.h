@@ -127,13 +127,17 @@ static struct sockaddr_conn conn_wire_address(uint16_t port) {
 }
 
 /* A client connected over the wire to a listener bound to listen_port, and the server's
- * accepted socket: NULL, or what failed. A client send buffer of sndbuf bytes unless 0. */
+ * accepted socket: NULL, or what failed. A client send buffer of sndbuf bytes unless 0; prepare,
+ * unless NULL, sets the client's options before it connects (NULL, or what failed). */
 __attribute__((unused)) static const char* conn_wire_connect(struct socket* listener, uint16_t listen_port, int sndbuf,
+                                                             const char* (*prepare)(struct socket*),
                                                              struct socket** client, struct socket** server) {
   *client = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
   if (*client == NULL) return "cannot create a client socket";
   if (sndbuf > 0 && usrsctp_setsockopt(*client, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)
     return "cannot set the client's SO_SNDBUF";
+  const char* failed = prepare != NULL ? prepare(*client) : NULL;
+  if (failed != NULL) return failed;
   struct sockaddr_conn any = conn_wire_address(0);
   struct sockaddr_conn listen_address = conn_wire_address(listen_port);
   if (usrsctp_bind(*client, (struct sockaddr*)&any, sizeof(any)) < 0 ||

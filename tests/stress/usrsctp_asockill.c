@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   while (hits < rounds && attempts < max_attempts) {
     ++attempts;
     struct socket *client, *server;
-    const char* failed = conn_wire_connect(listener, LISTEN_PORT, buffer, &client, &server);
+    const char* failed = conn_wire_connect(listener, LISTEN_PORT, buffer, NULL, &client, &server);
     if (failed != NULL) fail(failed);
 
     struct sender s = {.so = client};

@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   for (long round = 0; round < rounds; ++round) {
     atomic_store(&keep_cookie_echo, 1);
     struct socket *client, *server;
-    const char* failed = conn_wire_connect(listener, LISTEN_PORT, 0, &client, &server);
+    const char* failed = conn_wire_connect(listener, LISTEN_PORT, 0, NULL, &client, &server);
     if (failed != NULL) fail(failed);
     if (atomic_load(&keep_cookie_echo)) fail("the handshake went by without a COOKIE-ECHO on the wire");
     while (conn_wire_busy()) usleep(1000);

@@ -73,6 +73,16 @@ static void enable_pktdrop(struct socket* so) {
     fail("cannot enable packet-drop reporting (SCTP_PKTDROP_SUPPORTED)");
 }
 
+/* The client's options before it connects: packet-drop reporting, and no Nagle (each message
+ * goes out at once, not after a delayed SACK). */
+static const char* prepare_client(struct socket* so) {
+  enable_pktdrop(so);
+  const int nodelay = 1;
+  if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &nodelay, sizeof(nodelay)) < 0)
+    return "cannot set SCTP_NODELAY";
+  return NULL;
+}
+
 /* Sends `count` messages from the client and reads them at the server (which acknowledges them);
  * 0, or -1 with errno when the client's send failed. */
 static int exchange(struct socket* client, struct socket* server, int count) {
@@ -147,18 +157,9 @@ int main(int argc, char** argv) {
   const double start = conn_wire_now();
   unsigned long processed = 0;
   for (long round = 0; round < rounds; ++round) {
-    struct socket* client = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
-    if (client == NULL) fail("cannot create a client socket");
-    enable_pktdrop(client);
-    const int nodelay = 1; /* no Nagle: each message goes out at once, not after a delayed SACK */
-    if (usrsctp_setsockopt(client, IPPROTO_SCTP, SCTP_NODELAY, &nodelay, sizeof(nodelay)) < 0)
-      fail("cannot set SCTP_NODELAY");
-    struct sockaddr_conn any = conn_wire_address(0);
-    if (usrsctp_bind(client, (struct sockaddr*)&any, sizeof(any)) < 0 ||
-        usrsctp_connect(client, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0)
-      fail("cannot connect");
-    struct socket* server = usrsctp_accept(listener, NULL, NULL);
-    if (server == NULL) fail("cannot accept");
+    struct socket *client, *server;
+    const char* failed = conn_wire_connect(listener, LISTEN_PORT, 0, prepare_client, &client, &server);
+    if (failed != NULL) fail(failed);
     struct sockaddr_conn local;
     struct sockaddr* addresses = NULL;
     if (usrsctp_getladdrs(client, 0, &addresses) <= 0) fail("cannot read the client's address");
