@@ -12,7 +12,8 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              linetype_title = NULL, title = NULL, value_labels = list(),
                              grey = FALSE, points = TRUE, base_size = 12,
                              legend_position = "bottom", x_limits = NULL, y_limits = NULL,
-                             x_log = FALSE, y_log = FALSE, runs = FALSE, reference = NULL) {
+                             x_log = FALSE, y_log = FALSE, runs = FALSE, reference = NULL,
+                             caption = NULL) {
   data <- as.data.table(data)
   nz <- function(v) if (is.null(v) || length(v) == 0L || is.na(v[1]) || v[1] == "") NULL else v[1]
   colour <- nz(colour); linetype <- nz(linetype)
@@ -185,8 +186,12 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   }
   p <- p + labs(x = npm_label(if (!is.null(xlab)) xlab else x),
                 y = npm_label(if (!is.null(ylab)) ylab else y),
-                title = npm_label(title)) +
-    npm_theme(base_size, legend_position)
+                title = npm_label(title),
+                # plain text (no markup: it names columns like failed_attempts), wrapped to the page
+                caption = if (!is.null(caption) && nzchar(caption))
+                  paste(strwrap(caption, width = 100), collapse = "\n")) +
+    npm_theme(base_size, legend_position) +
+    theme(plot.caption = element_text(hjust = 0), plot.caption.position = "plot")
   if (length(grp_cols) == 0L || (is.null(colour) && is.null(lt_col))) {
     p <- p + theme(legend.position = "none")
   } else if (identical(legend_position, "bottom") || identical(legend_position, "top")) {

@@ -100,6 +100,19 @@ test_that("reference values are drawn where they belong: values as diamonds, bou
                class = "npm_error")
 })
 
+test_that("a caption is plain text under the plot, wrapped, and absent when empty", {
+  d <- make_table()
+  long <- paste("2 of 125 runs invalid, left out (runs.csv: problems);",
+                "3 of 125 runs repeated after 4 failed attempts (runs.csv: failed_attempts)")
+  p <- npm_plot_summary(d, x = "rho", y = "Value", caption = long)
+  expect_equal(gsub("\n", " ", p$labels$caption), long)       # no markup: failed_attempts stays
+  expect_true(all(nchar(strsplit(p$labels$caption, "\n")[[1]]) <= 100))
+  expect_gt(length(strsplit(p$labels$caption, "\n")[[1]]), 1L)
+  expect_silent(ggplot_build(p))
+  expect_null(npm_plot_summary(d, x = "rho", y = "Value", caption = "")$labels$caption)
+  expect_null(npm_plot_summary(d, x = "rho", y = "Value")$labels$caption)
+})
+
 test_that("a single repetition is drawn without an interval", {
   d <- make_table()[Run == 1]
   p <- npm_plot_summary(d, x = "rho", y = "Value", colour = "Gamma", linetype = "Flow")
