@@ -4,6 +4,7 @@ usage: test_lab.py LAB_PROGRAM LAB_SOURCE_DIR NETPERFMETER DELAYLINE
 """
 
 import bz2
+import csv
 import json
 import math
 import os
@@ -11,6 +12,7 @@ import pathlib
 import re
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -658,7 +660,8 @@ class Runs(unittest.TestCase):
         with open(os.path.join(self.out, "summary.csv")) as f:
             rows = [line.split(",") for line in f.read().splitlines()]
         self.assertEqual(rows[0], ["proto", "metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid",
-                                   "median", "low_mode_mean", "high_mode_mean", "high_mode_fraction"])
+                                   "median", "low_mode_mean", "high_mode_mean", "high_mode_fraction",
+                                   "failed_attempts"])
         by_proto = {row[0]: row for row in rows[1:] if row[1] == "goodput"}
         self.assertEqual(set(by_proto), {"tcp", "mptcp"})
         for proto, row in by_proto.items():
@@ -680,8 +683,9 @@ class Runs(unittest.TestCase):
             self.assertIn(metric, recorded)
         with open(os.path.join(self.out, "runs.csv")) as f:
             runs = [line.split(",") for line in f.read().splitlines()]
-        self.assertEqual(runs[0][-2:], ["validity", "problems"])
+        self.assertEqual(runs[0][-3:], ["failed_attempts", "validity", "problems"])
         self.assertEqual({row[-2] for row in runs[1:]}, {"valid"})
+        self.assertEqual({row[-3] for row in runs[1:]}, {"0"}, "no attempt failed")
         # the lab reads each run's JSON document, which holds the scalar files' figures
         for entry in ("proto=tcp-r1", "proto=mptcp-r1"):
             pair = os.path.join(self.out, "runs", entry, "f0")
@@ -812,6 +816,100 @@ class Runs(unittest.TestCase):
         self.assertEqual(proc.returncode, 1, err)
         self.assertRegex(err.strip().splitlines()[-1], r"run proto=(tcp|mptcp) r1: .*logs in ")
         self.assertNothingLeft(proc.pid)
+
+    def test_failed_attempts_are_kept_counted_and_captioned(self):
+        """A failed attempt is a result about the stack under test: the lab repeats the run, and
+        keeps the attempt's directory and error in the run's record, counts it in runs.csv,
+        summary.csv and results.sqlite, and says so in the plots' captions; an attempt of an
+        earlier invocation that gave up is counted in when --resume completes the run."""
+        with open(self.study, "w") as f:
+            f.write(TINY.format(runtime=1.5, repetitions=2).replace('proto = ["tcp", "mptcp"]', 'proto = ["tcp"]'))
+        # netperfmeter's actives fail while fail-left counts down, as when a stack ends an
+        # association early; the plotter's arguments are logged
+        left = os.path.join(self.dir, "fail-left")
+        plot_args = os.path.join(self.dir, "plot-args")
+        with open(LAB) as f:
+            launcher = f.read()
+        real_plot = re.search(r'"plot-netperfmeter-summary": "([^"]*)"', launcher).group(1)
+        wrappers = {"netperfmeter": f"""#!/bin/sh
+case " $* " in *" -runtime="*)
+  n=$(cat {left})
+  if [ "$n" -gt 0 ]; then
+    echo $((n - 1)) > {left}
+    echo "netperfmeter: association shut down by the peer"
+    exit 1
+  fi;;
+esac
+exec {os.path.abspath(NETPERFMETER)} "$@"
+""", "plot-netperfmeter-summary": f"""#!/bin/sh
+printf '%s\\n' "$@" >> {plot_args}
+exec {real_plot} "$@"
+"""}
+        for tool, text in wrappers.items():
+            path = os.path.join(self.dir, tool)
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
+            launcher = re.sub(rf'"{tool}": "[^"]*"', f'"{tool}": "{path}"', launcher)
+        wrapped = os.path.join(self.dir, "netperfmeter-lab")
+        with open(wrapped, "w") as f:
+            f.write(launcher)
+        os.chmod(wrapped, 0o755)
+
+        def run(*args):
+            return subprocess.run([wrapped, "run", self.study, OTHER_LOAD, "-o", self.out, "--seed=3", *args],
+                                  capture_output=True, text=True, timeout=300)
+
+        # Every attempt fails (--retries=1: two): the study stops, both attempts kept.
+        pathlib.Path(left).write_text("2\n")
+        r = run()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        first = re.search(r"\] ETA \S+ (proto=tcp r\d)", r.stderr).group(1).replace(" ", "-")
+        failed = os.path.join(self.out, "runs", f".failed-{first}")
+        self.assertIn("repeating it (attempt 1 kept in its record)", r.stderr)
+        self.assertIn(f"logs in {failed}/2", r.stderr.strip().splitlines()[-1])
+        for n in ("1", "2"):
+            self.assertEqual(pathlib.Path(failed, n, "error.txt").read_text(),
+                             "netperfmeter (flow 0) failed (exit 1): netperfmeter: association shut down by the peer\n")
+            self.assertIn("association shut down", pathlib.Path(failed, n, "f0", "active.log").read_text())
+        # --resume: the first attempt fails again, its repeat and the other run succeed; the run
+        # carries all three failed attempts
+        pathlib.Path(left).write_text("1\n")
+        r = run("--resume")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        self.assertEqual(pathlib.Path(left).read_text(), "0\n")
+        self.assertEqual([e for e in os.listdir(os.path.join(self.out, "runs")) if e.startswith(".")], [])
+        with open(os.path.join(self.out, "runs", first, "attempts.json")) as f:
+            attempts = json.load(f)
+        self.assertEqual(attempts["attempts"], 4)
+        self.assertEqual([a["attempt"] for a in attempts["failed"]], [1, 2, 3])
+        self.assertTrue(all("association shut down by the peer" in a["error"] for a in attempts["failed"]))
+        self.assertEqual(sorted(os.listdir(os.path.join(self.out, "runs", first, "failed-attempts"))), ["1", "2", "3"])
+        other = "proto=tcp-r2" if first == "proto=tcp-r1" else "proto=tcp-r1"
+        with open(os.path.join(self.out, "runs", other, "attempts.json")) as f:
+            self.assertEqual(json.load(f), {"attempts": 1, "failed": []})
+        self.assertFalse(os.path.exists(os.path.join(self.out, "runs", other, "failed-attempts")))
+        with open(os.path.join(self.out, "runs.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({f"proto={row['proto']}-r{row['repetition']}": row["failed_attempts"] for row in rows},
+                         {first: "3", other: "0"})
+        self.assertEqual({row["validity"] for row in rows}, {"valid"}, "the kept runs measured what was asked")
+        with open(os.path.join(self.out, "summary.csv")) as f:
+            summary = list(csv.DictReader(f))
+        self.assertEqual({row["failed_attempts"] for row in summary}, {"3"})
+        self.assertEqual({row["n"] for row in summary if row["metric"] == "goodput"}, {"2"})
+        self.assertIn("1 run(s) were repeated after a failed attempt", r.stdout)
+        self.assertIn(f"{first.replace('-r', ' r')}, attempt 3: netperfmeter (flow 0) failed (exit 1)", r.stdout)
+        caption = "--caption=1 of 2 runs repeated after 3 failed attempts (runs.csv: failed_attempts)"
+        self.assertIn(caption, pathlib.Path(plot_args).read_text().splitlines())
+        db = sqlite3.connect(os.path.join(self.out, "results.sqlite"))
+        try:
+            self.assertEqual(dict(db.execute("SELECT run, failed_attempts FROM runs")), {first: 3, other: 0})
+            self.assertEqual(json.loads(db.execute("SELECT attempts FROM runs WHERE run = ?", (first,)).fetchone()[0]),
+                             attempts)
+            self.assertEqual(db.execute("SELECT DISTINCT failed_attempts FROM summary").fetchall(), [(3,)])
+        finally:
+            db.close()
 
     def test_stale_leftovers_of_its_own_prefix_only(self):
         stale, foreign = "npmlab999999999-0a", "npmlabtest-foreign"

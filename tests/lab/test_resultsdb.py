@@ -211,6 +211,9 @@ class Study(unittest.TestCase):
             self.assertEqual(fields["validity"], recorded[run]["validity"])
             self.assertEqual(fields["problems"] or "", recorded[run]["problems"])
             self.assertEqual(fields["exit_status"], 0)
+            self.assertEqual(fields["failed_attempts"], 0)
+            self.assertEqual(json.loads(fields["attempts"]), {"attempts": 1, "failed": []})
+            self.assertEqual(str(fields["failed_attempts"]), recorded[run]["failed_attempts"])
             self.assertTrue(fields["kernel"].startswith(os.uname().release), fields["kernel"])
             self.assertTrue(fields["netperfmeter"].startswith("NetPerfMeter"), fields["netperfmeter"])
             self.assertGreater(fields["started"], os.stat(self.study).st_mtime - 1)
@@ -219,7 +222,7 @@ class Study(unittest.TestCase):
             with open(os.path.join(self.out, "runs", run, "environment.txt")) as f:
                 self.assertEqual(fields["environment"], f.read())
         meta = dict(self.query("SELECT key, value FROM meta"))
-        self.assertEqual((meta["schema_version"], meta["study"]), ("2", "tinydb"))
+        self.assertEqual((meta["schema_version"], meta["study"]), ("3", "tinydb"))
         self.assertEqual(json.loads(meta["variables"]), ["proto"])
         with open(os.path.join(self.out, "lab.json")) as f:
             self.assertEqual(int(meta["seed"]), json.load(f)["seed"])
@@ -254,7 +257,8 @@ class Study(unittest.TestCase):
     def test_metrics_are_runs_csv_and_give_summary_csv(self):
         runs = {f"proto={row['proto']}-r{row['repetition']}": row for row in self.csv_rows("runs.csv")}
         metrics = {(run, metric): (source, value) for run, metric, source, value in self.query("SELECT * FROM metrics")}
-        names = [c for c in next(iter(runs.values())) if c not in ("proto", "repetition", "validity", "problems")]
+        names = [c for c in next(iter(runs.values()))
+                 if c not in ("proto", "repetition", "failed_attempts", "validity", "problems")]
         self.assertIn("cpu_active", names)
         for run, row in runs.items():
             for name in names:
@@ -278,7 +282,8 @@ class Study(unittest.TestCase):
                     [float(row[c]) for c in ("mean", "ci_low", "ci_high")] +
                     [row["procedure"], int(row["n_invalid"])] +
                     [None if row[c] in ("", "NA") else float(row[c])
-                     for c in ("median", "low_mode_mean", "high_mode_mean", "high_mode_fraction")]
+                     for c in ("median", "low_mode_mean", "high_mode_mean", "high_mode_fraction")] +
+                    [int(row["failed_attempts"])]
                     for row in summary]
         self.assertEqual([list(row) for row in table], expected)
 

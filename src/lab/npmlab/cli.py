@@ -8,7 +8,8 @@ import sys
 
 from . import study as studymod
 from . import evidence, hosts, resultsdb, topology
-from .runner import Interrupted, LabError, Runner, Tools, _duration, label, run_evidence
+from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, failed_attempts, label,
+                     run_attempts, run_evidence)
 
 PROGRAM = "netperfmeter-lab"
 
@@ -90,6 +91,13 @@ def _report(runner, summary, pdfs, out):
               "(runs.csv and each run's evidence.json say why):")
         for values, rep, run_dir in invalid:
             print(f"  {label(values)} r{rep}: {'; '.join(run_evidence(run_dir).get('problems', []))}")
+    repeated = [(v, rep, d) for v, rep, d in runner.runs_done() if failed_attempts(d)]
+    if repeated:
+        print(f"{len(repeated)} run(s) were repeated after a failed attempt (runs.csv: failed_attempts; "
+              f"each attempt in the run's {FAILED_ATTEMPTS}/):")
+        for values, rep, run_dir in repeated:
+            for record in run_attempts(run_dir)["failed"]:
+                print(f"  {label(values)} r{rep}, attempt {record.get('attempt')}: {record.get('error')}")
 
 
 def _dry_run(study, args, out):

@@ -2,7 +2,7 @@
 (DBI with RSQLite), pandas, or DuckDB's sqlite extension. Rebuilt from the runs on disk whenever
 summary.csv is (run, run --resume, plot, db), into a temporary file renamed into place.
 
-Tables (schema version 2):
+Tables (schema version 3):
   meta      key, value: schema_version, study, description, quick, seed, ci_target, level,
             variables (JSON list), metrics (JSON list of name, unit, formula), created (UTC),
             topology (disjoint, shared, hosts), hosts (topology hosts: the pairs, their paths'
@@ -18,7 +18,10 @@ Tables (schema version 2):
             (environment.txt, whole), hosts (topology hosts: the run's hosts.json, each host's
             environment as JSON: {"active": {...}, "passive": {...}} with destination, kernel, uname,
             sysctl, congestion_controls, qdisc_before, qdisc_after, interfaces (offloads, driver),
-            versions, clock; query it with json_extract(); NULL for the namespace test beds)
+            versions, clock; query it with json_extract(); NULL for the namespace test beds),
+            failed_attempts (the attempts that failed before the run, as in runs.csv; NULL for runs
+            made before the lab kept them), attempts (attempts.json: the number of attempts and
+            each failed one's error as JSON; NULL then too)
   scalars   run, file, side, flow, path, object, name, value: every scalar of both sides' scalar
             files of every pair of the run (.sca, .sca.bz2 or .sca.gz), one row each. file as in
             results.summary (relative to the results directory), object and name as written,
@@ -27,7 +30,8 @@ Tables (schema version 2):
   metrics   run, metric, source, value: per run the study's metrics (source "study") and those every
             run records (source "recorded"), as runs.csv has them and summary.csv is computed from
   summary   summary.csv as it is: the variables, metric, n, mean, ci_low, ci_high, procedure, n_invalid,
-            median, low_mode_mean, high_mode_mean, high_mode_fraction (NA and empty fields as NULL)
+            median, low_mode_mean, high_mode_mean, high_mode_fraction, failed_attempts (NA and empty
+            fields as NULL)
 
 Each sweep variable is a column of runs and summary: a study's variables are fixed, so queries and
 R data frames need no pivot. A variable may not have the name of another column (check()).
@@ -42,17 +46,18 @@ import sqlite3
 from datetime import datetime, timezone
 
 from . import stats
-from .runner import LEVEL, pair_dirs, run_evidence, run_validity, start_time
+from .runner import LEVEL, failed_attempts, pair_dirs, run_attempts, run_evidence, run_validity, start_time
 from .topology import LabError
 
 NAME = "results.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCALAR_SUFFIXES = (".sca.bz2", ".sca.gz", ".sca")
 
 RUN_COLUMNS = ["run", "repetition", "validity", "problems", "exit_status", "started", "kernel", "netperfmeter",
-               "python", "host_busy_cores", "host_own_cores", "host_foreign_cores", "settle_s", "environment", "hosts"]
+               "python", "host_busy_cores", "host_own_cores", "host_foreign_cores", "settle_s", "environment", "hosts",
+               "failed_attempts", "attempts"]
 SUMMARY_COLUMNS = ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
-                   "low_mode_mean", "high_mode_mean", "high_mode_fraction"]
+                   "low_mode_mean", "high_mode_mean", "high_mode_fraction", "failed_attempts"]
 
 _INDEX = r"\[([0-9]{1,18})\]"
 
@@ -144,11 +149,12 @@ def _run_row(runner, values, rep, run_dir):
     codes = [int(c) for c in env.get("exit status", "").split() if c.lstrip("-").isdigit()]
     starts = [t for t in (start_time(os.path.join(d, "active.log")) for d in pair_dirs(run_dir)) if t is not None]
     host = judged.get("host") or {}
+    attempts = run_attempts(run_dir)
     return ([os.path.basename(run_dir)] + [_typed(study, v, values[v]) for v in study.variables] +
             [rep, run_validity(judged), "; ".join(judged.get("problems", [])) or None, max(codes) if codes else None,
              min(starts) if starts else None, env.get("kernel"), env.get("netperfmeter"), env.get("python"),
              host.get("busy_cores"), host.get("own_cores"), host.get("foreign_cores"), _settle(run_dir), text,
-             _hosts(run_dir)])
+             _hosts(run_dir), failed_attempts(run_dir), json.dumps(attempts, sort_keys=True) if attempts else None])
 
 
 def _affinity(values):
@@ -187,7 +193,8 @@ def _summary_rows(runner):
                     [fields["metric"], number(fields["n"], int)] +
                     [number(fields[c]) for c in ("mean", "ci_low", "ci_high")] +
                     [fields["procedure"], number(fields["n_invalid"], int)] +
-                    [number(fields[c]) for c in ("median", "low_mode_mean", "high_mode_mean", "high_mode_fraction")])
+                    [number(fields[c]) for c in ("median", "low_mode_mean", "high_mode_mean", "high_mode_fraction")] +
+                    [number(fields["failed_attempts"], int)])
     return rows
 
 
@@ -200,7 +207,7 @@ def _schema(study):
             validity TEXT NOT NULL CHECK (validity IN ('valid', 'invalid', 'unchecked')), problems TEXT,
             exit_status INTEGER, started REAL, kernel TEXT, netperfmeter TEXT, python TEXT,
             host_busy_cores REAL, host_own_cores REAL, host_foreign_cores REAL, settle_s REAL, environment TEXT,
-            hosts TEXT);
+            hosts TEXT, failed_attempts INTEGER, attempts TEXT);
         CREATE TABLE scalars (run TEXT NOT NULL REFERENCES runs(run), file TEXT NOT NULL,
             side TEXT CHECK (side IN ('active', 'passive')), flow INTEGER, path INTEGER, object TEXT NOT NULL,
             name TEXT NOT NULL, value REAL);
@@ -211,7 +218,7 @@ def _schema(study):
         CREATE INDEX metrics_metric ON metrics (metric);
         CREATE TABLE summary ({''.join(v + ', ' for v in variables)}metric TEXT NOT NULL, n INTEGER,
             mean REAL, ci_low REAL, ci_high REAL, procedure TEXT, n_invalid INTEGER, median REAL,
-            low_mode_mean REAL, high_mode_mean REAL, high_mode_fraction REAL);
+            low_mode_mean REAL, high_mode_mean REAL, high_mode_fraction REAL, failed_attempts INTEGER);
         CREATE INDEX summary_metric ON summary (metric);
     """
 

@@ -18,7 +18,11 @@ fixes how many runs give the wanted half-width, and the interval uses the pilot'
 Every run is checked against what its study asks for (evidence.py): a capture of its first
 seconds, the congestion controls in force, the counters of queues, delay lines and MIBs. A run
 that did not measure the asked-for configuration is kept, marked invalid and left out of the
-summaries (counted there), never silently averaged.
+summaries (counted there), never silently averaged. A run that fails (netperfmeter exits with
+an error, a file is missing) is repeated (--retries); the failed attempt is a result about the
+stack under test, not noise: its directory and error stay in the run's record, runs.csv and
+summary.csv count the failed attempts, and the plots' captions say how many runs needed a
+repetition.
 
 Layout of a results directory DIR:
   DIR/lab.json                 what was run (study file, --quick, tools, the seed, the order)
@@ -31,8 +35,13 @@ Layout of a results directory DIR:
                                earlier run's connections), and per pair i f<i>/ with its
                                pair's run.config, run.json (the figures the lab reads),
                                run-{active,passive}.sca.bz2 (createsummary's input),
-                               active.log, passive.log
+                               active.log, passive.log; attempts.json (the attempts it took,
+                               each failed one's error) and failed-attempts/<n>/ (each failed
+                               attempt's directory as it was left, with error.txt)
   DIR/runs/.partial-*          a run in progress (removed when it fails or is interrupted)
+  DIR/runs/.attempts-*         the failed attempts of a run not yet complete (an interrupted
+                               repetition keeps them: --resume counts them in)
+  DIR/runs/.failed-*           a run that failed every attempt, each attempt's directory in it
   DIR/results.summary          createsummary's input; DIR/tables/ its tables
   DIR/runs.csv                 every run's metrics and validity; DIR/summary.csv means with
                                t-based CIs of the valid runs; DIR/paired.csv paired differences
@@ -232,6 +241,56 @@ def run_evidence(run_dir):
 def run_validity(judged):
     """"valid", "invalid" or "unchecked" (a run made before runs were checked) from its evidence.json."""
     return "unchecked" if not judged else ("valid" if judged.get("valid") else "invalid")
+
+
+ATTEMPTS = "attempts.json"  # in a run's directory: {"attempts": n, "failed": [record, ...]}
+FAILED_ATTEMPTS = "failed-attempts"  # in a run's directory: <n>/ per failed attempt
+
+
+def failed_attempts_in(held):
+    """The records of the failed attempts kept in `held` (<n>/error.json each), in order."""
+    records = []
+    try:
+        entries = sorted((e for e in os.listdir(held) if e.isdigit()), key=int)
+    except OSError:
+        return records
+    for e in entries:
+        try:
+            with open(os.path.join(held, e, "error.json")) as f:
+                records.append(json.load(f))
+        except (OSError, ValueError):
+            records.append({"attempt": int(e), "error": "unknown (error.json unreadable)"})
+    return records
+
+
+def keep_failed_attempt(partial, held, error, seconds):
+    """Moves a failed attempt's directory into `held` as the next <n>/, with its error in
+    error.txt and error.json; returns n."""
+    os.makedirs(held, exist_ok=True)
+    n = len([e for e in os.listdir(held) if e.isdigit()]) + 1
+    record = {"attempt": n, "error": error, "seconds": round(seconds, 1),
+              "ended": datetime.now().astimezone().isoformat(timespec="seconds")}
+    with open(os.path.join(partial, "error.txt"), "w") as f:
+        f.write(error + "\n")
+    with open(os.path.join(partial, "error.json"), "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+    os.rename(partial, os.path.join(held, str(n)))
+    return n
+
+
+def run_attempts(run_dir):
+    """A complete run's attempts.json ({} for a run made before the lab recorded its attempts)."""
+    try:
+        with open(os.path.join(run_dir, ATTEMPTS)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def failed_attempts(run_dir):
+    """How many attempts of a complete run failed before it; None when not recorded."""
+    attempts = run_attempts(run_dir)
+    return len(attempts["failed"]) if isinstance(attempts.get("failed"), list) else None
 
 
 _LOG_TIME = re.compile(r"^(\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}\.\d+): Starting measurement", re.M)
@@ -581,7 +640,12 @@ class Runner:
         text = f"{label(values)} r{rep}"
         progress.start(text, self.study.runtime + 8)
         topo = self._topology_for(values)
-        partial = os.path.join(self.outdir, "runs", f".partial-{label(values)}-r{rep}")
+        runs = os.path.join(self.outdir, "runs")
+        partial = os.path.join(runs, f".partial-{label(values)}-r{rep}")
+        held = os.path.join(runs, f".attempts-{label(values)}-r{rep}")
+        failed = os.path.join(runs, f".failed-{label(values)}-r{rep}")
+        if os.path.isdir(failed) and not os.path.exists(held):
+            os.rename(failed, held)  # the attempts of an earlier invocation, in which this run failed
         for attempt in range(self.retries + 1):
             shutil.rmtree(partial, ignore_errors=True)
             os.makedirs(partial)
@@ -590,15 +654,20 @@ class Runner:
                 judged = self._attempt(topo, values, partial, rep)
                 break
             except LabError as e:
+                n = keep_failed_attempt(partial, held, str(e), time.monotonic() - began)
                 if attempt == self.retries:
-                    failed = os.path.join(self.outdir, "runs", f".failed-{label(values)}-r{rep}")
                     shutil.rmtree(failed, ignore_errors=True)
-                    os.rename(partial, failed)
-                    raise LabError(f"run {text}: {e} (logs in {failed})")
-                progress.stream.write(f"\nrun {text}: {e}; repeating it\n")
+                    os.rename(held, failed)
+                    raise LabError(f"run {text}: {e} (logs in {os.path.join(failed, str(n))})")
+                progress.stream.write(f"\nrun {text}: {e}; repeating it (attempt {n} kept in its record)\n")
             except BaseException:
                 shutil.rmtree(partial, ignore_errors=True)
                 raise
+        failures = failed_attempts_in(held)
+        with open(os.path.join(partial, ATTEMPTS), "w") as f:
+            json.dump({"attempts": len(failures) + 1, "failed": failures}, f, indent=1, sort_keys=True)
+        if failures:
+            os.rename(held, os.path.join(partial, FAILED_ATTEMPTS))
         os.rename(partial, final)
         verdict = ""
         if not judged.get("valid", True):
@@ -801,29 +870,36 @@ class Runner:
             raise LabError(f"createsummary failed: {(r.stderr or r.stdout).strip()}")
 
         rows = []
+        attempts = {}  # (label, repetition) -> failed attempts before the run, None when not recorded
         for values, rep, run_dir in runs:
             judged = run_evidence(run_dir)
             metrics = self.metrics_of(run_dir, values)
             metrics.update(self.recorded_metrics(run_dir))
             rows.append((values, rep, metrics, run_validity(judged), "; ".join(judged.get("problems", []))))
+            attempts[(label(values), rep)] = failed_attempts(run_dir)
         names = [m.name for m in study.metrics]
         recorded = sorted({k for _, _, m, _, _ in rows for k in m} - set(names))
         with open(os.path.join(self.outdir, "runs.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(variables + ["repetition"] + names + recorded + ["validity", "problems"])
+            w.writerow(variables + ["repetition"] + names + recorded + ["failed_attempts", "validity", "problems"])
             for values, rep, metrics, validity, problems in rows:
+                failures = attempts[(label(values), rep)]
                 w.writerow([values[v] for v in variables] + [rep] +
                            [repr(metrics[n]) if n in metrics else "NA" for n in names + recorded] +
-                           [validity, problems])
+                           ["NA" if failures is None else failures, validity, problems])
         summary = []
         bimodal = {m.name for m in study.metrics if m.bimodal}
         with open(os.path.join(self.outdir, "summary.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(variables + ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
-                                    "low_mode_mean", "high_mode_mean", "high_mode_fraction"])
+                                    "low_mode_mean", "high_mode_mean", "high_mode_fraction", "failed_attempts"])
             for values in study.combinations():
                 mine = [(rep, metrics, validity) for v, rep, metrics, validity, _ in rows if v == values]
                 invalid = sum(1 for _, _, validity in mine if validity == "invalid")
+                # the failed attempts of all its runs (invalid ones too); NA when no run recorded them
+                known = [attempts[(label(values), rep)] for rep, _, _ in mine
+                         if attempts[(label(values), rep)] is not None]
+                failures = sum(known) if known else "NA"
                 for name in names + recorded:
                     by_rep = {rep: metrics[name] for rep, metrics, validity in mine
                               if validity != "invalid" and name in metrics}
@@ -838,7 +914,7 @@ class Runner:
                                  repr(len(hi) / len(samples))]
                     w.writerow([values[v] for v in variables] +
                                [name, n, repr(mean), repr(low), repr(high), procedure, invalid,
-                                repr(median(samples))] + modes)
+                                repr(median(samples))] + modes + [failures])
                     if name in names:
                         summary.append((values, name, n, mean, low, high))
         if study.compare:
@@ -903,8 +979,29 @@ class Runner:
                 f.write(" ".join(row) + "\n")
         return path
 
+    def caption(self):
+        """What the plots must say about the runs behind them: the invalid runs left out, the
+        runs repeated after a failed attempt, the runs whose attempts were not recorded ("" when
+        nothing is to be said)."""
+        runs = self.runs_done()
+        invalid = sum(1 for _, _, d in runs if run_validity(run_evidence(d)) == "invalid")
+        failures = [failed_attempts(d) for _, _, d in runs]
+        repeated = [k for k in failures if k]
+        unknown = sum(1 for k in failures if k is None)
+        parts = []
+        if invalid:
+            parts.append(f"{invalid} of {len(runs)} runs invalid, left out (runs.csv: problems)")
+        if repeated:
+            attempts = sum(repeated)
+            parts.append(f"{len(repeated)} of {len(runs)} runs repeated after {attempts} failed "
+                         f"attempt{'s' if attempts != 1 else ''} (runs.csv: failed_attempts)")
+        if unknown:
+            parts.append(f"failed attempts of {unknown} of {len(runs)} runs not recorded (made before the lab kept them)")
+        return "; ".join(parts)
+
     def plot(self):
         study = self.study
+        caption = self.caption()
         # Variables with one value (e.g. in a quick form) make no axis: the next one does.
         varying = [v for v in study.variables if len(study.sweep[v]) > 1]
         x = study.plot.get("x")
@@ -930,6 +1027,8 @@ class Runner:
                    f"--title={study.name}: {m.name.replace('_', ' ')}"]
             if colour:
                 cmd += ["-c", colour]
+            if caption:
+                cmd.append(f"--caption={caption}")
             if reference:
                 cmd.append(f"--reference={reference}")
             if facets:
