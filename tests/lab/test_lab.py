@@ -782,16 +782,20 @@ class Runs(unittest.TestCase):
         again = runner.Runner(loaded, self.out, runner.Tools({}), seed=7).blocks(1, 2)
         self.assertEqual(order, [f"{runner.label(v)} r{rep}" for v, rep in again])
 
-    def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
-        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--no-plot"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+    def start_until_the_second_run(self, *args):
+        """The lab running the study, once it has begun its second run; (process, its stderr so far)."""
+        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--no-plot", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = []
         while True:
             line = proc.stderr.readline()
             self.assertTrue(line, "the lab ended early: " + "".join(lines))
             lines.append(line)
             if line.startswith("[2/"):
-                break
+                return proc, "".join(lines)
+
+    def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
+        proc, _ = self.start_until_the_second_run()
         time.sleep(0.7)  # inside the second run
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -910,6 +914,32 @@ exec {real_plot} "$@"
             self.assertEqual(db.execute("SELECT DISTINCT failed_attempts FROM summary").fetchall(), [(3,)])
         finally:
             db.close()
+
+    def test_a_full_disk_ends_the_study_with_one_line_and_keeps_the_complete_runs(self):
+        disk = os.path.join(self.dir, "disk")
+        os.makedirs(disk)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", disk], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", disk])
+        self.out = os.path.join(disk, "out")
+        proc, before = self.start_until_the_second_run("--retries=0")
+        # the disk fills up during the second run
+        subprocess.run(["dd", "if=/dev/zero", f"of={os.path.join(disk, 'filler')}", "bs=1M"], capture_output=True)
+        _, err = proc.communicate(timeout=120)
+        err = before + err
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertNotIn("Traceback", err)
+        last = err.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("netperfmeter-lab: "), last)
+        self.assertIn("No space left on device", last)
+        self.assertNothingLeft(proc.pid)
+        os.unlink(os.path.join(disk, "filler"))
+        kept = [e for e in os.listdir(os.path.join(self.out, "runs")) if not e.startswith(".")]
+        self.assertEqual(len(kept), 1, kept)
+        # the complete run is intact: --resume keeps it and runs the rest
+        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("complete, kept"), 1, r.stderr)
+        self.assertEqual(r.stderr.count(": done in"), 3, r.stderr)
 
     def test_stale_leftovers_of_its_own_prefix_only(self):
         stale, foreign = "npmlab999999999-0a", "npmlabtest-foreign"

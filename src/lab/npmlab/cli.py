@@ -305,3 +305,8 @@ def main(argv, config):
         # the reader went away (netperfmeter-lab list | head): stop quietly, as other programs do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as e:
+        # a full disk, a directory that cannot be written: one line; the complete runs stay, the
+        # run in progress is discarded (--resume redoes it)
+        where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f)  # a copy names both files
+        return _fail(f"{where + ': ' if where else ''}{e.strerror or e}")

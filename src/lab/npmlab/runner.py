@@ -263,6 +263,15 @@ def failed_attempts_in(held):
     return records
 
 
+def disk_full(path, reserve=1 << 20):
+    """Whether the file system of `path` has less than `reserve` bytes left for us."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < reserve
+
+
 def keep_failed_attempt(partial, held, error, seconds):
     """Moves a failed attempt's directory into `held` as the next <n>/, with its error in
     error.txt and error.json; returns n."""
@@ -654,7 +663,16 @@ class Runner:
                 judged = self._attempt(topo, values, partial, rep)
                 break
             except LabError as e:
-                n = keep_failed_attempt(partial, held, str(e), time.monotonic() - began)
+                if disk_full(runs):
+                    # not a result about the stack: the run in progress is discarded, as when interrupted
+                    shutil.rmtree(partial, ignore_errors=True)
+                    raise LabError(f"run {text}: {e}; the file system of {self.outdir} is full "
+                                   "(No space left on device): the complete runs are kept, --resume continues")
+                try:
+                    n = keep_failed_attempt(partial, held, str(e), time.monotonic() - began)
+                except OSError as kept:  # e.g. a quota: the attempt cannot be kept, the study stops
+                    shutil.rmtree(partial, ignore_errors=True)
+                    raise LabError(f"run {text}: {e} (the attempt's files not kept: {kept.strerror or kept})")
                 if attempt == self.retries:
                     shutil.rmtree(failed, ignore_errors=True)
                     os.rename(held, failed)
