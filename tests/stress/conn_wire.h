@@ -129,6 +129,22 @@ static struct sockaddr_conn conn_wire_address(uint16_t port) {
 /* A client connected over the wire to a listener bound to listen_port, and the server's
  * accepted socket: NULL, or what failed. A client send buffer of sndbuf bytes unless 0; prepare,
  * unless NULL, sets the client's options before it connects (NULL, or what failed). */
+/* A listening socket on the wire at listen_port; prepare (NULL: none) sets its options before it
+ * binds (accepted sockets inherit them). NULL with *failed set when a step failed. */
+__attribute__((unused)) static struct socket* conn_wire_listener(uint16_t listen_port, const char* (*prepare)(struct socket*),
+                                                                 const char** failed) {
+  struct socket* listener = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
+  *failed = listener == NULL ? "cannot create the listener" : prepare != NULL ? prepare(listener) : NULL;
+  if (*failed != NULL) return NULL;
+  struct sockaddr_conn listen_address = conn_wire_address(listen_port);
+  if (usrsctp_bind(listener, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0 ||
+      usrsctp_listen(listener, 4) < 0) {
+    *failed = "cannot bind and listen";
+    return NULL;
+  }
+  return listener;
+}
+
 __attribute__((unused)) static const char* conn_wire_connect(struct socket* listener, uint16_t listen_port, int sndbuf,
                                                              const char* (*prepare)(struct socket*),
                                                              struct socket** client, struct socket** server) {

@@ -76,22 +76,26 @@ static void wait_until_blocked(struct sender* s) {
   fail("the sender never blocked (the server's window did not close within 10 s)");
 }
 
+/* Small buffers (the listener's inherited by the accepted sockets), so that the sender blocks
+ * soon. */
+enum { BUFFER = 16384 };
+
+static const char* prepare_listener(struct socket* so) {
+  const int buffer = BUFFER;
+  if (usrsctp_setsockopt(so, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer)) < 0)
+    return "cannot set the listener's SO_RCVBUF";
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   const long rounds = conn_wire_option(PROGRAM, argc, argv, "--rounds", 5);
 
   usrsctp_init(0, conn_wire_output, NULL);
   if (conn_wire_start(0) != 0) fail("cannot start the wire thread");
 
-  struct socket* listener = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
-  if (listener == NULL) fail("cannot create the listener");
-  struct sockaddr_conn listen_address = conn_wire_address(LISTEN_PORT);
-  /* Small buffers (inherited by the accepted sockets), so that the sender blocks soon. */
-  const int buffer = 16384;
-  if (usrsctp_setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer)) < 0)
-    fail("cannot set the listener's SO_RCVBUF");
-  if (usrsctp_bind(listener, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0 ||
-      usrsctp_listen(listener, 4) < 0)
-    fail("cannot bind and listen");
+  const char* failed = NULL;
+  struct socket* listener = conn_wire_listener(LISTEN_PORT, prepare_listener, &failed);
+  if (listener == NULL) fail(failed);
 
   /* An attempt misses when the sender leaves its call (woken by the ABORT's notification)
    * before the input thread frees the association: then no reference is held and the free is
@@ -103,7 +107,7 @@ int main(int argc, char** argv) {
   while (hits < rounds && attempts < max_attempts) {
     ++attempts;
     struct socket *client, *server;
-    const char* failed = conn_wire_connect(listener, LISTEN_PORT, buffer, NULL, &client, &server);
+    failed = conn_wire_connect(listener, LISTEN_PORT, BUFFER, NULL, &client, &server);
     if (failed != NULL) fail(failed);
 
     struct sender s = {.so = client};

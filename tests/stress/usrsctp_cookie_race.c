@@ -286,12 +286,9 @@ int main(int argc, char** argv) {
 
   usrsctp_init(0, tapped_output, NULL);
   if (conn_wire_start(0) != 0) fail("cannot start the wire thread");
-  struct socket* listener = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
-  if (listener == NULL) fail("cannot create the listener");
-  struct sockaddr_conn listen_address = conn_wire_address(LISTEN_PORT);
-  if (usrsctp_bind(listener, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0 ||
-      usrsctp_listen(listener, 4) < 0)
-    fail("cannot bind and listen");
+  const char* failed = NULL;
+  struct socket* listener = conn_wire_listener(LISTEN_PORT, NULL, &failed);
+  if (listener == NULL) fail(failed);
 
   const uint32_t asockill_before = asockill_count();
   uint32_t deferred = 0;
@@ -299,7 +296,7 @@ int main(int argc, char** argv) {
   for (long round = 0; round < rounds; ++round) {
     atomic_store(&keep_cookie_echo, 1);
     struct socket *client, *server;
-    const char* failed = conn_wire_connect(listener, LISTEN_PORT, 0, NULL, &client, &server);
+    failed = conn_wire_connect(listener, LISTEN_PORT, 0, NULL, &client, &server);
     if (failed != NULL) fail(failed);
     if (atomic_load(&keep_cookie_echo)) fail("the handshake went by without a COOKIE-ECHO on the wire");
     while (conn_wire_busy()) usleep(1000);

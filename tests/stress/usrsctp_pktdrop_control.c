@@ -73,6 +73,12 @@ static void enable_pktdrop(struct socket* so) {
     fail("cannot enable packet-drop reporting (SCTP_PKTDROP_SUPPORTED)");
 }
 
+/* The listener's option before it binds (the accepted server socket inherits it). */
+static const char* prepare_listener(struct socket* so) {
+  enable_pktdrop(so);
+  return NULL;
+}
+
 /* The client's options before it connects: packet-drop reporting, and no Nagle (each message
  * goes out at once, not after a delayed SACK). */
 static const char* prepare_client(struct socket* so) {
@@ -146,19 +152,15 @@ int main(int argc, char** argv) {
   usrsctp_init(0, tap_output, NULL);
   if (conn_wire_start(0) != 0) fail("cannot start the wire thread");
 
-  struct socket* listener = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
-  if (listener == NULL) fail("cannot create the listener");
-  enable_pktdrop(listener);
-  struct sockaddr_conn listen_address = conn_wire_address(LISTEN_PORT);
-  if (usrsctp_bind(listener, (struct sockaddr*)&listen_address, sizeof(listen_address)) < 0 ||
-      usrsctp_listen(listener, 4) < 0)
-    fail("cannot bind and listen");
+  const char* failed = NULL;
+  struct socket* listener = conn_wire_listener(LISTEN_PORT, prepare_listener, &failed);
+  if (listener == NULL) fail(failed);
 
   const double start = conn_wire_now();
   unsigned long processed = 0;
   for (long round = 0; round < rounds; ++round) {
     struct socket *client, *server;
-    const char* failed = conn_wire_connect(listener, LISTEN_PORT, 0, prepare_client, &client, &server);
+    failed = conn_wire_connect(listener, LISTEN_PORT, 0, prepare_client, &client, &server);
     if (failed != NULL) fail(failed);
     struct sockaddr_conn local;
     struct sockaddr* addresses = NULL;
