@@ -60,6 +60,7 @@ local sctpcc_vals = { [0] = "RFC 2581", [1] = "HSTCP", [2] = "H-TCP", [3] = "RTC
 local status_vals = {
   [0] = "OK", [1] = "Error", [2] = "Not allowed", [3] = "Authentication required", [4] = "Unsupported", [5] = "OK, per-path vector follows",
   [6] = "Too many flows", [7] = "No file descriptors", [8] = "Process-wide SCTP settings conflict",
+  [9] = "Busy: sessions", [10] = "Busy: sessions of this host", [11] = "Busy: sessions of this network",
 }
 local direction_vals = { [0] = "Active to Passive", [1] = "Passive to Active" }
 -- The two low bits of a QUIC Stream ID (RFC 9000, 2.1).

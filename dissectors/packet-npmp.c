@@ -171,6 +171,9 @@ static const value_string npmp_status_vals[] = {
   { 6, "Too many flows" },
   { 7, "No file descriptors" },
   { 8, "Process-wide SCTP settings conflict" },
+  { 9, "Busy: sessions" },
+  { 10, "Busy: sessions of this host" },
+  { 11, "Busy: sessions of this network" },
   { 0, NULL }
 };
 

@@ -280,6 +280,7 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   auto& limits = s.limits;
   if (name == "max-sessions") limits.sessions = *n;
   else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n, s.givenLimits.sessionsPerHost = true;
+  else if (name == "max-sessions-per-prefix") limits.sessionsPerPrefix = *n, s.givenLimits.sessionsPerPrefix = true;
   else if (name == "max-flows") limits.flowsPerSession = *n;
   else if (name == "max-pending") limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
   else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
@@ -288,6 +289,20 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   else if (name == "max-spool") limits.spoolPerSession = *n << 20;
   else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
   else limits.idleTimeout = std::chrono::seconds(*n);
+  s.passiveOnly = true;
+  return std::nullopt;
+}
+
+// --session-prefix=V4BITS[,V6BITS]: what counts as one network for --max-sessions-per-prefix.
+std::optional<CliError> setSessionPrefix(Settings& s, const Parsed& p) {
+  const std::string v = p.value;
+  const auto comma = v.find(',');
+  const auto v4 = parseNumber(v.substr(0, comma), 32);
+  const auto v6 = comma == std::string::npos ? std::optional<std::uint64_t>(s.limits.prefixV6)
+                                             : parseNumber(v.substr(comma + 1), 128);
+  if (!v4 || !v6) return bad(p, "expected V4BITS[,V6BITS]: prefix lengths from 0 to 32 and from 0 to 128 (e.g. 24,64)");
+  s.limits.prefixV4 = static_cast<unsigned>(*v4);
+  s.limits.prefixV6 = static_cast<unsigned>(*v6);
   s.passiveOnly = true;
   return std::nullopt;
 }
@@ -366,6 +381,8 @@ constexpr OptionDef kOptions[] = {
     {"allow", 0, Arg::Required, addAllow},
     {"max-sessions", 0, Arg::Required, setLimit},
     {"max-sessions-per-host", 0, Arg::Required, setLimit},
+    {"max-sessions-per-prefix", 0, Arg::Required, setLimit},
+    {"session-prefix", 0, Arg::Required, setSessionPrefix},
     {"max-flows", 0, Arg::Required, setLimit},
     {"max-pending", 0, Arg::Required, setLimit},
     {"max-pending-per-host", 0, Arg::Required, setLimit},
@@ -839,6 +856,9 @@ std::string usage() {
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
          "  --max-sessions=N (256)  --max-sessions-per-host=N (32; not given: max-sessions/8)\n"
+         "  --max-sessions-per-prefix=N (64; not given: max-sessions/4)  sessions of one network, which is\n"
+         "  --session-prefix=V4BITS[,V6BITS] (24,64)  addresses sharing this prefix; when a limit is reached,\n"
+         "                               sessions quiet for 5 s with no measurement under way make room first\n"
          "  --max-flows=N (4096)         flows per session\n"
          "  --max-pending=N (1024; not given: max-flows/4)  --max-pending-per-host=N (128; not given:\n"
          "                               max-pending/8)  data connections not identified yet\n"
@@ -847,7 +867,8 @@ std::string usage() {
          "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"
          "                               a new client must prove its address with a Retry first (0 = always)\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
-         "  --max-download=MIB (32768)   active: the largest result file it accepts from the passive\n"
+         "  --max-download=MIB           active: the largest result file it accepts from the passive\n"
+         "                               (default: what the run could need: its flows, duration, rows)\n"
          "  --auth-key-file=FILE         both: a shared key (mode 600, >= 16 bytes) that both sides prove (HMAC)\n"
          "  --loglevel=0..5  --logcolor=on|off  --logfile=FILE  --logappend=FILE  -q, --quiet  -!, --verbose\n"
          "  -h, --help                   -v, --version\n";

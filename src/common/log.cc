@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdarg>
+#include <algorithm>
 #include <ctime>
+#include <vector>
 
 #include "common/handle.h"
 
@@ -74,6 +76,74 @@ void printf(int level, const char* format, ...) {
   std::vsnprintf(buffer, sizeof(buffer), format, args);
   va_end(args);
   write(level, buffer);
+}
+
+namespace {
+std::mutex& registryMutex() {
+  static std::mutex& m = *new std::mutex;  // never destroyed: Repeated members of statics go late
+  return m;
+}
+std::vector<Repeated*>& registry() {
+  static std::vector<Repeated*>& r = *new std::vector<Repeated*>;
+  return r;
+}
+}  // namespace
+
+Repeated::Repeated(std::string what, int level, std::chrono::steady_clock::duration interval)
+    : what_(std::move(what)), level_(level), interval_(interval) {
+  std::lock_guard lock(registryMutex());
+  registry().push_back(this);
+}
+
+Repeated::~Repeated() {
+  {
+    std::lock_guard lock(registryMutex());
+    auto& r = registry();
+    r.erase(std::remove(r.begin(), r.end(), this), r.end());
+  }
+  std::lock_guard lock(m_);
+  summarise();
+}
+
+void Repeated::summarise() {
+  if (unsaid_ > 0) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::duration<double>>(interval_).count();
+    char text[64];
+    std::snprintf(text, sizeof(text), "%g", seconds);
+    write(level_, what_ + ": " + std::to_string(unsaid_) + " more in the last " + text + " s (" +
+            std::to_string(count_) + " in all)");
+  }
+  unsaid_ = 0;
+  open_ = false;
+}
+
+bool Repeated::next() {
+  std::lock_guard lock(m_);
+  ++count_;
+  const auto now = std::chrono::steady_clock::now();
+  if (open_ && now - said_ < interval_) {
+    ++unsaid_;
+    return false;
+  }
+  summarise();
+  said_ = now;
+  open_ = true;
+  return true;
+}
+
+std::uint64_t Repeated::count() const {
+  std::lock_guard lock(m_);
+  return count_;
+}
+
+void Repeated::flush() {
+  std::lock_guard lock(m_);
+  if (open_ && std::chrono::steady_clock::now() - said_ >= interval_) summarise();
+}
+
+void Repeated::flushAll() {
+  std::lock_guard lock(registryMutex());
+  for (Repeated* r : registry()) r->flush();
 }
 
 }  // namespace npm::log

@@ -50,7 +50,9 @@ struct ActiveOptions {
   std::uint16_t sctpUdpPort = 0;  // local UDP encapsulation port of userland SCTP; 0 = any
   std::uint16_t sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;
   std::vector<flowspec::FlowSpec> flows;  // validated, IDs assigned
-  std::uint64_t maxDownloadBytes = std::uint64_t{32} << 30;  // --max-download: per result file of the passive
+  // --max-download: the most bytes a result file of the passive may have; 0: what the run could
+  // need (Active::downloadLimit), so that a hostile passive cannot fill the active's disk.
+  std::uint64_t maxDownloadBytes = 0;
   std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: prove it to the passive
   // --json[=FILE]: the result document ("-" = standard output); --json-stream: one line per
   // status interval on standard output. Either on standard output moves the status line to stderr.

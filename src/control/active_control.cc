@@ -34,6 +34,16 @@ asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to
   if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
 }
 
+std::optional<std::string> busyText(std::uint32_t status) {
+  const char* why = status == npmp::kStatusBusy       ? "as many sessions as it admits in all (its --max-sessions)"
+                    : status == npmp::kStatusBusyHost ? "as many sessions of this host as it admits (its --max-sessions-per-host)"
+                    : status == npmp::kStatusBusyPrefix
+                        ? "as many sessions of this host's network as it admits (its --max-sessions-per-prefix)"
+                        : nullptr;
+  if (why == nullptr) return std::nullopt;
+  return std::string("refused the session: it has ") + why + " open, and all of them are working; try again later";
+}
+
 asio::awaitable<void> Active::connectControl() {
   ControlProtocol transport = options_.control;
   if (transport == ControlProtocol::Default || transport == ControlProtocol::Sctp) {
@@ -99,6 +109,7 @@ asio::awaitable<void> Active::authenticate() {
   auto refused = [&](const npmp::Acknowledge& a) -> ActiveError {
     if (a.status == npmp::kStatusError) return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
     if (a.status == npmp::kStatusNotAllowed) return ActiveError(passive + " refused the key (wrong key, or its --allow list)");
+    if (const auto busy = busyText(a.status)) return ActiveError(passive + " " + *busy);
     return ActiveError(passive + " refused the authentication (status " + std::to_string(a.status) + ")");
   };
   const npmp::Message first = co_await next();

@@ -267,6 +267,7 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   if (added.status == npmp::kStatusNotAllowed) {
     throw ActiveError("the passive at " + control_->peerName() + " does not allow this host (its --allow list)");
   }
+  if (const auto busy = busyText(added.status)) throw ActiveError("the passive at " + control_->peerName() + " " + *busy);
   if (added.status == npmp::kStatusUnsupported && spec.protocol == Protocol::QUIC) {
     throw ActiveError("the passive at " + control_->peerName() + " refused QUIC flow #" + std::to_string(flowId) +
                       ": it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)");

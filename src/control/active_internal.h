@@ -37,6 +37,9 @@
 namespace npm::control {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
+
+// What a passive's refusal of a session (kStatusBusy*) means, said to the user; none for other statuses.
+std::optional<std::string> busyText(std::uint32_t status);
 constexpr auto kAckTimeout = std::chrono::seconds(10);
 // What the wait for REMOVE_FLOW's answer allows per message sent on the flow: the passive
 // formats and compresses its per-flow vector then (bzip2: about 7 µs a row on one core of a
@@ -118,7 +121,11 @@ private:
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
 
   // active_results.cc
-  asio::awaitable<void> download(const std::string& fileName, const char* what, std::string* keep = nullptr);
+  // What a result file of the passive may take (--max-download, or what this run could need).
+  enum class Download { Scalars, Vector, FlowVector, PathVector };
+  std::uint64_t downloadLimit(Download kind, const FlowRun* flow) const;
+  asio::awaitable<void> download(const std::string& fileName, const char* what, std::uint64_t limit,
+                                 std::string* keep = nullptr);
   asio::awaitable<bool> downloadPassiveResults();
   asio::awaitable<void> openOwnFiles();
   void writeConfig();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "common/clock.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -47,7 +48,35 @@ asio::awaitable<void> Active::openOwnFiles() {
   });
 }
 
-asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::string* keep) {
+// Without --max-download, a file of the passive may have what this run could make it write, with
+// room to spare: a row is at most kRowBytes (the longest rows are the per-message ones, about
+// 120 characters), the passive's per-second rows at most kFlowSecondBytes per flow, each flow's
+// scalars at most kFlowScalarBytes (a dozen paths included), one per-path vector at most
+// kPathsPerFlow paths sampled each --path-interval; one MiB more for headers and what the
+// passive adds after the measurement (the drain, the clocks of two hosts).
+std::uint64_t Active::downloadLimit(Download kind, const FlowRun* flow) const {
+  if (options_.maxDownloadBytes != 0) return options_.maxDownloadBytes;
+  constexpr std::uint64_t kBase = 1 << 20, kRowBytes = 512, kFlowSecondBytes = 8 << 10, kFlowScalarBytes = 256 << 10,
+                          kPathsPerFlow = 64, kSlackSeconds = 60;
+  const std::uint64_t seconds = (nowMicros() - std::min(nowMicros(), measurement_->startTime())) / 1000000 + kSlackSeconds;
+  switch (kind) {
+    case Download::Scalars: return kBase + flows_.size() * kFlowScalarBytes;
+    case Download::Vector: return kBase + seconds * flows_.size() * kFlowSecondBytes;
+    case Download::FlowVector: {
+      // A row per message the passive received (at most what was sent to it), and per message it sent.
+      const auto rows = flow->flow->transmitted().total.packets + flow->flow->received().received().packets;
+      return kBase + rows * kRowBytes;
+    }
+    case Download::PathVector: {
+      const auto interval = std::max<std::int64_t>(1, options_.pathInterval.count());
+      return kBase + (seconds * 1000 / interval + 1) * kPathsPerFlow * kRowBytes;
+    }
+  }
+  return kBase;
+}
+
+asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::uint64_t limit,
+                                       std::string* keep) {
   // No file name: kept in memory only (`keep`).
   log::info(std::string("Downloading ") + what + " results" + (fileName.empty() ? std::string() : " [" + fileName + "]"));
   // The passive compresses as the name asks (START, IDENTIFY); a reference passive has no gzip
@@ -64,8 +93,9 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
     decided = true;
   };
   const std::string name = fileName.empty() ? std::string("the passive's ") + what + " results" : fileName;
-  // A passive is a peer like any other: a file may not exceed --max-download, and one
-  // trickled in more slowly than kMinDownloadRate (after a grace period) is given up.
+  // A passive is a peer like any other: a file may not exceed `limit` (checked before a byte
+  // beyond it is written), and one trickled in more slowly than kMinDownloadRate (after a grace
+  // period) is given up.
   const auto begin = Clock::now();
   std::uint64_t bytes = 0;
   for (;;) {
@@ -82,15 +112,19 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
       throw ActiveError("expected RESULTS for " + name + ", got " +
                         (decoded ? npmp::typeName((*message)[0]) : decoded.error()));
     }
+    if (bytes + r->data.size() > limit) {
+      const std::string mib = limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
+                                                      : std::to_string(limit) + " bytes";
+      throw ActiveError("the passive sends more than " + mib + " for " + name +
+                        (options_.maxDownloadBytes != 0
+                             ? std::string(" (--max-download)")
+                             : std::string(", more than this run could make it write (--max-download=MIB raises the limit)")));
+    }
     if (!decided) open(r->data);
     if (out.isOpen()) out.write(r->data.data(), r->data.size());
     if (keep != nullptr) keep->append(reinterpret_cast<const char*>(r->data.data()), r->data.size());
     bytes += r->data.size();
     if (r->eof()) break;
-    if (bytes > options_.maxDownloadBytes) {
-      throw ActiveError("the passive sends more than " + std::to_string(options_.maxDownloadBytes >> 20) + " MiB for " +
-                        name + " (--max-download)");
-    }
     const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
     if (seconds > kDownloadGrace.count() && static_cast<double>(bytes) / seconds < kMinDownloadRate) {
       throw ActiveError("the passive sends " + name + " too slowly (" + std::to_string(bytes) + " bytes in " +
@@ -105,10 +139,12 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
 asio::awaitable<bool> Active::downloadPassiveResults() {
   bool passiveVectorLost = false;
   if (!options_.vectorPattern.empty()) {
-    co_await download(measure::resultFileName(options_.vectorPattern, "passive"), "vector");
+    co_await download(measure::resultFileName(options_.vectorPattern, "passive"), "vector",
+                      downloadLimit(Download::Vector, nullptr));
   }
   if (!options_.scalarPattern.empty() || json_.wantsPassiveScalars()) {
-    co_await download(measure::resultFileName(options_.scalarPattern, "passive"), "scalar", &json_.passiveScalars());
+    co_await download(measure::resultFileName(options_.scalarPattern, "passive"), "scalar",
+                      downloadLimit(Download::Scalars, nullptr), &json_.passiveScalars());
   }
   for (auto& f : flows_) {
     npmp::Bytes remove;
@@ -128,11 +164,11 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
       if (a.status == npmp::kStatusOk || a.status == npmp::kStatusOkPathVectorFollows) {
         co_await download(
             measure::resultFileName(options_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
-            "per-flow vector");
+            "per-flow vector", downloadLimit(Download::FlowVector, &f));
         if (a.status == npmp::kStatusOkPathVectorFollows) {
           co_await download(
               measure::pathVectorFileName(options_.vectorPattern, "passive", f.flow->flowId(), f.flow->streamId()),
-              "per-path vector");
+              "per-path vector", downloadLimit(Download::PathVector, &f));
         } else if (recordsPaths(f.flow->parameters().protocol) && !pathsUnsupportedSaid_) {
           pathsUnsupportedSaid_ = true;
           log::info("The passive records no per-path vectors (an older NetPerfMeter?)");

@@ -77,11 +77,11 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
   const FlowKey key{m.measurementId, m.flowId, m.streamId};
   const std::string from = " from " + session->peerName();
   auto reject = [&](const std::string& why) {
-    log::warning("ADD_FLOW rejected" + from + ": " + why);
+    refusedFlows_.say("ADD_FLOW rejected" + from + ": " + why);
     return npmp::kStatusError;
   };
   if (flows_.count(key)) {
-    log::warning("ADD_FLOW for existing " + keyName(key) + from);
+    refusedFlows_.say("ADD_FLOW for existing " + keyName(key) + from);
     return npmp::kStatusError;
   }
   switch (m.protocol) {
@@ -91,13 +91,13 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       break;
     case Protocol::SCTP:
       if (!sctp_) {
-        log::warning("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
+        refusedFlows_.say("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
         return npmp::kStatusUnsupported;
       }
       break;
     case Protocol::QUIC:
       if (!quic_) {
-        log::warning("ADD_FLOW for a QUIC flow rejected" + from +
+        refusedFlows_.say("ADD_FLOW for a QUIC flow rejected" + from +
 #ifdef NPM_QUIC_BUILT
                      ": this passive serves QUIC only when started with -tls-key and -tls-cert");
 #else
@@ -108,7 +108,7 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       break;
     case Protocol::DCCP:
       if (!dccp_) {
-        log::warning("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
+        refusedFlows_.say("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
         return npmp::kStatusUnsupported;
       }
       break;
@@ -123,7 +123,7 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       return npmp::kStatusUnsupported;
     }
     if (auto compatible = sctp::processWideCompatible(tuning); !compatible) {
-      log::warning("ADD_FLOW rejected" + from + ": " + compatible.error());
+      refusedFlows_.say("ADD_FLOW rejected" + from + ": " + compatible.error());
       return npmp::kStatusProcessWideConflict;
     }
   }
@@ -185,7 +185,7 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
         const auto decoded = npmp::decode(message);
         const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr) {
-          log::warning("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
+          self->brokenConnections_.say("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
                        (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
           channel->close();
           return;
@@ -196,7 +196,7 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
         auto self = weak.lock();
         if (!self) return;
         if (auto channel = self->pendingConnections_.take(raw)) {
-          log::warning("Closing data connection from " + channel->peerName() + ": " + end.text());
+          self->brokenConnections_.say("Closing data connection from " + channel->peerName() + ": " + end.text());
           channel->close();
         }
       });
@@ -220,7 +220,7 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
         const auto decoded = npmp::decode(message);
         const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr || id->streamId != stream) {
-          log::warning("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
+          self->brokenConnections_.say("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
                        std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error()));
           association->close();
           self->pendingAssociations_.take(raw);
@@ -298,7 +298,7 @@ void FlowRegistry::adoptQuic(std::shared_ptr<quic::Connection> connection) {
           const auto decoded = npmp::decode(message);
           const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
           if (id == nullptr || id->streamId != stream) {
-            log::warning("Closing stream " + std::to_string(stream) + " of the QUIC connection from " +
+            self->brokenConnections_.say("Closing stream " + std::to_string(stream) + " of the QUIC connection from " +
                          connection->peerName() + ": expected IDENTIFY_FLOW with stream " + std::to_string(stream) +
                          ", got " + (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
             channel->close();
@@ -326,7 +326,7 @@ void FlowRegistry::adoptQuic(std::shared_ptr<quic::Connection> connection) {
 
 void FlowRegistry::refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why,
                                   std::uint32_t status) {
-  log::warning("Rejected IDENTIFY for " + keyName(key) + ": " + why);
+  rejected_.say("Rejected IDENTIFY for " + keyName(key) + ": " + why);
   if (auto session = entry.session.lock()) session->acknowledge(key.flowId, key.measurementId, key.streamId, status);
 }
 

@@ -123,7 +123,9 @@ private:
   asio::io_context& io_;
   transport::IoThreads* threads_;
   std::vector<transport::AddressPrefix> allow_;
-  log::Repeated refused_, rejected_;
+  log::Repeated refused_{"Refused data from outside the --allow list"}, rejected_{"Rejected IDENTIFYs"};
+  log::Repeated refusedFlows_{"Refused ADD_FLOWs"};
+  log::Repeated brokenConnections_{"Closed data connections that did not identify a flow"};
   bool sctp_ = false, dccp_ = false, quic_ = false;
   asio::ip::udp::socket* udp_ = nullptr;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
@@ -133,7 +135,7 @@ private:
 #ifdef NPM_QUIC_BUILT
   PendingTable<quic::Connection> pendingQuic_;  // until a stream of it has identified its flow
 #endif
-  log::Repeated udpGarbage_;
+  log::Repeated udpGarbage_{"Ignored UDP datagrams not from an identified flow"};
 };
 
 }  // namespace npm::control

@@ -5,6 +5,13 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <tuple>
+
+#include "control/passive_admission.h"
 #include "control/passive_listeners.h"
 #include "control/passive_session.h"
 #include "control/passive_state.h"
@@ -13,6 +20,9 @@ namespace npm::control {
 
 PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
   if (!given.sessionsPerHost) limits.sessionsPerHost = std::max(PassiveLimits::kSessionsPerHost, limits.sessions / 8);
+  if (!given.sessionsPerPrefix) {
+    limits.sessionsPerPrefix = std::max(PassiveLimits::kSessionsPerPrefix, limits.sessions / 4);
+  }
   if (!given.pendingConnections) {
     limits.pendingConnections = std::max(PassiveLimits::kPendingConnections, limits.flowsPerSession / 4);
   }
@@ -27,6 +37,74 @@ std::size_t PassiveState::sessionsOf(const asio::ip::address& host) const {
   std::size_t n = 0;
   for (const Session* s : sessions_) n += s->peerAddress() == host ? 1 : 0;
   return n;
+}
+
+PassiveState::Admission PassiveState::admit(const asio::ip::address& peer) {
+  const auto now = std::chrono::steady_clock::now();
+  auto network = [&](const asio::ip::address& a) {
+    return transport::prefixOf(a, limits.prefixV4, limits.prefixV6).network;
+  };
+  const asio::ip::address host = transport::unmapped(peer), net = network(peer);
+  for (;;) {
+    std::map<asio::ip::address, std::size_t> perHost, perNetwork;
+    for (const Session* s : sessions_) {
+      ++perHost[transport::unmapped(s->peerAddress())];
+      ++perNetwork[network(s->peerAddress())];
+    }
+    Admission full = Admission::Admitted;
+    if (perHost[host] >= limits.sessionsPerHost) full = Admission::HostFull;
+    else if (perNetwork[net] >= limits.sessionsPerPrefix) full = Admission::PrefixFull;
+    else if (sessions_.size() >= limits.sessions) full = Admission::SessionsFull;
+    if (full == Admission::Admitted) return full;
+    // What the newcomer's network and host would hold with it, against what a session's hold
+    // (inside one network only the hosts are compared; inside one host, nothing).
+    const bool networks = full == Admission::SessionsFull, hosts = full != Admission::HostFull;
+    const auto newcomer = std::make_pair(networks ? perNetwork[net] + 1 : 0, hosts ? perHost[host] + 1 : 0);
+    auto share = [&](const Session* s) {
+      return std::make_pair(networks ? perNetwork[network(s->peerAddress())] : 0,
+                            hosts ? perHost[transport::unmapped(s->peerAddress())] : 0);
+    };
+    Session* victim = nullptr;
+    for (Session* s : sessions_) {
+      const bool inScope = full == Admission::SessionsFull ||
+                           (full == Admission::HostFull ? transport::unmapped(s->peerAddress()) == host
+                                                        : network(s->peerAddress()) == net);
+      if (!inScope || s->working(now)) continue;
+      const bool quiet = now - s->lastMessage() >= limits.quietGrace;
+      if (!quiet && !(share(s) > newcomer)) continue;  // a session in its set-up, of a group no larger
+      if (victim == nullptr || std::make_pair(share(s), now - s->lastMessage()) >
+                                   std::make_pair(share(victim), now - victim->lastMessage())) {
+        victim = s;
+      }
+    }
+    if (victim == nullptr) return full;
+    evicted.say("Closing control connection from " + victim->peerName() + " (no measurement under way, quiet for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - victim->lastMessage()).count()) +
+                " ms) to make room for " + host.to_string() + ": " + refusalText(full));
+    victim->evict();  // leaves the state at once
+  }
+}
+
+std::string PassiveState::refusalText(Admission a) const {
+  switch (a) {
+    case Admission::HostFull:
+      return std::to_string(limits.sessionsPerHost) + " sessions of this host are open (--max-sessions-per-host)";
+    case Admission::PrefixFull:
+      return std::to_string(limits.sessionsPerPrefix) + " sessions of this network (/" +
+             std::to_string(limits.prefixV4) + ", /" + std::to_string(limits.prefixV6) +
+             ") are open (--max-sessions-per-prefix)";
+    case Admission::SessionsFull: return std::to_string(limits.sessions) + " sessions are open (--max-sessions)";
+    case Admission::Admitted: break;
+  }
+  return "admitted";
+}
+
+std::uint32_t PassiveState::refusalStatus(Admission a) {
+  switch (a) {
+    case Admission::HostFull: return npmp::kStatusBusyHost;
+    case Admission::PrefixFull: return npmp::kStatusBusyPrefix;
+    default: return npmp::kStatusBusy;
+  }
 }
 
 std::size_t PassiveState::measurementCount() const {
@@ -59,18 +137,25 @@ public:
     h.control = [weak](std::shared_ptr<ControlChannel> channel) {
       auto state = weak.lock();
       if (!state || state->stopped()) return channel->close();
-      if (state->sessionCount() >= state->limits.sessions) {
-        log::warning("Refusing control connection from " + channel->peerName() + ": " +
-                     std::to_string(state->limits.sessions) + " sessions are open (--max-sessions)");
-        return channel->close();
+      const auto admission = state->admit(channel->peerAddress());
+      if (admission == PassiveState::Admission::Admitted) {
+        return std::make_shared<Session>(state, std::move(channel))->start();
       }
-      if (state->sessionsOf(channel->peerAddress()) >= state->limits.sessionsPerHost) {
-        log::warning("Refusing control connection from " + channel->peerName() + ": " +
-                     std::to_string(state->limits.sessionsPerHost) +
-                     " sessions of this host are open (--max-sessions-per-host)");
-        return channel->close();
-      }
-      std::make_shared<Session>(state, std::move(channel))->start();
+      state->refusedControl.say("Refusing control connection from " + channel->peerName() + ": " +
+                                state->refusalText(admission));
+      if (state->refusing >= PassiveState::kRefusing) return channel->close();
+      // The active learns why from the ACKNOWLEDGE of its first message.
+      ++state->refusing;
+      channel->start();
+      asio::co_spawn(
+          state->io,
+          [state, channel, admission]() -> asio::awaitable<void> {
+            co_await refuseControl(*channel, PassiveState::kRefusalWait, PassiveState::refusalStatus(admission));
+          },
+          [state, channel](std::exception_ptr) {
+            --state->refusing;
+            channel->close();
+          });
     };
     h.connection = [weak](std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol) {
       if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptConnection(channel, protocol);
@@ -93,6 +178,7 @@ public:
   }
 
   void start() {
+    flushLog();
     listeners_->open();
     state_->flows->setDataTransports(listeners_->servesSctp(), listeners_->servesDccp(), listeners_->servesQuic());
     state_->flows->setUdpSocket(&listeners_->udp());
@@ -101,6 +187,7 @@ public:
   void stop() {
     if (state_->stopped()) return;
     listeners_->close();
+    logTimer_.cancel();
     state_->stop();
     state_->flows->closeAll();
     state_->workers->join();  // a vector being formatted is finished (and then dropped)
@@ -121,9 +208,19 @@ public:
   }
 
 private:
+  // The summaries of rate-limited log lines, said once their interval is over (log::Repeated).
+  void flushLog() {
+    log::Repeated::flushAll();
+    logTimer_.expires_after(std::chrono::seconds(1));
+    logTimer_.async_wait([weak = std::weak_ptr<PassiveState>(state_), this](const boost::system::error_code& ec) {
+      if (!ec && weak.lock() && !weak.lock()->stopped()) flushLog();
+    });
+  }
+
   PassiveOptions options_;  // before the listeners, which keep a reference
   std::shared_ptr<PassiveState> state_;
   std::shared_ptr<Listeners> listeners_;
+  asio::steady_timer logTimer_{state_->io};
 };
 
 PassiveServer::PassiveServer(transport::IoThreads& threads, PassiveOptions options)

@@ -26,10 +26,18 @@ namespace asio = boost::asio;
 
 // What one passive grants its peers, in all and per host (documented in netperfmeter(1)).
 struct PassiveLimits {
-  static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kFlowsPerSession = 4096,
-                               kPendingConnections = 1024, kPendingPerHost = 128;
+  static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kSessionsPerPrefix = 64,
+                               kFlowsPerSession = 4096, kPendingConnections = 1024, kPendingPerHost = 128;
   std::size_t sessions = kSessions;  // control connections at once
   std::size_t sessionsPerHost = kSessionsPerHost;
+  // ... of one network: the addresses that share their first prefixV4 (IPv4) or prefixV6 (IPv6)
+  // bits (--max-sessions-per-prefix, --session-prefix), so that one /64 is not 2^64 hosts.
+  std::size_t sessionsPerPrefix = kSessionsPerPrefix;
+  unsigned prefixV4 = 24, prefixV6 = 64;
+  // A session without a measurement under way (one with flows, within its runtime) that has sent
+  // no control message for this long may be closed to make room for anyone when a limit is
+  // reached (PassiveState::admit); before that, only for a peer of a smaller network or host.
+  std::chrono::seconds quietGrace{5};
   std::size_t flowsPerSession = kFlowsPerSession;
   std::size_t measurementsPerSession = 16;
   std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
@@ -54,11 +62,11 @@ struct PassiveLimits {
 
 // Which of the derived limits the command line gave.
 struct GivenLimits {
-  bool sessionsPerHost = false, pendingConnections = false, pendingPerHost = false, quicRetryAbove = false;
+  bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false, quicRetryAbove = false;
 };
 
 // The limits that were not given follow those that were raised: what one host may have is an
-// eighth of the totals (--max-sessions, --max-pending), and the data connections waiting for
+// eighth of the totals (--max-sessions, --max-pending), one network a quarter of the sessions, and the data connections waiting for
 // their IDENTIFY a quarter of --max-flows; never less than the defaults. QUIC's Retry begins at
 // a sixteenth of --max-quic-connections (at least 1).
 PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given);

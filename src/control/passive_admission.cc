@@ -38,13 +38,13 @@ asio::awaitable<void> refuseControl(ControlChannel& control, std::uint32_t statu
 }
 
 asio::awaitable<bool> authenticateControl(ControlChannel& control, const AuthKey& key, Clock::duration timeout) {
-  static log::Repeated failures;  // of all connections (the control thread's)
+  static log::Repeated failures{"Failed authentications"};  // of all connections
   const auto hello = co_await control.next(timeout);
   if (!hello) co_return false;
   const auto decoded = npmp::decode(*hello);
   const auto* h = decoded ? std::get_if<npmp::AuthHello>(&*decoded) : nullptr;
   if (h == nullptr) {
-    log::warning("Refused control connection from " + control.peerName() +
+    failures.say("Refused control connection from " + control.peerName() +
                  ": it does not authenticate (this passive requires --auth-key-file)");
     co_await refuseControl(control, npmp::kStatusAuthenticationRequired, *hello);
     co_return false;
@@ -59,10 +59,8 @@ asio::awaitable<bool> authenticateControl(ControlChannel& control, const AuthKey
   const auto answer = response ? npmp::decode(*response) : npmp::DecodeResult(Failure{"no answer"});
   const auto* r = answer ? std::get_if<npmp::AuthResponse>(&*answer) : nullptr;
   if (r == nullptr || !sameProof(r->mac, activeProof(key, challenge.nonce, h->nonce))) {
-    if (failures.next()) {
-      log::warning("Refused control connection from " + control.peerName() + ": authentication failed (" +
-                   std::to_string(failures.count()) + " failures so far)");
-    }
+    failures.say("Refused control connection from " + control.peerName() + ": authentication failed (" +
+                 std::to_string(failures.count() + 1) + " failures so far)");
     sendAcknowledge(control, 0, 0, 0, npmp::kStatusNotAllowed);
     co_await control.drained(0);
     co_return false;

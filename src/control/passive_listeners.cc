@@ -39,7 +39,7 @@ public:
   static constexpr auto kPause = std::chrono::milliseconds(100);
 
 private:
-  log::Repeated failures_{5};
+  log::Repeated failures_{"Failed accepts"};
 };
 
 AcceptBackoff& backoff() {

@@ -43,6 +43,20 @@ void Session::close() {
   control_->close();
 }
 
+void Session::evict() {
+  close();
+  state_->leave(this);
+}
+
+bool Session::working(std::chrono::steady_clock::time_point now) const {
+  if (closing_) return false;
+  for (const auto& [id, m] : measurements_) {
+    if (!m.measurement || !m.measurement->running() || m.measurement->flows().empty()) continue;
+    if (!m.runtime || now < m.started + *m.runtime + kOverrunGrace) return true;
+  }
+  return false;
+}
+
 void Session::acknowledge(std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
                           std::uint32_t status) {
   sendAcknowledge(*control_, flowId, measurementId, streamId, status);
@@ -81,9 +95,10 @@ bool Session::allFlowsGone(std::uint64_t measurementId) const {
   return true;
 }
 
+// A measurement without flows is no reason to stay: its session is closed when quiet as any other.
 bool Session::measuring() const {
   for (const auto& [id, m] : measurements_) {
-    if (m.measurement->running()) return true;
+    if (m.measurement->running() && !m.measurement->flows().empty()) return true;
   }
   return false;
 }
@@ -93,7 +108,7 @@ asio::awaitable<void> Session::run() {
   log::debug("Control connection from " + control_->peerName());
   try {
     if (!transport::allowed(state_->allow, control_->peerAddress())) {
-      log::warning("Refused control connection from " + control_->peerName() + ": not in the --allow list");
+      state_->refusedControl.say("Refused control connection from " + control_->peerName() + ": not in the --allow list");
       co_await refuseControl(*control_, state_->limits.firstMessageTimeout, npmp::kStatusNotAllowed);
       cleanup();
       co_return;
@@ -110,13 +125,14 @@ asio::awaitable<void> Session::run() {
       auto message = co_await control_->next(timeout);
       if (!message) {
         if (measuring()) continue;
-        log::warning("Closing control connection from " + control_->peerName() + ": no message for " +
-                     std::to_string(timeout.count()) + " s" + (first ? " after connecting" : ""));
+        state_->quiet.say("Closing control connection from " + control_->peerName() + ": no message for " +
+                          std::to_string(timeout.count()) + " s" + (first ? " after connecting" : ""));
         break;
       }
+      lastMessage_ = std::chrono::steady_clock::now();
       const auto decoded = npmp::decode(*message);
       if (!decoded) {
-        log::warning("Closing control connection from " + control_->peerName() + ": " + decoded.error());
+        state_->refusedRequests.say("Closing control connection from " + control_->peerName() + ": " + decoded.error());
         break;
       }
       const npmp::Message& m = *decoded;
@@ -129,11 +145,11 @@ asio::awaitable<void> Session::run() {
       } else if (const auto* remove = std::get_if<npmp::RemoveFlow>(&m)) {
         co_await handleRemoveFlow(*remove);
       } else if (std::holds_alternative<npmp::AuthHello>(m) && !state_->authKey) {
-        log::warning("Control connection from " + control_->peerName() +
+        state_->refusedRequests.say("Control connection from " + control_->peerName() +
                      " asks to authenticate, but this passive has no --auth-key-file");
         acknowledge(0, 0, 0, npmp::kStatusError);
       } else {
-        log::warning("Closing control connection from " + control_->peerName() + ": unexpected " +
+        state_->refusedRequests.say("Closing control connection from " + control_->peerName() + ": unexpected " +
                      npmp::typeName((*message)[0]) + " message");
         break;
       }
@@ -165,7 +181,7 @@ void Session::handleAddFlow(const npmp::AddFlow& m) {
     }
     status = npmp::kStatusNoDescriptors;
   } else if (onOffEvents_ + m.onOffEvents.size() > state_->limits.onOffEventsPerSession) {
-    log::warning("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
+    state_->refusedRequests.say("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
                  std::to_string(state_->limits.onOffEventsPerSession) + " on/off events in one session");
   } else {
     status = state_->flows->add(shared_from_this(), m);
@@ -179,14 +195,14 @@ void Session::handleAddFlow(const npmp::AddFlow& m) {
 
 asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   if (!measurements_.count(m.measurementId) && measurements_.size() >= state_->limits.measurementsPerSession) {
-    log::warning("START rejected from " + control_->peerName() + ": more than " +
+    state_->refusedRequests.say("START rejected from " + control_->peerName() + ": more than " +
                  std::to_string(state_->limits.measurementsPerSession) + " measurements in one session");
     acknowledge(0, m.measurementId, 0, npmp::kStatusError);
     co_return;
   }
   auto& pm = measurements_[m.measurementId];
   if (pm.measurement && pm.measurement->running()) {
-    log::warning("START for measurement already running, from " + control_->peerName());
+    state_->refusedRequests.say("START for measurement already running, from " + control_->peerName());
     acknowledge(0, m.measurementId, 0, npmp::kStatusError);
     co_return;
   }
@@ -217,6 +233,8 @@ asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   std::optional<std::chrono::steady_clock::duration> runtime;
   if (runtimeMs > 0) runtime = std::chrono::milliseconds(runtimeMs);
   // Only this session's own handlers change its measurements, one after the other: `pm` stays.
+  pm.started = std::chrono::steady_clock::now();
+  pm.runtime = runtime;
   co_await pm.measurement->start(nowMicros(), std::chrono::milliseconds(m.warmupMs), runtime);
   log::info("Starting measurement $" + hex64(m.measurementId) + " with " +
             std::to_string(pm.measurement->flows().size()) + " flow(s) for " + control_->peerName() +
@@ -286,10 +304,8 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
   const FlowKey key{m.measurementId, m.flowId, m.streamId};
   auto entry = flows_.count(key) ? state_->flows->find(key) : nullptr;
   if (!entry) {
-    if (unknownRemovals_.next()) {
-      log::warning("REMOVE_FLOW for unknown " + keyName(key) + " from " + control_->peerName() + " (" +
-                   std::to_string(unknownRemovals_.count()) + " so far)");
-    }
+    unknownRemovals_.say("REMOVE_FLOW for unknown " + keyName(key) + " from " + control_->peerName() + " (" +
+                         std::to_string(unknownRemovals_.count() + 1) + " so far)");
     acknowledge(m.flowId, m.measurementId, m.streamId, npmp::kStatusError);
     co_return;
   }

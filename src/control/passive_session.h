@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -34,6 +35,15 @@ public:
   void close();
 
   std::size_t measurementCount() const { return measurements_.size(); }
+  // When it last sent a control message (or connected).
+  std::chrono::steady_clock::time_point lastMessage() const { return lastMessage_; }
+  // Whether it has a measurement with flows under way (PassiveState::admit never closes such a
+  // session): within its runtime (ADD_FLOW says it) and kOverrunGrace; one whose active did not
+  // say its runtime (the reference) for as long as it runs.
+  bool working(std::chrono::steady_clock::time_point now) const;
+  static constexpr std::chrono::seconds kOverrunGrace{30};
+  // Closed to make room for another peer: leaves the state at once.
+  void evict();
 
   // For the flow registry (FlowOwner).
   std::string peerName() const override { return control_->peerName(); }
@@ -55,6 +65,8 @@ private:
     std::shared_ptr<measure::Measurement> measurement;
     std::uint8_t flags = 0;  // of START: which result files, compressed or not
     bool stopping = false;   // STOP received: the flows are being stopped
+    std::chrono::steady_clock::time_point started{};
+    std::optional<std::chrono::steady_clock::duration> runtime;  // from the ADD_FLOWs
   };
 
   asio::awaitable<void> run();
@@ -86,10 +98,11 @@ private:
   std::map<FlowKey, std::shared_ptr<FormattedVector>> formatting_;  // started at STOP, taken at REMOVE_FLOW
   std::shared_ptr<measure::SpoolBudget> spool_;
   std::size_t onOffEvents_ = 0;  // of all its flows
-  log::Repeated unknownRemovals_;
+  log::Repeated unknownRemovals_{"REMOVE_FLOWs for unknown flows"};
   bool flowLimitSaid_ = false;  // the --max-flows warning, once
   bool descriptorLimitSaid_ = false;  // the descriptor warning, once
   bool closing_ = false;
+  std::chrono::steady_clock::time_point lastMessage_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace npm::control

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "common/log.h"
 #include "control/flow_registry.h"
 #include "control/passive.h"
 
@@ -36,6 +37,25 @@ public:
   std::size_t sessionCount() const { return sessions_.size(); }
   // Sessions of one host at the moment.
   std::size_t sessionsOf(const asio::ip::address& host) const;
+
+  // Whether a control connection from `peer` may have a session: within --max-sessions, and
+  // within what one host and one network may have. When a limit is reached, a session in the
+  // limit's scope without a measurement under way (Session::working) is closed to make room: one
+  // quiet for the limits' quietGrace, or one whose network (then host) holds more sessions than
+  // the newcomer's would -- of the network with the most sessions first, then of the host with the
+  // most, then the one quiet the longest. So no set of peers that hold sessions without measuring
+  // keeps another peer out, however fast they reconnect; a peer is refused only when the sessions
+  // in its way all measure, or are fewer per network and host than its own.
+  enum class Admission { Admitted, SessionsFull, HostFull, PrefixFull };
+  Admission admit(const asio::ip::address& peer);
+  // The line that tells a refused peer why, and the ACKNOWLEDGE status that carries it.
+  std::string refusalText(Admission a) const;
+  static std::uint32_t refusalStatus(Admission a);
+  // Control connections being told why they are refused at the moment (each waits at most
+  // kRefusalWait for the first message); beyond kRefusing more are closed without an answer.
+  static constexpr std::size_t kRefusing = 64;
+  static constexpr std::chrono::seconds kRefusalWait{2};
+  std::size_t refusing = 0;
   // Measurements of all sessions at the moment.
   std::size_t measurementCount() const;
   // The passive stops: no new sessions or connections are taken, and every session is closed.
@@ -56,6 +76,12 @@ public:
   // when the passive stops, while the io_context still exists.
   const std::shared_ptr<asio::thread_pool> workers =
       std::make_shared<asio::thread_pool>(measure::compressionThreads());
+
+  // The passive's own refusals and closings that a peer can cause at will, said rate-limited.
+  log::Repeated refusedControl{"Refused control connections"};
+  log::Repeated evicted{"Closed control connections that made no progress, to make room"};
+  log::Repeated quiet{"Closed quiet control connections"};
+  log::Repeated refusedRequests{"Refused requests on control connections"};
 
 private:
   std::set<Session*> sessions_;  // not owned

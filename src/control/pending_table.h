@@ -27,10 +27,8 @@ public:
     const bool hostFull = hosts_[host] >= perHost_;
     if (entries_.size() >= limit_ || hostFull) {
       if (hosts_[host] == 0) hosts_.erase(host);
-      if (refused_.next()) {
-        log::warning("Closing " + what_ + " from " + object->peerName() + ": too many unidentified ones" +
-                     (hostFull ? " from this host" : "") + " (" + std::to_string(refused_.count()) + " refused so far)");
-      }
+      refused_.say("Closing " + what_ + " from " + object->peerName() + ": too many unidentified ones" +
+                   (hostFull ? " from this host" : "") + " (" + std::to_string(refused_.count()) + " refused so far)");
       object->close();
       return false;
     }
@@ -40,7 +38,7 @@ public:
     auto deadline = std::make_unique<Deadline>(io_.get_executor(), timeout_, [this, raw] {
       auto it = entries_.find(raw);
       if (it == entries_.end()) return;
-      log::warning("Closing " + what_ + " from " + raw->peerName() + ": no IDENTIFY within " +
+      expired_.say("Closing " + what_ + " from " + raw->peerName() + ": no IDENTIFY within " +
                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) + " s");
       auto entry = std::move(it->second);
       erase(it);
@@ -84,7 +82,8 @@ private:
   std::size_t limit_, perHost_;
   std::map<T*, Entry> entries_;
   std::map<asio::ip::address, std::size_t> hosts_;
-  log::Repeated refused_;
+  log::Repeated refused_{"Closed " + what_ + "s: too many unidentified ones"};
+  log::Repeated expired_{"Closed " + what_ + "s: no IDENTIFY in time"};
 };
 
 }  // namespace npm::control

@@ -90,6 +90,10 @@ constexpr std::uint32_t kStatusNoDescriptors = 7;
 // ... and an SCTP flow whose CMT association needs process-wide settings of the userland stack
 // (buffer splitting, DAC) other than those of a CMT association it serves already.
 constexpr std::uint32_t kStatusProcessWideConflict = 8;
+// ... and the first message of a control connection that it does not admit: it has as many
+// sessions open as it admits in all (--max-sessions), from this host (--max-sessions-per-host)
+// or from this network (--max-sessions-per-prefix), each of them making progress.
+constexpr std::uint32_t kStatusBusy = 9, kStatusBusyHost = 10, kStatusBusyPrefix = 11;
 
 // Flag bits.
 constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRepeatOnOff = 0x04;

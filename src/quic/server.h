@@ -108,7 +108,8 @@ private:
   std::array<std::uint8_t, 32> tokenSecret_{};  // the key of this server's Retry tokens
   std::size_t handshaking_ = 0;
   std::uint64_t retries_ = 0;
-  log::Repeated dropped_, failedHandshakes_, invalidTokens_;
+  log::Repeated dropped_{"QUIC: dropped datagrams", log::Debug}, failedHandshakes_{"QUIC handshakes failed", log::Info},
+      invalidTokens_{"QUIC: Initials with a Retry token that is not valid", log::Debug};
   bool closed_ = false;
 };
 

@@ -265,6 +265,24 @@ bool AddressPrefix::contains(const asio::ip::address& address) const {
                    : samePrefix(network.to_v6().to_bytes(), a.to_v6().to_bytes(), length);
 }
 
+AddressPrefix prefixOf(const asio::ip::address& address, unsigned v4Bits, unsigned v6Bits) {
+  const asio::ip::address a = unmapped(address);
+  auto masked = [](auto bytes, unsigned bits) {
+    for (auto& b : bytes) {
+      const unsigned keep = std::min(bits, 8u);
+      b = static_cast<unsigned char>(b & (keep == 0 ? 0 : 0xFF << (8 - keep)));
+      bits -= keep;
+    }
+    return bytes;
+  };
+  if (a.is_v4()) {
+    const unsigned bits = std::min(v4Bits, 32u);
+    return {asio::ip::address_v4(masked(a.to_v4().to_bytes(), bits)), bits};
+  }
+  const unsigned bits = std::min(v6Bits, 128u);
+  return {asio::ip::address_v6(masked(a.to_v6().to_bytes(), bits)), bits};
+}
+
 Result<std::vector<AddressPrefix>> parsePrefixList(const std::string& list) {
   std::vector<AddressPrefix> ranges;
   std::stringstream in(list);

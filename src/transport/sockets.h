@@ -80,6 +80,9 @@ struct AddressPrefix {
   // IPv4-mapped IPv6 addresses match IPv4 ranges.
   bool contains(const asio::ip::address& address) const;
 };
+// The network of `bits` prefix bits that `address` is in (IPv4-mapped IPv6 addresses as IPv4,
+// with `v4Bits`; IPv6 with `v6Bits`): the unit of the passive's per-network limits.
+AddressPrefix prefixOf(const asio::ip::address& address, unsigned v4Bits, unsigned v6Bits);
 // Parses "CIDR[,CIDR...]"; error text on a bad range.
 Result<std::vector<AddressPrefix>> parsePrefixList(const std::string& list);
 // Whether `address` is in one of the ranges (an empty list allows every address).

@@ -3,12 +3,15 @@
 * Handlers that outlived their owner: a measurement's per-second vector-block timer could
   fire in the same event-loop turn in which its control connection was reset; the queued
   handler then ran on a freed measurement (heap-use-after-free, SIGSEGV in release builds).
-* Silent control connections holding every session; one host starving the others.
+* Silent control connections holding every session; one host starving the others; many
+  addresses of one network holding sessions without measuring and reconnecting at once.
 * Memory a peer could make the passive allocate: a frame of 10^12 bytes queued whole, an
   acknowledgement queue that grows while the peer never reads.
 * Access control (--allow): a refused active learns why, others keep being served."""
 
 import os
+import re
+import select
 import signal
 import socket
 import struct
@@ -138,6 +141,102 @@ class HandlersOutliveTheirOwner(unittest.TestCase):
                 time.sleep(1.5)
                 self.assertTrue(passive.alive(), f"the passive died in trial {trial + 1} "
                                 f"(exit {passive.proc.returncode}):\n{passive.output()[-2000:]}")
+
+
+class Lockout(unittest.TestCase):
+    """A default passive under peers that hold sessions without measuring (START of a measurement
+    without flows, then silence), from ten addresses of the legitimate user's own /24, 32 sessions
+    each, reconnecting as soon as they are closed or refused: once nine such addresses shut
+    everyone else out for as long as they kept going. Now they make room for any peer whose host
+    holds fewer sessions; the legitimate runs are served throughout, and the passive's log and
+    memory stay bounded."""
+
+    ATTACKERS = [f"127.0.0.{i}" for i in range(2, 12)]
+    SESSIONS = 32
+
+    def attack(self, port, source, stop, counts):
+        """Keeps SESSIONS sessions of `source` open, each sent START and then silent; a session
+        the passive closes (or refuses: it answers START with an ACKNOWLEDGE of a busy status and
+        closes) is opened again at once."""
+        socks = []
+        measurement = 1000
+        while not stop.is_set():
+            while len(socks) < self.SESSIONS and not stop.is_set():
+                try:
+                    s = connect_from(source, port + 1, timeout=2)
+                    measurement += 1
+                    s.sendall(start_message(measurement))
+                    socks.append(s)
+                    counts[source] = counts.get(source, 0) + 1
+                except OSError:
+                    time.sleep(0.01)
+            readable, _, _ = select.select(socks, [], [], 0.05)
+            for s in readable:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:  # closed by the passive: reconnect
+                    socks.remove(s)
+                    s.close()
+        for s in socks:
+            s.close()
+
+    @memory_figures
+    def test_silent_reconnecting_peers_of_many_addresses_lock_nobody_out(self):
+        port = PORT + 160
+        with Passive(port, "-loglevel=3") as passive:
+            stop, counts = threading.Event(), {}
+            attackers = [threading.Thread(target=self.attack, args=(port, a, stop, counts), daemon=True)
+                         for a in self.ATTACKERS]
+            try:
+                for t in attackers:
+                    t.start()
+                # The attack holds the passive: its network's sessions are full.
+                wait_for_text(passive.output, "sessions of this network", timeout=30, proc=passive.proc)
+                baseline_rss = rss_mib(passive.proc.pid)
+                baseline_log = len(passive.output())
+                served = []
+                begin = time.monotonic()
+                with tempfile.TemporaryDirectory() as d:
+                    while time.monotonic() - begin < 40:  # past 5 s quiet grace many times over
+                        t0 = time.monotonic()
+                        r = run_active(f"127.0.0.1:{port}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d, check=False,
+                                       *["-tcp", "const50:const500:const50:const500"])
+                        served.append((time.monotonic() - t0, r.returncode, r.stderr[-300:]))
+                        self.assertEqual(r.returncode, 0, f"run {len(served)} was not served:\n{r.stderr[-1500:]}")
+                        time.sleep(2)
+                connects = sum(counts.values())
+                grown_log = len(passive.output()) - baseline_log
+                grown_rss = rss_mib(passive.proc.pid) - baseline_rss
+            finally:
+                stop.set()
+                for t in attackers:
+                    t.join(10)
+            slowest = max(s for s, _, _ in served)
+            print(f"{len(served)} runs of 1 s served, the slowest in {slowest:.2f} s; the attackers opened "
+                  f"{connects} sessions; log +{grown_log} bytes, memory {grown_rss:+.1f} MiB")
+            self.assertGreaterEqual(len(served), 8)
+            self.assertLess(slowest, 8.0, served)
+            self.assertGreater(connects, 20 * len(self.ATTACKERS) * 2)  # they did keep reconnecting
+            # Rate-limited: a few lines per kind and 10 s, whatever the attack's rate.
+            self.assertLess(grown_log, 16384, passive.output()[-3000:])
+            self.assertLess(grown_rss, 64)
+            self.assertTrue(passive.alive())
+
+    def test_a_refused_active_is_told_why(self):
+        port = PORT + 170
+        flows = ["-tcp", "const20:const200:const20:const200"]
+        with Passive(port, "-loglevel=3", "--max-sessions=2") as passive, tempfile.TemporaryDirectory() as d:
+            working = [Active(f"127.0.0.1:{port}", "-y", "-runtime=8", *flows, cwd=d).started() for _ in range(2)]
+            r = run_active(f"127.0.0.1:{port}", "-y", "-runtime=1", *flows, cwd=d, check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("refused the session: it has as many sessions as it admits in all (its --max-sessions)",
+                          r.stderr)
+            self.assertEqual(len([l for l in r.stderr.splitlines() if "refused the session" in l]), 1, r.stderr)
+            for a in working:
+                self.assertEqual(a.finish(), 0)  # working sessions are never closed to make room
+            self.assertIn("2 sessions are open (--max-sessions)", passive.output())
 
 
 class Exhaustion(unittest.TestCase):
@@ -330,6 +429,44 @@ class HostilePassive(unittest.TestCase):
                 self.assertLess(time.monotonic() - begin, 20)
                 self.assertNotIn("run-passive.vec", os.listdir(d))  # nothing half-written
                 self.assertIn("run-active.vec", os.listdir(d))      # its own results are kept
+        finally:
+            stop.set()
+            for listener in listeners:
+                listener.close()
+
+    def test_the_active_disk_is_bounded_by_default(self):
+        """Without --max-download a flooding passive may make the active write no more than the
+        run could need (here: a 1-s run of one flow, so a measurement vector of about 1.5 MiB),
+        never the 32 GiB of the old default (3.1 GB in 17 s); the bound holds on the disk while
+        the flood goes on, not only at the end."""
+        stop, listeners = self.serve(PORT + 95, b"x" * 1400)
+        largest = [0]
+        done = threading.Event()
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                def watch():
+                    while not done.is_set():
+                        try:
+                            size = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))
+                        except OSError:
+                            continue
+                        largest[0] = max(largest[0], size)
+                        time.sleep(0.005)
+                watcher = threading.Thread(target=watch, daemon=True)
+                watcher.start()
+                begin = time.monotonic()
+                r = run_active(f"127.0.0.1:{PORT + 95}", "-y", "-runtime=1", "-vector=run.vec",
+                               "-tcp", "const10:const100", cwd=d, check=False, timeout=60)
+                done.set()
+                watcher.join()
+                self.assertEqual(r.returncode, 1, r.stderr)
+                lines = [l for l in r.stderr.splitlines() if "more than this run could make it write" in l]
+                self.assertEqual(len(lines), 1, r.stderr)
+                limit = int(re.search(r"more than (\d+) bytes for run-passive.vec", lines[0]).group(1))
+                self.assertLess(limit, 4 << 20)
+                self.assertLess(largest[0], limit + (1 << 20), f"{largest[0]} bytes on the disk")
+                self.assertLess(time.monotonic() - begin, 20)
+                self.assertNotIn("run-passive.vec", os.listdir(d))
         finally:
             stop.set()
             for listener in listeners:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "transport/sockets.h"
 
 using namespace npm;
 
@@ -32,6 +33,9 @@ TEST_CASE("Passive limits: the defaults stay as they were") {
   const auto l = passiveLimits({"9000", "-X"});
   CHECK(l.sessions == 256);
   CHECK(l.sessionsPerHost == 32);
+  CHECK(l.sessionsPerPrefix == 64);
+  CHECK(l.prefixV4 == 24);
+  CHECK(l.prefixV6 == 64);
   CHECK(l.flowsPerSession == 4096);
   CHECK(l.pendingConnections == 1024);
   CHECK(l.pendingPerHost == 128);
@@ -44,6 +48,7 @@ TEST_CASE("Passive limits: raising a total raises the per-host limits that are n
   CHECK(l.pendingPerHost == 625);       // an eighth of that
   CHECK(l.sessions == 1024);
   CHECK(l.sessionsPerHost == 128);
+  CHECK(l.sessionsPerPrefix == 256);  // a quarter
   // --max-pending given: the per-host value follows it, not --max-flows.
   const auto p = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending=2048"});
   CHECK(p.pendingConnections == 2048);
@@ -61,6 +66,25 @@ TEST_CASE("Passive limits: per-host options given win over the derived values") 
   CHECK(l.pendingConnections == 99);
   CHECK(l.pendingPerHost == 7);
   CHECK(l.sessionsPerHost == 3);
+}
+
+TEST_CASE("Passive limits: what one network is") {
+  const auto l = passiveLimits({"9000", "-X", "--session-prefix=16,48", "--max-sessions-per-prefix=5"});
+  CHECK(l.prefixV4 == 16);
+  CHECK(l.prefixV6 == 48);
+  CHECK(l.sessionsPerPrefix == 5);
+  CHECK(passiveLimits({"9000", "-X", "--session-prefix=20"}).prefixV6 == 64);
+  using transport::prefixOf;
+  namespace asio = boost::asio;
+  const auto a = asio::ip::make_address("192.0.2.77"), b = asio::ip::make_address("192.0.2.200");
+  CHECK(prefixOf(a, 24, 64).network == prefixOf(b, 24, 64).network);
+  CHECK(prefixOf(a, 25, 64).network != prefixOf(b, 25, 64).network);
+  CHECK(prefixOf(asio::ip::make_address("::ffff:192.0.2.9"), 24, 64).network == prefixOf(a, 24, 64).network);
+  CHECK(prefixOf(asio::ip::make_address("2001:db8:1:2:aaaa::1"), 24, 64).network ==
+        prefixOf(asio::ip::make_address("2001:db8:1:2:ffff::9"), 24, 64).network);
+  CHECK(prefixOf(asio::ip::make_address("2001:db8:1:2::1"), 24, 64).network !=
+        prefixOf(asio::ip::make_address("2001:db8:1:3::1"), 24, 64).network);
+  CHECK(prefixOf(a, 0, 0).network == asio::ip::make_address("0.0.0.0"));
 }
 
 TEST_CASE("Passive limits: QUIC's Retry begins at a sixteenth of --max-quic-connections unless given") {
