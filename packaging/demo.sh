@@ -23,6 +23,8 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
+# netperfmeter prints both sides' figures per flow and direction at the end (sent, received,
+# goodput, lost frames: the same as run.json); its log goes to active.log.
 "$npm" "127.0.0.1:$port" -runtime="$runtime" -logfile=active.log \
   -config=run.config -scalar=run.sca.bz2 -vector=run.vec.bz2 --json=run.json \
   -tcp "const0:const1400:const0:const1400:description=TCP bulk" \
@@ -33,22 +35,6 @@ echo
 echo "Results in $out:"
 ls -1 "$out"
 echo
-# A short summary from the run's JSON document (the same figures as both sides' scalar files):
-# per flow and direction, bit rate, frames and lost frames.
-python3 - <<'PY'
-import json
-with open("run.json") as f:
-    doc = json.load(f)
-print(f"{'Flow':<5} {'Description':<12} {'Protocol':<8} {'Direction':<18} {'Mbit/s':>10} {'Frames':>9} {'Lost':>6}")
-for flow in doc["flows"]:
-    for key, label in (("active_to_passive", "active -> passive"), ("passive_to_active", "passive -> active")):
-        d = flow[key]
-        if not d["transmitted"] or not d["transmitted"]["frames"]:
-            continue
-        received, lost = d["received"] or {}, d["lost"] or {}
-        print(f"{flow['flow_id']:<5} {flow['description']:<12} {flow['protocol']:<8} {label:<18} "
-              f"{(received.get('bit_rate') or 0) / 1e6:>10.1f} {received.get('frames', 0):>9} {lost.get('frames', 0):>6}")
-PY
 plotter=$build/rplot/plot-netperfmeter-results   # loads the R package built into $build/rplot/library
 if [[ -x $plotter ]] && command -v Rscript >/dev/null; then
   "$plotter" run.config -o run.pdf >/dev/null && echo && echo "Plot: $out/run.pdf"

@@ -282,6 +282,7 @@ asio::awaitable<int> Active::stopAndCollect() {
     exitCode = 1;
   }
   printStatistics(own);
+  json_.printTable(own.lastStatisticsEvent != 0 ? &own : nullptr);
   if (flowFailure_) {
     json_.error(*flowFailure_);
     exitCode = 1;

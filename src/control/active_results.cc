@@ -205,6 +205,8 @@ void Active::writeOwnResults(const measure::MeasurementResult& result) {
   }
 }
 
+// The active's own view of each flow, in the debug log (the console's table of both sides is
+// JsonOutput::printTable).
 void Active::printStatistics(const measure::MeasurementResult& own) const {
   std::map<std::uint32_t, const flowspec::FlowSpec*> specs;  // by flow ID: thousands of flows
   for (const auto& r : flows_) specs.emplace(*r.spec.flowId, &r.spec);
@@ -222,10 +224,11 @@ void Active::printStatistics(const measure::MeasurementResult& own) const {
                     static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
       return std::string(b);
     };
-    log::info("Flow #" + std::to_string(f.flowId) + " (" + npmp::protocolName(spec.protocol) + ", \"" + f.description + "\"):");
-    log::info(line("Transmission", f.transmitted.total, f.transmitted.first, f.transmitted.last));
-    log::info(line("Reception", f.received, f.firstReception, f.lastReception));
-    log::info(line("Loss", f.lost, own.firstStatisticsEvent, own.lastStatisticsEvent));
+    log::debug("Flow #" + std::to_string(f.flowId) + " (" + npmp::protocolName(spec.protocol) + ", \"" + f.description +
+               "\") at the active:");
+    log::debug(line("Transmission", f.transmitted.total, f.transmitted.first, f.transmitted.last));
+    log::debug(line("Reception", f.received, f.firstReception, f.lastReception));
+    log::debug(line("Loss", f.lost, own.firstStatisticsEvent, own.lastStatisticsEvent));
   }
 }
 

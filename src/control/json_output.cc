@@ -108,25 +108,38 @@ void JsonOutput::tick(std::uint64_t measurementId, std::uint64_t now, std::uint6
   std::fflush(stdout);
 }
 
+const std::vector<measure::ScalarRow>* JsonOutput::passiveRows() {
+  if (!passiveParsed_ && !passiveScalars_.empty()) {
+    try {
+      passiveRows_ = measure::parseScalarRows(measure::bzip2Text(std::move(passiveScalars_)));
+    } catch (const std::exception& e) {
+      error(std::string("the passive's scalar file: ") + e.what());
+      passiveUnreadable_ = true;
+    }
+  }
+  passiveParsed_ = true;
+  return passiveRows_ ? &*passiveRows_ : nullptr;
+}
+
+void JsonOutput::printTable(const measure::MeasurementResult* own) {
+  if (!log::enabled(log::Info)) return;
+  std::vector<measure::ScalarRow> activeRows;
+  if (own != nullptr) activeRows = measure::scalarRows("active", *own);
+  const std::string table = measure::endOfRunTable(info_.flows, own != nullptr ? &activeRows : nullptr, passiveRows());
+  std::fwrite(table.data(), 1, table.size(), humanOut());
+  std::fflush(humanOut());
+}
+
 int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure::MeasurementResult* own) {
   if (options_.jsonFile.empty() && !options_.jsonStream) return exitCode;
   if (exitCode != 0 && !error_) error_ = "the measurement failed (see the log)";
   info_.measurementId = measurementId;
-  std::vector<measure::ScalarRow> activeRows, passiveRows;
+  std::vector<measure::ScalarRow> activeRows;
   if (own != nullptr) activeRows = measure::scalarRows("active", *own);
-  bool havePassive = false;
-  if (!passiveScalars_.empty()) {
-    try {
-      passiveRows = measure::parseScalarRows(measure::bzip2Text(std::move(passiveScalars_)));
-      havePassive = true;
-    } catch (const std::exception& e) {
-      error(std::string("the passive's scalar file: ") + e.what());
-      exitCode = 1;
-    }
-  }
+  const auto* passive = passiveRows();
+  if (passiveUnreadable_) exitCode = 1;
   auto document = [&](bool indent) {
-    return measure::resultDocument(info_, own != nullptr ? &activeRows : nullptr,
-                                   havePassive ? &passiveRows : nullptr, error_, indent);
+    return measure::resultDocument(info_, own != nullptr ? &activeRows : nullptr, passive, error_, indent);
   };
   // The document is written to a file (indented), to standard output (indented, unless the
   // stream's end line carries it there) and in the stream's end line (one line).

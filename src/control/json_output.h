@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "control/active.h"
 #include "measure/flow.h"
 #include "measure/json_report.h"
@@ -23,8 +24,11 @@ public:
 
   // Where the human output (status line) goes: standard error if JSON is on standard output.
   std::FILE* humanOut() const;
-  // The passive's scalar file is needed (and downloaded into memory) even without -scalar.
-  bool wantsPassiveScalars() const { return !options_.jsonFile.empty() || options_.jsonStream; }
+  // The passive's scalar file is needed (and downloaded into memory) even without -scalar: for
+  // the document, and for the end-of-run table unless the log is quieter than info (-quiet).
+  bool wantsPassiveScalars() const {
+    return !options_.jsonFile.empty() || options_.jsonStream || log::enabled(log::Info);
+  }
 
   // The first error of the run is the document's "error".
   void error(const std::string& message);
@@ -40,6 +44,9 @@ public:
   // A stream line for the flows now (nothing without --json-stream).
   void tick(std::uint64_t measurementId, std::uint64_t now, std::uint64_t start,
             const std::vector<measure::JsonFlowSample>& samples, const measure::CpuUsage& cpu);
+  // The end-of-run table of both sides (measure::endOfRunTable) on the human output, unless
+  // the log is quieter than info (-quiet). `own` is null if the active has no results.
+  void printTable(const measure::MeasurementResult* own);
   // Writes the result document (nothing without --json) and the stream's end line (nothing
   // without --json-stream), which carries the document too: with both on standard output, the
   // document is written once, in the end line. `own` is null if the active has no results.
@@ -51,6 +58,10 @@ private:
   measure::JsonRunInfo info_;
   std::optional<std::string> error_;  // the run's first
   std::string passiveScalars_;
+  // The rows of passiveScalars_, parsed once (none: not uploaded, or not readable: error_ says why).
+  const std::vector<measure::ScalarRow>* passiveRows();
+  bool passiveParsed_ = false, passiveUnreadable_ = false;
+  std::optional<std::vector<measure::ScalarRow>> passiveRows_;
   std::unique_ptr<measure::JsonStream> stream_;
 };
 

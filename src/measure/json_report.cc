@@ -1,6 +1,7 @@
 #include "measure/json_report.h"
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <ctime>
@@ -10,6 +11,7 @@
 
 #include "common/fileio.h"
 #include "common/json.h"
+#include "common/text.h"
 
 namespace npm::measure {
 
@@ -369,6 +371,77 @@ std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int ex
   else w.embedded(body);
   w.endObject();
   return w.text() + "\n";
+}
+
+namespace {
+
+// One side's figure as a number (NaN: no such row).
+double figure(const Rows& rows, const std::string& object, const std::string& name) {
+  const auto it = rows.find({object, name});
+  if (it == rows.end()) return std::nan("");
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  return end != nullptr && *end == '\0' ? v : std::nan("");
+}
+
+std::string tableRow(const char* label, const Rows& sender, const std::string& from, const Rows& receiver,
+                     const std::string& to, bool total) {
+  auto amount = [](double bytes, double frames) {
+    if (std::isnan(bytes) || std::isnan(frames)) return std::string("n/a");
+    return scaledBytes(static_cast<std::uint64_t>(bytes)) + " " + std::to_string(static_cast<std::uint64_t>(frames)) +
+           " fr";
+  };
+  const double sentBytes = figure(sender, from, "Transmitted Bytes"), sentFrames = figure(sender, from, "Transmitted Frames");
+  const double gotBytes = figure(receiver, to, "Received Bytes"), gotFrames = figure(receiver, to, "Received Frames");
+  const double lost = figure(receiver, to, "Lost Frames");
+  // A flow's goodput is its receiver's Received Bit Rate (first to last reception); the totals'
+  // is eight times the receiver's total Received Byte Rate (over the measurement).
+  const double goodput = total ? 8.0 * figure(receiver, to, "Received Byte Rate") : figure(receiver, to, "Received Bit Rate");
+  std::string lostText = "n/a";
+  if (!std::isnan(lost)) {
+    char b[64];
+    if (!std::isnan(sentFrames) && sentFrames > 0) {
+      std::snprintf(b, sizeof(b), "%llu (%.2f %%)", static_cast<unsigned long long>(lost), 100.0 * lost / sentFrames);
+    } else {
+      std::snprintf(b, sizeof(b), "%llu", static_cast<unsigned long long>(lost));
+    }
+    lostText = b;
+  }
+  char line[512];
+  std::snprintf(line, sizeof(line), "  %-4s %-20s %-20s %-13s %s\n", label, amount(sentBytes, sentFrames).c_str(),
+                amount(gotBytes, gotFrames).c_str(), std::isnan(goodput) ? "n/a" : scaledBitRate(goodput).c_str(),
+                lostText.c_str());
+  return line;
+}
+
+}  // namespace
+
+std::string endOfRunTable(const std::vector<JsonFlowInfo>& flows, const std::vector<ScalarRow>* active,
+                          const std::vector<ScalarRow>* passive) {
+  const Rows a = index(active), p = index(passive);
+  const std::string activeBase = "netPerfMeter.active", passiveBase = "netPerfMeter.passive";
+  std::string out = "       sent                 received             goodput       lost frames\n";
+  auto directions = [&](const std::string& suffix, bool total) {
+    std::string rows;
+    // A direction that carried nothing at either side (e.g. a flow that only sends) is left out.
+    const bool toPassive = !(figure(a, activeBase + suffix, "Transmitted Frames") == 0 &&
+                             figure(p, passiveBase + suffix, "Received Frames") == 0 &&
+                             figure(p, passiveBase + suffix, "Lost Frames") == 0);
+    const bool toActive = !(figure(p, passiveBase + suffix, "Transmitted Frames") == 0 &&
+                            figure(a, activeBase + suffix, "Received Frames") == 0 &&
+                            figure(a, activeBase + suffix, "Lost Frames") == 0);
+    if (toPassive || total) rows += tableRow("A->P", a, activeBase + suffix, p, passiveBase + suffix, total);
+    if (toActive || total) rows += tableRow("P->A", p, passiveBase + suffix, a, activeBase + suffix, total);
+    return rows;
+  };
+  for (const auto& f : flows) {
+    out += "Flow #" + std::to_string(f.flowId) + " (" + f.protocol +
+           (f.description.empty() ? std::string() : ", \"" + f.description + "\"") + "):\n";
+    out += directions(".flow[" + std::to_string(f.flowId) + "]", false);
+  }
+  out += "Total (A->P: active to passive, P->A: passive to active):\n";
+  out += directions(".total", true);
+  return out;
 }
 
 std::string bzip2Text(std::string data) {

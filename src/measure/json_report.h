@@ -67,6 +67,16 @@ std::string streamStartLine(const JsonRunInfo& info, std::uint64_t start);
 std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int exitCode,
                           const std::optional<std::string>& error, const std::string& document);
 
+// The end of a run on the console, as iperf3's sender and receiver lines: per flow and
+// direction what the sender sent and what the receiver received (bytes and frames), the goodput
+// at the receiver and the frames the receiver lost, with their share of those sent; then the
+// totals per direction. Taken from the same printed rows as the result document (never
+// re-derived), so the console and --json say the same; "n/a" where a side has no rows (a failed
+// run, or a passive that sent none). Lines of at most 80 characters for figures of the usual
+// size, each with its '\n'.
+std::string endOfRunTable(const std::vector<JsonFlowInfo>& flows, const std::vector<ScalarRow>* active,
+                          const std::vector<ScalarRow>* passive);
+
 // Decompresses a bzip2 or gzip text (the passive's upload when -scalar ends in .bz2 or .gz);
 // plain text as is.
 std::string bzip2Text(std::string data);

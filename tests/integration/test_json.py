@@ -10,14 +10,14 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import free_base_port, NETPERFMETER, Passive, main, read_text
+from harness import free_base_port, NETPERFMETER, Passive, main, read_text, run_active
 
 try:
     import jsonschema
 except ImportError:  # python3-jsonschema
     jsonschema = None
 
-PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
+PORT, _ = free_base_port(span=22)  # this test's ports: PORT - 1 .. PORT + 23, its own
 SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "app", "schema")
 FLOWS = ["-tcp", "const20:const1000:const20:const1000:description=Bulk \"TCP\"",
          "-udp", "const25:const500:const25:const700:description=Voice",
@@ -310,6 +310,71 @@ class JsonError(unittest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 1)
         self.assertIn("JSON", r.stderr)
+
+
+def scaled(value, base, prefixes, unit):
+    """common/text.h's scaled(): four significant digits, the prefix that keeps it below 1000."""
+    i = 0
+    while i < 4 and value >= 999.95:
+        value /= base
+        i += 1
+    decimals = 3 if value < 9.9995 else 2 if value < 99.995 else 1
+    return f"{value:.{decimals}f} {prefixes[i]}{unit}"
+
+
+def parse_table(text):
+    """The end-of-run table: {(flow or "total", "A->P"/"P->A"): (sent frames, received frames,
+    goodput text, lost frames)}."""
+    rows, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"Flow #(\d+) \(", line)
+        if m:
+            current = int(m.group(1))
+        elif line.startswith("Total (A->P"):
+            current = "total"
+        m = re.match(r"  (A->P|P->A) \S+ \S+ (\d+) fr +\S+ \S+ (\d+) fr +(\S+ \S+) +(\d+)", line)
+        if m and current is not None:
+            rows[(current, m.group(1))] = (int(m.group(2)), int(m.group(3)), m.group(4), int(m.group(5)))
+    return rows
+
+
+class ConsoleTable(unittest.TestCase):
+    """The end of a run shows both sides: what the sender sent and the receiver received, the
+    goodput at the receiver and the frames it lost, per flow and direction and in total -- the
+    same figures as the JSON document. Once the console said "Loss 0" for a UDP flood whose
+    receiver lost 65 % of its frames (the active's own view only)."""
+
+    def test_a_udp_flood_with_loss_on_the_console_and_in_the_document(self):
+        with tempfile.TemporaryDirectory() as d, Passive(PORT + 20):
+            r = run_active(f"127.0.0.1:{PORT + 20}", "-runtime=1", "--json=run.json", "-udp", "const0:const1400",
+                           "-tcp", "const100:const500:const50:const300", cwd=d)
+            with open(os.path.join(d, "run.json")) as f:
+                doc = json.load(f)
+            quiet = run_active(f"127.0.0.1:{PORT + 20}", "-runtime=0.3", "-quiet", "-tcp", "const10:const100", cwd=d)
+        table = parse_table(r.stdout)
+        expected = {}
+        for flow in doc["flows"]:
+            for key, label in (("active_to_passive", "A->P"), ("passive_to_active", "P->A")):
+                x = flow[key]
+                if x["transmitted"]["frames"] == 0 and x["received"]["frames"] == 0:
+                    continue
+                expected[(flow["flow_id"], label)] = (x["transmitted"]["frames"], x["received"]["frames"],
+                                                      scaled(x["received"]["bit_rate"], 1000.0, ["", "k", "M", "G", "T"],
+                                                             "bit/s"), x["lost"]["frames"])
+        totals = doc["totals"]
+        for label, sender, receiver in (("A->P", "active", "passive"), ("P->A", "passive", "active")):
+            expected[("total", label)] = (totals[sender]["transmitted"]["frames"],
+                                          totals[receiver]["received"]["frames"],
+                                          scaled(8 * totals[receiver]["received"]["byte_rate"], 1000.0,
+                                                 ["", "k", "M", "G", "T"], "bit/s"),
+                                          totals[receiver]["lost"]["frames"])
+        self.assertEqual(table, expected, r.stdout)
+        flood = doc["flows"][0]["active_to_passive"]
+        self.assertGreater(flood["lost"]["frames"], 0, "the flood lost nothing: no loss to show")
+        share = 100.0 * flood["lost"]["frames"] / flood["transmitted"]["frames"]
+        self.assertIn(f"{flood['lost']['frames']} ({share:.2f} %)", r.stdout)
+        self.assertTrue(all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout)
+        self.assertNotIn("Flow #0", quiet.stdout + quiet.stderr)  # -quiet stays quiet
 
 
 if __name__ == "__main__":
