@@ -58,6 +58,8 @@ struct Settings {
   control::GivenLimits givenLimits;  // the others follow the totals (deriveLimits)
   std::optional<control::AuthKey> authKey;
   bool passiveOnly = false;  // an option that only a passive takes was given
+  std::string activeOnly;    // the first option given that only an active takes, as spelled
+  bool validateOnly = false; // --validate: check the command line, run nothing
   unsigned threads = 0;      // --threads; 0 = one per core
   // -tls-key, -tls-cert (passive), -tls-ca (both), -tls-hostname (active): QUIC's TLS.
   std::string tlsKey, tlsCert, tlsCa, tlsHostName;
@@ -87,6 +89,44 @@ std::optional<std::uint64_t> parseNumber(const std::string& s, std::uint64_t max
 
 CliError bad(const Parsed& p, const std::string& why) { return CliError{"option \"" + p.spelled + "\": " + why}; }
 
+// What iperf3's option with this letter is here, for an argument that fails the reference's
+// meaning of the letter (or a letter the reference does not have); empty for the others.
+std::string iperf3Hint(char letter) {
+  switch (letter) {
+    case 't': return "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is -runtime=SECONDS";
+    case 'J': return "-J is -tls-cert FILE here; iperf3's -J (JSON output) is --json or --json=FILE";
+    case 'P': return "-P is -passivenodename NAME here; iperf3's -P N (parallel flows) is -N N or N FLOWSPEC options";
+    case 'i': return "-i is -rcvbuf BYTES here (the receive buffer); iperf3's -i SECONDS (the report interval) has "
+                     "no counterpart: the status line and --json-stream come every second";
+    case 's': return "-s is -sctp FLOWSPEC here; iperf3's -s (server) is a passive: netperfmeter PORT";
+    case 'u': return "-u is -udp FLOWSPEC here (e.g. -udp const1000:const1400)";
+    case 'l': return "-l is -controllocal ADDRESSES here; iperf3's -l BYTES is the frame size in the FLOWSPEC "
+                     "(const0:constBYTES)";
+    case 'w': return "-w is -control-over-mptcp here; iperf3's -w BYTES is -i/-o BYTES or rcvbuf=/sndbuf= in a FLOWSPEC";
+    case 'C': return "-C is -config FILE here; iperf3's -C ALGO is cc=ALGO in a FLOWSPEC";
+    case 'V': return "-V is -vector FILE here; iperf3's -V (verbose) is -verbose or -loglevel=1";
+    case 'T': return "-T is -runtime SECONDS here; iperf3's -T (title) has no counterpart (description= names a flow)";
+    case 'c': return "iperf3's -c HOST is HOST:PORT here (the active), with a FLOWSPEC option per flow";
+    case 'p': return "iperf3's -p PORT is part of HOST:PORT here (and the passive's PORT)";
+    case 'b': return "iperf3's -b RATE is the frame rate of a FLOWSPEC here (constN frames/s, or rate=RATE in bit/s, "
+                     "e.g. -udp const0:const1400:rate=10M)";
+    case 'R': return "iperf3's -R (reverse) is the inbound half of a FLOWSPEC here (out rate:out size:in rate:in size)";
+    case 'O': return "iperf3's -O SECONDS (omit) is --warmup=SECONDS here";
+    case 'S': return "-S is -scalar FILE here; iperf3's -S TOS has no counterpart";
+    default: return {};
+  }
+}
+
+// An iperf3 letter given where the reference means something else: the error names both.
+CliError badWithHint(const Parsed& p, const std::string& why) {
+  const std::string hint = p.spelled.size() == 2 && p.spelled[0] == '-' ? iperf3Hint(p.spelled[1]) : std::string();
+  return CliError{"option \"" + p.spelled + "\": " + why + (hint.empty() ? std::string() : " (" + hint + ")")};
+}
+
+bool plainNumber(const std::string& v) {
+  return !v.empty() && v.find_first_not_of("0123456789.") == std::string::npos;
+}
+
 // -------------------------------------------------------------- option handlers
 
 std::optional<CliError> setAddresses(Settings& s, const Parsed& p) {  // -L, -l
@@ -100,20 +140,20 @@ std::optional<CliError> setRuntime(Settings& s, const Parsed& p) {
   const std::string& v = p.value;
   char* end = nullptr;
   const double t = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !std::isfinite(t) || t <= 0.0) return bad(p, "expected a duration in seconds > 0");
+  // ADD_FLOW carries it in milliseconds (32 bits), and less than a millisecond would be none.
+  if (v.empty() || *end != '\0' || !std::isfinite(t) || t < 0.001 || t > flowspec::kMaxSeconds) {
+    return bad(p, "expected a duration in seconds from 0.001 to 4294967 (49.7 days, the most ADD_FLOW carries)");
+  }
   s.runtime = t;
   return std::nullopt;
 }
 
 std::optional<CliError> setBuffer(Settings& s, const Parsed& p) {  // -o, -i
   const auto b = parseNumber(p.value, 0x7FFFFFFF);
-  if (!b) return bad(p, "expected a buffer size in bytes");
+  if (!b) return badWithHint(p, "expected a buffer size in bytes");
+  // No buffer of under 1 KiB is meant (the kernel's minimum is larger): iperf3's -i SECONDS.
+  if (*b > 0 && *b < kSmallBuffer) return badWithHint(p, "a buffer of " + std::to_string(*b) + " bytes is too small to be meant");
   (p.def->shortName == 'o' ? s.defaultSndBuf : s.defaultRcvBuf) = static_cast<std::uint32_t>(*b);
-  if (*b > 0 && *b < kSmallBuffer) {
-    s.warnings.push_back("option \"" + p.spelled + "\" sets the " + (p.def->shortName == 'o' ? "send" : "receive") +
-                         " buffer to " + std::to_string(*b) + " bytes (the kernel's minimum applies); -o and -i are " +
-                         "buffer sizes in bytes here, not iperf3's options");
-  }
   return std::nullopt;
 }
 
@@ -150,6 +190,7 @@ std::optional<CliError> setCount(Settings& s, const Parsed& p) {
 
 template <Protocol P>
 std::optional<CliError> addFlow(Settings& s, const Parsed& p) {
+  if (plainNumber(p.value)) return badWithHint(p, "\"" + p.value + "\" is no FLOWSPEC (out rate:out size[:in rate:in size])");
   s.specs.emplace_back(P, p.value);
   return std::nullopt;
 }
@@ -265,6 +306,7 @@ std::optional<CliError> setMaxDownload(Settings& s, const Parsed& p) {
   const auto n = parseNumber(p.value, std::uint64_t{1} << 40);
   if (!n || *n < 1) return bad(p, "expected a size in MiB from 1 to 2^40");
   s.active.maxDownloadBytes = *n << 20;
+  if (s.activeOnly.empty()) s.activeOnly = p.spelled;
   return std::nullopt;
 }
 
@@ -327,6 +369,13 @@ std::optional<CliError> setJson(Settings& s, const Parsed& p) {
     return std::nullopt;                                                                  \
   }
 
+// ... of an option that only the active takes: a passive refuses it (Settings::activeOnly).
+#define NPM_ACTIVE(expression) [](Settings& s, const Parsed& p) -> std::optional<CliError> { \
+    if (s.activeOnly.empty()) s.activeOnly = p.spelled;                                     \
+    expression;                                                                             \
+    return std::nullopt;                                                                    \
+  }
+
 constexpr Handler kIgnore = [](Settings&, const Parsed&) -> std::optional<CliError> { return std::nullopt; };
 
 constexpr OptionDef kOptions[] = {
@@ -345,11 +394,18 @@ constexpr OptionDef kOptions[] = {
     {"sndbuf", 'o', Arg::Required, setBuffer},
     {"rcvbuf", 'i', Arg::Required, setBuffer},
     {"count", 'N', Arg::Required, setCount},
-    {"config", 'C', Arg::Required, NPM_SET(s.active.configFile = p.value)},
-    {"scalar", 'S', Arg::Required, NPM_SET(s.active.scalarPattern = p.value)},
-    {"vector", 'V', Arg::Required, NPM_SET(s.active.vectorPattern = p.value)},
-    {"activenodename", 'A', Arg::Required, NPM_SET(s.active.activeNodeName = p.value)},
-    {"passivenodename", 'P', Arg::Required, NPM_SET(s.active.passiveNodeName = p.value)},
+    {"config", 'C', Arg::Required, NPM_ACTIVE(s.active.configFile = p.value)},
+    {"scalar", 'S', Arg::Required, NPM_ACTIVE(s.active.scalarPattern = p.value)},
+    {"vector", 'V', Arg::Required, NPM_ACTIVE(s.active.vectorPattern = p.value)},
+    {"activenodename", 'A', Arg::Required, NPM_ACTIVE(s.active.activeNodeName = p.value)},
+    {"passivenodename", 'P', Arg::Required,
+     [](Settings& s, const Parsed& p) -> std::optional<CliError> {
+       // A node name that is a number is iperf3's -P N.
+       if (plainNumber(p.value)) return badWithHint(p, "a node name that is a number (\"" + p.value + "\") is not meant");
+       if (s.activeOnly.empty()) s.activeOnly = p.spelled;
+       s.active.passiveNodeName = p.value;
+       return std::nullopt;
+     }},
     // QUIC's TLS (without QUIC in the build: accepted with a warning).
     {"tls-key", 'K', Arg::Required, setTls},
     {"tls-cert", 'J', Arg::Required, setTls},
@@ -401,9 +457,11 @@ constexpr OptionDef kOptions[] = {
     {"json", 0, Arg::Optional, setJson},
     {"json-stream", 0, Arg::None, NPM_SET(s.active.jsonStream = true)},
     {"threads", 0, Arg::Required, setThreads},
+    {"validate", 0, Arg::None, NPM_SET(s.validateOnly = true)},
 };
 
 #undef NPM_SET
+#undef NPM_ACTIVE
 
 // ------------------------------------------------------------- the scanner
 
@@ -429,7 +487,7 @@ bool looksLikeFlowSpec(const std::string& word) {
   if (word.empty() || word[0] == '-') return false;
   const std::string first = word.substr(0, word.find(':'));
   if (first == "default") return true;
-  return flowspec::parseDistribution(first).ok() && word.find(':') != std::string::npos;
+  return flowspec::parseDistribution(first, flowspec::Quantity::FrameRate).ok() && word.find(':') != std::string::npos;
 }
 
 // getopt_long_only: a word that is no long option is short option(s), e.g. -T3 or -q, or
@@ -479,10 +537,23 @@ std::optional<CliError> scanArguments(const std::vector<std::string>& args, std:
       if (auto e = findShortOptions(a, body, def, value, hasValue, options)) return e;
     }
     if (def == nullptr) {
+      const std::string hint = !doubleDash && body.size() == 1 ? iperf3Hint(body[0]) : std::string();
+      if (!hint.empty()) return CliError{"unknown option \"" + a + "\": " + hint};
       return CliError{longOption ? "unknown option \"" + a + "\" (see --help)" : longOption.error() + " (see --help)"};
     }
     if (def->arg == Arg::Required && !hasValue) {
-      if (i + 1 >= args.size()) return CliError{"option \"" + a + "\" needs a value"};
+      const std::string hint = !doubleDash && body.size() == 1 ? iperf3Hint(body[0]) : std::string();
+      const std::string why = hint.empty() ? std::string() : " (" + hint + ")";
+      if (i + 1 >= args.size()) return CliError{"option \"" + a + "\" needs a value" + why};
+      // A value that is another option is not one (iperf3's -J takes none: it would swallow -tcp).
+      const std::string& next = args[i + 1];
+      std::string nextName = next.substr(next.rfind('-', 1) + 1);
+      nextName = nextName.substr(0, nextName.find('='));
+      if (next.size() > 1 && next[0] == '-' && !std::isdigit(static_cast<unsigned char>(next[1])) &&
+          ((nextName.size() == 1 && findShort(nextName[0]) != nullptr) || (nextName.size() > 1 && findLong(nextName).ok() &&
+                                                                            *findLong(nextName) != nullptr))) {
+        return CliError{"option \"" + a + "\" needs a value, but the option \"" + next + "\" follows" + why};
+      }
       value = args[++i];
     } else if (def->arg == Arg::Optional && !hasValue) {
       value = "-";
@@ -547,6 +618,10 @@ Command passiveCommand(Settings& s, const std::string& where) {
     return CliError{"port " + where + " is out of range: the passive uses PORT-1, PORT and PORT+1, so PORT is 2 to 65534"};
   }
   if (!s.specs.empty()) return CliError{"flows are given to the active side (HOST:PORT), not to a passive PORT"};
+  if (!s.activeOnly.empty()) {
+    return CliError{"option \"" + s.activeOnly + "\" is an option of the active side (HOST:PORT); a passive writes no "
+                    "result files or node names of its own (its actives download and name them)"};
+  }
   if (s.active.warmup.count() > 0) {
     return CliError{"--warmup is given to the active side (HOST:PORT); a passive takes it from the active's START"};
   }
@@ -867,6 +942,8 @@ std::string usage() {
          "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"
          "                               a new client must prove its address with a Retry first (0 = always)\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
+         "  --validate                   check the whole command line (as before a run) and exit: 0 and \"valid: ...\"\n"
+         "                               on standard output, or 1 and the one-line error; nothing connects\n"
          "  --max-download=MIB           active: the largest result file it accepts from the passive\n"
          "                               (default: what the run could need: its flows, duration, rows)\n"
          "  --auth-key-file=FILE         both: a shared key (mode 600, >= 16 bytes) that both sides prove (HMAC)\n"
@@ -897,7 +974,19 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   }
   const std::string& where = positional[0];
   const bool activeMode = where.find(':') != std::string::npos || !parseNumber(where, 0xFFFFFFFF);
-  return activeMode ? activeCommand(settings, where, args) : passiveCommand(settings, where);
+  Command command = activeMode ? activeCommand(settings, where, args) : passiveCommand(settings, where);
+  if (!settings.validateOnly || std::holds_alternative<CliError>(command)) return command;
+  // --validate: everything above was checked (as before a run), nothing connects.
+  std::string text;
+  if (const auto* a = std::get_if<ActiveCommand>(&command)) {
+    text = "valid: an active run of " + std::to_string(a->options.flows.size()) + " flow" +
+           (a->options.flows.size() == 1 ? "" : "s") + " to " + where + "\n";
+    for (const auto& w : a->warnings) text += "warning: " + w + "\n";
+  } else if (const auto* p = std::get_if<PassiveCommand>(&command)) {
+    text = "valid: a passive on port " + where + "\n";
+    for (const auto& w : p->warnings) text += "warning: " + w + "\n";
+  }
+  return InfoCommand{text};
 }
 
 }  // namespace npm::app

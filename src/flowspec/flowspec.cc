@@ -29,14 +29,54 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   }
 }
 
-std::optional<double> parseNumber(std::string_view text) {
+// A decimal number (strtod would also take hex, "inf" and "nan"), with the unit of `quantity`
+// right after it: k/M/G decimal for rates, binary for sizes.
+std::optional<double> parseNumber(std::string_view text, Quantity quantity = Quantity::Plain) {
   if (text.empty() || text.size() > 64) return std::nullopt;
+  double scale = 1.0;
+  if (quantity == Quantity::FrameRate || quantity == Quantity::FrameSize) {
+    const bool binary = quantity == Quantity::FrameSize;
+    switch (text.back()) {
+      case 'k': case 'K': scale = binary ? 1024.0 : 1e3; break;
+      case 'M': scale = binary ? 1048576.0 : 1e6; break;
+      case 'G': scale = binary ? 1073741824.0 : 1e9; break;
+      default: break;
+    }
+    if (scale != 1.0) text.remove_suffix(1);
+  }
+  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return std::nullopt;
   const std::string s(text);
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
-  return v;
+  return v * scale;
+}
+
+// The range of a quantity's values (and whole bytes for a size that is not drawn).
+Result<void> checkRange(const RandomSpec& r, Quantity quantity) {
+  const std::size_t n = static_cast<std::size_t>(parameterCount(r.rng));
+  const bool drawn = r.rng != static_cast<std::uint8_t>(Rng::Constant) && r.rng != static_cast<std::uint8_t>(Rng::Uniform);
+  for (std::size_t i = 0; i < n; ++i) {
+    // Normal distributions' second parameter is a spread; pareto's second a shape: only the
+    // location-like first parameter (and uniform's bounds) are in the quantity's unit.
+    if (i > 0 && r.rng != static_cast<std::uint8_t>(Rng::Uniform)) continue;
+    const double v = r.values[i];
+    switch (quantity) {
+      case Quantity::FrameRate:
+        if (v > kMaxFrameRate) return Failure{"a frame rate is at most 1G (10^9 frames/s)"};
+        break;
+      case Quantity::FrameSize:
+        if (v > kMaxFrameSize) return Failure{"a frame size is at most 4294967295 bytes (4 GiB - 1)"};
+        if (!drawn && v != std::floor(v)) return Failure{"a frame size is a whole number of bytes"};
+        break;
+      case Quantity::Seconds:
+        if (v > kMaxSeconds) return Failure{"a time is at most 4294967 s (49.7 days)"};
+        break;
+      case Quantity::Plain: break;
+    }
+  }
+  return {};
 }
 
 std::optional<bool> parseBool(std::string_view text) {
@@ -99,8 +139,15 @@ bool looksLikeOption(std::string_view token) {
   return token.find('=') != std::string_view::npos || token == "v6only";
 }
 
+std::string formatSeconds(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%g", v);
+  return b;
+}
+
 Result<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& repeat) {
   std::vector<npmp::OnOffEvent> events;
+  std::optional<double> known = 0.0;  // the time of the event before (at first: the start), when it is known
   const auto tokens = split(value, ',');
   repeat = false;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -128,9 +175,22 @@ Result<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& r
         break;
       }
     }
-    const auto spec = parseDistribution(text);
+    const auto spec = parseDistribution(text, Quantity::Seconds);
     if (!spec) return Failure{"bad on/off time \"" + text + "\": " + spec.error()};
     event.spec = *spec;
+    // Times run forwards: a constant time after the one before (as far as that is known
+    // before drawing), a constant relative one after 0.
+    const bool constant = spec->rng == static_cast<std::uint8_t>(Rng::Constant);
+    if (constant && event.relative && spec->values[0] <= 0.0) {
+      return Failure{"on/off time \"+" + text + "\" does not move forward: a relative time must be > 0"};
+    }
+    if (constant && !event.relative && known && !events.empty() && spec->values[0] <= *known) {
+      return Failure{"on/off times must increase: " + text + " s comes after " + formatSeconds(*known) + " s"};
+    }
+    if (!constant) known.reset();
+    else if (event.relative && known) *known += spec->values[0];
+    else if (!event.relative) known = spec->values[0];
+    if (known && *known > kMaxSeconds) return Failure{"on/off time beyond 4294967 s (49.7 days)"};
     events.push_back(event);
   }
   if (events.empty()) {
@@ -163,7 +223,7 @@ bool Traffic::saturated() const {
   return rate.rng == static_cast<std::uint8_t>(Rng::Constant) && rate.values[0] == 0.0;
 }
 
-Result<RandomSpec> parseDistribution(std::string_view text) {
+Result<RandomSpec> parseDistribution(std::string_view text, Quantity quantity) {
   RandomSpec r;
   std::string_view rest = text;
   bool named = false;
@@ -187,11 +247,20 @@ Result<RandomSpec> parseDistribution(std::string_view text) {
                     (wanted == 1 ? " parameter" : " comma-separated parameters"));
   }
   for (std::size_t i = 0; i < wanted; ++i) {
-    const auto v = parseNumber(params[i]);
-    if (!v) return setError("\"" + std::string(params[i]) + "\" is not a number");
+    // Only the parameters in the quantity's unit take its suffixes (not pareto's shape).
+    const bool unit = i == 0 || r.rng == static_cast<std::uint8_t>(Rng::Uniform) ||
+                      r.rng == static_cast<std::uint8_t>(Rng::Normal) || r.rng == static_cast<std::uint8_t>(Rng::TruncNormal);
+    const auto v = parseNumber(params[i], unit ? quantity : Quantity::Plain);
+    if (!v) {
+      const char* units = quantity == Quantity::FrameRate   ? " (a decimal number, optionally with k, M or G)"
+                          : quantity == Quantity::FrameSize ? " (a decimal number of bytes, optionally with k, M or G)"
+                                                            : "";
+      return setError("\"" + std::string(params[i]) + "\" is not a number" + units);
+    }
     r.values[i] = *v;
   }
   if (auto checked = checkParameters(r); !checked) return setError(checked.error());
+  if (auto range = checkRange(r, quantity); !range) return setError(range.error());
   return r;
 }
 
@@ -437,11 +506,17 @@ Result<void> parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec&
                                        "inbound frame size"};
   for (; index < tokens.size() && index < 4 && !looksLikeOption(tokens[index]); ++index) {
     if (tokens[index].empty()) return Failure{"empty field between two ':'"};
-    const auto r = parseDistribution(tokens[index]);
+    const auto r = parseDistribution(tokens[index], index % 2 == 0 ? Quantity::FrameRate : Quantity::FrameSize);
     if (!r) return Failure{std::string(names[index]) + " \"" + std::string(tokens[index]) + "\": " + r.error()};
     *entries[index] = *r;
   }
   if (index == 0) return Failure{"it must start with the outbound frame rate or \"default\""};
+  // A rate without its size: the flow would not send what its FLOWSPEC seems to say.
+  if (index == 1) return Failure{"the outbound frame rate needs the outbound frame size after it (RATE:SIZE)"};
+  if (index == 3) {
+    return Failure{"the inbound frame rate needs the inbound frame size after it: two traffic entries "
+                   "(out rate:out size) or four (out rate:out size:in rate:in size)"};
+  }
   return {};
 }
 
@@ -482,6 +557,22 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
     // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
     return Failure{"PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
            "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association"};
+  }
+  // Options of some transports only, refused elsewhere as cmt= is (the reference ignored them).
+  const bool stream = spec.protocol == Protocol::TCP || spec.protocol == Protocol::MPTCP;
+  const bool sctp = spec.protocol == Protocol::SCTP;
+  const char* name = npmp::protocolName(spec.protocol);
+  if (!sctp && spec.protocol != Protocol::QUIC && (spec.ordered < 1.0 || spec.partiallyReliable())) {
+    return Failure{std::string("unordered=/ordered=, unreliable=/reliable=, rtx_timeout= and rtx_trials= apply only to "
+                               "SCTP flows (PR-SCTP, unordered delivery), not to ") + name};
+  }
+  if (spec.ccid != 0 && spec.protocol != Protocol::DCCP) return Failure{std::string("ccid= applies only to DCCP flows, not to ") + name};
+  if (spec.noDelay && !stream && !sctp && spec.protocol != Protocol::QUIC) {
+    return Failure{std::string("nodelay= applies to TCP, MPTCP and SCTP flows, not to ") + name};
+  }
+  if (!spec.congestionControl.empty() && !stream && spec.protocol != Protocol::QUIC) {
+    return Failure{std::string("cc= applies to TCP, MPTCP and QUIC flows, not to ") + name +
+                   (sctp ? " (SCTP's congestion control is sctpcc=)" : spec.protocol == Protocol::DCCP ? " (DCCP's is ccid=)" : "")};
   }
   if (spec.protocol == Protocol::QUIC) {
     // A QUIC flow is a pair of streams of a connection the flows share (quic/README.md).

@@ -68,8 +68,18 @@ struct FlowSpec {
 // Parses one FLOWSPEC for the given protocol; the error is one line naming the bad part.
 Result<FlowSpec> parse(std::string_view text, npmp::Protocol protocol);
 
-// Parses one distribution ("const5", "5", "uniform1,2", "exp0.5", ...).
-Result<npmp::RandomSpec> parseDistribution(std::string_view text);
+// What the numbers of a distribution are, for their units and ranges: frame rates in frames/s
+// (k, M, G: 10^3, 10^6, 10^9; at most kMaxFrameRate), frame sizes in bytes (k/K, M, G: 2^10,
+// 2^20, 2^30, as iperf3's -l; whole bytes, at most kMaxFrameSize), times in seconds (no unit;
+// at most kMaxSeconds). A number is decimal (no hex), finite, with the unit right after it.
+enum class Quantity { Plain, FrameRate, FrameSize, Seconds };
+constexpr double kMaxFrameRate = 1e9;
+constexpr double kMaxFrameSize = 4294967295.0;  // 4 GiB - 1: a frame's bytes fit in 32 bits
+// ADD_FLOW carries the runtime in milliseconds in 32 bits: 49.7 days; on/off times the same.
+constexpr double kMaxSeconds = 4294967.295;
+
+// Parses one distribution ("const5", "5", "uniform1,2", "exp0.5", "const1k", ...).
+Result<npmp::RandomSpec> parseDistribution(std::string_view text, Quantity quantity = Quantity::Plain);
 
 // Assigns flow IDs in command-line order: id= wins, otherwise the previous ID + 1 (first 0),
 // and fills default descriptions. Fails on a duplicate ID.

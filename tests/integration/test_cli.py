@@ -11,7 +11,7 @@ import unittest
 
 from harness import free_base_port, NETPERFMETER
 
-PORT, _ = free_base_port(span=12)  # this test's ports: PORT - 1 .. PORT + 13, its own
+PORT, _ = free_base_port(span=22)  # this test's ports: PORT - 1 .. PORT + 23, its own
 
 
 def clock_synchronised():
@@ -146,15 +146,13 @@ class CommandLine(unittest.TestCase):
                       f"is \"netperfmeter {PORT + 10}\" running there?", result.stderr)
 
     def test_habits_from_other_tools_are_warned_about(self):
-        # iperf3's "-i 1" (a report interval) is a 1-byte receive buffer here, a FLOWSPEC buffer of
-        # 512 bytes is as unlikely to be meant, and (in a build without QUIC) the reference's QUIC
-        # options do nothing: each said in a warning, none silently taken. (With QUIC they take
-        # effect: test_quic.py.)
+        # A FLOWSPEC buffer of 512 bytes is unlikely to be meant, and (in a build without QUIC) the
+        # reference's QUIC options do nothing: each said in a warning, none silently taken. (With
+        # QUIC they take effect: test_quic.py.)
         quic = os.environ.get("NPM_QUIC_BUILT") == "ON"
-        result = run(f"127.0.0.1:{PORT + 10}", "-control-over-tcp", "-i", "1",
+        result = run(f"127.0.0.1:{PORT + 10}", "-control-over-tcp",
                      *([] if quic else ["-tls-key", "key.pem"]), "-tcp", "const0:const1400:sndbuf=512")
         self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertRegex(result.stderr, r'option "-i" sets the receive buffer to 1 bytes .*not iperf3')
         if not quic:
             self.assertRegex(result.stderr, r'option "-tls-key" is for QUIC flows .*ignored')
         self.assertIn("flow #0: sndbuf=512 is a buffer of 512 bytes", result.stderr)
@@ -162,6 +160,63 @@ class CommandLine(unittest.TestCase):
         result = run(f"127.0.0.1:{PORT + 10}", "-control-over-tcp", "-tcp", "const0:const1400:sndbuf=65536")
         self.assertNotIn("buffer of", result.stderr)
         self.assertNotIn("sets the", result.stderr)
+
+    def test_iperf3_habits_get_an_error_naming_both(self):
+        """The reference's short options keep their meaning; an argument that cannot be what the
+        reference means and matches iperf3's usage is refused with one line naming both."""
+        for args, fragment in [
+                (["-t", "10"], "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is "
+                               "-runtime=SECONDS"),
+                (["-J", "-tcp", "const0:const1400"], 'option "-J" needs a value, but the option "-tcp" follows (-J is '
+                                                    "-tls-cert FILE here; iperf3's -J (JSON output) is --json"),
+                (["-P", "2", "-tcp", "const0:const1400"], "iperf3's -P N (parallel flows) is -N N"),
+                (["-i", "1", "-tcp", "const0:const1400"], "a buffer of 1 bytes is too small to be meant (-i is -rcvbuf"),
+                (["-o", "10", "-tcp", "const0:const1400"], "a buffer of 10 bytes is too small"),
+                (["-b", "10M", "-tcp", "const0:const1400"], "iperf3's -b RATE is the frame rate of a FLOWSPEC here"),
+                (["-c", "host"], "iperf3's -c HOST is HOST:PORT here"),
+                (["-R", "-tcp", "const0:const1400"], "iperf3's -R (reverse) is the inbound half of a FLOWSPEC"),
+                (["-u", "-tcp", "const0:const1400"], "-u is -udp FLOWSPEC here")]:
+            with self.subTest(args=args):
+                self.assertRejected(args, fragment)
+        # What the reference means is still taken as it means it.
+        self.assertEqual(run(f"127.0.0.1:{PORT}", "--validate", "-P", "node-b", "-i", "65536",
+                             "-t", "const0:const1400").returncode, 0)
+
+    def test_nonsense_is_refused_before_anything_connects(self):
+        for args, fragment in [
+                (["-runtime=1e10", "-tcp", "const0:const1400"], "from 0.001 to 4294967 (49.7 days"),
+                (["-runtime=0.0001", "-tcp", "const0:const1400"], "from 0.001"),
+                (["-tcp", "const10:const5G"], "a frame size is at most 4294967295 bytes"),
+                (["-tcp", "const10:const100:const5"], "the inbound frame rate needs the inbound frame size"),
+                (["-tcp", "const10:const0x10"], '"0x10" is not a number'),
+                (["-tcp", "const10:const16.5"], "a frame size is a whole number of bytes"),
+                (["-tcp", "const10:const100:onoff=5,3"], "on/off times must increase"),
+                (["-udp", "const10:const100:unreliable=0.5"], "apply only to SCTP flows"),
+                (["-udp", "const10:const100:nodelay=on"], "nodelay= applies to TCP, MPTCP and SCTP flows, not to UDP"),
+                (["-sctp", "const10:const100:cc=bbr"], "SCTP's congestion control is sctpcc="),
+                (["-tcp", "const10:const100:cmt=cmt"], "applies only to SCTP flows")]:
+            with self.subTest(args=args):
+                self.assertRejected(args, fragment)
+
+    def test_a_passive_refuses_what_only_an_active_takes(self):
+        for option in ("-scalar=run.sca", "-vector=run.vec", "-config=run.config", "--max-download=10",
+                       "-activenodename=a", "-passivenodename=b"):
+            with self.subTest(option=option):
+                result = run(str(PORT + 20), option)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f'option "{option}" is an option of the active side (HOST:PORT)', result.stderr)
+
+    def test_validate_checks_and_runs_nothing(self):
+        ok = run(f"127.0.0.1:{PORT}", "--validate", "-runtime=5", "-tcp", "const10k:const1k",
+                 "-sctp", "const1:const1M", "const5:const100")
+        self.assertEqual((ok.returncode, ok.stdout), (0, f"valid: an active run of 3 flows to 127.0.0.1:{PORT}\n"),
+                         ok.stderr)
+        bad = run(f"127.0.0.1:{PORT}", "--validate", "-sctp", "const0:const1400:bufsplit=bothh")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("expected none, sender, receiver or both", bad.stderr)
+        self.assertEqual(run(str(PORT + 20), "--validate").stdout, f"valid: a passive on port {PORT + 20}\n")
+        with self.assertRaises(socket.timeout, msg="--validate connected"):
+            self.listener.accept()
 
     def test_the_bundled_congestion_controls_name_their_loader(self):
         available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()

@@ -58,31 +58,98 @@ TEST_CASE("default FLOWSPEC per protocol") {
 }
 
 TEST_CASE("all flow options") {
+  // The options of every transport, and those of the transports that have them.
   auto f = ok("const1:const100:const0:const0:id=7:description=Video stream:maxmsgsize=1300:"
-              "defragtimeout=2000:unordered=0.25:unreliable=0.5:rcvbuf=100000:sndbuf=200000:"
-              "ccid=3:error_on_abort=off:nodelay=on:debug=on:v6only:cc=reno",
+              "defragtimeout=2000:rcvbuf=100000:sndbuf=200000:error_on_abort=off:debug=on:v6only",
               Protocol::UDP);
   CHECK(f.flowId == 7u);
   CHECK(f.description == "Video stream");
   CHECK(f.maxMsgSize == 1300);
   CHECK(f.defragTimeoutMs == 2000);
-  CHECK(f.ordered == 0.75);
-  CHECK(f.reliable == 0.5);
   CHECK(f.rcvBufferSize == 100000);
   CHECK(f.sndBufferSize == 200000);
-  CHECK(f.ccid == 3);
   CHECK_FALSE(f.errorOnAbort);
-  CHECK(f.noDelay);
   CHECK(f.debug);  // the reference cannot parse debug=on
   CHECK(f.v6only);
-  CHECK(f.congestionControl == "reno");
-  CHECK(ok("const1:const1:ordered=0.3:reliable=0.9").ordered == 0.3);
-  CHECK(ok("const1:const1:rtx_timeout=250").retransmissionTrials == (0x80000000u | 250));
-  CHECK(ok("const1:const1:rtx_trials=3").retransmissionTrials == 3);
+  const auto sctp = ok("const1:const100:unordered=0.25:unreliable=0.5:nodelay=on", Protocol::SCTP);
+  CHECK(sctp.ordered == 0.75);
+  CHECK(sctp.reliable == 0.5);
+  CHECK(sctp.noDelay);
+  CHECK(ok("const1:const100:ccid=3", Protocol::DCCP).ccid == 3);
+  const auto tcp = ok("const1:const100:nodelay=on:cc=reno");
+  CHECK(tcp.noDelay);
+  CHECK(tcp.congestionControl == "reno");
+  CHECK(ok("const1:const1:ordered=0.3:reliable=0.9", Protocol::SCTP).ordered == 0.3);
+  CHECK(ok("const1:const1:rtx_timeout=250", Protocol::SCTP).retransmissionTrials == (0x80000000u | 250));
+  CHECK(ok("const1:const1:rtx_trials=3", Protocol::SCTP).retransmissionTrials == 3);
   CHECK(ok("const1:const1:cc=default").congestionControl.empty());
   CHECK(ok("const1:const1:cmt=cmtrpv2", Protocol::SCTP).cmt == 3);
   CHECK(ok("const1:const1:cmt=rp", Protocol::SCTP).cmt == 2);
   CHECK(ok("const1:const1:cmt=200", Protocol::SCTP).cmt == 200);
+}
+
+TEST_CASE("options that do not apply to the protocol are refused, as cmt= on TCP is") {
+  CHECK_THAT(error("const1:const100:unordered=0.5", Protocol::UDP), Catch::Contains("apply only to SCTP flows"));
+  CHECK_THAT(error("const1:const100:unreliable=0.5"), Catch::Contains("not to TCP"));
+  CHECK_THAT(error("const1:const100:rtx_trials=3", Protocol::DCCP), Catch::Contains("apply only to SCTP flows"));
+  CHECK_THAT(error("const1:const100:rtx_timeout=30", Protocol::MPTCP), Catch::Contains("apply only to SCTP flows"));
+  CHECK_THAT(error("const1:const100:ccid=3"), Catch::Contains("ccid= applies only to DCCP flows, not to TCP"));
+  CHECK_THAT(error("const1:const100:ccid=2", Protocol::SCTP), Catch::Contains("only to DCCP"));
+  CHECK_THAT(error("const1:const100:nodelay=on", Protocol::UDP), Catch::Contains("nodelay= applies to TCP, MPTCP and SCTP"));
+  CHECK_THAT(error("const1:const100:nodelay=on", Protocol::DCCP), Catch::Contains("not to DCCP"));
+  CHECK_THAT(error("const1:const100:cc=bbr", Protocol::UDP), Catch::Contains("cc= applies to TCP, MPTCP and QUIC"));
+  CHECK_THAT(error("const1:const100:cc=bbr", Protocol::SCTP), Catch::Contains("sctpcc="));
+  CHECK_THAT(error("const1:const100:cc=bbr", Protocol::DCCP), Catch::Contains("ccid="));
+  // what every transport has stays allowed
+  CHECK(ok("const1:const100:ordered=1:reliable=1", Protocol::UDP).ordered == 1.0);
+}
+
+TEST_CASE("numbers: decimal only, whole bytes, ranges, units with their base") {
+  CHECK_THAT(error("const10:const0x10"), Catch::Contains("\"0x10\" is not a number"));
+  CHECK_THAT(error("0x10:const100"), Catch::Contains("not a number"));
+  CHECK_THAT(error("const10:const16.5"), Catch::Contains("whole number of bytes"));
+  CHECK_THAT(error("const10:uniform10.5,20"), Catch::Contains("whole number of bytes"));
+  CHECK(ok("const10:exp100.5").outbound.size.values[0] == 100.5);  // a drawn size's mean may be fractional
+  CHECK_THAT(error("const10:const4294967296"), Catch::Contains("at most 4294967295 bytes"));
+  CHECK(ok("const10:const4294967295").outbound.size.values[0] == 4294967295.0);
+  CHECK_THAT(error("const10:const4G"), Catch::Contains("at most 4294967295 bytes"));
+  CHECK_THAT(error("const10:uniform1,5G"), Catch::Contains("at most"));
+  CHECK_THAT(error("const2e9:const100"), Catch::Contains("a frame rate is at most 1G"));
+  CHECK_THAT(error("constinf:const100"), Catch::Contains("not a number"));
+  CHECK_THAT(error("const10:constnan"), Catch::Contains("not a number"));
+  // sizes: k, M, G binary, as iperf3's -l; rates: decimal
+  CHECK(ok("const10:const1k").outbound.size.values[0] == 1024);
+  CHECK(ok("const10:const64K").outbound.size.values[0] == 65536);
+  CHECK(ok("const10:const1M").outbound.size.values[0] == 1048576);
+  CHECK(ok("const10:const1G").outbound.size.values[0] == 1073741824);
+  CHECK(ok("const10k:const100").outbound.rate.values[0] == 10000);
+  CHECK(ok("const2.5M:const100").outbound.rate.values[0] == 2500000);
+  CHECK(ok("exp1k:uniform1k,2k").outbound.size.values[1] == 2048);
+  CHECK(ok("const1:pareto1k,1.5").outbound.size.values[1] == 1.5);  // a shape has no unit
+  CHECK_THAT(error("const1:pareto1k,1k"), Catch::Contains("not a number"));
+  CHECK_THAT(error("const10:const1T"), Catch::Contains("not a number"));
+  CHECK_THAT(error("const10:const1kk"), Catch::Contains("not a number"));
+}
+
+TEST_CASE("traffic entries come in pairs") {
+  CHECK_THAT(error("const10:const100:const5"), Catch::Contains("the inbound frame rate needs the inbound frame size"));
+  CHECK_THAT(error("const10:const100:const5:id=1"), Catch::Contains("the inbound frame rate needs"));
+  CHECK_THAT(error("const10"), Catch::Contains("the outbound frame rate needs the outbound frame size"));
+  CHECK_THAT(error("const10:id=3"), Catch::Contains("the outbound frame rate needs"));
+  CHECK(ok("const10:const100").inbound.size.values[0] == 0);
+  CHECK(ok("default").outbound.size.values[0] == 1440);
+}
+
+TEST_CASE("on/off times run forwards and fit the 32-bit milliseconds of ADD_FLOW") {
+  CHECK_THAT(error("const1:const100:onoff=5,3"), Catch::Contains("on/off times must increase: 3 s comes after 5 s"));
+  CHECK_THAT(error("const1:const100:onoff=1,1"), Catch::Contains("must increase"));
+  CHECK_THAT(error("const1:const100:onoff=2,+1,2.5"), Catch::Contains("2.5 s comes after 3 s"));
+  CHECK_THAT(error("const1:const100:onoff=1,+0"), Catch::Contains("a relative time must be > 0"));
+  CHECK_THAT(error("const1:const100:onoff=5000000"), Catch::Contains("at most 4294967 s"));
+  CHECK_THAT(error("const1:const100:onoff=4294967,+1"), Catch::Contains("beyond 4294967 s"));
+  CHECK(ok("const1:const100:onoff=1,+exp2,3").onOff.size() == 3);  // after a drawn time nothing is known
+  CHECK(ok("const1:const100:onoff=0,2,+1,4").onOff.size() == 4);
+  CHECK(ok("const1:const100:onoff=+1,+1,repeat").repeatOnOff);
 }
 
 TEST_CASE("cmt=mptcp turns a TCP flow into MPTCP; other CMT modes need SCTP") {
