@@ -839,13 +839,15 @@ class Runs(unittest.TestCase):
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=2).replace('proto = ["tcp", "mptcp"]', 'proto = ["tcp"]'))
         # netperfmeter's actives fail while fail-left counts down, as when a stack ends an
-        # association early; the plotter's arguments are logged
+        # association early (the lab's check of the command lines, --validate, passes through);
+        # the plotter's arguments are logged
         left = os.path.join(self.dir, "fail-left")
         plot_args = os.path.join(self.dir, "plot-args")
         with open(LAB) as f:
             launcher = f.read()
         real_plot = re.search(r'"plot-netperfmeter-summary": "([^"]*)"', launcher).group(1)
         wrappers = {"netperfmeter": f"""#!/bin/sh
+case " $* " in *" --validate "*) exec {os.path.abspath(NETPERFMETER)} "$@";; esac
 case " $* " in *" -runtime="*)
   n=$(cat {left})
   if [ "$n" -gt 0 ]; then
