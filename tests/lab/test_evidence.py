@@ -315,6 +315,11 @@ class ChecksBeforeRunning(unittest.TestCase):
                                  "capture of it (Debian: apt-get install tshark): nothing was run"])
         self.assertFalse(os.path.exists(os.path.join(self.dir, "out")))
         self.assertEqual(topology.leftovers(r.pid), [], "nothing built")
+        # --dry-run says so beforehand
+        r = lab("run", path, "--dry-run", env=dict(os.environ, PATH=bin_dir))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("netperfmeter-lab: warning: tshark is not installed: run checks every run against a capture, "
+                      "and does not start without it", r.stderr.splitlines())
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")

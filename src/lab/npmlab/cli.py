@@ -127,6 +127,9 @@ def _dry_run(study, args, out):
         print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
               f"{_duration(runs * per_run)}")
     print(f"  results: {out}")
+    if study.topology != "hosts" and shutil.which("tshark") is None:
+        print(f"{PROGRAM}: warning: tshark is not installed: run checks every run against a capture, and does not "
+              "start without it", file=sys.stderr)
     return 0
 
 
