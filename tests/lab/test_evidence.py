@@ -90,13 +90,8 @@ class Judge(unittest.TestCase):
 
     def test_no_capture_makes_every_run_invalid(self):
         for capture in (Capture(available=False), None):
-            real = evidence.summarise_sctp
-            try:
-                judged = evidence.judge([study.Flow("sctp", CMT, "")], Topo(), capture, {}, {}, [100.0], [9899],
-                                        [9000], holds={0: {s: {0: dict(HELD)} for s in ("active", "passive")}},
-                                        processes=LOADS)
-            finally:
-                evidence.summarise_sctp = real
+            judged = evidence.judge([study.Flow("sctp", CMT, "")], Topo(), capture, {}, {}, [100.0], [9899], [9000],
+                                    holds={0: {s: {0: dict(HELD)} for s in ("active", "passive")}}, processes=LOADS)
             self.assertInvalid(judged, "not verified: ")
             self.assertIn("no capture (tshark is not installed)", judged["unverified"])
             self.assertIn("flow 0: CMT DAC bits in the SACKs on the wire", judged["unverified"])
@@ -161,7 +156,8 @@ class Judge(unittest.TestCase):
                            "CPU (limit 0.95, --max-process-load)")
         self.assertTrue(judge_sctp(processes=busy, max_process_load=1.5)["valid"])
         unsampled = dict(LOADS, **{"flow 0 active": {"seconds": None, "cpu_seconds": None, "cores": None}})
-        self.assertInvalid(judge_sctp(processes=unsampled), "not verified: the CPU load of netperfmeter (flow 0 active)")
+        self.assertInvalid(judge_sctp(processes=unsampled),
+                           "not verified: the CPU load of netperfmeter (flow 0 active)")
         self.assertInvalid(judge_sctp(processes=None), "not verified: the netperfmeter processes' CPU load")
 
     def test_delay_line_lateness_above_the_bound_makes_a_run_invalid(self):
@@ -181,7 +177,8 @@ class Judge(unittest.TestCase):
         # the lateness is a percentile, not a count: delta() keeps its value after the run
         before = {"delay_lines": {"1": {"forward": {"in": 100, "late_p99_us": 900}}}, "nstat": {}}
         after = {"delay_lines": {"1": {"forward": {"in": 1000, "late_p99_us": 300}}}, "nstat": {}}
-        self.assertEqual(evidence.delta(before, after)["delay_lines"], {"1": {"forward": {"in": 900, "late_p99_us": 300}}})
+        self.assertEqual(evidence.delta(before, after)["delay_lines"],
+                         {"1": {"forward": {"in": 900, "late_p99_us": 300}}})
 
     def test_the_stacks_log_lines_are_read_back(self):
         text = ("01-Dec-2026 22:36:46.8804: Flow #0: SCTP association up, the stack holds cmt=cmt cc=rfc2581 "

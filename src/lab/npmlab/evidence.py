@@ -147,7 +147,7 @@ def init_extensions(payload_hex):
 
 
 # The CMT DAC bits of a SACK or NR-SACK chunk's flags: usrsctp's receiver puts there how many
-# packets arrived since its last SACK (1, 2; 0 past 3) when the association uses CMT with DAC
+# packets arrived since its last SACK (1 to 3; 4 wraps to 0) when the association uses CMT with DAC
 # (sctp_output.c, sctp_send_sack: flags |= cmt_dac_pkts_rcvd << 6), and leaves them 0 otherwise.
 # Wireshark 4.0 names no field for them (its SACK flags field is the nonce sum, bit 0): the lab
 # reads them from sctp.chunk_flags.
@@ -190,8 +190,8 @@ def summarise_sctp(path, udp_port):
         out[f"sacks_from_{side}"] += chunk_types.count(SACK)
         out[f"nr_sacks_from_{side}"] += chunk_types.count(NR_SACK)
         # every chunk has a type and flags: the two lists pair up
-        out[f"dac_sacks_from_{side}"] += sum(1 for kind, bits in zip(chunk_types, _ints(flags))
-                                             if kind in (SACK, NR_SACK) and bits & DAC_BITS)
+        out[f"dac_sacks_from_{side}"] += sum(1 for chunk, bits in zip(chunk_types, _ints(flags))
+                                             if chunk in (SACK, NR_SACK) and bits & DAC_BITS)
         if from_passive:
             if data_seen > 20:  # the set-up's SACKs come before the flow's buffer sizes
                 windows += _ints(a_rwnd) + _ints(nr_a_rwnd)
