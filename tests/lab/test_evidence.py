@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 LAB, LAB_SRC, NETPERFMETER = sys.argv[1:4]
@@ -159,6 +160,25 @@ class Judge(unittest.TestCase):
         self.assertInvalid(judge_sctp(processes=unsampled),
                            "not verified: the CPU load of netperfmeter (flow 0 active)")
         self.assertInvalid(judge_sctp(processes=None), "not verified: the netperfmeter processes' CPU load")
+
+    def test_the_processes_cpu_time_is_sampled_over_the_measurement(self):
+        # a process that computes until it has used 1 s of CPU (however busy the host is) and one
+        # that sleeps, sampled as a run's netperfmeters are
+        burn = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 1.0: pass"])
+        sleep = subprocess.Popen(["sleep", "1.5"])
+        cpu = evidence.ProcessCpu({"burn": burn.pid, "sleep": sleep.pid}, period=0.05)
+        burn.wait()
+        sleep.wait()
+        loads = cpu.finish()
+        print(f"a computing process: {loads['burn']['cpu_seconds']:.2f} s of CPU in {loads['burn']['seconds']:.2f} s, "
+              f"a sleeping one: {loads['sleep']['cpu_seconds']:.2f} s")
+        # all of the 1 s but its start (before the first sample) and its last moments (after the last)
+        self.assertGreater(loads["burn"]["cpu_seconds"], 0.8)
+        self.assertLess(loads["burn"]["cpu_seconds"], 1.1)
+        self.assertAlmostEqual(loads["burn"]["cores"], loads["burn"]["cpu_seconds"] / loads["burn"]["seconds"], places=2)
+        self.assertLess(loads["sleep"]["cpu_seconds"], 0.03)
+        # a window it was not sampled in: not measured
+        self.assertEqual(cpu.finish((0, 1))["burn"]["cores"], None)
 
     def test_delay_line_lateness_above_the_bound_makes_a_run_invalid(self):
         counters = {"delay_lines": {"1": {"forward": {"in": 900, "out": 900, "late_p99_us": 4200},
