@@ -164,7 +164,7 @@ def cmd_run(args, config):
     if study.hosts is not None and args.parallel > len(study.hosts.pairs):
         raise LabError(f"--parallel={args.parallel}: the study has {len(study.hosts.pairs)} pair(s) of hosts "
                        "([hosts] and [[hosts.pairs]])")
-    _check_command_lines(study, Tools(config["tools"])["netperfmeter"])
+    _check_command_lines(study, Tools(config["tools"])["netperfmeter"], warn=args.dry_run)
     if args.dry_run:
         return _dry_run(study, args, out)
     if study.topology == "hosts":
@@ -187,15 +187,18 @@ def _limits(args):
             "max_lateness_us": args.max_lateness}
 
 
-def _check_command_lines(study, netperfmeter):
+def _check_command_lines(study, netperfmeter, warn):
     """The study's active command lines through netperfmeter's own parser (--validate), before
-    anything is built or written; on hosts with the controller's netperfmeter, where it has one."""
+    anything is built or written; on hosts with the controller's netperfmeter, where it has one.
+    What could not be checked is said when `warn` (--dry-run: the check is what was asked for);
+    a run then meets netperfmeter's refusal at its first attempt."""
     if study.topology == "hosts" and shutil.which(netperfmeter) is None:
-        print(f"{PROGRAM}: warning: no netperfmeter here ({netperfmeter}) to check the study's FLOWSPECs and "
-              "options with: the hosts' netperfmeters will", file=sys.stderr)
+        if warn:
+            print(f"{PROGRAM}: warning: no netperfmeter here ({netperfmeter}) to check the study's FLOWSPECs and "
+                  "options with: the hosts' netperfmeters will", file=sys.stderr)
         return
     unchecked = check_command_lines(study, netperfmeter)
-    if unchecked:
+    if unchecked and warn:
         print(f"{PROGRAM}: warning: {unchecked}: the study's FLOWSPECs and options were not checked",
               file=sys.stderr)
 
