@@ -291,7 +291,7 @@ class ChecksBeforeRunning(unittest.TestCase):
 
     def test_flowspecs_go_through_netperfmeters_own_parser(self):
         if not netperfmeter_validates():
-            print(f"skipped: {NETPERFMETER} has no --validate yet (the lab warns and checks nothing)")
+            print(f"skipped: {NETPERFMETER} has no --validate yet (--dry-run warns, nothing is checked)")
             self.skipTest(f"{NETPERFMETER} has no --validate")
         good = "const0:const1444:const0:const0:cmt=cmt:dac={dac}"
         r = lab("run", self.write(TWO_PATHS.format(name="good", spec=good)), "--dry-run")
