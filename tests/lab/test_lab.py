@@ -93,6 +93,12 @@ def lab(*args, timeout=300):
     return subprocess.run([LAB, *args], capture_output=True, text=True, timeout=timeout)
 
 
+def said(r):
+    """The lines of a lab's standard error, but the warning of a netperfmeter too old to check the
+    study's command lines (before netperfmeter --validate)."""
+    return [line for line in r.stderr.strip().splitlines() if "has no --validate" not in line]
+
+
 def in_ns(ns, script, timeout=60):
     r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", script], capture_output=True, text=True,
                        timeout=timeout)
@@ -211,7 +217,7 @@ class StudyFiles(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("proto: tcp, mptcp", r.stdout)
         self.assertIn("2 combinations x 4 repetitions = 8 runs of 10 s, about 2m00s", r.stdout)
-        self.assertEqual(r.stderr, "")
+        self.assertEqual(said(r), [])
         self.assertFalse(os.path.exists(os.path.join(self.dir, "out")))
         self.assertEqual(topology.leftovers(), before)
         r = lab("run", path, "--dry-run", "--ci-target", "5")
@@ -226,7 +232,7 @@ class StudyFiles(unittest.TestCase):
                                                                      'proto = ["tcp", "mptcp"]\nqueue = [10, 20]'))
         r = lab("run", path, "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stderr.strip().splitlines(),
+        self.assertEqual(said(r),
                          ["netperfmeter-lab: warning: the sweep variable queue is used nowhere in the study (no {queue} "
                           "in its paths, flows, metrics or options): its runs differ in their names only"])
         self.assertEqual(study.load(path).unused, ["queue"])
@@ -244,7 +250,7 @@ class StudyFiles(unittest.TestCase):
                                                                       "const0:const1452:const0:const3000:cmt=cmt"))
         r = lab("run", path, "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stderr.strip().splitlines(),
+        self.assertEqual(said(r),
                          ["netperfmeter-lab: warning: flow 0's 1452-byte outbound messages take 2 SCTP packets each on "
                           "the test bed (1500-byte MTU, UDP encapsulation: 1444 bytes of data per packet), the last "
                           "with 8 bytes; 1444-byte messages fill one packet",
@@ -379,7 +385,9 @@ class StudyFiles(unittest.TestCase):
                 return True
 
         seen = {"init_offers_nr_sack": False, "init_ack_offers_nr_sack": True, "nr_sacks_from_passive": 0,
-                "sacks_from_passive": 400, "max_a_rwnd_passive": 131072, "data_packets_per_interface": {"0": 900}}
+                "sacks_from_passive": 400, "sacks_from_active": 0, "nr_sacks_from_active": 0,
+                "dac_sacks_from_passive": 0, "dac_sacks_from_active": 0, "max_a_rwnd_passive": 131072,
+                "data_packets_per_interface": {"0": 900}, "data_bytes_per_interface": {"0": 1300000}}
         real = evidence.summarise_sctp
         evidence.summarise_sctp = lambda path, port: dict(seen)
         try:
@@ -389,11 +397,11 @@ class StudyFiles(unittest.TestCase):
             evidence.summarise_sctp = real
         self.assertFalse(judged["valid"])
         problems = " | ".join(judged["problems"])
-        # what the review found: NR-SACK asked for and not used, the receive buffer ignored, and
-        # here also a CMT flow on one path only
-        self.assertIn("NR-SACK: expected True, seen False", problems)
+        # what the review found: NR-SACK asked for and not negotiated, the receive buffer ignored;
+        # a CMT flow on one path only is what the stack did: a metric (test_evidence.py)
+        self.assertIn("NR-SACK negotiated (offered in INIT and INIT-ACK): expected True, seen False", problems)
         self.assertIn("passive a_rwnd (rcvbuf): expected 50000 to 100000, seen 131072", problems)
-        self.assertIn("CMT: DATA on every path: expected [1, 2], seen [1]", problems)
+        self.assertEqual(judged["flows"][0]["path_share"], {"1": 1.0, "2": 0.0})
         # pairs that started far apart
         judged = evidence.judge([], Topo(), Capture(), {}, {}, [100.0, 101.5], [], [])
         self.assertIn("started 1.500 s apart", " ".join(judged["problems"]))
@@ -423,8 +431,11 @@ class StudyFiles(unittest.TestCase):
                                 {"seconds": 30.0, "busy_cores": 0.9, "own_cores": 0.05, "foreign_cores": 0.85})
         self.assertFalse(judged["valid"])
         self.assertIn("the host was busy with other work: 0.85 of a core", " ".join(judged["problems"]))
+        # the host's load alone (strict=False: a run without a capture and process loads, which
+        # a strict verdict finds unverified)
         judged = evidence.judge([], Topo(), None, {}, {}, [], [], [],
-                                {"seconds": 30.0, "busy_cores": 0.1, "own_cores": 0.05, "foreign_cores": 0.05})
+                                {"seconds": 30.0, "busy_cores": 0.1, "own_cores": 0.05, "foreign_cores": 0.05},
+                                strict=False)
         self.assertTrue(judged["valid"], judged["problems"])
 
 
@@ -628,7 +639,7 @@ class Quic(unittest.TestCase):
                          {0: ("quic", 0), 1: ("tcp", 1), 2: ("quic", 0)})
         checks = {c["check"]: c for c in by_flow[0]["checks"]}
         cc = checks["congestion control (netperfmeter's document, as configured; not readable from ngtcp2)"]
-        self.assertEqual((cc["expected"], cc["observed"], cc["ok"]), ("reno", "reno", "unverified"), checks)
+        self.assertEqual((cc["expected"], cc["observed"], cc["ok"]), ("reno", "reno", True), checks)
         if shutil.which("tshark"):
             self.assertEqual(checks["QUIC connection on the wire"]["ok"], True, checks)
             self.assertGreater(by_flow[0]["seen"]["data_packets_per_interface"]["0"], 100)
@@ -642,8 +653,7 @@ class Runs(unittest.TestCase):
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=2).replace("runtime = 1.5", "runtime = 1.5\nwarmup = 0.25"))
             # a value to compare with (as a paper's): drawn beside the curve, for its point only
-            f.write('[[paper]]\nmetric = "goodput"\nproto = "tcp"\nvalue = 9.5\nsource = "a test"\n'
-                    '[[paper]]\nmetric = "goodput"\nproto = "sctp"\nvalue = 3\n')
+            f.write('[[paper]]\nmetric = "goodput"\nproto = "tcp"\nvalue = 9.5\nsource = "a test"\n')
         self.out = os.path.join(self.dir, "out")
 
     def tearDown(self):
@@ -829,13 +839,15 @@ class Runs(unittest.TestCase):
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=2).replace('proto = ["tcp", "mptcp"]', 'proto = ["tcp"]'))
         # netperfmeter's actives fail while fail-left counts down, as when a stack ends an
-        # association early; the plotter's arguments are logged
+        # association early (the lab's check of the command lines, --validate, passes through);
+        # the plotter's arguments are logged
         left = os.path.join(self.dir, "fail-left")
         plot_args = os.path.join(self.dir, "plot-args")
         with open(LAB) as f:
             launcher = f.read()
         real_plot = re.search(r'"plot-netperfmeter-summary": "([^"]*)"', launcher).group(1)
         wrappers = {"netperfmeter": f"""#!/bin/sh
+case " $* " in *" --validate "*) exec {os.path.abspath(NETPERFMETER)} "$@";; esac
 case " $* " in *" -runtime="*)
   n=$(cat {left})
   if [ "$n" -gt 0 ]; then

@@ -8,8 +8,8 @@ import sys
 
 from . import study as studymod
 from . import evidence, hosts, resultsdb, topology
-from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, failed_attempts, label,
-                     run_attempts, run_evidence)
+from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, check_command_lines,
+                     failed_attempts, label, run_attempts, run_evidence)
 
 PROGRAM = "netperfmeter-lab"
 
@@ -127,6 +127,9 @@ def _dry_run(study, args, out):
         print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
               f"{_duration(runs * per_run)}")
     print(f"  results: {out}")
+    if study.topology != "hosts" and shutil.which("tshark") is None:
+        print(f"{PROGRAM}: warning: tshark is not installed: run checks every run against a capture, and does not "
+              "start without it", file=sys.stderr)
     return 0
 
 
@@ -140,6 +143,10 @@ def cmd_run(args, config):
         raise LabError("--repetitions must be 1 to 10000")
     if not args.max_other_load >= 0:
         raise LabError("--max-other-load must be a number of cores, 0 or more")
+    if not args.max_process_load > 0:
+        raise LabError("--max-process-load must be a number of cores above 0")
+    if not args.max_lateness > 0:
+        raise LabError("--max-lateness must be a number of microseconds above 0")
     for var in study.unused:
         print(f"{PROGRAM}: warning: the sweep variable {var} is used nowhere in the study (no {{{var}}} in its "
               "paths, flows, metrics or options): its runs differ in their names only", file=sys.stderr)
@@ -157,19 +164,43 @@ def cmd_run(args, config):
     if study.hosts is not None and args.parallel > len(study.hosts.pairs):
         raise LabError(f"--parallel={args.parallel}: the study has {len(study.hosts.pairs)} pair(s) of hosts "
                        "([hosts] and [[hosts.pairs]])")
+    _check_command_lines(study, Tools(config["tools"])["netperfmeter"], warn=args.dry_run)
     if args.dry_run:
         return _dry_run(study, args, out)
     if study.topology == "hosts":
         return _run_on_hosts(study, args, config, path, out)
     _check_root()
     runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
-                    resume=args.resume, retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
+                    resume=args.resume, retries=args.retries, seed=_seed(args, out), **_limits(args))
+    runner.check_capture()
     runner.check_congestion_controls()
     runner.check_quic()
     _check_output(out, args)
     for stale in topology.remove_stale():
         print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
     return _run(runner, study, args, path, out)
+
+
+def _limits(args):
+    """The runs' limits beyond which a run is invalid (--max-other-load, --max-process-load, --max-lateness)."""
+    return {"max_other_load": args.max_other_load, "max_process_load": args.max_process_load,
+            "max_lateness_us": args.max_lateness}
+
+
+def _check_command_lines(study, netperfmeter, warn):
+    """The study's active command lines through netperfmeter's own parser (--validate), before
+    anything is built or written; on hosts with the controller's netperfmeter, where it has one.
+    What could not be checked is said when `warn` (--dry-run: the check is what was asked for);
+    a run then meets netperfmeter's refusal at its first attempt."""
+    if study.topology == "hosts" and shutil.which(netperfmeter) is None:
+        if warn:
+            print(f"{PROGRAM}: warning: no netperfmeter here ({netperfmeter}) to check the study's FLOWSPECs and "
+                  "options with: the hosts' netperfmeters will", file=sys.stderr)
+        return
+    unchecked = check_command_lines(study, netperfmeter)
+    if unchecked and warn:
+        print(f"{PROGRAM}: warning: {unchecked}: the study's FLOWSPECs and options were not checked",
+              file=sys.stderr)
 
 
 def _seed(args, out):
@@ -204,7 +235,7 @@ def _run_on_hosts(study, args, config, path, out):
               "other's results", file=sys.stderr)
     runner = hosts.HostsRunner(study, out, Tools(config["tools"]), parallel=args.parallel,
                                repetitions=args.repetitions, ci_target=args.ci_target, resume=args.resume,
-                               retries=args.retries, seed=_seed(args, out), max_other_load=args.max_other_load)
+                               retries=args.retries, seed=_seed(args, out), **_limits(args))
     try:
         runner.check_quic(local_netperfmeter=False)  # the hosts' netperfmeters: in preflight()
         problems = runner.preflight()
@@ -224,7 +255,7 @@ def _run(runner, study, args, path, out):
         shutil.copyfile(path, os.path.join(out, "study.toml"))
     with open(meta_path, "w") as f:
         json.dump({"study": os.path.abspath(path), "quick": args.quick, "repetitions": args.repetitions,
-                   "ci_target": args.ci_target, "seed": runner.seed, "max_other_load": args.max_other_load,
+                   "ci_target": args.ci_target, "seed": runner.seed, **_limits(args),
                    "order": "blocks: each repetition runs every combination once, shuffled with the seed",
                    "traffic": "netperfmeter -seed per repetition and flow, derived from the seed, the same for "
                               "every combination (common random numbers); SEED= in each run's run.config",
@@ -290,6 +321,12 @@ def main(argv, config):
     run.add_argument("--max-other-load", type=float, default=evidence.FOREIGN_LOAD_LIMIT, metavar="CORES",
                      help="a run whose host was busier than its own processes by more than this (cores, on "
                           f"average) is invalid (default {evidence.FOREIGN_LOAD_LIMIT})")
+    run.add_argument("--max-process-load", type=float, default=evidence.PROCESS_LOAD_LIMIT, metavar="CORES",
+                     help="a run in which a netperfmeter process used more than this (cores, over its measurement) "
+                          f"was bound by its CPU and is invalid (default {evidence.PROCESS_LOAD_LIMIT})")
+    run.add_argument("--max-lateness", type=float, default=evidence.LATENESS_LIMIT_US, metavar="US",
+                     help="a run whose delay line sent packets later than their due time by more than this at the "
+                          f"99th percentile (microseconds) is invalid (default {evidence.LATENESS_LIMIT_US})")
     plot = sub.add_parser("plot", help="summarise and plot existing results again")
     plot.add_argument("directory")
     db = sub.add_parser("db", help="summarise existing results again and write results.sqlite (no plots)")

@@ -63,6 +63,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 
@@ -205,6 +206,59 @@ def pair_cpu_idle(pair_dir, side):
         except (OSError, ValueError):
             return None
     return stats.read_cpu_idle(os.path.join(pair_dir, f"run-{side}.sca.bz2"), side)
+
+
+def flow_arguments(group):
+    """The flow option of a pair's active: ["-PROTOCOL", FLOWSPEC, ...], each flow with its number
+    in the study (goodput(i)) as id=."""
+    flow = ["-" + group[0].protocol]
+    for member in group:
+        spec = member.argument()[1]
+        if "id" not in evidence.flow_options(member.spec):
+            spec += f":id={member.number}"
+        flow.append(spec)
+    return flow
+
+
+VALIDATE = "--validate"  # netperfmeter: parse and check the whole command line, connect nowhere
+
+
+def check_command_lines(study, netperfmeter):
+    """Every active command line the study makes (each combination's pairs: its FLOWSPECs, the
+    study's active options, the lab's own) through netperfmeter's own parser, `netperfmeter
+    127.0.0.1:9000 --validate ...`, once each, in a scratch directory. Raises LabError with
+    netperfmeter's line for the first it refuses; returns None when all passed, or why nothing
+    was checked (a netperfmeter without --validate)."""
+    seen = set()
+    scratch = tempfile.mkdtemp(prefix="npmlab-validate-")
+    try:
+        for values in study.combinations():
+            for i, group in enumerate(pair_groups(study.flows_for(values))):
+                args = ["-control-over-tcp", f"--sctp-remote-udp-port={pair_udp(i)}", f"-runtime={study.runtime:g}",
+                        "-nodisplay"]
+                if study.warmup > 0:
+                    args.append(f"--warmup={study.warmup:g}")
+                args += study.args_for("active", values) + flow_arguments(group)
+                if tuple(args) in seen:
+                    continue
+                seen.add(tuple(args))
+                try:
+                    r = subprocess.run([netperfmeter, f"127.0.0.1:{pair_port(i)}", VALIDATE, *args], cwd=scratch,
+                                       capture_output=True, text=True, timeout=30)
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    raise LabError(f"{netperfmeter} could not check the study's command lines: {e}")
+                said = (r.stderr or r.stdout).strip().splitlines()
+                if r.returncode == 0:
+                    continue
+                line = said[-1] if said else f"exit status {r.returncode}, no output"
+                if f'unknown option "{VALIDATE}"' in line:
+                    return f"{netperfmeter} has no {VALIDATE} (an older build)"
+                line = re.sub(r"^netperfmeter: ", "", line)
+                raise LabError(f"{study.path}: {label(values)}, {pair_name(group)}: netperfmeter refuses the active's "
+                               f"command line: {line}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return None
 
 
 def complete(run_dir):
@@ -351,7 +405,8 @@ class Runner:
     NO_CAPTURE = "no capture (tshark is not installed)"  # evidence.json's note when a run has none
 
     def __init__(self, study, outdir, tools, repetitions=None, ci_target=None, resume=False, retries=1,
-                 seed=None, log=sys.stderr, max_other_load=evidence.FOREIGN_LOAD_LIMIT):
+                 seed=None, log=sys.stderr, max_other_load=evidence.FOREIGN_LOAD_LIMIT,
+                 max_process_load=evidence.PROCESS_LOAD_LIMIT, max_lateness_us=evidence.LATENESS_LIMIT_US):
         self.study, self.outdir, self.tools = study, outdir, tools
         self.repetitions = repetitions
         self.ci_target = ci_target
@@ -360,6 +415,8 @@ class Runner:
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 32)
         self.log = log
         self.max_other_load = max_other_load
+        self.max_process_load = max_process_load
+        self.max_lateness_us = max_lateness_us
         self.topo = None
         self.topo_key = None
         self.topo_text = ""
@@ -481,15 +538,7 @@ class Runner:
                 files = self._tls_files(topo)
                 passive += [f"--tls-key={files['server.key']}", f"--tls-cert={files['server.pem']}"]
                 active += [f"--tls-ca={files['ca.pem']}", f"--tls-hostname={tls.HOSTNAME}"]
-            active += study.args_for("active", values)
-            # each flow keeps its number in the study (goodput(i)) in its pair
-            flow = ["-" + f.protocol]
-            for member in group:
-                spec = member.argument()[1]
-                if "id" not in evidence.flow_options(member.spec):
-                    spec += f":id={member.number}"
-                flow.append(spec)
-            active += flow
+            active += study.args_for("active", values) + flow_arguments(group)
             pairs.append((group, passive, active))
         return pairs
 
@@ -504,6 +553,13 @@ class Runner:
             self._quic = any(f.protocol == "quic" for values in self.study.combinations()
                              for f in self.study.flows_for(values))
         return self._quic
+
+    def check_capture(self):
+        """Every run on a namespace test bed is checked against a capture of it (tshark): without
+        tshark no run could be valid, so the study does not start."""
+        if shutil.which("tshark") is None:
+            raise LabError("tshark is not installed, and every run is checked against a capture of it (Debian: "
+                           "apt-get install tshark): nothing was run")
 
     def check_quic(self, local_netperfmeter=True):
         """A study with QUIC flows needs a netperfmeter built with QUIC (the local one here, the
@@ -568,6 +624,7 @@ class Runner:
                 env.write(f"{pair_name(group)} active: {subprocess.list2cmdline(active_cmd)}\n")
             env.write(self.topo_text)
         logs = []
+        cpu = None
         try:
             self._wait_for_closed(topo, len(pairs), partial)
             passives = []
@@ -589,6 +646,8 @@ class Runner:
                 actives.append(subprocess.Popen(active_cmd, stdout=logs[-1], stderr=subprocess.STDOUT,
                                                 cwd=os.path.join(partial, f"f{i}"), start_new_session=True))
                 self.current.append(actives[-1])
+            cpu = evidence.ProcessCpu({f"{pair_name(g)} {side}": p.pid for g, a, pa in zip(groups, actives, passives)
+                                       for side, p in (("active", a), ("passive", pa))})
             ccs = self._ccs_while_running(topo, groups, actives,
                                           [os.path.join(partial, f"f{i}", "active.log") for i in range(len(pairs))])
             deadline = time.monotonic() + self.study.runtime + 90
@@ -602,20 +661,23 @@ class Runner:
                     raise LabError(f"an active netperfmeter did not finish within {self.study.runtime + 90:g} s")
             with open(os.path.join(partial, "environment.txt"), "a") as env:
                 env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
+            cpu.stop()
             capture.wait()
             after = evidence.snapshot(topo)
         finally:
+            if cpu is not None:
+                cpu.stop()
             for p in reversed(self.current):
                 self._stop(p)
             self.current = []
             for f in logs:
                 f.close()
-        return self._conclude(topo, partial, groups, codes, before, after, capture, ccs, load.finish())
+        return self._conclude(topo, partial, groups, codes, before, after, capture, ccs, load.finish(), cpu)
 
-    def _conclude(self, topo, partial, groups, codes, before, after, capture, ccs, host):
+    def _conclude(self, topo, partial, groups, codes, before, after, capture, ccs, host, cpu=None):
         """After a run's processes ended: fails the attempt if a pair's active failed or the
         scalar files are incomplete; else writes counters.json and evidence.json; the verdict.
-        `groups`: the flows of each pair."""
+        `groups`: the flows of each pair; `cpu`: the ProcessCpu of its netperfmeter processes."""
         for i, code in enumerate(codes):
             if code != 0:
                 with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
@@ -631,10 +693,19 @@ class Runner:
         for i, group in enumerate(groups):
             if group[0].protocol == "quic":  # ngtcp2's, in userland: as netperfmeter's document names it
                 ccs[i] = {"document": evidence.document_ccs(os.path.join(partial, f"f{i}", "run.json"))}
+        holds = {i: {side: evidence.log_holds(os.path.join(partial, f"f{i}", f"{side}.log"))
+                     for side in ("active", "passive")} for i in range(len(groups))}
+        known = [t for t in starts if t is not None]
+        # each process's load over the measurement (from the first START to the last one's end)
+        processes = cpu.finish((min(known), max(known) + self.study.runtime) if known else None) if cpu else None
+        # The hosts topology captures nothing (capture None): its checks that need a capture
+        # stay unverified, listed, and do not make its runs invalid.
         judged = evidence.judge(groups, topo, capture, ccs, counters, starts,
                                 [self.udp_port_of(i) for i in range(len(groups))],
                                 [self.port_of(i) for i in range(len(groups))], host, self.max_other_load,
-                                no_capture=self.NO_CAPTURE)
+                                no_capture=self.NO_CAPTURE, holds=holds, processes=processes,
+                                max_process_load=self.max_process_load, max_lateness_us=self.max_lateness_us,
+                                strict=capture is not None)
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
         return judged
@@ -715,8 +786,10 @@ class Runner:
     def recorded_metrics(self, run_dir):
         """The metrics every run records beside the study's: per path and direction the queue's
         drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), the
-        other work on the host during the run (cores beyond the run's own processes), and per SCTP
-        flow and path the chunks its capture saw arrive twice."""
+        other work on the host during the run (cores beyond the run's own processes), the busiest
+        netperfmeter process (cores), per SCTP flow and path the chunks its capture saw arrive
+        twice, per flow and path its share of the data (data_share_f<i>_path<N>, on more than one
+        path) and per SCTP flow the NR-SACKs' share of its acknowledgements."""
         out = {}
         try:
             with open(os.path.join(run_dir, "counters.json")) as f:
@@ -750,6 +823,16 @@ class Runner:
                 for i in range(len(self.study.paths)):
                     n = seen.get("duplicate_tsns_per_interface", {}).get(str(i), 0)
                     out[f"dup_tsns_f{flow['flow']}_path{i + 1}"] = n
+            # each path's share of the flow's data (bytes from the active in the capture), and the
+            # share of NR-SACKs in the passive's acknowledgements: what the stack did with the paths
+            for path, share in sorted((flow.get("path_share") or {}).items()):
+                out[f"data_share_f{flow['flow']}_path{path}"] = share
+            if flow.get("nr_sack_share") is not None:
+                out[f"nr_sack_share_f{flow['flow']}"] = flow["nr_sack_share"]
+        # the busiest netperfmeter process of the run (cores, over its measurement)
+        loads = [p["cores"] for p in judged.get("processes", {}).values() if p.get("cores") is not None]
+        if loads:
+            out["netperfmeter_cores_max"] = max(loads)
         return out
 
     def _n_for(self, values, reps):

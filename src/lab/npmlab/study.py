@@ -422,6 +422,9 @@ def load(path, quick=False):
     for key in data:
         if key not in _TOP_KEYS:
             checker.fail(key, f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+    # the study's own sweep, before a quick form narrows it: what [[paper]] rows must lie on
+    full_sweep = {k: list(v) for k, v in data["sweep"].items() if isinstance(v, list)} \
+        if isinstance(data.get("sweep"), dict) else {}
     if quick and isinstance(data.get("quick"), dict):
         quick_part = data["quick"]
         for key, value in quick_part.items():
@@ -590,6 +593,10 @@ def load(path, quick=False):
                 continue
             if k not in study.sweep:
                 checker.fail(f"{key}.{k}", "is not a variable of the sweep (or metric, value, source)")
+            if str(v) not in map(str, full_sweep.get(k, study.sweep[k])):
+                checker.fail(f"{key}.{k}", f"\"{v}\" is not a value of the sweep's {k} "
+                             f"({', '.join(map(str, full_sweep.get(k, study.sweep[k])))}): the paper's point "
+                             "would be drawn nowhere")
             values[k] = v
         bound = entry.get("bound", "value")
         if bound not in ("value", "upper", "lower"):
