@@ -15,32 +15,28 @@ if [[ -n $npm ]]; then
   [[ $line == "$expected" ]] || fail "netperfmeter --version begins with \"$line\", expected \"$expected\""
 fi
 for prog in plot-netperfmeter-results plot-netperfmeter-summary; do
-  for v in --version -version -v -vers; do
+  for v in --version -version -v; do
     out=$("$rplot/$prog" "$v" 2>&1) || fail "$prog $v failed: $out"
     [[ $out == "$expected" ]] || fail "$prog $v printed \"$out\", expected \"$expected\""
   done
-  help=$("$rplot/$prog" -help) || fail "$prog -help failed"
-  grep -q "^Usage: $prog " <<<"$help" || fail "$prog -help printed no usage"
+  help=$("$rplot/$prog" --help) || fail "$prog --help failed"
   # The documented long options: --NAME=VALUE takes a value, --NAME alone is a flag.
   mapfile -t documented < <(grep -o -- '--[a-z][a-z0-9-]*\(=[A-Z]\)\?' <<<"$help" | sort -u)
   ((${#documented[@]} >= 15)) || fail "$prog --help documents only ${#documented[@]} long options"
+  # One dash with the values after "=", two dashes with the values as the next words; -help
+  # last is honoured only after every word was parsed: an option misread is an error.
   for dashes in - --; do
-    inline=() words=()
+    args=()
     for d in "${documented[@]}"; do
       name=${d#--}
-      if [[ $name == *=* ]]; then
-        inline+=("$dashes${name%=*}=1") words+=("$dashes${name%=*}" 1)
-      else
-        inline+=("$dashes$name") words+=("$dashes$name")
+      if [[ $name != *=* ]]; then args+=("$dashes$name")
+      elif [[ $dashes == - ]]; then args+=("-${name%=*}=1")
+      else args+=("--${name%=*}" 1)
       fi
     done
-    # --help is honoured only after every word was parsed: an option misread is an error.
-    for form in inline words; do
-      declare -n args=$form
-      out=$("$rplot/$prog" "${args[@]}" --help 2>&1) ||
-        fail "$prog rejects its documented options written with '$dashes' ($form): $out"
-      grep -q "^Usage: $prog " <<<"$out" || fail "$prog with its documented options ($form, '$dashes'): $out"
-    done
+    out=$("$rplot/$prog" "${args[@]}" "${dashes}help" 2>&1) ||
+      fail "$prog rejects its documented options written with '$dashes': $out"
+    grep -q "^Usage: $prog " <<<"$out" || fail "$prog with its documented options ('$dashes'): $out"
   done
   echo "ok: $prog accepts its ${#documented[@]} documented long options with one dash and with two"
 done
