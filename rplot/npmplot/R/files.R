@@ -178,7 +178,8 @@ npm_vector_start <- function(plain, path, what) {
   complete <- length(head) < NPM_VECTOR_START_BYTES || isTRUE(file.info(plain)$size == length(head))
   npm_check_vector_start(head, path, what, complete)
   lines <- strsplit(rawToChar(head), "\n", fixed = TRUE)[[1]]
-  if (!complete) lines <- lines[-length(lines)]            # cut off by the first MiB
+  if (!complete && head[length(head)] != as.raw(10L))
+    lines <- lines[-length(lines)]                         # cut off by the first MiB
   lines <- sub("\r$", "", lines)
   Encoding(lines) <- "UTF-8"
   data <- which(grepl("[^ \t\r]", lines) & seq_along(lines) > 1L)
