@@ -276,10 +276,14 @@ test_that("per-path vectors: connection rows, fast, timer and rescheduled retran
 test_that("a corrupt scalar file is an error naming the file and the line", {
   good <- c("version 2", "run run-1", "attr configname General",
             "scalar \"netPerfMeter.active.flow[0]\" \"Last Transmission\"       1796164534285873",
-            "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\" -nan", "")
+            "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\" -nan", "",
+            "scalar netPerfMeter.active.flow[1]   \"Received Bit Rate\"\t1100",   # older files, OMNeT++
+            "statistic net.host[0].app \"rtt:stats\"", "field count 4", "attr unit s", "# a comment")
   s <- npm_read_scalars(write_text(good, tempfile(fileext = ".sca")))
-  expect_equal(s$Name, c("Last Transmission", "Jitter"))
+  expect_equal(s$Object, c("netPerfMeter.active.flow[0]", "netPerfMeter.active.flow[0]", "netPerfMeter.active.flow[1]"))
+  expect_equal(s$Name, c("Last Transmission", "Jitter", "Received Bit Rate"))
   expect_true(is.nan(s$Value[2]))
+  expect_equal(s$Value[3], 1100)
   f <- write_text(c(good[4], "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\"", good[5]), tempfile(fileext = ".sca"))
   expect_error(npm_read_scalars(f), sprintf("scalar file %s: line 2 is not a scalar row", f), fixed = TRUE,
                class = "npm_error")
