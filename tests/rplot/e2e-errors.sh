@@ -37,6 +37,50 @@ cp "$work/run/run-active.vec.bz2" "$work/broken/"
 rm "$work/broken/run-passive.vec.bz2"
 expect_error "passive measurement vector run-passive.vec.bz2 does not exist" \
   "$results" "$work/broken/run.config"
+cp "$work/run/run-passive.vec.bz2" "$work/broken/"
+
+# A corrupt scalar file is an error naming it (before: ignored, the figures made without it);
+# one the config names but that is missing, a warning.
+echo "scalar \"netPerfMeter.active.totalCPU\" \"Idle\"" | bzip2 >"$work/broken/run-active.sca.bz2"
+expect_error "scalar file $work/broken/run-active.sca.bz2: line 1 is not a scalar row" \
+  "$results" "$work/broken/run.config" -o "$work/broken.pdf"
+head -c 200 "$work/run/run-passive.sca.bz2" >"$work/broken/run-passive.sca.bz2"
+cp "$work/run/run-active.sca.bz2" "$work/broken/"
+expect_error "scalar file $work/broken/run-passive.sca.bz2 gives no text (a truncated or corrupt compressed file?)" \
+  "$results" "$work/broken/run.config" -o "$work/broken.pdf"
+[[ ! -e $work/broken.pdf ]] || fail "a failed run left a PDF"
+rm "$work/broken/run-passive.sca.bz2"
+err=$("$results" "$work/broken/run.config" -q -n -o "$work/nosca.pdf" 2>&1 >/dev/null) || fail "a missing scalar file is fatal: $err"
+grep -q "^plot-netperfmeter-results: warning: .*passive scalar file run-passive.sca.bz2 does not exist; plotted without it" <<<"$err" ||
+  fail "no warning for the missing scalar file: $err"
+cp "$work/run/run-passive.sca.bz2" "$work/broken/"
+
+# Decompression bombs: 300 MB of zeros are 242 bytes of bzip2. Refused at the default bound of
+# text inputs (64 MiB) with no more memory than that bound and as much again beyond what the
+# program needs anyway (its --version); before, taken whole (430 MB more than that).
+head -c 300M /dev/zero | bzip2 >"$work/bomb.bz2"
+cp "$work/bomb.bz2" "$work/broken/run-active.sca.bz2"
+expect_error "scalar file $work/broken/run-active.sca.bz2 decompresses to more than 64 MiB, the bound for config, scalar and table files (the default; raise it with --max-input-size or NPM_RPLOT_MAX_INPUT_SIZE)" \
+  "$results" "$work/broken/run.config" -o "$work/broken.pdf"
+expect_error "table $work/bomb.bz2 decompresses to more than 64 MiB" "$summary" "$work/bomb.bz2" -x a
+if [[ -x /usr/bin/time ]]; then
+  rss() { /usr/bin/time -f "%M" -o "$work/rss" "$@" >/dev/null 2>&1 || true; tail -1 "$work/rss"; }
+  base=$(rss "$summary" --version)
+  used=$(rss "$summary" "$work/bomb.bz2" -x a)
+  echo "max RSS: $used kB with the bomb, $base kB for --version"
+  ((used <= base + 2 * 65536)) || fail "reading the bomb took $used kB, more than $base kB + 2 x 64 MiB"
+else
+  echo "(/usr/bin/time is missing: the memory the bomb takes is not measured)"
+fi
+cp "$work/run/run-active.sca.bz2" "$work/broken/"
+# A lowered bound, by option and by environment; the measurement vector is refused at it.
+bound=$(($(stat -c %s "$work/broken/run.config") + 10))     # the config passes, its vector does not
+((bound < $(bzcat "$work/broken/run-active.vec.bz2" | wc -c))) || fail "the synthetic vector is too small for this test"
+expect_error "measurement vector $work/broken/run-active.vec.bz2 decompresses to more than $bound bytes, the bound for every input (set by --max-input-size" \
+  "$results" "$work/broken/run.config" --max-input-size=$bound
+NPM_RPLOT_MAX_INPUT_SIZE=2k expect_error "config file $work/broken/run.config holds more than 2 kB, the bound for every input (set by NPM_RPLOT_MAX_INPUT_SIZE" \
+  "$results" "$work/broken/run.config"
+expect_error "max-input-size lots is not a size" "$results" "$work/broken/run.config" --max-input-size=lots
 
 table=$work/t.data
 printf 'RunNo\tValueNo\tSplit\tFlow\tGamma rho\tthroughput\n' >"$table"

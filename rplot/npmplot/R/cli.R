@@ -1,54 +1,74 @@
 # Command-line helpers of the programs.
 # Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
 
-# Parse GNU-style arguments. spec: list of list(long, short = NA, value = FALSE,
-# repeat = FALSE). --opt=value, --opt value, -o value, -ovalue, "--" ends options.
-# Returns list(options = named list, positional = character()).
+# Parse arguments as GNU getopt_long_only does, like netperfmeter and the reference's tools:
+# a long option takes one dash or two (-version, --version), is named exactly or by an
+# unambiguous abbreviation, with its value after "=" or as the next word; a single dash and
+# one letter that is a short option is that option (-o FILE); a single-dash word that names
+# no long option is short options: one with its value attached (-oFILE) or flags bundled
+# (-qn). "--" ends the options. spec: list of list(long, short = NA, value = FALSE,
+# repeat = FALSE, same = NA); `same` names the option an entry is another spelling of (gray for
+# grey), which is where its value is stored, and keeps the two from making an abbreviation
+# ambiguous. Returns list(options = named list, positional = character()).
 npm_parse_args <- function(args, spec) {
   opts <- list()
   pos <- character(0)
   longs <- vapply(spec, `[[`, "", "long")
   shorts <- vapply(spec, function(s) if (is.null(s$short)) NA_character_ else s$short, "")
-  i <- 1L
+  canonical <- vapply(spec, function(s) if (is.null(s$same)) s$long else s$same, "")
   set <- function(s, v) {
-    if (isTRUE(s$`repeat`)) opts[[s$long]] <<- c(opts[[s$long]], v) else opts[[s$long]] <<- v
+    key <- if (is.null(s$same)) s$long else s$same
+    if (isTRUE(s$`repeat`)) opts[[key]] <<- c(opts[[key]], v) else opts[[key]] <<- v
   }
+  # The long option `name` abbreviates: its index, NA for none, or an error when several fit.
+  find_long <- function(name, word) {
+    k <- match(name, longs)
+    if (!is.na(k) || name == "") return(k)
+    cand <- which(startsWith(longs, name))
+    cand <- cand[!duplicated(canonical[cand])]
+    if (length(cand) > 1L)
+      npm_stop("option %s is ambiguous (%s); see --help", word,
+               paste0("--", longs[cand], collapse = ", "))
+    if (length(cand) == 1L) cand else NA_integer_
+  }
+  i <- 1L
   while (i <= length(args)) {
     a <- args[i]; i <- i + 1L
     if (a == "--") { pos <- c(pos, args[seq_len(length(args) - i + 1L) + i - 1L]); break }
-    if (startsWith(a, "--") || (startsWith(a, "-") && nchar(a) > 1L && !grepl("^-[0-9.]", a))) {
-      if (startsWith(a, "--")) {
-        body <- substring(a, 3L)
-        name <- sub("=.*$", "", body)
-        inline <- if (grepl("=", body, fixed = TRUE)) sub("^[^=]*=", "", body) else NA
-        k <- match(name, longs)
-        if (is.na(k)) {
-          cand <- which(startsWith(longs, name))
-          if (length(cand) == 1L) k <- cand
-          else if (length(cand) > 1L)
-            npm_stop("option --%s is ambiguous (%s); see --help", name,
-                     paste0("--", longs[cand], collapse = ", "))
-          else npm_stop("unknown option --%s; see --help", name)
+    if (!startsWith(a, "-") || nchar(a) < 2L || grepl("^-[0-9.]", a)) { pos <- c(pos, a); next }
+    double <- startsWith(a, "--")
+    body <- substring(a, if (double) 3L else 2L)
+    has_value <- grepl("=", body, fixed = TRUE)
+    name <- sub("=.*$", "", body)
+    inline <- if (has_value) sub("^[^=]*=", "", body) else NA_character_
+    one_letter <- !double && !has_value && nchar(body) == 1L && body %in% shorts
+    k <- if (one_letter) NA_integer_ else find_long(name, a)
+    if (is.na(k) && !double && !has_value) {
+      k <- match(substr(body, 1L, 1L), shorts)
+      if (is.na(k)) npm_stop("unknown option %s; see --help", a)
+      if (nchar(body) > 1L) {
+        if (isTRUE(spec[[k]]$value)) {
+          inline <- substring(body, 2L)
+        } else {
+          flags <- match(strsplit(body, "", fixed = TRUE)[[1]], shorts)
+          if (anyNA(flags) || any(vapply(spec[flags], function(s) isTRUE(s$value), TRUE)))
+            npm_stop("unknown option %s; see --help", a)
+          for (f in flags) set(spec[[f]], TRUE)
+          next
         }
-      } else {
-        name <- substr(a, 2L, 2L)
-        inline <- if (nchar(a) > 2L) substring(a, 3L) else NA
-        k <- match(name, shorts)
-        if (is.na(k)) npm_stop("unknown option -%s; see --help", name)
       }
-      s <- spec[[k]]
-      if (isTRUE(s$value)) {
-        if (is.na(inline)) {
-          if (i > length(args)) npm_stop("option --%s needs a value; see --help", s$long)
-          inline <- args[i]; i <- i + 1L
-        }
-        set(s, inline)
-      } else {
-        if (!is.na(inline)) npm_stop("option --%s takes no value", s$long)
-        set(s, TRUE)
+    }
+    if (is.na(k)) npm_stop("unknown option %s; see --help", a)
+    s <- spec[[k]]
+    if (isTRUE(s$value)) {
+      if (is.na(inline)) {
+        if (i > length(args)) npm_stop("option %s needs a value; see --help", a)
+        inline <- args[i]; i <- i + 1L
       }
+      set(s, inline)
     } else {
-      pos <- c(pos, a)
+      if (!is.na(inline)) npm_stop("option %s takes no value", a)
+      set(s, TRUE)
     }
   }
   list(options = opts, positional = pos)

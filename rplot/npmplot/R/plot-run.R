@@ -14,27 +14,54 @@ npm_time_label <- function(w) {
   if (w >= 1) sprintf("%g s", w) else sprintf("%g ms", w * 1000)
 }
 
-# Rates of very short intervals (the last one, cut short at STOP) say little and
-# dwarf the rest: an interval shorter than a quarter of the median one is merged
-# into the interval before it (bytes, packets, frames and durations add up).
-npm_merge_short_intervals <- function(d) {
-  d <- as.data.table(d)
-  if (nrow(d) == 0L) return(d)
-  typical <- median(d$Interval)
-  d <- d[order(Node, FlowID, Action, RelTime)]
-  d[, .block := cumsum(Interval >= typical / 4 | seq_len(.N) == 1L), by = .(Node, FlowID, Action)]
-  d[, `:=`(Interval = sum(Interval), RelBytes = sum(RelBytes), RelPackets = sum(RelPackets),
-           RelFrames = sum(RelFrames)), by = .(Node, FlowID, Action, .block)]
-  d <- d[d[, .I[.N], by = .(Node, FlowID, Action, .block)]$V1]
-  d[, .block := NULL][]
+# The rates of every interval of the measurement vectors (flows only, not Total), as the
+# figures draw them: the bytes, packets and frames of an interval divided by its true length
+# (npm_interval_lengths(): a flow's last interval ends at its last message), drawn over
+# (Start, End]. No interval is merged into another or stretched. A last interval shorter than
+# a tenth of the median one (a runtime just past a whole second) holds a message or two,
+# whose "rate" says nothing: it is left out, and attr(, "left_out") says which (Node, Flow,
+# Action, Start, End).
+npm_interval_rates <- function(mv) {
+  d <- as.data.table(mv)[FlowID >= 0 & Interval > 0 & Action %in% c("Sent", "Received", "Lost")]
+  if (!("Length" %in% names(d))) d[, `:=`(Length = Interval, Ends = "block")]
+  d[, `:=`(Start = RelTime - Interval)]
+  d[, End := Start + Length]
+  typical <- if (nrow(d)) median(d$Interval) else 1
+  short <- d$Ends != "block" & d$Length < typical / 10
+  left_out <- d[short & Action != "Lost", .(Node, NodeLabel = if ("NodeLabel" %in% names(d)) NodeLabel,
+                                            Flow = if ("Flow" %in% names(d)) Flow, Action, Start, End)]
+  d <- d[!short]
+  d[, `:=`(BitRate = RelBytes * 8 / Length, PacketRate = RelPackets / Length,
+           FrameRate = RelFrames / Length)]
+  setorderv(d, intersect(c("Node", "FlowID", "Action", "Start"), names(d)))
+  setattr(d, "left_out", left_out)
+  d[]
 }
 
-# Step curves of interval values: a row at RelTime holds the value of the interval
-# (RelTime - Interval, RelTime]; returns two points per row, in drawing order.
+# What a caption says of the rate figures: where the last intervals end, and what was left out.
+npm_interval_caption <- function(d) {
+  out <- character(0)
+  ends <- unique(d$Ends[d$Ends != "block"])
+  if ("last message" %in% ends)
+    out <- c(out, "A flow's last interval ends at its last message (Last Transmission / Last Reception of the scalar files), not at the end of the measurement after the stop.")
+  if ("stop" %in% ends)
+    out <- c(out, "Without the scalar files' Last Transmission / Last Reception, a flow's last interval runs to the end of the measurement, including the stop after the runtime.")
+  lo <- attr(d, "left_out")
+  if (!is.null(lo) && nrow(lo)) {
+    what <- unique(sprintf("%s at the %s node", as.character(lo$Flow), tolower(lo$Node)))
+    out <- c(out, sprintf("Not drawn: the last %s of %s (shorter than a tenth of an interval: a rate over it says nothing).",
+                          paste(unique(sprintf("%.0f ms", (lo$End - lo$Start) * 1000)), collapse = ", "),
+                          paste(what, collapse = "; ")))
+  }
+  if (length(out)) paste(strwrap(paste(out, collapse = " "), width = 110), collapse = "\n") else NULL
+}
+
+# Step curves of interval values: a row holds the value of the interval (Start, End];
+# returns two points per row (at Start and at End, as RelTime), in drawing order.
 npm_steps <- function(d, yv, by) {
-  d <- as.data.table(d)[order(RelTime)][, .row := seq_len(.N)]
-  a <- copy(d)[, RelTime := pmax(0, RelTime - Interval)][, .ord := 1L]
-  b <- copy(d)[, .ord := 2L]
+  d <- as.data.table(d)[order(Start)][, .row := seq_len(.N)]
+  a <- copy(d)[, RelTime := Start][, .ord := 1L]
+  b <- copy(d)[, RelTime := End][, .ord := 2L]
   r <- rbind(a, b)
   setorderv(r, c(by, ".row", ".ord"))
   r[]
@@ -49,6 +76,8 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
   pal <- setNames(npm_palette(length(flows), grey), flows)
   flow_cols <- max(1L, ceiling(length(flows) / 5))   # legend: at most 5 flows per column
   theme_npm <- npm_theme(base_size, legend_position)
+  npm_caption_theme <- theme(plot.caption = element_text(hjust = 0, size = rel(0.75)),
+                             plot.caption.position = "plot")
   xl <- "Time t [s]"
   colour_flow <- scale_colour_manual(values = pal, name = "Flow", drop = TRUE)
   out <- list()
@@ -57,7 +86,8 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
     out[[length(out) + 1L]] <<- list(plot = p + labs(title = shown), title = title,
                                      outline = c(section, title))
   }
-  act <- npm_merge_short_intervals(mv[FlowID >= 0 & Interval > 0])
+  act <- npm_interval_rates(mv)
+  caption <- npm_interval_caption(act)
   lost <- act[Action %in% c("Received", "Lost")]
   act <- act[Action %in% c("Sent", "Received")]
   act[, Action := factor(Action, levels = c("Sent", "Received"))]
@@ -69,12 +99,11 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
                group = interaction(Flow, Action))) +
       geom_path(linewidth = 0.6) +
       facet_wrap(vars(NodeLabel), ncol = 1) + colour_flow + linetype_action +
-      labs(x = xl, y = ylab) + theme_npm +
+      labs(x = xl, y = ylab, caption = caption) + theme_npm + npm_caption_theme +
       guides(colour = guide_legend(ncol = flow_cols, order = 1), linetype = guide_legend(order = 2))
   }
   section <- "Overview"
   if (nrow(act)) {
-    act[, BitRate := RelBytes * 8 / Interval]
     u <- npm_auto_unit(act$BitRate, "bit/s")
     act[, BitRateS := BitRate * u$factor]
     add(lines_by_flow(act, "BitRateS", sprintf("Bit rate [%s]", u$unit)) +
@@ -90,16 +119,13 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
           labs(x = xl, y = sprintf("Cumulative data [%s]", u$unit)) + theme_npm +
           guides(colour = guide_legend(ncol = flow_cols, order = 1), linetype = guide_legend(order = 2)),
         "Cumulative data", section)
-    act[, FrameRate := RelFrames / Interval]
     add(lines_by_flow(act, "FrameRate", "Frame rate [frames/s]") + expand_limits(y = 0),
         "Frame rate", section)
     # Loss as seen by the receiver of each interval: lost / (received + lost) packets.
     rl <- lost[, .(Received = sum(RelPackets[Action == "Received"]),
-               Lost = sum(RelPackets[Action == "Lost"])),
-             by = .(NodeLabel, Flow, FlowID, RelTime)]
+                   Lost = sum(RelPackets[Action == "Lost"])),
+               by = .(NodeLabel, Flow, FlowID, Start, End)]
     rl[, Loss := ifelse(Received + Lost > 0, 100 * Lost / (Received + Lost), NA_real_)]
-    rl <- merge(rl, unique(act[, .(NodeLabel, FlowID, RelTime, Interval)]),
-                by = c("NodeLabel", "FlowID", "RelTime"))
     add(ggplot(npm_steps(rl, "Loss", c("NodeLabel", "Flow")),
                aes(x = RelTime, y = Loss, colour = Flow, group = Flow)) +
           geom_path(linewidth = 0.6) + facet_wrap(vars(NodeLabel), ncol = 1) +
@@ -149,7 +175,8 @@ npm_run_plots <- function(run, per_flow = TRUE, grey = FALSE, base_size = 12,
                                 drop = TRUE) +
             scale_linetype_manual(values = setNames(c("solid", "22", "solid", "22"), series),
                                   name = NULL, drop = TRUE) +
-            expand_limits(y = 0) + labs(x = xl, y = sprintf("Bit rate [%s]", u$unit)) + theme_npm,
+            expand_limits(y = 0) + labs(x = xl, y = sprintf("Bit rate [%s]", u$unit), caption = caption) +
+            theme_npm + npm_caption_theme,
           "Bit rate", f)
       if (!is.null(fv) && nrow(fv[Flow == f])) {
         g <- fv[Flow == f]

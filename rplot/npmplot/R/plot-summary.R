@@ -3,8 +3,10 @@
 
 # Plot means and t-intervals of y over x, one curve per colour/linetype group, facets
 # by rows/cols. Labels may use markup (see npm_markup_to_plotmath); value_labels is a
-# list column -> c(value = "label") for legend entries and strips. Returns a ggplot
-# with the summarised data in attr(p, "summary").
+# list column -> c(value = "label") for legend entries and strips. x_unit/y_unit
+# ("bit/s:Mbit/s") convert units on top of x_scale/y_scale. The axis titles are xlab/ylab,
+# else the metric a column holds with its unit (the converted one), else the column's name.
+# Returns a ggplot with the summarised data in attr(p, "summary").
 npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              facet_rows = NULL, facet_cols = NULL, filter = NULL,
                              level = 0.95, x_scale = 1, y_scale = 1,
@@ -13,8 +15,10 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              grey = FALSE, points = TRUE, base_size = 12,
                              legend_position = "bottom", x_limits = NULL, y_limits = NULL,
                              x_log = FALSE, y_log = FALSE, runs = FALSE, reference = NULL,
-                             caption = NULL) {
+                             caption = NULL, x_unit = NULL, y_unit = NULL) {
   data <- as.data.table(data)
+  if (!is.null(x_unit)) x_scale <- x_scale * npm_parse_unit_conversion(x_unit)
+  if (!is.null(y_unit)) y_scale <- y_scale * npm_parse_unit_conversion(y_unit)
   nz <- function(v) if (is.null(v) || length(v) == 0L || is.na(v[1]) || v[1] == "") NULL else v[1]
   colour <- nz(colour); linetype <- nz(linetype)
   facet_rows <- nz(facet_rows); facet_cols <- nz(facet_cols)
@@ -184,8 +188,8 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                         cols = if (!is.null(facet_cols)) vars(.data[[facet_cols]]),
                         labeller = lbl)
   }
-  p <- p + labs(x = npm_label(if (!is.null(xlab)) xlab else x),
-                y = npm_label(if (!is.null(ylab)) ylab else y),
+  p <- p + labs(x = npm_label(xlab %||% npm_axis_label(x, x_scale, x_unit)),
+                y = npm_label(ylab %||% npm_axis_label(y, y_scale, y_unit)),
                 title = npm_label(title),
                 # plain text (no markup: it names columns like failed_attempts), wrapped to the page
                 caption = if (!is.null(caption) && nzchar(caption))

@@ -40,6 +40,8 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
              ifelse(is.na(time_range[1]), "the start", format(time_range[1])),
              ifelse(is.na(time_range[2]), "the end", format(time_range[2])),
              min(mv$RelTime), max(mv$RelTime))
+  scalars <- npm_read_run_scalars(cfg, dir, config)
+  npm_interval_lengths(mv, scalars)
   mv <- mv[in_range(RelTime)]
 
   fv <- npm_read_flow_files(flows, "Vector", dir,
@@ -69,20 +71,14 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
   }
 
   cpu <- NULL
-  for (role in c("Active", "Passive")) {
-    name <- npm_cfg(cfg, paste0("SCALAR_", toupper(role), "_NODE"))
-    file <- npm_resolve_file(name, dir)
-    if (is.na(file)) next
-    s <- npm_read_scalars(file)
-    s <- s[grepl("\\.(CPU\\[[0-9]+\\]|totalCPU)$", Object)]
-    if (nrow(s) == 0L) next
-    s[, CPU := ifelse(grepl("totalCPU$", Object), "All",
-                      sub(".*CPU\\[([0-9]+)\\]$", "\\1", Object))]
-    s[, Node := role]
-    cpu[[role]] <- s
+  if (!is.null(scalars)) {
+    s <- scalars[grepl("\\.(CPU\\[[0-9]+\\]|totalCPU)$", Object)]
+    if (nrow(s)) {
+      s[, CPU := ifelse(grepl("totalCPU$", Object), "All", sub(".*CPU\\[([0-9]+)\\]$", "\\1", Object))]
+      cpu <- s
+    }
   }
   if (!is.null(cpu)) {
-    cpu <- rbindlist(cpu)
     cpu[, NodeLabel := factor(node_label[Node], levels = node_label)]
     cpu_levels <- unique(c(sort(as.integer(setdiff(cpu$CPU, "All"))), "All"))
     cpu[, CPU := factor(CPU, levels = as.character(cpu_levels))]
@@ -98,7 +94,65 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
   }
 
   list(config = cfg, config_file = config, flows = flows, nodes = nodes,
-       measurement = mv, flowvectors = fv, paths = pv, cpu = cpu)
+       measurement = mv, flowvectors = fv, paths = pv, cpu = cpu, scalars = scalars)
+}
+
+# The scalar files of both nodes (SCALAR_ACTIVE_NODE, SCALAR_PASSIVE_NODE) with their Node;
+# NULL when the run has none. A file the config names but that is not there is warned about.
+npm_read_run_scalars <- function(cfg, dir, config) {
+  out <- list()
+  for (role in c("Active", "Passive")) {
+    key <- paste0("SCALAR_", toupper(role), "_NODE")
+    name <- npm_cfg(cfg, key)
+    if (name == "") next
+    file <- npm_resolve_file(name, dir)
+    if (is.na(file)) {
+      npm_warn("%s: the %s scalar file %s does not exist; plotted without it (no CPU utilisation, the last interval as recorded)",
+               config, tolower(role), name)
+      next
+    }
+    s <- npm_read_scalars(file)
+    s[, Node := role]
+    out[[role]] <- s
+  }
+  if (length(out)) rbindlist(out) else NULL
+}
+
+# The true length of every interval of the measurement vectors, as column Length (seconds),
+# and where it ends, as column Ends. A row's interval is (AbsTime - Interval, AbsTime]: the
+# vector's blocks come every second and a last one when the measurement stops, which is after
+# the runtime, when the flows have stopped sending and the stop handshake is done (tens of ms
+# later, up to seconds). That last interval of a flow ends, for what the node sent, at the
+# node's last transmission of the flow, and for what it received or lost at its last
+# reception (the scalars Last Transmission and Last Reception, microseconds as AbsTime), so
+# that its bytes are divided by the time in which they were sent, not by the stop after it.
+# Ends: "block" (a vector block), "last message" (the scalar), "stop" (the last block, with
+# no scalar to tell the flow's end). Changes mv by reference.
+npm_interval_lengths <- function(mv, scalars) {
+  mv[, `:=`(Length = Interval, Ends = "block")]
+  mv[, .last := Interval > 0 & FlowID >= 0 & AbsTime == max(AbsTime), by = Node]
+  mv[(.last), Ends := "stop"]
+  if (!is.null(scalars) && nrow(scalars)) {
+    re <- "^netPerfMeter\\.(active|passive)\\.flow\\[([0-9]+)\\]$"
+    ends <- scalars[grepl(re, Object) & Name %in% c("Last Transmission", "Last Reception")]
+  }
+  if (!is.null(scalars) && nrow(ends)) {
+    ends[, `:=`(FlowID = as.numeric(sub(re, "\\2", Object)),
+                Action = ifelse(Name == "Last Transmission", "Sent", "Received"))]
+    ends <- rbind(ends, ends[Action == "Received"][, Action := "Lost"])
+    last <- mv[(.last)]
+    last[, .row := which(mv$.last)]
+    last <- merge(last, ends[, .(Node, FlowID, Action, LastMessage = Value)],
+                  by = c("Node", "FlowID", "Action"))
+    # Only where the last message lies inside the interval; before it, the flow was silent.
+    begin <- last$AbsTime - last$Interval * 1e6
+    use <- is.finite(last$LastMessage) & last$LastMessage > begin & last$LastMessage <= last$AbsTime
+    rows <- last$.row[use]
+    set(mv, i = rows, j = "Length", value = (last$LastMessage[use] - begin[use]) / 1e6)
+    set(mv, i = rows, j = "Ends", value = "last message")
+  }
+  mv[, .last := NULL]
+  invisible(mv)
 }
 
 # The files a run's config names in its flows' columns `<column>Active` and `<column>Passive`,

@@ -1,13 +1,16 @@
 # createsummary and combinesummaries tables.
 # Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
 
-# Read a createsummary/combinesummaries table (plain, .bz2, .gz): header line,
+# Read a createsummary/combinesummaries table (plain, .bz2, .gz, .xz; within the bound of
+# text inputs, see npm_max_input_size()): header line,
 # whitespace-separated fields, "quoted" values, optional leading line numbers.
 # createsummary --csv tables (*.csv[.bz2]) are comma-separated; sep overrides.
 npm_read_summary <- function(path, sep = NULL) {
   if (is.null(sep))
     sep <- if (grepl("\\.csv(\\.(bz2|gz|xz))?$", path, ignore.case = TRUE)) "," else ""
-  con <- npm_open(path, "table")
+  lines <- npm_read_lines(path, "table")
+  if (length(lines) == 0L) npm_stop("table %s %s", path, npm_empty_reason(path))
+  con <- textConnection(lines)
   on.exit(close(con))
   d <- tryCatch(
     read.table(con, header = TRUE, quote = "\"", comment.char = "", sep = sep,

@@ -11,7 +11,7 @@ npm_auto_unit <- function(values, unit) {
 }
 
 NPM_UNITS <- c("bit" = 1, "b" = 1, "byte" = 8, "B" = 8, "Byte" = 8, "s" = 1, "ms" = 1e-3,
-               "us" = 1e-6, "\u00b5s" = 1e-6, "frame" = 1, "packet" = 1)
+               "us" = 1e-6, "\u00b5s" = 1e-6, "frame" = 1, "packet" = 1, "frames" = 1, "packets" = 1)
 NPM_PREFIXES <- c(k = 1e3, K = 1e3, M = 1e6, G = 1e9, T = 1e12, Ki = 1024, Mi = 1024^2,
                   Gi = 1024^3, Ti = 1024^4)
 
@@ -141,4 +141,53 @@ npm_labels <- function(s) {
   ex <- vapply(s, function(x) if (npm_has_markup(x)) npm_markup_to_plotmath(x) else deparse(x), "")
   tryCatch(parse(text = ex, keep.source = FALSE),
            error = function(e) npm_stop("cannot understand label(s) %s", paste(s, collapse = ", ")))
+}
+
+# The quantity and unit of a createsummary column, from its name "<object>-<Statistic>"
+# (the scalar's name without blanks, e.g. active.flow-ReceivedBitRate, passive.totalCPU-User,
+# active.flow.path-MeanCwnd). list(label = "Received bit rate (active.flow)", unit = "bit/s");
+# unit NA where the scalar has none (counts of packets, frames, retransmissions); NULL for a
+# column that is not such a metric (a parameter of the study).
+npm_metric <- function(column) {
+  m <- regmatches(column, regexec("^([A-Za-z][A-Za-z0-9_.]*)-([A-Za-z][A-Za-z0-9:-]*)$", column))[[1]]
+  if (length(m) != 3L) return(NULL)
+  object <- m[2]
+  stat <- m[3]
+  last <- sub("^.*\\.", "", object)
+  unit <- if (last %in% c("CPU", "totalCPU")) "%"
+    else if (grepl("BitRate$", stat)) "bit/s"
+    else if (grepl("ByteRate$", stat)) "B/s"
+    else if (grepl("PacketRate$", stat)) "packets/s"
+    else if (grepl("FrameRate$", stat)) "frames/s"
+    else if (grepl("Bytes$|^Bytes[A-Z]|^Mean(Cwnd|Rwnd)$", stat)) "B"
+    else if (grepl("^(First|Last)[A-Z]", stat)) "\u00b5s"   # time stamps, microseconds since 1970
+    else if (grepl("^(Jitter|MeanDelay|MeanRTT)$", stat)) "ms"
+    else if (grepl("(Packets|Frames|Retransmissions|Chunks|Acks|Samples|Unacked|Pending)$", stat)) NA_character_
+    else return(NULL)
+  words <- gsub("([a-z0-9])([A-Z])", "\\1 \\2", stat)
+  words <- gsub("([A-Z]+)([A-Z][a-z])", "\\1 \\2", words)
+  words <- paste0(substr(words, 1L, 1L), vapply(substring(words, 2L), function(w)
+    gsub("\\b([A-Z])([a-z])", "\\L\\1\\E\\2", w, perl = TRUE), ""))
+  list(label = sprintf("%s (%s)", words, object), unit = unit)
+}
+
+# The axis title of a column: the metric and its unit (the unit converted to, after a unit
+# conversion "FROM:TO"; "<1/scale> <unit>" after a bare scale factor), else the column's name
+# (with the unit converted to, if any).
+npm_axis_label <- function(column, scale = 1, conversion = NULL) {
+  m <- npm_metric(column)
+  to <- if (!is.null(conversion)) trimws(strsplit(conversion, "->|:")[[1]][2])
+  if (!is.null(m) && !is.na(m$unit) && !is.null(conversion)) {
+    from <- trimws(strsplit(conversion, "->|:")[[1]][1])
+    ok <- tryCatch(isTRUE(all.equal(npm_unit_value(from), npm_unit_value(m$unit))),
+                   npm_error = function(e) FALSE)
+    if (!ok) npm_warn("column %s is in %s, but the unit conversion %s starts from %s",
+                      column, m$unit, conversion, from)
+  }
+  base <- if (is.null(m)) column else m$label
+  unit <- if (!is.null(to)) to
+          else if (is.null(m) || is.na(m$unit)) NULL
+          else if (isTRUE(all.equal(scale, 1))) m$unit
+          else sprintf("%g %s", 1 / scale, m$unit)
+  if (is.null(unit)) base else sprintf("%s [%s]", base, unit)
 }

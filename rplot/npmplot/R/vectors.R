@@ -165,12 +165,35 @@ npm_read_flow_vector <- function(path, columns = NULL) {
   d
 }
 
-# Read a scalar file (.sca, plain or .bz2): lines  scalar "<object>" "<name>" <value>.
+# Read a scalar file (.sca, plain or compressed): lines  scalar "<object>" "<name>" <value>
+# (object and name may be single words without quotes),
+# as netperfmeter writes them (and OMNeT++, whose header, attribute and statistic lines are
+# passed over). Anything else is a corrupt file: an error naming the file and the line, as is
+# a file without a single scalar.
 npm_read_scalars <- function(path) {
-  lines <- npm_read_lines(path, "scalar file")
-  re <- "^scalar[ \t]+\"([^\"]*)\"[ \t]+\"([^\"]*)\"[ \t]+([^ \t]+)[ \t]*$"
+  what <- "scalar file"
+  lines <- npm_read_lines(path, what)
+  if (length(lines) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
+  lines <- sub("\r$", "", lines)
+  # (the object and the name in quotes, or single words without them, as in older files)
+  word <- "(\"([^\"]*)\"|([^ \t\"]+))"
+  re <- paste0("^scalar[ \t]+", word, "[ \t]+", word, "[ \t]+([^ \t]+)[ \t]*$")
   m <- regmatches(lines, regexec(re, lines))
-  m <- m[lengths(m) == 4L]
-  data.table(Object = vapply(m, `[`, "", 2L), Name = vapply(m, `[`, "", 3L),
-             Value = suppressWarnings(as.numeric(vapply(m, `[`, "", 4L))))
+  row <- lengths(m) == 8L
+  other <- grepl("^[ \t]*$|^[ \t]*#|^(version|run|attr|param|itervar|config|statistic|field|bin|par)([ \t]|$)",
+                 lines)
+  bad <- which(!row & !other)
+  if (length(bad))
+    npm_stop("%s %s: line %d is not a scalar row (scalar \"object\" \"name\" value): %s", what, path,
+             bad[1], encodeString(substr(lines[bad[1]], 1L, 60L), quote = "\""))
+  m <- m[row]
+  value <- vapply(m, `[`, "", 8L)
+  num <- suppressWarnings(as.numeric(sub("^-(nan|NaN)$", "\\1", value)))
+  wrong <- which(is.na(num) & !grepl("^-?(nan|NaN)$", value))
+  if (length(wrong))
+    npm_stop("%s %s: line %d: the value %s is not a number", what, path, which(row)[wrong[1]],
+             encodeString(value[wrong[1]], quote = "\""))
+  if (!length(m)) npm_stop("%s %s has no scalar rows", what, path)
+  field <- function(k) vapply(m, function(x) if (startsWith(x[k], "\"")) x[k + 1L] else x[k + 2L], "")
+  data.table(Object = field(2L), Name = field(5L), Value = num)
 }

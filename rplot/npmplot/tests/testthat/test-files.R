@@ -272,3 +272,104 @@ test_that("per-path vectors: connection rows, fast, timer and rescheduled retran
   bad <- write_text(c(paste(head(NPM_PATH_COLUMNS, -8L), collapse = "\t"), row), tempfile(fileext = ".vec"))
   expect_error(npm_read_path_vector(bad), "lacks column", class = "npm_error")
 })
+
+test_that("a corrupt scalar file is an error naming the file and the line", {
+  good <- c("version 2", "run run-1", "attr configname General",
+            "scalar \"netPerfMeter.active.flow[0]\" \"Last Transmission\"       1796164534285873",
+            "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\" -nan", "",
+            "scalar netPerfMeter.active.flow[1]   \"Received Bit Rate\"\t1100",   # older files, OMNeT++
+            "statistic net.host[0].app \"rtt:stats\"", "field count 4", "attr unit s", "# a comment")
+  s <- npm_read_scalars(write_text(good, tempfile(fileext = ".sca")))
+  expect_equal(s$Object, c("netPerfMeter.active.flow[0]", "netPerfMeter.active.flow[0]", "netPerfMeter.active.flow[1]"))
+  expect_equal(s$Name, c("Last Transmission", "Jitter", "Received Bit Rate"))
+  expect_true(is.nan(s$Value[2]))
+  expect_equal(s$Value[3], 1100)
+  f <- write_text(c(good[4], "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\"", good[5]), tempfile(fileext = ".sca"))
+  expect_error(npm_read_scalars(f), sprintf("scalar file %s: line 2 is not a scalar row", f), fixed = TRUE,
+               class = "npm_error")
+  f <- write_text(c(good[4], "Q\u00e4\u00b5 garbage"), tempfile(fileext = ".sca.bz2"))
+  expect_error(npm_read_scalars(f), "line 2 is not a scalar row .*garbage", class = "npm_error")
+  f <- write_text("scalar \"a\" \"b\" 12abc", tempfile(fileext = ".sca"))
+  expect_error(npm_read_scalars(f), "line 1: the value \"12abc\" is not a number", class = "npm_error")
+  f <- tempfile(fileext = ".sca")
+  writeBin(as.raw(c(0x73, 0x63, 0:200)), f)
+  expect_error(npm_read_scalars(f), "is not a text file: it holds NUL bytes", class = "npm_error")
+  expect_error(npm_read_scalars(write_text(character(0), tempfile(fileext = ".sca"))), "is empty",
+               class = "npm_error")
+  expect_error(npm_read_scalars(write_text(good[1:3], tempfile(fileext = ".sca"))), "has no scalar rows",
+               class = "npm_error")
+  # cut short: bzip2 gives nothing, gzip what it could decompress, up to within a line
+  rows <- sprintf("scalar \"netPerfMeter.active.flow[%d]\" \"Transmitted Bytes\" %d", 0:400, 1000 * (0:400))
+  for (ext in c(".sca.bz2", ".sca.gz")) {
+    whole <- write_text(rows, tempfile(fileext = ext))
+    cut <- tempfile(fileext = ext)
+    writeBin(readBin(whole, "raw", file.info(whole)$size - 20L), cut)
+    expect_error(npm_read_scalars(cut), "truncated", class = "npm_error", info = ext)
+  }
+})
+
+test_that("a corrupt or missing scalar file of a run: an error, a warning", {
+  config <- synthetic_run()
+  sca <- file.path(dirname(config), npm_cfg(npm_read_config(config), "SCALAR_ACTIVE_NODE"))
+  writeLines("this is not a scalar file", sca)
+  expect_error(npm_read_run(config), sprintf("scalar file %s: line 1 is not a scalar row", sca),
+               fixed = TRUE, class = "npm_error")
+  unlink(sca)
+  expect_warning(run <- npm_read_run(config), "active scalar file .* does not exist; plotted without it",
+                 class = "npm_warning")
+  expect_setequal(unique(run$cpu$Node), "Passive")
+})
+
+# n bytes of zeros, bzip2-compressed: a "decompression bomb" of a few hundred bytes
+bomb <- function(n, ext = ".bz2") {
+  f <- tempfile(fileext = ext)
+  writeBin(memCompress(raw(n), "bzip2"), f)
+  f
+}
+
+test_that("inputs that unpack beyond the bound are refused, naming the file and the bound", {
+  old <- options(npmplot.max_input_size = "1M")
+  on.exit(options(old))
+  b <- bomb(8 * 1024^2)
+  expect_lt(file.info(b)$size, 200)
+  msg <- function(what) sprintf("%s %s decompresses to more than 1 MB, the bound for every input (set by --max-input-size", what, b)
+  expect_error(npm_read_config(b), msg("config file"), fixed = TRUE, class = "npm_error")
+  expect_error(npm_read_scalars(b), msg("scalar file"), fixed = TRUE, class = "npm_error")
+  expect_error(npm_read_summary(b), msg("table"), fixed = TRUE, class = "npm_error")
+  # rows of a vector that would be read as such: refused at the bound, not at its header
+  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  rows <- rep("000001\t1795272048342394\t0.000027\t0\t1460\t1\t0\t1460\t1\t0\t0.072\t0.072\t0.004", 30000)
+  big <- write_text(c(h, rows), tempfile(fileext = ".vec.bz2"))
+  expect_error(npm_read_flow_vector(big), sprintf("per-flow vector %s decompresses to more than 1 MB", big),
+               fixed = TRUE, class = "npm_error")
+  plain <- write_text(c(h, rows), tempfile(fileext = ".vec"))
+  expect_error(npm_read_flow_vector(plain), sprintf("per-flow vector %s holds more than 1 MB", plain),
+               fixed = TRUE, class = "npm_error")
+  options(npmplot.max_input_size = "3Mi")
+  expect_equal(nrow(npm_read_flow_vector(big)), 30000L)
+  # the environment variable, when the option is not set
+  options(npmplot.max_input_size = NULL)
+  Sys.setenv(NPM_RPLOT_MAX_INPUT_SIZE = "100k")
+  on.exit(Sys.unsetenv("NPM_RPLOT_MAX_INPUT_SIZE"), add = TRUE)
+  expect_error(npm_read_scalars(b), "more than 100 kB, the bound for every input (set by NPM_RPLOT_MAX_INPUT_SIZE",
+               fixed = TRUE, class = "npm_error")
+  Sys.setenv(NPM_RPLOT_MAX_INPUT_SIZE = "lots")
+  expect_error(npm_read_scalars(b), "NPM_RPLOT_MAX_INPUT_SIZE lots is not a size", class = "npm_error")
+  expect_equal(npm_parse_size("2G"), 2e9)
+  expect_equal(npm_parse_size("64MiB"), 64 * 1024^2)
+  expect_equal(npm_parse_size("1500"), 1500)
+})
+
+test_that("the default bound of text inputs (64 MiB); zeros as a vector are refused at once", {
+  b <- bomb(65 * 1024^2)
+  expect_error(npm_read_config(b), sprintf("config file %s decompresses to more than 64 MiB, the bound for config, scalar and table files (the default;", b),
+               fixed = TRUE, class = "npm_error")
+  # zeros as a vector are refused at their first chunk, not when the bound is reached (here:
+  # 16 MiB of zeros under a bound of 8 MiB) nor once all of them are in a temporary file
+  old <- options(npmplot.max_input_size = "8Mi")
+  on.exit(options(old))
+  v <- bomb(16 * 1024^2, ".vec.bz2")
+  expect_error(npm_read_measurement_vector(v), sprintf("measurement vector %s is not a text file: it holds NUL bytes", v),
+               fixed = TRUE, class = "npm_error")
+  expect_length(list.files(tempdir(), pattern = "^npmplot-"), 0L)
+})
