@@ -23,7 +23,14 @@ void Active::writeConfig() {
   info.pathVectors = options_.pathInterval.count() > 0;
   info.warmup = options_.warmup;
   info.seed = options_.seed;
-  for (const auto& f : flows_) info.flows.push_back(f.spec);
+  for (const auto& f : flows_) {
+    info.flows.push_back(f.spec);
+    // What the flow uses (the kernel's default where the FLOWSPEC names none), as in the JSON.
+    if (f.spec.protocol == npmp::Protocol::TCP || f.spec.protocol == npmp::Protocol::MPTCP ||
+        f.spec.protocol == npmp::Protocol::QUIC) {
+      info.flows.back().congestionControl = congestionControlOf(f.spec);
+    }
+  }
   OutputFile out(options_.configFile, false, 9);
   measure::writeConfig(out, info);
   out.commit();

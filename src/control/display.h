@@ -1,4 +1,6 @@
-// The one-second status line of both roles, as the reference prints it.
+// The one-second status line of both roles: the time, the flows, what was sent and received
+// per second (and in all, where it fits), the host's CPU use and this process's own (user and
+// system, in % of one core), and per core where it fits; never wider than the terminal.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,8 @@ private:
   bool colour_;
   bool printed_ = false;
   std::uint64_t started_ = 0, last_ = 0;
-  std::uint64_t lastTx_ = 0, lastRx_ = 0;
+  std::uint64_t lastTx_ = 0, lastRx_ = 0, lastSelf_ = 0;
+  std::size_t terminalWidth() const;
   measure::CpuSampler cpu_;
   measure::CpuTimes lastCpu_;
   measure::CpuUsage usage_;

@@ -27,6 +27,8 @@ measure::JsonHost thisHost() {
   return host;
 }
 
+}  // namespace
+
 // The congestion control a flow's sender uses at the active: the one its FLOWSPEC asks for, or
 // for TCP and MPTCP the kernel's default now (net.ipv4.tcp_congestion_control); SCTP's CC
 // module; DCCP's CCID where one is asked for. Empty for UDP and what is not known.
@@ -45,8 +47,6 @@ std::string congestionControlOf(const flowspec::FlowSpec& f) {
     default: return {};
   }
 }
-
-}  // namespace
 
 JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.version = NPM_VERSION;

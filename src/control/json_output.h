@@ -18,6 +18,11 @@
 
 namespace npm::control {
 
+// The congestion control a flow's sender uses at the active: the one its FLOWSPEC asks for, or
+// for TCP and MPTCP the kernel's default now; SCTP's CC module; DCCP's CCID; QUIC's. Empty
+// for UDP and what is not known. The JSON document and the config file say this one.
+std::string congestionControlOf(const flowspec::FlowSpec& f);
+
 class JsonOutput {
 public:
   explicit JsonOutput(const ActiveOptions& options);

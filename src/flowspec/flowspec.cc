@@ -439,6 +439,35 @@ Result<void> setCongestionControl(std::string_view, std::string_view value, Flow
   return {};
 }
 
+// rate=, in_rate=: bit/s with k, M, G (10^3, 10^6, 10^9).
+Result<void> setBitRate(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const auto v = parseNumber(value, Quantity::FrameRate);  // the same decimal units
+  if (!v || *v <= 0.0 || *v > 1e12) return Failure{"expected a bit rate in bit/s above 0, at most 1000G (e.g. 10M, 2.5G)"};
+  (key == "rate" ? spec.outBitRate : spec.inBitRate) = *v;
+  return {};
+}
+
+// The frame rate that carries `bitRate` in frames of `size` (a distribution with a known mean).
+Result<void> applyBitRate(double bitRate, Traffic& t, const char* key) {
+  const auto& p = t.size.values;
+  double mean = 0.0;
+  switch (static_cast<Rng>(t.size.rng)) {
+    case Rng::Constant: mean = p[0]; break;
+    case Rng::Uniform: mean = (p[0] + p[1]) / 2.0; break;
+    case Rng::Exponential: mean = p[0]; break;
+    default:
+      return Failure{std::string(key) + "= needs a frame size whose mean is known (const, uniform or exp)"};
+  }
+  if (mean < 1.0) return Failure{std::string(key) + "= needs a frame size of at least one byte in its direction"};
+  if (!(t.rate.rng == static_cast<std::uint8_t>(Rng::Constant) && t.rate.values[0] == 0.0)) {
+    return Failure{std::string(key) + "= sets the frame rate: give the rate entry as const0 (or 0)"};
+  }
+  const double frames = bitRate / (8.0 * mean);
+  if (frames > kMaxFrameRate) return Failure{std::string(key) + "= would be more than 10^9 frames/s"};
+  t.rate.values[0] = frames;
+  return {};
+}
+
 Result<void> setOnOff(std::string_view, std::string_view value, FlowSpec& spec) {
   auto events = parseOnOff(value, spec.repeatOnOff);
   if (!events) return Failure{events.error()};
@@ -465,6 +494,7 @@ constexpr FlowOption kFlowOptions[] = {
     {"ccid", setCcid},
     {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
     {"cc", setCongestionControl},  {"onoff", setOnOff},
+    {"rate", setBitRate},          {"in_rate", setBitRate},
 };
 
 // Applies the option `token` (the `index`th field of the FLOWSPEC); the error comes without
@@ -613,6 +643,12 @@ Result<FlowSpec> parse(std::string_view text, Protocol protocol) {
   if (auto traffic = parseTraffic(tokens, spec, index); !traffic) return fail(traffic.error());
   for (; index < tokens.size(); ++index) {
     if (auto option = applyOption(tokens[index], index, spec); !option) return fail(option.error());
+  }
+  if (spec.outBitRate) {
+    if (auto r = applyBitRate(*spec.outBitRate, spec.outbound, "rate"); !r) return fail(r.error());
+  }
+  if (spec.inBitRate) {
+    if (auto r = applyBitRate(*spec.inBitRate, spec.inbound, "in_rate"); !r) return fail(r.error());
   }
   if (auto rules = checkProtocolRules(spec, protocol); !rules) return fail(rules.error());
   return spec;

@@ -53,6 +53,9 @@ struct FlowSpec {
   bool debug = false;
   bool v6only = false;
   std::string congestionControl;  // empty = default
+  // rate=, in_rate=: a direction's bit rate (bit/s at the NPMP level, as the Received Bit Rate
+  // counts), turned into its frame rate from the mean frame size when the FLOWSPEC is parsed.
+  std::optional<double> outBitRate, inBitRate;
   std::vector<npmp::OnOffEvent> onOff;
   bool repeatOnOff = false;
   std::string text;  // the spec as given, for messages

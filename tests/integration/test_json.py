@@ -221,7 +221,7 @@ class JsonResult(unittest.TestCase):
         doc = json.loads(self.stdout.stdout)  # nothing else on standard output
         validate(doc, "result")
         self.assertIsNone(doc["error"])
-        self.assertIn("<-- ", self.stdout.stderr)  # the status line
+        self.assertRegex(self.stdout.stderr, r"\d:\d\d:\d\d  \d+ flows?  tx .* rx .* CPU host \d+% self \d+%")  # the status line
         self.assertIn("Flow #0", self.stdout.stderr)  # the log
 
     def test_stream_lines(self):
@@ -256,7 +256,7 @@ class JsonResult(unittest.TestCase):
         # the stream's last count is the active's, at the end of the runtime; the document's
         # is STOP's, a little later
         self.assertGreaterEqual(end["result"]["flows"][0]["active_to_passive"]["transmitted"]["bytes"], previous)
-        self.assertIn("<-- ", self.stream.stderr)
+        self.assertRegex(self.stream.stderr, r"\d+ flows?  tx ")
 
     def test_stream_and_document_on_standard_output(self):
         """With --json on standard output too, the document is the end line's, written once."""

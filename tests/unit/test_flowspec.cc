@@ -131,6 +131,20 @@ TEST_CASE("numbers: decimal only, whole bytes, ranges, units with their base") {
   CHECK_THAT(error("const10:const1kk"), Catch::Contains("not a number"));
 }
 
+TEST_CASE("rate= and in_rate= set a direction's frame rate from a bit rate") {
+  const auto f = ok("const0:const1250:const0:uniform100,300:rate=10M:in_rate=1.6k", Protocol::UDP);
+  CHECK(f.outbound.rate.values[0] == 1000.0);  // 10^7 bit/s in frames of 10^4 bits
+  CHECK(f.inbound.rate.values[0] == 1.0);      // 1600 bit/s in frames of 200 bytes on average
+  CHECK(f.outBitRate == 1e7);
+  CHECK(ok("0:exp1000:rate=8k").outbound.rate.values[0] == 1.0);
+  CHECK_THAT(error("const10:const1250:rate=10M"), Catch::Contains("give the rate entry as const0"));
+  CHECK_THAT(error("const0:pareto100,2:rate=10M"), Catch::Contains("whose mean is known"));
+  CHECK_THAT(error("const0:const1250:in_rate=1M"), Catch::Contains("at least one byte in its direction"));
+  CHECK_THAT(error("const0:const1250:rate=0"), Catch::Contains("above 0"));
+  CHECK_THAT(error("const0:const1:rate=10G"), Catch::Contains("more than 10^9 frames/s"));
+  CHECK_THAT(error("const0:const1250:rate=10Mbit"), Catch::Contains("expected a bit rate"));
+}
+
 TEST_CASE("traffic entries come in pairs") {
   CHECK_THAT(error("const10:const100:const5"), Catch::Contains("the inbound frame rate needs the inbound frame size"));
   CHECK_THAT(error("const10:const100:const5:id=1"), Catch::Contains("the inbound frame rate needs"));
