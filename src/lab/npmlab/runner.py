@@ -386,7 +386,7 @@ class Runner:
         key = (tuple(p.key() for p in paths), bottleneck.key() if bottleneck else None)
         if key != self.topo_key:
             self._teardown()
-            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls)
+            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls, seed=self.seed)
             if bottleneck is not None:
                 self.topo = topology.Shared(paths, bottleneck, **common)
             else:
@@ -580,6 +580,8 @@ class Runner:
                 self.current.append(passives[-1])
             for i, p in enumerate(passives):
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
+            if hasattr(topo, "reseed"):
+                topo.reseed(rep)  # the delay lines' random decisions: this repetition's
             before = evidence.snapshot(topo)
             load = evidence.HostLoad(getattr(topo, "delaylines", ()))
             capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"), seconds=self.study.capture)
@@ -604,6 +606,9 @@ class Runner:
                 env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
             capture.wait()
             after = evidence.snapshot(topo)
+            if hasattr(topo, "delayline_record"):  # seeds, drops by cause, lateness of the run
+                with open(os.path.join(partial, "delay_lines.json"), "w") as f:
+                    json.dump(topo.delayline_record(), f, indent=1, sort_keys=True)
         finally:
             for p in reversed(self.current):
                 self._stop(p)
