@@ -41,6 +41,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,18 +508,16 @@ static int red_drop(struct dir *d, long long t, unsigned q)
 		d->red_count++;
 		pb = d->avg < a->max_th ? a->max_p * (d->avg - a->min_th) / (a->max_th - a->min_th)
 					: a->max_p + (1 - a->max_p) * (d->avg - a->max_th) / a->max_th;
-		pa = d->red_count * pb >= 1 ? 1 : pb / (1 - d->red_count * pb);
-		if (uniform(&d->rng_aqm) < pa) {
-			drop = 1;
-			d->red_count = 0;
-		}
+		pa = d->red_count * pb >= 1 ? 1 : fmin(1, pb / (1 - d->red_count * pb));
+		drop = uniform(&d->rng_aqm) < pa;
 	} else {
 		pb = pa = 1;
 		drop = 1;
-		d->red_count = 0;
 	}
-	if (trace)
-		fprintf(trace, " avg=%.6f pb=%.6f pa=%.6f count=%lld", d->avg, pb, pa, d->red_count);
+	if (trace) /* count: of the packets since the last drop, as pa used it */
+		fprintf(trace, " avg=%.9f pb=%.9f pa=%.9f count=%lld", d->avg, pb, pa, d->red_count);
+	if (drop)
+		d->red_count = 0;
 	return drop;
 }
 
@@ -550,6 +549,8 @@ static int arrive(struct dir *d, long long t, unsigned len)
 	if (t < d->last_arrive)
 		t = d->last_arrive; /* time stamps of one socket do not go back; a clock step might */
 	d->last_arrive = t;
+	if (d->rate > 0)
+		service(d, t); /* the bottleneck as it is when the frame arrives */
 	d->in++;
 	if (trace)
 		fprintf(trace, "arrive %u %.3f %u", id, t / 1e3, len - (unsigned)sizeof(struct virtio_net_hdr));
@@ -563,7 +564,6 @@ static int arrive(struct dir *d, long long t, unsigned len)
 		d->corrupted++;
 	int aqm = 0;
 	if (d->rate > 0) {
-		service(d, t);
 		if (trace)
 			fprintf(trace, " q=%u", waiting(d));
 		if (d->aqm.kind == AQM_RED)
@@ -827,6 +827,7 @@ static void usage(FILE *f)
 		"  -s, --seed=SEED[,SEED_BA]     seed of the random decisions (each direction)\n"
 		"  -c, --commands                read commands on stdin: \"seed AB BA\", \"counters\"\n"
 		"  -t, --trace                   drive one direction from arrivals on stdin, print each fate\n"
+		"  -R, --realtime[=PRIORITY]     run as a real-time process (SCHED_FIFO, default priority 10)\n"
 		"  -h, --help                    this help\n"
 		"  -V, --version                 the version\n");
 }
@@ -942,7 +943,7 @@ int main(int argc, char **argv)
 	static struct dir ab, ba;
 	double delay_ab, delay_ba, loss_ab = 0, loss_ba = 0, rate_ab = 0, rate_ba = 0, limit_ab = 1000, limit_ba = 1000;
 	unsigned long long seed_ab = 0x9e3779b97f4a7c15ULL, seed_ba;
-	int seed_ba_given = 0, fa, fb, opt, commands = 0, tracing = 0;
+	int seed_ba_given = 0, fa, fb, opt, commands = 0, tracing = 0, realtime = 0;
 	struct aqm_cfg aqm;
 
 	parse_aqm((char[]){ "droptail" }, &aqm);
@@ -951,10 +952,11 @@ int main(int argc, char **argv)
 		{ "ber-port", required_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
 		{ "rate", required_argument, NULL, 'r' }, { "limit", required_argument, NULL, 'q' },
 		{ "aqm", required_argument, NULL, 'a' }, { "commands", no_argument, NULL, 'c' },
-		{ "trace", no_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ "trace", no_argument, NULL, 't' }, { "realtime", optional_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 }
 	};
-	while ((opt = getopt_long(argc, argv, "l:b:p:s:r:q:a:cthV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:b:p:s:r:q:a:ctR::hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			if (parse_pair(optarg, 100, &loss_ab, &loss_ba)) {
@@ -1024,6 +1026,15 @@ int main(int argc, char **argv)
 		case 't':
 			tracing = 1;
 			break;
+		case 'R': {
+			double prio = 10;
+			if (optarg && (parse_number(optarg, 99, &prio) || prio < 1 || prio != floor(prio))) {
+				fprintf(stderr, "netperfmeter-delayline: -R wants a SCHED_FIFO priority from 1 to 99\n");
+				return 2;
+			}
+			realtime = (int)prio;
+			break;
+		}
 		case 'V':
 			printf("netperfmeter-delayline (NetPerfMeter) %s\n", NPM_VERSION);
 			return 0;
@@ -1077,6 +1088,14 @@ int main(int argc, char **argv)
 
 	ab.next_update = ba.next_update = now_ns() + aqm.tupdate;
 	prctl(PR_SET_TIMERSLACK, 1UL); /* wake when asked, not up to 50 us later */
+	if (realtime) { /* the link runs when a frame is due, whatever else the host does */
+		struct sched_param sp = { .sched_priority = realtime };
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+			fprintf(stderr, "netperfmeter-delayline: -R: cannot run as a real-time process: %s\n",
+				strerror(errno));
+			return 1;
+		}
+	}
 	const char *ifa = argv[optind], *ifb = argv[optind + 1];
 	fa = open_if(ifa);
 	fb = open_if(ifb);

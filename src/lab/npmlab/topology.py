@@ -225,10 +225,11 @@ class Disjoint:
     endpoints); without it, mptcp_endpoint() chooses. ber_ports: the UDP ports of userland SCTP
     whose packets a path's bit errors (Path.ber) corrupt ("PORT" or "FIRST-LAST"; the runner's
     pairs use 9899 + i). seed: the study's; each delay line's random decisions come from it, the
-    repetition (reseed()), the link and the direction (delayline_seed())."""
+    repetition (reseed()), the link and the direction (delayline_seed()). realtime: the delay
+    lines run as real-time processes (-R), so that the end hosts' work does not make them late."""
 
     def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1, prefix=PREFIX,
-                 netem=None, announce=True, ber_ports="9899-9930"):
+                 netem=None, announce=True, ber_ports="9899-9930", realtime=True):
         self.paths = paths
         self.ber_ports = ber_ports
         self.delayline = delayline
@@ -236,6 +237,7 @@ class Disjoint:
         self.seed = seed
         self.use_netem = netem
         self.announce = announce
+        self.realtime = realtime
         base = f"{prefix}{os.getpid()}-{tag}"
         self.A, self.P = base + "a", base + "p"
         self.created = []
@@ -344,6 +346,9 @@ class Disjoint:
         self.ns(name, "ip", "link", "set", "lo", "up")
         for k in ("all", "default"):
             self.ns(name, "sysctl", "-qw", f"net.ipv4.conf.{k}.rp_filter=0")
+            # IPv4 only: no router solicitations or MLD reports cross a path (they would take a
+            # delay line's random decisions away from the run's packets at times of their own)
+            self.ns(name, "sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1")
 
     def _veth(self, ns_a, dev_a, ns_b, dev_b):
         _run(["ip", "-n", ns_a, "link", "add", "name", dev_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b])
@@ -409,6 +414,8 @@ class Disjoint:
                 _run(["ip", "-n", d, "link", "set", dev, "promisc", "on"])
             seeds = self.delayline_seed(index, "forward"), self.delayline_seed(index, "reverse")
             cmd = ["ip", "netns", "exec", d, self.delayline, "-c", "-s", f"{seeds[0]},{seeds[1]}"]
+            if self.realtime:
+                cmd.append("-R")
             if path.loss > 0 or path.reverse_loss > 0:
                 cmd += ["-l", f"{path.loss},{path.reverse_loss}"]
             if getattr(path, "ber", 0) > 0:
