@@ -2,9 +2,10 @@
 controlled arrival process), its lateness against the one-way delay the packets had, and a RED
 bottleneck in the lab's Disjoint topology with a saturated TCP flow.
 
-usage: test_delayline.py LAB_SOURCE_DIR NETPERFMETER DELAYLINE [CLASS[.TEST] ...]
+usage: test_delayline.py LAB_SOURCE_DIR NETPERFMETER DELAYLINE CREATESUMMARY [CLASS[.TEST] ...]
 """
 
+import json
 import math
 import os
 import re
@@ -17,10 +18,10 @@ import tempfile
 import time
 import unittest
 
-LAB_SRC, NETPERFMETER, DELAYLINE = sys.argv[1:4]
-del sys.argv[1:4]
+LAB_SRC, NETPERFMETER, DELAYLINE, CREATESUMMARY = sys.argv[1:5]
+del sys.argv[1:5]
 sys.path.insert(0, LAB_SRC)
-from npmlab import study, topology  # noqa: E402
+from npmlab import cli, stats, study, topology  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RATE = 10e6                  # bit/s of the traced bottleneck
@@ -485,12 +486,80 @@ print(r[len(r) // 2])
         finally:
             passive.send_signal(signal.SIGINT)
             passive.wait(timeout=10)
-        from npmlab import stats
         goodput = stats.read_scalars(os.path.join(work, "run-passive.sca"), "passive")[
             ("passive", 0, "Received Bit Rate")]
         counters = {k: after["1"]["forward"][k] - before["1"]["forward"][k] for k in after["1"]["forward"]} \
             if after else {}
         return {"queue_ms": loaded - idle, "goodput": goodput, "counters": counters}
+
+
+RED_STUDY = """
+name = "red"
+runtime = 3
+repetitions = 2
+[sweep]
+aqm = ["red", "droptail"]
+[[paths]]
+rate = "10mbit"
+queue = "200p"
+delay_ms = 5
+aqm = "{aqm}"
+red = {wq = 0.002, min = 20, max = 80, maxp = 0.02, gentle = true}
+[[flows]]
+protocol = "tcp"
+spec = "const0:const1400:cc=reno"
+[[metrics]]
+name = "goodput"
+value = "goodput(0) / 1e6"
+unit = "Mbit/s"
+"""
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class Study(unittest.TestCase):
+    """A study file's path with aqm = "red": the lab shapes it in the delay line, gives each
+    repetition its seeds and records them, the drops by cause and the lateness in delay_lines.json."""
+
+    def test_red_path_in_a_study(self):
+        work = tempfile.mkdtemp(prefix="npmlab-aqm-study-")
+        self.addCleanup(shutil.rmtree, work, True)
+        with open(os.path.join(work, "red.toml"), "w") as f:
+            f.write(RED_STUDY)
+        config = {"studies": work, "tools": {"netperfmeter": NETPERFMETER, "createsummary": CREATESUMMARY,
+                                             "netperfmeter-delayline": DELAYLINE,
+                                             "plot-netperfmeter-summary": "/nonexistent"}}
+        out = os.path.join(work, "out")
+        code = cli.main(["run", os.path.join(work, "red.toml"), "-o", out, "--seed", "77", "--no-plot"], config)
+        self.assertEqual(code, 0)
+        seeds = {}
+        for rep in (1, 2):
+            run = os.path.join(out, "runs", f"aqm=red-r{rep}")
+            with open(os.path.join(run, "delay_lines.json")) as f:
+                record = json.load(f)["1"]
+            with open(os.path.join(run, "counters.json")) as f:
+                counters = json.load(f)["delay_lines"]["1"]["forward"]
+            with open(os.path.join(run, "environment.txt")) as f:
+                environment = f.read()
+            self.assertIn("-a red:gentle=1,max=80.0,maxp=0.02,min=20.0,wq=0.002", environment)
+            self.assertIn("-r 10000000,10000000 -q 200,200", record["command"])
+            self.assertEqual(record["repetition"], rep)
+            forward = record["forward"]
+            self.assertEqual(forward["seed"], topology.Disjoint([], seed=77).delayline_seed(1, "forward", rep))
+            self.assertGreater(forward["aqm_drops"], 0, "RED dropped")
+            self.assertEqual(forward["aqm_drops"], counters["aqm_drops"])
+            self.assertEqual(forward["lateness"]["frames"], forward["out"])
+            seeds[rep] = forward["seed"]
+            print(f"r{rep}: seed {forward['seed']}, {forward['in']} frames in, {forward['aqm_drops']} RED drops, "
+                  f"{forward['tail_drops']} tail drops; lateness p50 <= {forward['lateness']['p50_us']} us, "
+                  f"p99 <= {forward['lateness']['p99_us']} us, max {forward['lateness']['max_us']} us")
+        self.assertNotEqual(seeds[1], seeds[2])
+        # drop-tail: tbf, as before, and the delay line only delays
+        with open(os.path.join(out, "runs", "aqm=droptail-r1", "environment.txt")) as f:
+            environment = f.read()
+        self.assertIn("qdisc tbf 2: dev rp root", environment)
+        line = next(x for x in environment.splitlines() if x.startswith("== delay line of link 1:"))
+        self.assertNotIn(" -a ", line)
+        self.assertNotIn(" -r ", line)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
