@@ -31,7 +31,7 @@ Layout of a results directory DIR:
                                certificate (tls.py)
   DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
                                tool versions, the exact command lines), counters.json,
-                               evidence.json, capture.pcapng, settle.txt (the wait for an
+                               delay_lines.json (seeds, drops by cause, lateness), evidence.json, capture.pcapng, settle.txt (the wait for an
                                earlier run's connections), and per pair i f<i>/ with its
                                pair's run.config, run.json (the figures the lab reads),
                                run-{active,passive}.sca.bz2 (createsummary's input),
