@@ -624,12 +624,14 @@ static int room(struct dir *d)
 	return rd - d->wr > FRAME_MAX;
 }
 
-/* receive everything pending on 'from' into d */
+/* receive what is pending on 'from' into d, up to a batch of 64 (then what is due goes out
+ * first: a whole backlog at once measured ten times more frames 1 ms late at 2 x 100 Mbit/s) */
 static void pull(int from, struct dir *d)
 {
 	long long offset = realtime_ns() - now_ns(); /* the time stamps' clock against ours */
+	int batch;
 
-	for (;;) {
+	for (batch = 0; batch < 64; batch++) {
 		static unsigned char sink[FRAME_MAX];
 		struct sockaddr_ll sll;
 		char control[CMSG_SPACE(sizeof(struct timespec))];
@@ -1036,7 +1038,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'V':
-			printf("netperfmeter-delayline (NetPerfMeter) %s\n", NPM_VERSION);
+			printf("netperfmeter-delayline %s\n", NPM_VERSION);
 			return 0;
 		case 'h':
 			usage(stdout);
@@ -1149,6 +1151,10 @@ int main(int argc, char **argv)
 			}
 		}
 		t = now_ns();
+		/* the bottleneck up to now (a frame still in the socket that arrived before now finds
+		 * the queue as it is now: at most the socket's backlog, microseconds, too late; waiting
+		 * for it would leave due frames unsent, which measured 10 to 50 times more late frames
+		 * at 2 x 100 Mbit/s) */
 		service(&ab, t);
 		service(&ba, t);
 		push(fb, &ab, t);

@@ -79,7 +79,7 @@ class Options(unittest.TestCase):
         for flag in ("--version", "-V"):
             r = subprocess.run([DELAYLINE, flag], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0)
-            self.assertEqual(r.stdout, f"netperfmeter-delayline (NetPerfMeter) {version}\n")
+            self.assertEqual(r.stdout, f"netperfmeter-delayline {version}\n")
 
     def test_bad_input_is_refused_with_one_line(self):
         for args in (["-a", "red", "x", "y", "1"],                      # an AQM without a bottleneck
@@ -125,7 +125,8 @@ class Seeds(unittest.TestCase):
                  for d in ("forward", "reverse")}
         self.assertEqual(len(set(seeds.values())), len(seeds), "every repetition, link and direction its own")
         self.assertEqual(seeds, {k: b.delayline_seed(k[1], k[2], k[0]) for k in seeds}, "reproducible")
-        self.assertNotEqual(a.delayline_seed(1, "forward", 0), topology.Disjoint([], seed=8).delayline_seed(1, "forward", 0))
+        other_study = topology.Disjoint([], seed=8)
+        self.assertNotEqual(a.delayline_seed(1, "forward", 0), other_study.delayline_seed(1, "forward", 0))
         self.assertTrue(all(1 <= s < 1 << 63 for s in seeds.values()))
 
 
@@ -380,7 +381,8 @@ class Bed:
         self.assertLessEqual(record["late"], sum(1 for e in excess if e >= 1000 - 10))
         q = lambda f: excess[min(len(excess) - 1, int(f * len(excess)))]  # noqa: E731
         print(f"{load} busy loops, {'real-time' if realtime else 'normal'} delay line: lateness p50 <= "
-              f"{lateness['p50_us']} us, p99 <= {lateness['p99_us']} us, max {lateness['max_us']} us, {record['late']} of 2000 1 ms late or more; one-way delay beyond "
+              f"{lateness['p50_us']} us, p99 <= {lateness['p99_us']} us, max {lateness['max_us']} us, "
+              f"{record['late']} of 2000 1 ms late or more; one-way delay beyond "
               f"{delay_ms} ms at the receiver: p50 {q(0.5):.0f} us, p99 {q(0.99):.0f} us, max {excess[-1]:.0f} us")
         return lateness, excess
 
@@ -573,6 +575,60 @@ class Accuracy(Bed, unittest.TestCase):
         self.assertIsNotNone(lateness["p99_us"])
         self.assertLessEqual(lateness["p99_us"], 1000)
         self.assertLessEqual(excess[int(0.99 * len(excess))], 1000 + 200)  # (+ the hops before and after it)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")
+class Throughput(unittest.TestCase):
+    """The long tier: two 100 Mbit/s paths shaped by their delay lines (CoDel, a 1000-packet
+    queue), a saturated Reno flow on each at once: each delay line serialises at its rate and
+    sends nearly every frame on time."""
+
+    def test_two_times_100_mbit(self):
+        paths = [topology.path(rate="100mbit", queue=1000 * FRAME, delay_ms=5, aqm="codel") for _ in range(2)]
+        topo = topology.Disjoint(paths, delayline=DELAYLINE, tag="dltp", netem=False)
+        topo.up()
+        self.addCleanup(topo.down)
+        work = tempfile.mkdtemp(prefix="npmlab-dl-throughput-")
+        self.addCleanup(shutil.rmtree, work, True)
+        passives = [subprocess.Popen(["ip", "netns", "exec", topo.P, NETPERFMETER, str(9000 + 10 * i), "-nodisplay"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+        try:
+            for p in passives:
+                for line in p.stdout:
+                    if "passive mode" in line.lower():
+                        break
+            cpu = {i: _cpu(topo.delayline_of[i].pid) for i in (1, 2)}
+            before, began = topo.delay_counters(), time.monotonic()
+            actives = [subprocess.Popen(["ip", "netns", "exec", topo.A, NETPERFMETER,
+                                         f"{topo.address('passive', i)}:{9000 + 10 * i}", "-control-over-tcp",
+                                         "-runtime=8", "-nodisplay", f"-scalar=p{i}.sca", "-tcp",
+                                         "const0:const1400:cc=reno"], cwd=work, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL) for i in range(2)]
+            for a in actives:
+                self.assertEqual(a.wait(timeout=60), 0)
+            after, seconds = topo.delay_counters(), time.monotonic() - began
+            cores = {i: (_cpu(topo.delayline_of[i].pid) - cpu[i]) / seconds for i in (1, 2)}
+        finally:
+            for p in passives:
+                p.send_signal(signal.SIGINT)
+                p.wait(timeout=10)
+        wire = 100e6 * 1448 / 1514
+        for i in range(2):
+            goodput = stats.read_scalars(os.path.join(work, f"p{i}-passive.sca"), "passive")[
+                ("passive", 0, "Received Bit Rate")]
+            f = {k: after[str(i + 1)]["forward"][k] - before[str(i + 1)]["forward"][k] for k in topology.COUNTS}
+            print(f"path {i + 1}: goodput {goodput / 1e6:.1f} Mbit/s (at most {wire / 1e6:.1f}), {f['out']} frames, "
+                  f"{f['late']} 1 ms late or more, {f['aqm_drops']} CoDel drops, {f['tail_drops']} tail drops; "
+                  f"the delay line used {cores[i + 1]:.2f} of a core")
+            self.assertGreater(goodput, 0.95 * wire)
+            self.assertLessEqual(goodput, 1.01 * wire)
+            self.assertLess(f["late"], 0.01 * f["out"])
+
+
+def _cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
