@@ -99,6 +99,67 @@ class Options(unittest.TestCase):
         self.assertIn("line 2: arrival times must not decrease", r.stderr)
 
 
+STUDY_PATH = """
+name = "aqm"
+runtime = 2
+[sweep]
+aqm = ["red", "pie"]
+[[paths]]
+rate = "10mbit"
+queue = "200p"
+delay_ms = 5
+{path}
+[[flows]]
+protocol = "tcp"
+spec = "const0:const1400"
+[[metrics]]
+name = "goodput"
+value = "goodput(0) / 1e6"
+"""
+
+
+class StudyFields(unittest.TestCase):
+    """A path's aqm and its table in a study file; bad ones named by file, line and key."""
+
+    def load(self, path):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(STUDY_PATH.format(path=path))
+        self.addCleanup(os.unlink, f.name)
+        return f.name, study.load(f.name)
+
+    def test_aqm_and_its_parameters(self):
+        _, s = self.load('aqm = "{aqm}"\nred = {wq = 0.002, min = 20, max = 80, maxp = 0.02, gentle = true}\n'
+                         'pie = {target = 20}')
+        red, pie = (s.paths_for(v)[0] for v in s.combinations())
+        self.assertEqual((red.aqm, dict(red.aqm_params)), ("red", {"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02,
+                                                                    "gentle": True}))
+        self.assertEqual((pie.aqm, dict(pie.aqm_params)), ("pie", {"target": 20}))
+        self.assertTrue(red.needs_delay_line())
+        self.assertEqual(topology.aqm_options(red), ["-r", "10000000,10000000", "-q", "200,200", "-a",
+                                                     "red:gentle=1,max=80,maxp=0.02,min=20,wq=0.002"])
+        _, plain = self.load("")
+        self.assertEqual([p.aqm for v in plain.combinations() for p in plain.paths_for(v)], ["droptail"] * 2)
+
+    def test_bad_aqm_fields(self):
+        for path, line, key in (('aqm = "blue"', 10, "paths[1].aqm"),
+                                ('aqm = "red"\nred = {min = 90, max = 80}', 11, "paths[1].red"),
+                                ('aqm = "red"\nred = {maxp = 2}', 11, "paths[1].red.maxp"),
+                                ('aqm = "red"\nred = {minth = 2}', 11, "paths[1].red.minth"),
+                                ('aqm = "codel"\ncodel = {target = "soon"}', 11, "paths[1].codel.target"),
+                                ('aqm = "red"\nred = 5', 11, "paths[1].red")):
+            with self.assertRaises(study.StudyError) as e:
+                self.load(path)
+            self.assertIn(f":{line}: {key}", str(e.exception), path)
+            self.assertEqual(len(str(e.exception).splitlines()), 1)
+        text = STUDY_PATH.replace('rate = "10mbit"\n', "").format(path='aqm = "codel"')
+        with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+            f.write(text)
+            f.flush()
+            with self.assertRaises(study.StudyError) as e:
+                study.load(f.name)
+        self.assertIn("paths[1].aqm: codel needs a rate", str(e.exception))
+
+
 class Seeds(unittest.TestCase):
     """The random decisions come from the seed: the same seed, the same sequence."""
 
@@ -542,7 +603,7 @@ class Study(unittest.TestCase):
                 counters = json.load(f)["delay_lines"]["1"]["forward"]
             with open(os.path.join(run, "environment.txt")) as f:
                 environment = f.read()
-            self.assertIn("-a red:gentle=1,max=80.0,maxp=0.02,min=20.0,wq=0.002", environment)
+            self.assertIn("-a red:gentle=1,max=80,maxp=0.02,min=20,wq=0.002", environment)
             self.assertIn("-r 10000000,10000000 -q 200,200", record["command"])
             self.assertEqual(record["repetition"], rep)
             forward = record["forward"]

@@ -214,7 +214,8 @@ def aqm_options(path):
     """netperfmeter-delayline's -r, -q and -a for a path with an AQM (the delay line shapes it)."""
     rates = [int(r) if r is not None else 0 for r in (path.rate, path.reverse_rate)]
     limits = [max(1, round(q / study.FRAME_BYTES)) for q in (path.queue, path.reverse_queue)]
-    params = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in getattr(path, "aqm_params", ()))
+    params = ",".join(f"{k}={int(v) if isinstance(v, bool) or float(v).is_integer() else v}"
+                      for k, v in getattr(path, "aqm_params", ()))
     return ["-r", f"{rates[0]},{rates[1]}", "-q", f"{limits[0]},{limits[1]}",
             "-a", path.aqm + (":" + params if params else "")]
 
