@@ -15,10 +15,15 @@ packet or two below it, and userland SCTP's UDP socket would be charged for ever
 path (static neighbour entries point at the router), so addresses are those of a direct link.
 One-way delay and random loss come from netem where the kernel has it (on the router, with the
 tbf below it), else from netperfmeter-delayline in a namespace of its own between the router and
-P (paths without delay or loss have none). Every interface sends one packet per frame
-(gso_max_segs 1), so tbf, loss and the delay line see packets as a real link would. Neighbours
-are static, so no ARP crosses a path during a run. An unshaped direction gets a FIFO on its
-router as a counter (qdisc_sent(), path_counters()).
+P (paths without delay or loss have none). A path with an AQM (Path.aqm "red", "codel", "pie")
+is shaped in its delay line instead of tbf (rate, queue, AQM, then the delay): this kernel has
+no sch_red, sch_codel or sch_pie; tbf's place on the router holds a counting FIFO. The delay
+lines' random decisions are seeded per repetition, link and direction (reseed(),
+delayline_seed()); each run's record of them is delayline_record(). Every interface sends one
+packet per frame (gso_max_segs 1), so tbf, loss and the delay line see packets as a real link
+would. Neighbours are static, so no ARP crosses a path during a run, and IPv6 is off, so no
+router solicitation does. An unshaped direction gets a FIFO on its router as a counter
+(qdisc_sent(), path_counters()).
 
 All names start with npmlab<pid>- (or another prefix a program chooses, such as a test's):
 a later run removes stale leftovers of its own prefix (namespaces whose creating process is
