@@ -6,6 +6,10 @@ path with aqm = ...): unresponsive UDP at 1.5 times the rate for SECONDS, full f
 stamped when sent and when received. Compared: the fraction dropped and the one-way delay (the
 queue's) over the second half, when the AQM has settled. RED without "gentle" (sch_red has
 none), its weight 1/512 (what tc derives from burst 140 for these thresholds: ewma 9).
+Measured on 2026-12-01 (one boot, 311 s): median one-way delay kernel / delay line: RED 473.5 /
+472.2 ms, CoDel 66.5 / 62.2 ms, PIE 15.8 / 24.7 ms; a third dropped in each. (Under emulation the
+delay line sent a quarter of its frames 1 ms or more late, which its PIE figure includes; the
+guest's kernel updates PIE every 16 ms, its 15 ms in jiffies.)
 
 usage: test_lab_aqm.py (DELAYLINE in the environment: the delay line to compare)"""
 
@@ -20,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npmvm  # noqa: E402
 
 LAB_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src", "lab")
-RATE, FRAME, LOAD, SECONDS = 2e6, 1514, 1.5, 16
+RATE, FRAME, LOAD, SECONDS = 2e6, 1514, 1.5, 12
 SLOT_MS = FRAME * 8 / RATE * 1e3  # one frame's serialisation: 6.06 ms
 
 KERNEL = {  # the child of tbf on the router: thresholds in bytes (20 and 80 full frames)
@@ -72,18 +76,23 @@ print(time.monotonic() - start)
 gap = FRAME * 8 / RATE / LOAD
 n = int(SECONDS / gap)
 results = []
-for aqm in ("red", "codel", "pie"):
-    for impl in ("kernel", "delayline"):
-        if impl == "kernel":
-            path = topology.path()
-        else:
-            path = topology.path(rate=RATE, queue=1000 * FRAME, aqm=aqm, aqm_params=DELAY_LINE[aqm])
-        topo = topology.Disjoint([path], delayline={delayline!r}, prefix="npmvm", netem=False)
-        try:
-            topo.up()
-            r = topo.router(0)
+began = time.monotonic()
+# the kernel's three on one topology (its router's qdiscs replaced), the delay line's on one each
+runs = [("kernel", [a for a in ("red", "codel", "pie")])] + [("delayline", [a]) for a in ("red", "codel", "pie")]
+for impl, aqms in runs:
+    if impl == "kernel":
+        path = topology.path()
+    else:
+        path = topology.path(rate=RATE, queue=1000 * FRAME, aqm=aqms[0], aqm_params=DELAY_LINE[aqms[0]])
+    topo = topology.Disjoint([path], delayline={delayline!r}, prefix="npmvm", netem=False)
+    try:
+        topo.up()
+        print(f"{{time.monotonic() - began:.0f}} s: {{impl}} topology up", flush=True)
+        r = topo.router(0)
+        for aqm in aqms:
             if impl == "kernel":
-                subprocess.run(["tc", "-n", r, "qdisc", "replace", "dev", "rp", "root", "handle", "1:", "tbf", "rate",
+                subprocess.run(["tc", "-n", r, "qdisc", "del", "dev", "rp", "root"], check=True)
+                subprocess.run(["tc", "-n", r, "qdisc", "add", "dev", "rp", "root", "handle", "1:", "tbf", "rate",
                                 f"{{int(RATE)}}bit", "burst", str(2 * FRAME), "limit", str(2 * FRAME)], check=True)
                 subprocess.run(["tc", "-n", r, "qdisc", "add", "dev", "rp", "parent", "1:1", "handle", "10:",
                                 *KERNEL[aqm].split()], check=True)
@@ -97,10 +106,11 @@ for aqm in ("red", "codel", "pie"):
             counters = topo.delay_counters() if topo.delayline_of else {{}}
             results.append({{"aqm": aqm, "impl": impl, "sent": n, "send_s": took, "received": got, "qdisc": qdisc,
                             "counters": counters}})
-        finally:
-            topo.down()
-with open("result.json", "w") as f:
-    json.dump(results, f)
+            with open("result.json", "w") as f:  # after each: a guest out of time leaves what it measured
+                json.dump(results, f)
+            print(f"{{time.monotonic() - began:.0f}} s: {{impl}} {{aqm}}: {{len(got)}} of {{n}} received", flush=True)
+    finally:
+        topo.down()
 """
 
 
@@ -120,8 +130,9 @@ class LabAqm(unittest.TestCase):
             with open(os.path.join(work, "guest.py"), "w") as f:
                 f.write(guest)
             script = "modprobe sch_tbf && modprobe sch_red && modprobe sch_codel && modprobe sch_pie || exit 3\n" \
-                     "python3 guest.py\n"
-            rc, output = npmvm.VM().run(script, timeout=600, workdir=work)
+                     "python3 -u guest.py\n"
+            rc, output = npmvm.VM().run(script, timeout=900, workdir=work)
+            print(output)
             self.assertEqual(rc, 0, output)
             with open(os.path.join(work, "result.json")) as f:
                 results = json.load(f)
@@ -145,7 +156,8 @@ class LabAqm(unittest.TestCase):
             for f in (k, d):
                 self.assertLess(f["send_s"], SECONDS * 1.1)
                 self.assertAlmostEqual(f["dropped"], 1 - 1 / LOAD, delta=0.05)
-            # the settled queue: within a quarter of the kernel's, or two frames' serialisation
+            # the settled queue: within a quarter of the kernel's, or two frames' serialisation (12 ms:
+            # PIE's queue is two or three frames, and the emulated guest makes the delay line late)
             self.assertLess(abs(d["p50"] - k["p50"]), max(0.25 * k["p50"], 2 * SLOT_MS), aqm)
 
 
