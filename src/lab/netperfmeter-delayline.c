@@ -83,6 +83,7 @@ struct aqm_cfg {
 	/* PIE (RFC 8033) */
 	long long pie_target, tupdate, max_burst;
 	double alpha, beta;
+	int ecn; /* mark ECN-capable packets (CE) instead of an early drop */
 };
 
 enum slot_state { QUEUED, SENDING, DROPPED };
@@ -120,7 +121,7 @@ struct dir {
 	double p;
 	long long qdelay, qdelay_old, burst_allow, next_update, last_sojourn;
 	/* counters */
-	unsigned long long in, out, lost, dropped, corrupted, aqm_drops, tail_drops, late;
+	unsigned long long in, out, lost, dropped, corrupted, aqm_drops, tail_drops, marks, late;
 	unsigned long long hist[NBUCKETS];
 	long long late_max, late_max_report; /* ns: since the start, since the previous counters line */
 };
@@ -164,8 +165,8 @@ static void print_dir(FILE *f, const char *from, const char *to, struct dir *d)
 	unsigned i;
 
 	fprintf(f, "%s->%s in=%llu out=%llu lost=%llu dropped=%llu corrupted=%llu aqm_drops=%llu tail_drops=%llu "
-		"late=%llu late_max_us=%lld late_max_report_us=%lld lateness_us=", from, to, d->in, d->out, d->lost,
-		d->dropped, d->corrupted, d->aqm_drops, d->tail_drops, d->late, d->late_max / 1000,
+		"marks=%llu late=%llu late_max_us=%lld late_max_report_us=%lld lateness_us=", from, to, d->in, d->out,
+		d->lost, d->dropped, d->corrupted, d->aqm_drops, d->tail_drops, d->marks, d->late, d->late_max / 1000,
 		d->late_max_report / 1000);
 	for (i = 0; i < NBUCKETS; i++)
 		fprintf(f, "%s%llu", i ? "," : "", d->hist[i]);
@@ -313,6 +314,51 @@ static int corrupt(unsigned char *frame, size_t len, unsigned long long *rng)
 
 /* ------------------------------------------------------------------ the bottleneck */
 
+/* the IP header of a frame (after its virtio_net_hdr and Ethernet header), its version (4, 6; 0: none) */
+static unsigned char *ip_header(unsigned char *frame, size_t len, int *version)
+{
+	const unsigned char *eth = frame + sizeof(struct virtio_net_hdr);
+	unsigned char *ip = frame + sizeof(struct virtio_net_hdr) + 14;
+	unsigned type;
+
+	*version = 0;
+	if (len < sizeof(struct virtio_net_hdr) + 14 + 40)
+		return NULL;
+	type = (unsigned)eth[12] << 8 | eth[13];
+	if (type == ETH_P_IP && (ip[0] >> 4) == 4)
+		*version = 4;
+	else if (type == ETH_P_IPV6 && (ip[0] >> 4) == 6)
+		*version = 6;
+	return *version ? ip : NULL;
+}
+
+/* ECN (RFC 3168): if the frame is ECN-capable (ECT(0), ECT(1), or CE already), marks it CE
+ * (IPv4: the header checksum updated, RFC 1624); 1 if it is marked now */
+static int mark_ce(unsigned char *frame, size_t len)
+{
+	int v;
+	unsigned char *ip = ip_header(frame, len, &v);
+
+	if (v == 4 && (ip[1] & 3)) {
+		unsigned old = (unsigned)ip[0] << 8 | ip[1], new = old | 3;
+		unsigned long sum = (unsigned long)(~((unsigned)ip[10] << 8 | ip[11]) & 0xffff) + (~old & 0xffff) + new;
+		unsigned short c;
+
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		c = (unsigned short)~sum;
+		ip[1] |= 3;
+		ip[10] = (unsigned char)(c >> 8);
+		ip[11] = (unsigned char)c;
+		return 1;
+	}
+	if (v == 6 && (ip[1] & 0x30)) {
+		ip[1] |= 0x30;
+		return 1;
+	}
+	return 0;
+}
+
 #define SLOT(d, i) (&(d)->s[(i) % QCAP])
 
 static unsigned waiting(const struct dir *d) { return d->tail - d->mid; }
@@ -346,6 +392,17 @@ static void drop_at_dequeue(struct dir *d, struct slot *s, long long t)
 	if (trace)
 		fprintf(trace, "dequeue %u %.3f sojourn_us=%.3f fate=codel count=%llu\n", s->number, t / 1e3,
 			(t - s->arrive) / 1e3, d->codel_count);
+}
+
+/* with ecn: marks the frame just taken off the queue instead of a CoDel drop, if it is ECN-capable */
+static int codel_mark(struct dir *d, struct slot *s, long long t)
+{
+	if (!d->aqm.ecn || !mark_ce(d->arena + s->off, s->len))
+		return 0;
+	d->marks++;
+	if (trace)
+		fprintf(trace, "mark %u %.3f count=%llu\n", s->number, t / 1e3, d->codel_count);
+	return 1;
 }
 
 /* RFC 8289's dodequeue(): the next frame, and whether its sojourn time allows a drop */
@@ -386,6 +443,10 @@ static struct slot *codel_dequeue(struct dir *d, long long t)
 		} else {
 			while (s && t >= d->drop_next && d->dropping) {
 				d->codel_count++;
+				if (codel_mark(d, s, t)) { /* marked: it goes out, the next drop as scheduled */
+					d->drop_next = control_law(d, d->drop_next);
+					break;
+				}
 				drop_at_dequeue(d, s, t);
 				s = codel_dodequeue(d, t, &ok);
 				if (!ok)
@@ -401,8 +462,10 @@ static struct slot *codel_dequeue(struct dir *d, long long t)
 		d->codel_count = 1;
 		if (delta > 1 && t - d->drop_next < 16 * d->aqm.interval)
 			d->codel_count = delta;
-		drop_at_dequeue(d, s, t);
-		s = codel_dodequeue(d, t, &ok);
+		if (!codel_mark(d, s, t)) {
+			drop_at_dequeue(d, s, t);
+			s = codel_dodequeue(d, t, &ok);
+		}
 		d->drop_next = control_law(d, t);
 		d->codel_lastcount = d->codel_count;
 	}
@@ -487,7 +550,8 @@ static void service(struct dir *d, long long t)
 	}
 }
 
-/* RED's decision for a frame arriving at time t (Floyd & Jacobson 1993, with "gentle"): 1 = drop */
+/* RED's decision for a frame arriving at time t (Floyd & Jacobson 1993, with "gentle"): 0 none,
+ * 1 drop (the average above the thresholds), 2 an early drop (ECN marks instead) */
 static int red_drop(struct dir *d, long long t, unsigned q)
 {
 	const struct aqm_cfg *a = &d->aqm;
@@ -509,7 +573,7 @@ static int red_drop(struct dir *d, long long t, unsigned q)
 		pb = d->avg < a->max_th ? a->max_p * (d->avg - a->min_th) / (a->max_th - a->min_th)
 					: a->max_p + (1 - a->max_p) * (d->avg - a->max_th) / a->max_th;
 		pa = d->red_count * pb >= 1 ? 1 : fmin(1, pb / (1 - d->red_count * pb));
-		drop = uniform(&d->rng_aqm) < pa;
+		drop = uniform(&d->rng_aqm) < pa ? 2 : 0;
 	} else {
 		pb = pa = 1;
 		drop = 1;
@@ -521,7 +585,8 @@ static int red_drop(struct dir *d, long long t, unsigned q)
 	return drop;
 }
 
-/* PIE's decision for a frame arriving (RFC 8033, 4.1): 1 = drop */
+/* PIE's decision for a frame arriving (RFC 8033, 4.1): 0 none, 1 drop, 2 a drop that ECN marks
+ * instead (p at most 10 %, RFC 8033 5.1) */
 static int pie_drop(struct dir *d)
 {
 	const struct aqm_cfg *a = &d->aqm;
@@ -534,7 +599,7 @@ static int pie_drop(struct dir *d)
 	else if (d->backlog <= 2 * MAXPACKET)
 		drop = 0;
 	else
-		drop = uniform(&d->rng_aqm) < d->p;
+		drop = uniform(&d->rng_aqm) < d->p ? (d->p <= 0.1 ? 2 : 1) : 0;
 	if (trace)
 		fprintf(trace, " p=%.6f", d->p);
 	return drop;
@@ -573,6 +638,11 @@ static int arrive(struct dir *d, long long t, unsigned len)
 	}
 	const char *fate = "queued";
 	int rc = 1;
+	if (aqm == 2 && d->aqm.ecn && waiting(d) < d->limit && d->tail - d->head < QCAP && mark_ce(frame, len)) {
+		d->marks++;
+		fate = "marked";
+		aqm = 0;
+	}
 	if (aqm) {
 		d->aqm_drops++;
 		fate = "aqm";
@@ -780,6 +850,8 @@ static int parse_aqm(char *text, struct aqm_cfg *a)
 			{ AQM_RED, "wq", 1, &a->wq, NULL, NULL }, { AQM_RED, "min", 1e6, &a->min_th, NULL, NULL },
 			{ AQM_RED, "max", 1e6, &a->max_th, NULL, NULL }, { AQM_RED, "maxp", 1, &a->max_p, NULL, NULL },
 			{ AQM_RED, "mean", 65536, &a->mean_bytes, NULL, NULL }, { AQM_RED, "gentle", 1, NULL, NULL, &a->gentle },
+			{ AQM_RED, "ecn", 1, NULL, NULL, &a->ecn }, { AQM_CODEL, "ecn", 1, NULL, NULL, &a->ecn },
+			{ AQM_PIE, "ecn", 1, NULL, NULL, &a->ecn },
 			{ AQM_CODEL, "target", 1e5, NULL, &a->target, NULL },
 			{ AQM_CODEL, "interval", 1e5, NULL, &a->interval, NULL },
 			{ AQM_PIE, "target", 1e5, NULL, &a->pie_target, NULL },
@@ -883,15 +955,17 @@ static int run_trace(struct dir *d)
 	d->next_update = d->aqm.tupdate;
 	while (fgets(line, sizeof(line), stdin)) {
 		double us, bytes;
+		unsigned ecn = 0;
 		char extra;
 
 		lineno++;
 		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
 			continue;
-		if (sscanf(line, "%lf %lf %c", &us, &bytes, &extra) != 2 || !(us >= 0) || bytes < 14 ||
-		    bytes > FRAME_MAX - sizeof(struct virtio_net_hdr)) {
-			fprintf(stderr, "netperfmeter-delayline: --trace line %lu: wants \"TIME_US BYTES\" (14 to 65536 "
-				"bytes): %s", lineno, line);
+		int fields = sscanf(line, "%lf %lf %u %c", &us, &bytes, &ecn, &extra);
+		if ((fields != 2 && fields != 3) || !(us >= 0) || bytes < 54 ||
+		    bytes > FRAME_MAX - sizeof(struct virtio_net_hdr) || ecn > 3) {
+			fprintf(stderr, "netperfmeter-delayline: --trace line %lu: wants \"TIME_US BYTES [ECN]\" (54 to "
+				"65536 bytes, ECN 0 to 3): %s", lineno, line);
 			return 2;
 		}
 		long long t = (long long)llround(us * 1e3);
@@ -902,7 +976,12 @@ static int run_trace(struct dir *d)
 		service(d, t);
 		leave(d, t);
 		if (room(d)) {
-			memset(d->arena + d->wr, 0, sizeof(struct virtio_net_hdr));
+			/* an IPv4 frame with the given ECN field (all else zero) */
+			unsigned char *f = d->arena + d->wr;
+			memset(f, 0, sizeof(struct virtio_net_hdr) + 14 + 20);
+			f[sizeof(struct virtio_net_hdr) + 12] = 0x08;
+			f[sizeof(struct virtio_net_hdr) + 14] = 0x45;
+			f[sizeof(struct virtio_net_hdr) + 15] = (unsigned char)ecn;
 			arrive(d, t, (unsigned)bytes + (unsigned)sizeof(struct virtio_net_hdr));
 		} else {
 			d->in++;

@@ -29,9 +29,11 @@ FRAME = 1514                 # bytes of a full frame
 S_US = FRAME * 8 / RATE * 1e6  # its serialisation: 1211.2 us
 
 
-def arrivals(*phases, start=0.0):
-    """'TIME_US BYTES' lines: phases of (seconds, load) with full frames at load x RATE (load 0: idle)."""
+def arrivals(*phases, start=0.0, ecn=None):
+    """'TIME_US BYTES' lines: phases of (seconds, load) with full frames at load x RATE (load 0: idle);
+    with ecn, 'TIME_US BYTES ECN' (the IP header's ECN field: 2 is ECT(0))."""
     t, lines = start, []
+    tail = "" if ecn is None else f" {ecn}"
     for seconds, load in phases:
         end = t + seconds * 1e6
         if load == 0:
@@ -39,7 +41,7 @@ def arrivals(*phases, start=0.0):
             continue
         gap = S_US / load
         while t < end:
-            lines.append(f"{t:.3f} {FRAME}")
+            lines.append(f"{t:.3f} {FRAME}{tail}")
             t += gap
     return "\n".join(lines) + "\n"
 
@@ -129,11 +131,12 @@ class StudyFields(unittest.TestCase):
 
     def test_aqm_and_its_parameters(self):
         _, s = self.load('aqm = "{aqm}"\nred = {wq = 0.002, min = 20, max = 80, maxp = 0.02, gentle = true}\n'
-                         'pie = {target = 20}')
+                         'pie = {target = 20, ecn = true}')
         red, pie = (s.paths_for(v)[0] for v in s.combinations())
         self.assertEqual((red.aqm, dict(red.aqm_params)), ("red", {"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02,
                                                                     "gentle": True}))
-        self.assertEqual((pie.aqm, dict(pie.aqm_params)), ("pie", {"target": 20}))
+        self.assertEqual((pie.aqm, dict(pie.aqm_params)), ("pie", {"target": 20, "ecn": True}))
+        self.assertEqual(topology.aqm_options(pie)[-1], "pie:ecn=1,target=20")
         self.assertTrue(red.needs_delay_line())
         self.assertEqual(topology.aqm_options(red), ["-r", "10000000,10000000", "-q", "200,200", "-a",
                                                      "red:gentle=1,max=80,maxp=0.02,min=20,wq=0.002"])
@@ -351,6 +354,65 @@ class Pie(unittest.TestCase):
                 self.assertGreater(b["p"], a["p"], b)
 
 
+class Ecn(unittest.TestCase):
+    """With ecn: ECN-capable frames are marked CE where the AQM would drop early; forced drops stay."""
+
+    def test_red_marks_early_and_drops_above_max_th(self):
+        text = arrivals((0.5, 0.9), (0.3, 10), (1, 0.9), ecn=2)
+        spec = "red:wq=0.002,min=20,max=80,maxp=0.02,gentle=0"
+        arr, _, _, marked, _ = trace(["-r", str(RATE), "-q", "5000", "-a", spec + ",ecn=1", "-s", "99"], text)
+        self.assertGreater(int(marked["marks"]), 10)
+        for a in arr:
+            if float(a["avg"]) < 80:
+                self.assertIn(a["fate"], ("queued", "marked"), a)
+            else:
+                self.assertEqual(a["fate"], "aqm", a)
+        # the same decisions as without ECN: a mark where that drops early
+        plain = trace(["-r", str(RATE), "-q", "5000", "-a", spec, "-s", "99"], arrivals((0.5, 0.9), (0.1, 10)))[0]
+        ecn = trace(["-r", str(RATE), "-q", "5000", "-a", spec + ",ecn=1", "-s", "99"],
+                    arrivals((0.5, 0.9), (0.1, 10), ecn=2))[0]
+        first = next(i for i, a in enumerate(plain) if a["fate"] == "aqm")
+        self.assertEqual(ecn[first]["fate"], "marked")
+        self.assertEqual([a["fate"] for a in plain[:first]], [a["fate"] for a in ecn[:first]])
+        # frames that are not ECN-capable are dropped as without ecn
+        not_ect = trace(["-r", str(RATE), "-q", "5000", "-a", spec + ",ecn=1", "-s", "99"],
+                        arrivals((0.5, 0.9), (0.1, 10), ecn=0))[0]
+        self.assertEqual([a["fate"] for a in not_ect], [a["fate"] for a in plain])
+        print(f"RED with ECN: {marked['marks']} marked, {marked['aqm_drops']} dropped (average above max_th)")
+
+    def test_codel_marks_on_its_schedule(self):
+        lines = _raw(["-r", str(RATE), "-q", "8000", "-a", "codel:ecn=1"], arrivals((0.5, 0.9), (2, 1.5), ecn=1))
+        counters = dict(w.split("=", 1) for w in lines[-1].split() if "=" in w)
+        marks = [(int(line.split()[1]), float(line.split()[2])) for line in lines if line.startswith("mark ")]
+        sent = {int(line.split()[1]) for line in lines if line.startswith("dequeue ") and "fate=sent" in line}
+        self.assertEqual(int(counters["aqm_drops"]), 0)
+        self.assertEqual(len(marks), int(counters["marks"]))
+        self.assertGreater(len(marks), 10)
+        self.assertTrue({m for m, _ in marks} <= sent, "a marked frame goes out")
+        scheduled = marks[0][1]  # then as the drops: the k-th at the previous + interval / sqrt(k - 1)
+        for k, (_, t) in enumerate(marks[1:], start=2):
+            scheduled += 100000 / math.sqrt(k - 1)
+            self.assertGreaterEqual(t, scheduled - 1e-3)
+            self.assertLess(t, scheduled + S_US + 1e-3)
+        print(f"CoDel with ECN: {len(marks)} marks, no drop")
+
+    def test_pie_marks_up_to_ten_percent(self):
+        arr, _, pie, counters, _ = trace(["-r", str(RATE), "-q", "8000", "-a", "pie:ecn=1", "-s", "5"],
+                                         arrivals((6, 2.0), ecn=2))
+        self.assertGreater(int(counters["marks"]), 0)
+        self.assertGreater(int(counters["aqm_drops"]), 0)
+        for a in arr:
+            if a["fate"] == "marked":
+                self.assertLessEqual(float(a["p"]), 0.1)
+            elif a["fate"] == "aqm":
+                self.assertGreater(float(a["p"]), 0.1)
+
+
+def _raw(args, text):
+    r = subprocess.run([DELAYLINE, "--trace", *args], input=text, capture_output=True, text=True, timeout=120)
+    return r.stdout.splitlines()
+
+
 def in_ns(ns, code, timeout=120):
     r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=timeout)
@@ -471,6 +533,55 @@ class Live(Bed, unittest.TestCase):
               f"(the same), repetition 2 {len(lost[2][0])}, {len(set(lost[1][0]) & set(lost[2][0]))} in common")
         self.assertEqual(lost[1][0], lost[1][1])
         self.assertNotEqual(lost[1][0], lost[2][0])
+
+    def test_ecn_marks_arrive_as_ce_with_valid_checksums(self):
+        """RED with ecn on a 10 Mbit/s path, ECT(0) datagrams at 1.5 times the rate: every mark
+        the delay line counts arrives as CE, and every frame it sent arrives (so its IPv4 header
+        checksum, updated for the mark, is valid)."""
+        topo = self.build(rate="10mbit", queue=500 * FRAME, aqm="red",
+                          aqm_params={"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02, "gentle": False, "ecn": True})
+        receiver = subprocess.Popen(["ip", "netns", "exec", topo.P, sys.executable, "-c", """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+s.bind(("10.250.1.2", 5000))
+print("ready", flush=True)
+s.settimeout(3.0)
+n = ce = 0
+try:
+    while True:
+        data, anc, _, _ = s.recvmsg(2048, 64)
+        n += 1
+        ce += any(t == socket.IP_TOS and d[0] & 3 == 3 for l, t, d in anc)
+except socket.timeout:
+    pass
+print(n, ce)
+"""], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(receiver.stdout.readline().strip(), "ready")
+        before = topo.delay_counters()["1"]["forward"]
+        in_ns(topo.A, """
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)  # ECT(0)
+start = time.monotonic()
+for i in range(4000):  # 1.5 x 10 Mbit/s of full frames, in bursts of 10
+    if i % 10 == 0:
+        wait = start + i * 1514 * 8 / 15e6 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+    s.sendto(bytes(1472), ("10.250.1.2", 5000))
+""")
+        received, ce = map(int, receiver.communicate(timeout=30)[0].split())
+        after = topo.delay_counters()["1"]["forward"]
+        c = {k: after[k] - before[k] for k in topology.COUNTS}
+        print(f"4000 ECT(0) datagrams: {c['marks']} marked, {c['aqm_drops']} dropped by RED (average above "
+              f"max_th), {c['tail_drops']} tail drops; {received} received, {ce} of them CE")
+        self.assertEqual(c["in"], 4000)
+        self.assertGreater(c["marks"], 0)
+        self.assertEqual(received, c["out"])
+        self.assertEqual(received, 4000 - c["aqm_drops"] - c["tail_drops"])
+        self.assertEqual(ce, c["marks"])
 
     def test_lateness_is_counted_consistently_with_the_one_way_delay_idle_and_under_load(self):
         """(What the host does besides decides how late: the accuracy figures are printed; a bound

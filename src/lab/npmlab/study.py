@@ -17,9 +17,11 @@ PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms
 # A path's queue discipline (aqm): drop-tail in tbf, or an AQM in netperfmeter-delayline, with the
 # parameters of its table (netperfmeter-delayline(1), -a) and their ranges.
 AQMS = {"droptail": {}, "red": {"wq": (0, 1), "min": (0, 1e6), "max": (0, 1e6), "maxp": (0, 1), "gentle": (0, 1),
-                                "mean": (1, 65536)},
-        "codel": {"target": (0, 1e5), "interval": (0, 1e5)},
-        "pie": {"target": (0, 1e5), "tupdate": (0, 1e5), "alpha": (0, 100), "beta": (0, 100), "burst": (0, 1e5)}}
+                                "mean": (1, 65536), "ecn": (0, 1)},
+        "codel": {"target": (0, 1e5), "interval": (0, 1e5), "ecn": (0, 1)},
+        "pie": {"target": (0, 1e5), "tupdate": (0, 1e5), "alpha": (0, 100), "beta": (0, 100), "burst": (0, 1e5),
+                "ecn": (0, 1)}}
+FLAGS = ("gentle", "ecn")  # AQM parameters that are true or false
 HOST_PATH_KEYS = {"name", "active", "passive"}  # topology "hosts": a path is an address on each host
 HOSTS_KEYS = {"active", "passive", "identity", "ssh_config", "netperfmeter", "base_port", "max_clock_offset_ms",
               "service", "pairs", "cross_traffic"}
@@ -344,9 +346,9 @@ class Study:
                 number = float(value)
             except (TypeError, ValueError):
                 self._checker.fail(f"{key}.{aqm}.{name}", f"\"{value}\" is not a number")
-            if not low <= number <= high or (number == low and name not in ("gentle",)):
+            if not low <= number <= high or (number == low and name not in FLAGS):
                 self._checker.fail(f"{key}.{aqm}.{name}", f"{value} is outside {low:g} (excluded) to {high:g}")
-            params[name] = bool(value) if name == "gentle" else number
+            params[name] = bool(value) if name in FLAGS else number
         if aqm == "red" and params.get("min", 20) >= params.get("max", 80):
             self._checker.fail(f"{key}.red", "min must be below max")
         return aqm, params

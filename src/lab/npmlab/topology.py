@@ -168,7 +168,7 @@ def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=Non
 
 DIRECTIONS = ("forward", "reverse")
 # the counts of a delay line's counters line (each direction), in order
-COUNTS = ("in", "out", "lost", "dropped", "corrupted", "aqm_drops", "tail_drops", "late")
+COUNTS = ("in", "out", "lost", "dropped", "corrupted", "aqm_drops", "tail_drops", "marks", "late")
 # the upper edges (microseconds) of its lateness histogram's buckets; the last bucket is above them
 LATENESS_EDGES_US = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
 
@@ -548,7 +548,7 @@ class Disjoint:
 
     def delay_counters(self):
         """{link index: {"forward"/"reverse": {in, out, lost, dropped, corrupted, aqm_drops,
-        tail_drops, late}}} of the running delay lines (link i + 1 is path i, a shared topology's
+        tail_drops, marks, late}}} of the running delay lines (link i + 1 is path i, a shared topology's
         bottleneck is the last); the lines in full (lateness, seeds) go to self.reports."""
         out = {}
         for index in self.delayline_of:
