@@ -149,7 +149,8 @@ class StudyFields(unittest.TestCase):
                                 ('aqm = "red"\nred = {maxp = 2}', 11, "paths[1].red.maxp"),
                                 ('aqm = "red"\nred = {minth = 2}', 11, "paths[1].red.minth"),
                                 ('aqm = "codel"\ncodel = {target = "soon"}', 11, "paths[1].codel.target"),
-                                ('aqm = "red"\nred = 5', 11, "paths[1].red")):
+                                ('aqm = "red"\nred = 5', 11, "paths[1].red"),
+                                ('aqm = "pie"\nreverse_queue = "9000p"', 11, "paths[1].reverse_queue")):
             with self.assertRaises(study.StudyError) as e:
                 self.load(path)
             self.assertIn(f":{line}: {key}", str(e.exception), path)

@@ -22,6 +22,7 @@ AQMS = {"droptail": {}, "red": {"wq": (0, 1), "min": (0, 1e6), "max": (0, 1e6), 
         "pie": {"target": (0, 1e5), "tupdate": (0, 1e5), "alpha": (0, 100), "beta": (0, 100), "burst": (0, 1e5),
                 "ecn": (0, 1)}}
 FLAGS = ("gentle", "ecn")  # AQM parameters that are true or false
+AQM_QUEUE_PACKETS = 8192  # the delay line's largest queue (-q)
 HOST_PATH_KEYS = {"name", "active", "passive"}  # topology "hosts": a path is an address on each host
 HOSTS_KEYS = {"active", "passive", "identity", "ssh_config", "netperfmeter", "base_port", "max_clock_offset_ms",
               "service", "pairs", "cross_traffic"}
@@ -322,6 +323,9 @@ class Study:
         if not 0 <= ber < 1:
             self._checker.fail(f"{key}.ber", f"{ber} is outside 0 to below 1 (a bit error rate, e.g. 5e-6)")
         aqm, params = self._aqm(key, raw, values, rate, reverse_rate)
+        for k, v in (("queue", queue), ("reverse_queue", reverse_queue)):
+            if aqm != "droptail" and v > AQM_QUEUE_PACKETS * FRAME_BYTES:
+                self._checker.fail(f"{key}.{k}", f"at most {AQM_QUEUE_PACKETS}p with an AQM (the delay line's queue)")
         return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, ber=ber, aqm=aqm,
                     aqm_params=params, **numbers)
 
