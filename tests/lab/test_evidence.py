@@ -181,24 +181,26 @@ class Judge(unittest.TestCase):
         self.assertEqual(cpu.finish((0, 1))["burn"]["cores"], None)
 
     def test_delay_line_lateness_above_the_bound_makes_a_run_invalid(self):
-        counters = {"delay_lines": {"1": {"forward": {"in": 900, "out": 900, "late_p99_us": 4200},
-                                          "reverse": {"in": 400, "out": 400, "late_p99_us": 80}}}}
-        judged = judge_sctp(counters=counters)
-        self.assertInvalid(judged, "delay line 1 forward: late_p99_us = 4200 us (limit 1000 us, --max-lateness)")
-        self.assertEqual(judged["delay_line_lateness_us"], {"1 forward late_p99_us": 4200, "1 reverse late_p99_us": 80})
-        self.assertTrue(judge_sctp(counters=counters, max_lateness_us=5000)["valid"])
-        # fields of the counters line itself (late_p99_us_ab), wherever the topology puts them
-        self.assertInvalid(judge_sctp(counters={"delay_lines": {"2": {"late_p99_us_ab": 1500, "late_p99_us_ba": 3}}}),
-                           "delay line 2: late_p99_us_ab = 1500 us")
-        # a delay line without lateness fields (before netperfmeter-delayline reports them): noted
-        judged = judge_sctp(counters={"delay_lines": {"1": {"forward": {"in": 900, "out": 900}}}})
-        self.assertTrue(judged["valid"], judged["problems"])
-        self.assertIn("report no lateness", judged["notes"][0])
-        # the lateness is a percentile, not a count: delta() keeps its value after the run
-        before = {"delay_lines": {"1": {"forward": {"in": 100, "late_p99_us": 900}}}, "nstat": {}}
-        after = {"delay_lines": {"1": {"forward": {"in": 1000, "late_p99_us": 300}}}, "nstat": {}}
-        self.assertEqual(evidence.delta(before, after)["delay_lines"],
-                         {"1": {"forward": {"in": 900, "late_p99_us": 300}}})
+        counters = {"delay_lines": {"1": {"forward": {"in": 900, "out": 900, "late": 40},
+                                          "reverse": {"in": 400, "out": 400, "late": 0}}}}
+
+        def record(forward_p99, reverse_p99, reverse_frames=400):
+            return {"1": {"forward": {"lateness": {"frames": 900, "p50_us": 10, "p99_us": forward_p99}},
+                          "reverse": {"lateness": {"frames": reverse_frames, "p50_us": 10, "p99_us": reverse_p99}}}}
+
+        judged = judge_sctp(counters=counters, delay_lines=record(4200, 80))
+        self.assertInvalid(judged, "delay line link 1 forward: p99_us = 4200 us (limit 1000 us, --max-lateness)")
+        self.assertEqual(judged["delay_line_lateness_us"], {"link 1 forward p99_us": 4200, "link 1 reverse p99_us": 80})
+        self.assertTrue(judge_sctp(counters=counters, delay_lines=record(4200, 80), max_lateness_us=5000)["valid"])
+        self.assertTrue(judge_sctp(counters=counters, delay_lines=record(100, 80))["valid"])
+        # a direction that sent nothing has no lateness to check
+        self.assertTrue(judge_sctp(counters=counters, delay_lines=record(100, 99999, reverse_frames=0))["valid"])
+        # delay lines without a record of their lateness: not verified, so invalid
+        self.assertInvalid(judge_sctp(counters=counters), "the delay lines' lateness (no delay_lines.json record")
+        # the counts are differenced, the late frames too
+        before = {"delay_lines": {"1": {"forward": {"in": 100, "late": 9}}}, "nstat": {}}
+        after = {"delay_lines": {"1": {"forward": {"in": 1000, "late": 30}}}, "nstat": {}}
+        self.assertEqual(evidence.delta(before, after)["delay_lines"], {"1": {"forward": {"in": 900, "late": 21}}})
 
     def test_the_stacks_log_lines_are_read_back(self):
         text = ("01-Dec-2026 22:36:46.8804: Flow #0: SCTP association up, the stack holds cmt=cmt cc=rfc2581 "

@@ -379,8 +379,8 @@ def delta(before, after):
                             for p, dirs in after[key].items()}
             else:
                 out[key] = {d: _queue_delta(before[key][d], c) for d, c in after[key].items()}
-    def line_delta(b, a):  # a delay line's lateness (late_*: a percentile, not a count) as it stood after
-        return {k: v if k.startswith("late_") else v - b.get(k, 0) for k, v in a.items()}
+    def line_delta(b, a):  # a delay line's counts (its lateness quantiles are in delay_lines.json)
+        return {k: v - b.get(k, 0) for k, v in a.items()}
 
     out["delay_lines"] = {p: {d: line_delta(before["delay_lines"].get(p, {}).get(d, {}), c) for d, c in dirs.items()}
                           for p, dirs in after.get("delay_lines", {}).items()}
@@ -577,32 +577,27 @@ def path_share(per_interface, paths):
 # ------------------------------------------------------------------------------------ checks
 START_SKEW_LIMIT = 0.5  # s between the first and the last pair's START
 # The 99th percentile of how late a delay line sent packets after their due time, per direction
-# (its counters' late_p99_us* fields): above it, the delay line and not the path set the delay.
-# --max-lateness changes it.
+# (delay_lines.json: the p99_us of each link's lateness histogram over the run, an upper bucket
+# edge): above it, the delay line and not the path set the delay. --max-lateness changes it.
 LATENESS_LIMIT_US = 1000
 UDP_SNDBUF_ERRORS = ("UdpSndbufErrors", "Udp6SndbufErrors")
 
 
-def _lateness(delay_lines):
-    """[(where, field, microseconds)] of the late_p99_us* fields in a run's delay line counters,
-    wherever in a line's entry they are."""
+def _lateness(record):
+    """[(where, field, microseconds)]: the p99 lateness of each link and direction of a run's
+    delay-line record (topology.delayline_record(), delay_lines.json) that sent frames."""
     found = []
-
-    def walk(where, value):
-        if isinstance(value, dict):
-            for k, v in sorted(value.items()):
-                if k.startswith("late_p99_us") and isinstance(v, (int, float)):
-                    found.append((where, k, v))
-                else:
-                    walk(f"{where} {k}".strip(), v)
-
-    walk("", delay_lines)
+    for link, entry in sorted((record or {}).items()):
+        for direction in ("forward", "reverse"):
+            late = (entry.get(direction) or {}).get("lateness") or {}
+            if late.get("frames") and isinstance(late.get("p99_us"), (int, float)):
+                found.append((f"link {link} {direction}", "p99_us", late["p99_us"]))
     return found
 
 
 def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT,
           no_capture="no capture (tshark is not installed)", holds=None, processes=None,
-          max_process_load=PROCESS_LOAD_LIMIT, max_lateness_us=LATENESS_LIMIT_US, strict=True):
+          max_process_load=PROCESS_LOAD_LIMIT, max_lateness_us=LATENESS_LIMIT_US, strict=True, delay_lines=None):
     """Whether a run measured what its study asks for: per flow what was seen, what the stacks
     hold, each check (expected, observed, ok) and the paths' shares of its data. The run is valid
     when no check failed and every check was verified: one that the evidence cannot decide (no
@@ -752,18 +747,15 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
                                           "--max-process-load)")
     elif strict:
         result["unverified"].append("the netperfmeter processes' CPU load (not measured)")
-    lateness = _lateness(counters.get("delay_lines", {}))
+    lateness = _lateness(delay_lines)
     result["delay_line_lateness_us"] = {f"{where} {field}".strip(): v for where, field, v in lateness}
     for where, field, value in lateness:
         if value > max_lateness_us:
             result["problems"].append(f"delay line {where}: {field} = {value:g} us (limit {max_lateness_us:g} us, "
                                       "--max-lateness): the delay line, not the path, set the delay")
-    # A delay line that reports no lateness cannot show that it kept its delay. Until
-    # netperfmeter-delayline's counters carry late_p99_us* fields (their change is not merged
-    # yet), their absence is noted here, not made a reason; once merged, this becomes an
-    # unverified check (the lead tightens it).
+    # A delay line that reports no lateness cannot show that it kept its delay.
     if counters.get("delay_lines") and not lateness:
-        result["notes"] = ["the delay lines report no lateness (late_p99_us*): their timing is not checked"]
+        result["unverified"].append("the delay lines' lateness (no delay_lines.json record of the run)")
     if pcap is None:
         result["unverified"].append(no_capture)
     if strict and result["unverified"]:

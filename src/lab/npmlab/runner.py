@@ -31,7 +31,7 @@ Layout of a results directory DIR:
                                certificate (tls.py)
   DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
                                tool versions, the exact command lines), counters.json,
-                               evidence.json, capture.pcapng, settle.txt (the wait for an
+                               delay_lines.json (seeds, drops by cause, lateness), evidence.json, capture.pcapng, settle.txt (the wait for an
                                earlier run's connections), and per pair i f<i>/ with its
                                pair's run.config, run.json (the figures the lab reads),
                                run-{active,passive}.sca.bz2 (createsummary's input),
@@ -283,13 +283,18 @@ def read_run_scalars(run_dir):
     return scalars
 
 
-def run_evidence(run_dir):
-    """evidence.json of a run ({} for a run made before runs were checked)."""
+def read_json(path):
+    """The JSON document in `path`; None when there is none (or it is not JSON)."""
     try:
-        with open(os.path.join(run_dir, "evidence.json")) as f:
+        with open(path) as f:
             return json.load(f)
     except (OSError, ValueError):
-        return {}
+        return None
+
+
+def run_evidence(run_dir):
+    """evidence.json of a run ({} for a run made before runs were checked)."""
+    return read_json(os.path.join(run_dir, "evidence.json")) or {}
 
 
 def run_validity(judged):
@@ -443,7 +448,7 @@ class Runner:
         key = (tuple(p.key() for p in paths), bottleneck.key() if bottleneck else None)
         if key != self.topo_key:
             self._teardown()
-            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls)
+            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls, seed=self.seed)
             if bottleneck is not None:
                 self.topo = topology.Shared(paths, bottleneck, **common)
             else:
@@ -637,6 +642,8 @@ class Runner:
                 self.current.append(passives[-1])
             for i, p in enumerate(passives):
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
+            if hasattr(topo, "reseed"):
+                topo.reseed(rep)  # the delay lines' random decisions: this repetition's
             before = evidence.snapshot(topo)
             load = evidence.HostLoad(getattr(topo, "delaylines", ()))
             capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"), seconds=self.study.capture)
@@ -664,6 +671,9 @@ class Runner:
             cpu.stop()
             capture.wait()
             after = evidence.snapshot(topo)
+            if hasattr(topo, "delayline_record"):  # seeds, drops by cause, lateness of the run
+                with open(os.path.join(partial, "delay_lines.json"), "w") as f:
+                    json.dump(topo.delayline_record(), f, indent=1, sort_keys=True)
         finally:
             if cpu is not None:
                 cpu.stop()
@@ -705,7 +715,7 @@ class Runner:
                                 [self.port_of(i) for i in range(len(groups))], host, self.max_other_load,
                                 no_capture=self.NO_CAPTURE, holds=holds, processes=processes,
                                 max_process_load=self.max_process_load, max_lateness_us=self.max_lateness_us,
-                                strict=capture is not None)
+                                strict=capture is not None, delay_lines=read_json(os.path.join(partial, "delay_lines.json")))
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
         return judged

@@ -13,7 +13,16 @@ from . import expr, hostspec
 PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp", "quic")
 TOPOLOGIES = ("disjoint", "shared", "hosts")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
-             "reverse_loss", "ber"}
+             "reverse_loss", "ber", "aqm", "red", "codel", "pie"}
+# A path's queue discipline (aqm): drop-tail in tbf, or an AQM in netperfmeter-delayline, with the
+# parameters of its table (netperfmeter-delayline(1), -a) and their ranges.
+AQMS = {"droptail": {}, "red": {"wq": (0, 1), "min": (0, 1e6), "max": (0, 1e6), "maxp": (0, 1), "gentle": (0, 1),
+                                "mean": (1, 65536), "ecn": (0, 1)},
+        "codel": {"target": (0, 1e5), "interval": (0, 1e5), "ecn": (0, 1)},
+        "pie": {"target": (0, 1e5), "tupdate": (0, 1e5), "alpha": (0, 100), "beta": (0, 100), "burst": (0, 1e5),
+                "ecn": (0, 1)}}
+FLAGS = ("gentle", "ecn")  # AQM parameters that are true or false
+AQM_QUEUE_PACKETS = 8192  # the delay line's largest queue (-q)
 HOST_PATH_KEYS = {"name", "active", "passive"}  # topology "hosts": a path is an address on each host
 HOSTS_KEYS = {"active", "passive", "identity", "ssh_config", "netperfmeter", "base_port", "max_clock_offset_ms",
               "service", "pairs", "cross_traffic"}
@@ -133,7 +142,7 @@ class Path:
     """One path of a disjoint topology, both directions (forward = active -> passive)."""
 
     def __init__(self, name, rate, reverse_rate, queue, reverse_queue, delay_ms, reverse_delay_ms, loss,
-                 reverse_loss, ber=0.0):
+                 reverse_loss, ber=0.0, aqm="droptail", aqm_params=None):
         self.name = name
         self.rate, self.reverse_rate = rate, reverse_rate          # bit/s, None = unshaped
         self.queue, self.reverse_queue = queue, reverse_queue      # bytes
@@ -142,12 +151,17 @@ class Path:
         # bit error rate of SCTP over UDP, both directions (netperfmeter-delayline -b): the packets
         # arrive, SCTP's CRC32c finds the error
         self.ber = ber
+        # the queue discipline of its shaped directions: "droptail" (tbf), or "red", "codel", "pie"
+        # in the delay line, with its parameters ((name, value) pairs, sorted)
+        self.aqm = aqm
+        self.aqm_params = tuple(sorted(dict(aqm_params or {}).items()))
 
     def key(self):
         return tuple(sorted(vars(self).items()))
 
     def needs_delay_line(self):
-        return any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss, self.reverse_loss, self.ber))
+        return self.aqm != "droptail" or any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss,
+                                                              self.reverse_loss, self.ber))
 
 
 def spec_options(spec):
@@ -308,7 +322,40 @@ class Study:
             ber = 0.0
         if not 0 <= ber < 1:
             self._checker.fail(f"{key}.ber", f"{ber} is outside 0 to below 1 (a bit error rate, e.g. 5e-6)")
-        return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, ber=ber, **numbers)
+        aqm, params = self._aqm(key, raw, values, rate, reverse_rate)
+        for k, v in (("queue", queue), ("reverse_queue", reverse_queue)):
+            if aqm != "droptail" and v > AQM_QUEUE_PACKETS * FRAME_BYTES:
+                self._checker.fail(f"{key}.{k}", f"at most {AQM_QUEUE_PACKETS}p with an AQM (the delay line's queue)")
+        return Path(raw.get("name", default_name), rate, reverse_rate, queue, reverse_queue, ber=ber, aqm=aqm,
+                    aqm_params=params, **numbers)
+
+    def _aqm(self, key, raw, values, rate, reverse_rate):
+        """A path's aqm and the parameters of its table (red = {...}, codel = {...}, pie = {...}; the
+        tables of the others may be there, for a sweep over aqm)."""
+        aqm = self._fill(f"{key}.aqm", raw.get("aqm", "droptail"), values)
+        if aqm not in AQMS:
+            self._checker.fail(f"{key}.aqm", f"\"{aqm}\" is not one of {', '.join(AQMS)}")
+        if aqm != "droptail" and rate is None and reverse_rate is None:
+            self._checker.fail(f"{key}.aqm", f"{aqm} needs a rate (its queue builds up at the path's bottleneck)")
+        table = raw.get(aqm) or {}
+        if not isinstance(table, dict):
+            self._checker.fail(f"{key}.{aqm}", "must be a table, e.g. {wq = 0.002, min = 20, max = 80, maxp = 0.02}")
+        params = {}
+        for name, value in table.items():
+            if name not in AQMS[aqm]:
+                self._checker.fail(f"{key}.{aqm}.{name}", f"not a parameter of {aqm} ({', '.join(AQMS[aqm])})")
+            low, high = AQMS[aqm][name]
+            value = self._fill(f"{key}.{aqm}.{name}", value, values)
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self._checker.fail(f"{key}.{aqm}.{name}", f"\"{value}\" is not a number")
+            if not low <= number <= high or (number == low and name not in FLAGS):
+                self._checker.fail(f"{key}.{aqm}.{name}", f"{value} is outside {low:g} (excluded) to {high:g}")
+            params[name] = bool(value) if name in FLAGS else number
+        if aqm == "red" and params.get("min", 20) >= params.get("max", 80):
+            self._checker.fail(f"{key}.red", "min must be below max")
+        return aqm, params
 
     def flows_for(self, values):
         """The flows of a combination, in order; a [[flows]] entry with count = N (or a

@@ -15,10 +15,15 @@ packet or two below it, and userland SCTP's UDP socket would be charged for ever
 path (static neighbour entries point at the router), so addresses are those of a direct link.
 One-way delay and random loss come from netem where the kernel has it (on the router, with the
 tbf below it), else from netperfmeter-delayline in a namespace of its own between the router and
-P (paths without delay or loss have none). Every interface sends one packet per frame
-(gso_max_segs 1), so tbf, loss and the delay line see packets as a real link would. Neighbours
-are static, so no ARP crosses a path during a run. An unshaped direction gets a FIFO on its
-router as a counter (qdisc_sent(), path_counters()).
+P (paths without delay or loss have none). A path with an AQM (Path.aqm "red", "codel", "pie")
+is shaped in its delay line instead of tbf (rate, queue, AQM, then the delay): this kernel has
+no sch_red, sch_codel or sch_pie; tbf's place on the router holds a counting FIFO. The delay
+lines' random decisions are seeded per repetition, link and direction (reseed(),
+delayline_seed()); each run's record of them is delayline_record(). Every interface sends one
+packet per frame (gso_max_segs 1), so tbf, loss and the delay line see packets as a real link
+would. Neighbours are static, so no ARP crosses a path during a run, and IPv6 is off, so no
+router solicitation does. An unshaped direction gets a FIFO on its router as a counter
+(qdisc_sent(), path_counters()).
 
 All names start with npmlab<pid>- (or another prefix a program chooses, such as a test's):
 a later run removes stale leftovers of its own prefix (namespaces whose creating process is
@@ -30,6 +35,7 @@ qdisc_sent() and path_counters(), and take paths down and up again: set_link() (
 interface) and set_path() (a failure inside a disjoint path, which the hosts do not see).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -143,18 +149,80 @@ def tbf_burst(rate_bits):
 
 
 def path(rate=None, delay_ms=0, loss=0, queue=100 * study.FRAME_BYTES, burst=None, reverse_rate=None,
-         reverse_delay_ms=None, reverse_loss=0, reverse_queue=None, reverse_burst=None, name="path", ber=0.0):
+         reverse_delay_ms=None, reverse_loss=0, reverse_queue=None, reverse_burst=None, name="path", ber=0.0,
+         aqm="droptail", aqm_params=None):
     """A path from keywords: rates in bit/s or as text ("20mbit"; None = unshaped), queues and
     bursts in bytes (tbf's limit and bucket; burst None = tbf_burst()), loss in percent. The
     reverse direction (passive -> active) is unshaped unless given, has the forward delay unless
-    given, and no loss."""
+    given, and no loss. aqm: "droptail" (tbf), or "red", "codel", "pie" with aqm_params
+    ({name: value} as the study file's red/codel/pie tables): the delay line shapes then."""
     def bits(rate):
         return study.parse_rate(rate) if isinstance(rate, str) else rate
 
     p = study.Path(name, bits(rate), bits(reverse_rate), queue, queue if reverse_queue is None else reverse_queue,
-                   delay_ms, delay_ms if reverse_delay_ms is None else reverse_delay_ms, loss, reverse_loss, ber)
+                   delay_ms, delay_ms if reverse_delay_ms is None else reverse_delay_ms, loss, reverse_loss, ber,
+                   aqm=aqm, aqm_params=aqm_params)
     p.burst, p.reverse_burst = burst, reverse_burst
     return p
+
+
+DIRECTIONS = ("forward", "reverse")
+# the counts of a delay line's counters line (each direction), in order
+COUNTS = ("in", "out", "lost", "dropped", "corrupted", "aqm_drops", "tail_drops", "marks", "late")
+# the upper edges (microseconds) of its lateness histogram's buckets; the last bucket is above them
+LATENESS_EDGES_US = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
+
+
+def parse_counters(line):
+    """A delay line's "counters IF_A->IF_B k=v ...; IF_B->IF_A k=v ..." line -> {"forward"/"reverse":
+    {counts, late_max_us, late_max_report_us, lateness_us (a list), seed}}; None if it is none. Lines of
+    older delay lines (the first five counts only) give 0 for the rest."""
+    if not line.startswith("counters ") or line.count(";") != 1:
+        return None
+    out = {}
+    for d, part in zip(DIRECTIONS, line[len("counters "):].split(";")):
+        fields = dict(f.split("=", 1) for f in part.split()[1:] if "=" in f)
+        try:
+            c = {k: int(fields.get(k, 0)) for k in (*COUNTS, "late_max_us", "late_max_report_us", "seed")}
+            hist = fields.get("lateness_us")
+            c["lateness_us"] = [int(v) for v in hist.split(",")] if hist else [0] * (len(LATENESS_EDGES_US) + 1)
+        except ValueError:
+            return None
+        if not all(k in fields for k in COUNTS[:4]) or len(c["lateness_us"]) != len(LATENESS_EDGES_US) + 1:
+            return None
+        out[d] = c
+    return out
+
+
+def lateness_summary(hist, max_us):
+    """{"frames", "p50_us", "p99_us", "max_us", "histogram"} of a lateness histogram (counts per
+    bucket of LATENESS_EDGES_US): a quantile is the upper edge of its bucket (at most that late;
+    None above the last edge), the maximum exact (the delay line's)."""
+    n = sum(hist)
+
+    def quantile(q):
+        if n == 0:
+            return None
+        seen = 0
+        for i, c in enumerate(hist):
+            seen += c
+            if seen >= q * n:
+                return LATENESS_EDGES_US[i] if i < len(LATENESS_EDGES_US) else None
+        return None
+
+    edges = [f"<={e}" for e in LATENESS_EDGES_US] + [f">{LATENESS_EDGES_US[-1]}"]
+    return {"frames": n, "p50_us": quantile(0.5), "p99_us": quantile(0.99), "max_us": max_us,
+            "histogram": dict(zip(edges, hist))}
+
+
+def aqm_options(path):
+    """netperfmeter-delayline's -r, -q and -a for a path with an AQM (the delay line shapes it)."""
+    rates = [int(r) if r is not None else 0 for r in (path.rate, path.reverse_rate)]
+    limits = [max(1, round(q / study.FRAME_BYTES)) for q in (path.queue, path.reverse_queue)]
+    params = ",".join(f"{k}={int(v) if isinstance(v, bool) or float(v).is_integer() else v}"
+                      for k, v in getattr(path, "aqm_params", ()))
+    return ["-r", f"{rates[0]},{rates[1]}", "-q", f"{limits[0]},{limits[1]}",
+            "-a", path.aqm + (":" + params if params else "")]
 
 
 class Disjoint:
@@ -162,10 +230,12 @@ class Disjoint:
     requires netem. announce: the passive announces its other addresses to MPTCP (signal
     endpoints); without it, mptcp_endpoint() chooses. ber_ports: the UDP ports of userland SCTP
     whose packets a path's bit errors (Path.ber) corrupt ("PORT" or "FIRST-LAST"; the runner's
-    pairs use 9899 + i)."""
+    pairs use 9899 + i). seed: the study's; each delay line's random decisions come from it, the
+    repetition (reseed()), the link and the direction (delayline_seed()). realtime: the delay
+    lines run as real-time processes (-R), so that the end hosts' work does not make them late."""
 
     def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1, prefix=PREFIX,
-                 netem=None, announce=True, ber_ports="9899-9930"):
+                 netem=None, announce=True, ber_ports="9899-9930", realtime=True):
         self.paths = paths
         self.ber_ports = ber_ports
         self.delayline = delayline
@@ -173,6 +243,7 @@ class Disjoint:
         self.seed = seed
         self.use_netem = netem
         self.announce = announce
+        self.realtime = realtime
         base = f"{prefix}{os.getpid()}-{tag}"
         self.A, self.P = base + "a", base + "p"
         self.created = []
@@ -180,6 +251,9 @@ class Disjoint:
         self.netem = False
         self.counting = True  # unshaped router interfaces get a counting FIFO
         self.delayline_of = {}  # link index (path i: i + 1) -> its delay line process
+        self.delayline_cmd = {}  # link index -> its command line
+        self.repetition = 0  # of the seeds in force (reseed())
+        self.reports = {}  # link index -> its last two counters lines, parsed (delay_counters())
         self.device_state = {}  # (namespace, device) -> the `ip` commands of its neighbours and routes
 
     def address(self, side, path):
@@ -278,6 +352,9 @@ class Disjoint:
         self.ns(name, "ip", "link", "set", "lo", "up")
         for k in ("all", "default"):
             self.ns(name, "sysctl", "-qw", f"net.ipv4.conf.{k}.rp_filter=0")
+            # IPv4 only: no router solicitations or MLD reports cross a path (they would take a
+            # delay line's random decisions away from the run's packets at times of their own)
+            self.ns(name, "sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1")
 
     def _veth(self, ns_a, dev_a, ns_b, dev_b):
         _run(["ip", "-n", ns_a, "link", "add", "name", dev_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b])
@@ -329,21 +406,30 @@ class Disjoint:
         interface (see the module's description)."""
         forward = forward or (ns_a, dev_a)
         reverse = reverse or (ns_b, dev_b)
+        aqm = getattr(path, "aqm", "droptail") != "droptail"
         # Bit errors that SCTP (not UDP) sees only the delay line makes: netem's corruption hits
-        # any byte of the packet, and UDP drops it for its checksum before SCTP sees it.
-        if path.needs_delay_line() and (not self.netem or getattr(path, "ber", 0) > 0):
+        # any byte of the packet, and UDP drops it for its checksum before SCTP sees it. An AQM
+        # needs the queue in the delay line: it shapes (rate, queue, AQM) instead of tbf.
+        delay_line = path.needs_delay_line() and (not self.netem or getattr(path, "ber", 0) > 0 or aqm)
+        if delay_line:
             d = self.A[:-1] + f"d{index}"
             self._add_ns(d)
             self._veth(ns_a, dev_a, d, "x")
             self._veth(d, "y", ns_b, dev_b)
             for dev in ("x", "y"):
                 _run(["ip", "-n", d, "link", "set", dev, "promisc", "on"])
-            cmd = ["ip", "netns", "exec", d, self.delayline, "-s", str(self.seed + index)]
+            seeds = self.delayline_seed(index, "forward"), self.delayline_seed(index, "reverse")
+            cmd = ["ip", "netns", "exec", d, self.delayline, "-c", "-s", f"{seeds[0]},{seeds[1]}"]
+            if self.realtime:
+                cmd.append("-R")
             if path.loss > 0 or path.reverse_loss > 0:
                 cmd += ["-l", f"{path.loss},{path.reverse_loss}"]
             if getattr(path, "ber", 0) > 0:
                 cmd += ["-b", repr(path.ber), "-p", self.ber_ports]
+            if aqm:
+                cmd += aqm_options(path)
             cmd += ["x", "y", str(path.delay_ms), str(path.reverse_delay_ms)]
+            self.delayline_cmd[index] = cmd
             try:
                 line = self._start_delayline(cmd)
             except FileNotFoundError:
@@ -353,9 +439,12 @@ class Disjoint:
             self.delayline_of[index] = self.delaylines[-1]
         else:
             self._veth(ns_a, dev_a, ns_b, dev_b)
-        self._shape(*forward, path.rate, path.queue, path.delay_ms, path.loss, getattr(path, "burst", None))
-        self._shape(*reverse, path.reverse_rate, path.reverse_queue, path.reverse_delay_ms, path.reverse_loss,
-                    getattr(path, "reverse_burst", None))
+        # delay and loss in the delay line or by netem, not both; a rate in the delay line (AQM) or by tbf
+        netem = not delay_line
+        self._shape(*forward, None if aqm else path.rate, path.queue, path.delay_ms * netem, path.loss * netem,
+                    getattr(path, "burst", None))
+        self._shape(*reverse, None if aqm else path.reverse_rate, path.reverse_queue, path.reverse_delay_ms * netem,
+                    path.reverse_loss * netem, getattr(path, "reverse_burst", None))
 
     def _neighbour(self, ns, dev, address, mac):
         self._configure(ns, dev, "neigh", "replace", address, "lladdr", mac, "dev", dev, "nud", "permanent")
@@ -414,7 +503,7 @@ class Disjoint:
         self._hosts()
 
     def _start_delayline(self, cmd):
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         self.delaylines.append(proc)
         line = proc.stdout.readline().strip()
@@ -423,22 +512,70 @@ class Disjoint:
             return (proc.stderr.read().strip() or f"exit {proc.returncode}").splitlines()[-1]
         return line
 
+    def delayline_seed(self, index, direction, repetition=None):
+        """The seed of the random decisions (loss, bit errors, the AQM) of link `index` in `direction`
+        ("forward"/"reverse") in a repetition (default: the one in force): from the study's seed,
+        the repetition, the link and the direction, the same for the same four; 1 .. 2^63-1."""
+        rep = self.repetition if repetition is None else repetition
+        digest = hashlib.sha256(f"npmlab-delayline-{self.seed}-{rep}-{index}-{direction}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % ((1 << 63) - 1) + 1
+
+    def _ask(self, index, command, expect):
+        """Sends a command to the delay line of link `index`; its answer (a line starting with `expect`)."""
+        proc = self.delayline_of[index]
+        if proc.poll() is not None:
+            raise LabError(f"the delay line of link {index} has ended")
+        try:
+            proc.stdin.write(command + "\n")
+            proc.stdin.flush()
+        except OSError as e:
+            raise LabError(f"the delay line of link {index} takes no commands: {e}")
+        ready, _, _ = select.select([proc.stdout], [], [], 5)
+        line = proc.stdout.readline().strip() if ready else ""
+        if not line.startswith(expect):
+            raise LabError(f"the delay line of link {index} answered {command!r} with {line!r}")
+        return line
+
+    def reseed(self, repetition):
+        """Gives every delay line the seeds of `repetition` (delayline_seed()): from here on its loss,
+        bit errors and AQM decide as they do in every run of that repetition."""
+        self.repetition = repetition
+        for index in self.delayline_of:
+            seeds = self.delayline_seed(index, "forward"), self.delayline_seed(index, "reverse")
+            line = self._ask(index, f"seed {seeds[0]} {seeds[1]}", "seeded")
+            if line.split()[1:] != [str(s) for s in seeds]:
+                raise LabError(f"the delay line of link {index} took other seeds: {line!r}")
+
     def delay_counters(self):
-        """{link index: {"forward"/"reverse": {in, out, lost, dropped, corrupted}}} of the running
-        delay lines (asked with SIGUSR1; link i + 1 is path i, a shared topology's bottleneck is the
-        last)."""
+        """{link index: {"forward"/"reverse": {in, out, lost, dropped, corrupted, aqm_drops,
+        tail_drops, marks, late}}} of the running delay lines (link i + 1 is path i, a shared topology's
+        bottleneck is the last); the lines in full (lateness, seeds) go to self.reports."""
         out = {}
-        for index, proc in self.delayline_of.items():
-            if proc.poll() is not None:
-                raise LabError(f"the delay line of link {index} has ended")
-            proc.send_signal(signal.SIGUSR1)
-            ready, _, _ = select.select([proc.stdout], [], [], 5)
-            line = proc.stdout.readline().strip() if ready else ""
-            parts = re.findall(r"in=(\d+) out=(\d+) lost=(\d+) dropped=(\d+)(?: corrupted=(\d+))?", line)
-            if not line.startswith("counters") or len(parts) != 2:
+        for index in self.delayline_of:
+            line = self._ask(index, "counters", "counters")
+            report = parse_counters(line)
+            if report is None:
                 raise LabError(f"the delay line of link {index} gave no counters: {line!r}")
-            out[str(index)] = {d: dict(zip(("in", "out", "lost", "dropped", "corrupted"), (int(v or 0) for v in p)))
-                               for d, p in zip(("forward", "reverse"), parts)}
+            self.reports[index] = (self.reports.get(index, (None, None))[1], report)
+            out[str(index)] = {d: {k: report[d][k] for k in COUNTS} for d in DIRECTIONS}
+        return out
+
+    def delayline_record(self):
+        """What the delay lines did between the last two delay_counters() (a run: before and after),
+        per link and direction: the seed and repetition in force, the counts (drops by cause), and the
+        lateness of the frames sent (delay_line_lateness()); {} without delay lines."""
+        out = {}
+        for index, (before, after) in sorted(self.reports.items()):
+            if before is None:
+                continue
+            link = {"command": subprocess.list2cmdline(self.delayline_cmd.get(index, [])),
+                    "repetition": self.repetition}
+            for d in DIRECTIONS:
+                a, b = after[d], before[d]
+                link[d] = {"seed": a["seed"], **{k: a[k] - b[k] for k in COUNTS},
+                           "lateness": lateness_summary([x - y for x, y in zip(a["lateness_us"], b["lateness_us"])],
+                                                        a["late_max_report_us"])}
+            out[str(index)] = link
         return out
 
     def delayline_counters(self):
@@ -448,6 +585,8 @@ class Disjoint:
     def describe(self):
         """What decides a run's result on this topology: qdiscs and the settings in force."""
         lines = [f"netem: {'yes' if self.netem else 'no (netperfmeter-delayline)'}"]
+        for index, cmd in sorted(self.delayline_cmd.items()):
+            lines.append(f"== delay line of link {index}: {subprocess.list2cmdline(cmd)}")
         for ns, what in self._routers():
             lines.append(f"== {ns} qdiscs ({what})")
             lines.append(_run(["tc", "-n", ns, "qdisc", "show"], check=False).rstrip())
