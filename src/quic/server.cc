@@ -9,7 +9,11 @@
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <chrono>
+#include <tuple>
 #include <cerrno>
 #include <cstring>
 
@@ -154,6 +158,7 @@ void Server::handle(std::span<const std::uint8_t> datagram, const asio::ip::udp:
   if (auto it = connections_.find(from); it != connections_.end()) {
     auto connection = it->second;
     if (connection->ended()) return;
+    heard_[from] = now;
     connection->onDatagram(datagram, now);
     touched.push_back(std::move(connection));
     return;
@@ -169,8 +174,8 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
   if (ngtcp2_accept(&header, datagram.data(), datagram.size()) != 0) {
     return drop("not a QUIC Initial packet that may start a connection", from);
   }
-  if (connections_.size() >= options_.maxConnections) {
-    return drop("already " + std::to_string(connections_.size()) + " connections", from);
+  if (connections_.size() >= options_.maxConnections && !evictQuiet(now)) {
+    return drop("already " + std::to_string(connections_.size()) + " connections, all making progress", from);
   }
   ClientInitial initial;
   initial.dcid = std::span<const std::uint8_t>(header.dcid.data, header.dcid.datalen);
@@ -228,7 +233,32 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
     return drop("an Initial packet that does not open", from);
   }
   connections_[from] = connection;
+  heard_[from] = now;
   touched.push_back(std::move(connection));
+}
+
+bool Server::evictQuiet(std::uint64_t now) {
+  const asio::ip::udp::endpoint* victim = nullptr;
+  auto rank = [&](const asio::ip::udp::endpoint& e, const Connection& c) {
+    const std::uint64_t quiet = now - std::min(now, heard_[e]);
+    const bool evictable = c.established() ? quiet >= kQuietConnection : quiet >= kQuietHandshake;
+    // Handshakes before established connections, then the one quiet the longest.
+    return std::make_tuple(evictable, !c.established(), quiet);
+  };
+  for (const auto& [endpoint, connection] : connections_) {
+    if (!std::get<0>(rank(endpoint, *connection))) continue;
+    if (victim == nullptr || rank(endpoint, *connection) > rank(*victim, *connections_.at(*victim))) victim = &endpoint;
+  }
+  if (victim == nullptr) return false;
+  const auto endpoint = *victim;
+  auto connection = connections_.at(endpoint);
+  evicted_.say("QUIC: closing the " + std::string(connection->established() ? "connection" : "handshake") + " of " +
+               connection->peerName() + " (quiet for " + std::to_string((now - std::min(now, heard_[endpoint])) / 1000000) +
+               " ms) to make room for a new client");
+  connections_.erase(endpoint);
+  heard_.erase(endpoint);
+  connection->close();
+  return true;
 }
 
 void Server::sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
@@ -279,6 +309,14 @@ void Server::drop(const std::string& why, const asio::ip::udp::endpoint& from) {
 void Server::forget(const asio::ip::udp::endpoint& from, const Connection* which) {
   if (auto it = connections_.find(from); it != connections_.end() && it->second.get() == which) {
     connections_.erase(it);
+    heard_.erase(from);
+    // What ended connections held goes back to the system (at most once a second): a flood of
+    // handshakes leaves the process as large as it was.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - lastTrim_ >= std::chrono::seconds(1)) {
+      lastTrim_ = now;
+      ::malloc_trim(0);
+    }
   }
 }
 

@@ -11,7 +11,11 @@
 // `retryAbove` handshakes are under way, a new client gets a Retry packet (stateless: nothing
 // is kept) and is served only when it comes back with the token, from the address it was sent
 // to: Initials from forged source addresses then hold no state, and cannot lock legitimate
-// clients out by filling `maxConnections`.
+// clients out by filling `maxConnections`. Clients that hold slots without progress (a
+// handshake that went quiet, e.g. after answering the Retry, or an established connection that
+// sends nothing) cannot either: when every slot is taken, a new client's Initial closes the
+// connection heard from longest ago -- a handshake quiet for kQuietHandshake first, then an
+// established connection quiet for kQuietConnection -- and takes its slot.
 //
 // Bound to the wildcard address, the server reads each datagram's destination address
 // (IP_PKTINFO / IPV6_RECVPKTINFO) and answers from it, so that a client that sent to any of the
@@ -22,6 +26,7 @@
 #include <boost/asio/ip/udp.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,6 +81,9 @@ public:
   std::uint64_t invalidTokens() const { return invalidTokens_.count(); }
   // Connections whose handshake is under way.
   std::size_t handshaking() const { return handshaking_; }
+  // Connections closed to make room for a new client (see above).
+  std::uint64_t evicted() const { return evicted_.count(); }
+  static constexpr std::uint64_t kQuietHandshake = 1'000'000'000, kQuietConnection = 5'000'000'000;  // ns
 
 private:
   Server(asio::io_context& io, std::shared_ptr<asio::ip::udp::socket> socket, asio::ip::udp::endpoint local,
@@ -95,6 +103,9 @@ private:
              const asio::ip::udp::endpoint& to);
   void drop(const std::string& why, const asio::ip::udp::endpoint& from);
   void forget(const asio::ip::udp::endpoint& from, const Connection* which);
+  // Closes the connection that made no progress for the longest time, if one is quiet enough:
+  // whether a slot was freed.
+  bool evictQuiet(std::uint64_t now);
 
   asio::io_context& io_;
   std::shared_ptr<asio::ip::udp::socket> socket_;
@@ -102,6 +113,7 @@ private:
   std::shared_ptr<const Credentials> credentials_;
   ServerOptions options_;
   std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
+  std::map<asio::ip::udp::endpoint, std::uint64_t> heard_;  // when each client's last datagram came (ns)
   std::function<void(std::shared_ptr<Connection>)> onConnection_;
   std::vector<std::uint8_t> buffer_;
   bool sourceAddressed_ = false;  // bound to the wildcard: each datagram's destination is read
@@ -109,8 +121,10 @@ private:
   std::size_t handshaking_ = 0;
   std::uint64_t retries_ = 0;
   log::Repeated dropped_{"QUIC: dropped datagrams", log::Debug}, failedHandshakes_{"QUIC handshakes failed", log::Info},
-      invalidTokens_{"QUIC: Initials with a Retry token that is not valid", log::Debug};
+      invalidTokens_{"QUIC: Initials with a Retry token that is not valid", log::Debug},
+      evicted_{"QUIC: connections without progress closed to make room", log::Info};
   bool closed_ = false;
+  std::chrono::steady_clock::time_point lastTrim_{};
 };
 
 }  // namespace npm::quic
