@@ -55,15 +55,31 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   socket->configure(options);
   socket->tune(tuning);
   // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
-  if (!options_.localAddresses.empty()) socket->bind(options_.localAddresses, 0);
+  // Without -L, a flow to a passive on loopback stays on loopback: userland SCTP would offer the
+  // passive every address of this host as a path of its own.
+  const bool onLoopback = std::all_of(options_.remotes.begin(), options_.remotes.end(),
+                                      [](const asio::ip::address& a) { return transport::unmapped(a).is_loopback(); });
+  std::vector<asio::ip::address> local = options_.localAddresses;
+  if (local.empty() && onLoopback) {
+    local = {family == AF_INET6 ? asio::ip::address(asio::ip::address_v6::loopback())
+                                : asio::ip::address(asio::ip::address_v4::loopback())};
+  }
+  if (!local.empty()) socket->bind(local, 0);
   const std::string name = transport::endpointName(options_.remote, options_.port);
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
             " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
             name + " from " +
-            (options_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(options_.localAddresses)));
+            (local.empty() ? std::string("(any)") : sctp::addressList(local)));
   socket->connect(options_.remotes, options_.port);  // connectx: every address the peer's name has
   auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
+  if (const auto peers = association->socket().peerAddresses(); onLoopback && peers.size() > 1) {
+    // The passive bound more than loopback and offered its other addresses: said, as they are
+    // paths of their own in the per-path results.
+    log::warning("Flow #" + std::to_string(*spec.flowId) + ": the SCTP association to " + name + " has " +
+                 std::to_string(peers.size()) + " paths, to the passive's addresses " + sctp::addressList(peers) +
+                 " (it binds every address of its host; start it with -L 127.0.0.1 to keep to loopback)");
+  }
   if (const auto nrSack = association->socket().nrSackNegotiated(); tuning.nrSack && nrSack && !*nrSack) {
     // Offered by this side and not by the peer (e.g. a passive on another SCTP stack).
     log::warning("Flow #" + std::to_string(*spec.flowId) + ": nrsack=on was asked for, but the passive's SCTP "

@@ -39,6 +39,24 @@ def flow(scalars, role, flow_id, name):
 
 
 class LoopbackSctp(unittest.TestCase):
+    def test_a_flow_to_loopback_stays_on_loopback(self):
+        """Userland SCTP binds every address of the host: a flow to 127.0.0.1 once offered the
+        passive this host's other addresses as paths of their own (two path rows in its scalars).
+        The active now binds loopback alone there (unless -L says otherwise), and where the
+        passive offers more than loopback, the active says so in one warning line."""
+        with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP), tempfile.TemporaryDirectory() as d:
+            r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1", "-scalar=run.sca",
+                           "-sctp", "const50:const500", cwd=d)
+            passive_paths = {k[0] for k in read_scalars(os.path.join(d, "run-passive.sca")) if ".path[" in k[0]}
+            active_paths = {k[0] for k in read_scalars(os.path.join(d, "run-active.sca")) if ".path[" in k[0]}
+        self.assertEqual(len(passive_paths), 1, passive_paths)  # the active's side: loopback only
+        warned = [l for l in r.stderr.splitlines() if "paths, to the passive's addresses" in l]
+        if len(active_paths) > 1:  # the passive offered its other addresses
+            self.assertEqual(len(warned), 1, r.stderr)
+            self.assertIn("start it with -L 127.0.0.1 to keep to loopback", warned[0])
+        else:
+            self.assertEqual(warned, [], r.stderr)
+
     def test_association_of_three_streams_and_sctp_control(self):
         with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP) as passive, tempfile.TemporaryDirectory() as d:
             result = run_active(
