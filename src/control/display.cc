@@ -1,7 +1,6 @@
 #include "control/display.h"
 
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@ std::size_t StatusLine::terminalWidth() const {
 StatusLine::StatusLine(bool enabled, std::FILE* out) : enabled_(enabled), out_(out), colour_(::isatty(::fileno(out))) {
   started_ = last_ = nowMicros();
   lastCpu_ = cpu_.sample();
+  lastSelf_ = measure::processTimes();
 }
 
 void StatusLine::update(std::size_t flows, std::size_t measurements, const measure::Counters& tx,
@@ -41,12 +41,9 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
   if (!enabled_) return;
 
   // This process's own CPU (user and system), in % of one core, beside the host's.
-  rusage self{};
-  ::getrusage(RUSAGE_SELF, &self);
-  const std::uint64_t selfMicros = static_cast<std::uint64_t>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1000000 +
-                                   static_cast<std::uint64_t>(self.ru_utime.tv_usec + self.ru_stime.tv_usec);
-  const double selfPercent = 100.0 * static_cast<double>(selfMicros - std::min(selfMicros, lastSelf_)) / 1e6 / interval;
-  lastSelf_ = selfMicros;
+  const measure::ProcessTimes self = measure::processTimes();
+  const double selfPercent = measure::processUsage(lastSelf_, self).utilisation();
+  lastSelf_ = self;
   const std::uint64_t elapsed = (now - started_) / 1000000;
   char b[160];
   // The parts in the order they are dropped when the terminal is too narrow: last first.

@@ -31,7 +31,8 @@ private:
   bool colour_;
   bool printed_ = false;
   std::uint64_t started_ = 0, last_ = 0;
-  std::uint64_t lastTx_ = 0, lastRx_ = 0, lastSelf_ = 0;
+  std::uint64_t lastTx_ = 0, lastRx_ = 0;
+  measure::ProcessTimes lastSelf_;
   std::size_t terminalWidth() const;
   measure::CpuSampler cpu_;
   measure::CpuTimes lastCpu_;

@@ -1,7 +1,10 @@
 #include "measure/cpu.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdlib>
 #include <sstream>
@@ -48,6 +51,27 @@ CpuTimes parseProcStat(const std::string& text) {
     }
   }
   return times;
+}
+
+ProcessTimes processTimes() {
+  ProcessTimes t;
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) == 0) {
+    auto micros = [](const timeval& v) {
+      return static_cast<std::uint64_t>(v.tv_sec) * 1000000 + static_cast<std::uint64_t>(v.tv_usec);
+    };
+    t.userMicros = micros(u.ru_utime);
+    t.systemMicros = micros(u.ru_stime);
+  }
+  t.wallMicros = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  return t;
+}
+
+ProcessUsage processUsage(const ProcessTimes& from, const ProcessTimes& to) {
+  auto seconds = [](std::uint64_t a, std::uint64_t b) { return b > a ? static_cast<double>(b - a) / 1e6 : 0.0; };
+  return {seconds(from.userMicros, to.userMicros), seconds(from.systemMicros, to.systemMicros),
+          seconds(from.wallMicros, to.wallMicros)};
 }
 
 CpuUsage cpuUsage(const CpuTimes& from, const CpuTimes& to) {

@@ -39,6 +39,20 @@ private:
   UniqueFd fd_;
 };
 
+// This process's own CPU time (getrusage RUSAGE_SELF: every thread) and the steady clock, µs.
+struct ProcessTimes {
+  std::uint64_t userMicros = 0, systemMicros = 0, wallMicros = 0;
+};
+ProcessTimes processTimes();
+
+// This process's CPU between two samples: user and system seconds over `seconds` of wall time.
+struct ProcessUsage {
+  double userSeconds = 0.0, systemSeconds = 0.0, seconds = 0.0;
+  // In % of one core (above 100 where several threads computed at once).
+  double utilisation() const { return seconds > 0.0 ? 100.0 * (userSeconds + systemSeconds) / seconds : 0.0; }
+};
+ProcessUsage processUsage(const ProcessTimes& from, const ProcessTimes& to);
+
 // Parses the text of /proc/stat.
 CpuTimes parseProcStat(const std::string& text);
 // Usage between two samples (100 % idle where no time passed).

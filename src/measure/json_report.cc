@@ -202,7 +202,24 @@ void cpu(json::Writer& w, const char* key, const std::vector<ScalarRow>* list, c
   else states(cores[0]);
   w.key("cores").beginArray();
   for (std::size_t i = 1; i < cores.size(); ++i) states(cores[i]);
-  w.endArray().endObject();
+  w.endArray();
+  // The process's own CPU (object "<base>.process"), null where the side wrote none (a reference).
+  std::vector<const ScalarRow*> process;
+  for (const auto& r : *list) {
+    if (r.object == base + ".process") process.push_back(&r);
+  }
+  w.key("process");
+  if (process.empty()) {
+    w.null();
+  } else {
+    w.beginObject();
+    for (const ScalarRow* r : process) {
+      const char* key = r->name == "User Time" ? "user_s" : r->name == "System Time" ? "system_s" : "utilisation";
+      w.key(key).printedNumber(r->value);
+    }
+    w.endObject();
+  }
+  w.endObject();
 }
 
 // "key": the text, or null if it is empty.

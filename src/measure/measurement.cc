@@ -22,6 +22,7 @@ asio::awaitable<void> Measurement::start(std::uint64_t now, std::chrono::millise
   steadyStart_ = std::chrono::steady_clock::now();
   running_ = true;
   cpuStart_ = cpu_.sample();
+  processStart_ = processTimes();
   warmup_ = warmup;
   warmingUp_ = warmup.count() > 0;
   const auto steady = steadyStart_;
@@ -52,6 +53,7 @@ asio::awaitable<void> Measurement::beginScalars(std::uint64_t now) {
   warmingUp_ = false;
   scalarsFrom_ = now;
   cpuStart_ = cpu_.sample();
+  processStart_ = processTimes();
   co_await onOwners(flows_, [](Flow& f, std::size_t) { f.beginScalars(); });
 }
 
@@ -95,6 +97,7 @@ asio::awaitable<MeasurementResult> Measurement::stop(std::uint64_t now) {
   r.firstStatisticsEvent = scalarsFrom_;
   r.lastStatisticsEvent = now;
   r.cpu = cpuUsage(cpuStart_, cpu_.sample());
+  r.process = processUsage(processStart_, processTimes());
   r.flows.resize(flows_.size());
   co_await onOwners(flows_, [&r](Flow& f, std::size_t i) { r.flows[i] = f.result(); });
   if (vector_) {

@@ -62,6 +62,7 @@ private:
   asio::steady_timer timer_;
   CpuSampler cpu_;
   CpuTimes cpuStart_;
+  ProcessTimes processStart_;
   std::uint64_t start_ = 0;
   std::chrono::steady_clock::time_point steadyStart_;
   std::uint64_t scalarsFrom_ = 0;  // µs: START, or the end of the warm-up

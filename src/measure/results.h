@@ -92,6 +92,8 @@ struct MeasurementResult {
   std::uint64_t lastStatisticsEvent = 0;   // µs at STOP
   std::vector<FlowResult> flows;
   CpuUsage cpu;  // over exactly START..STOP
+  // This process's own CPU over the same interval (the passive's: all its sessions').
+  ProcessUsage process;
 };
 
 // Writes the scalar file of one side ("active" or "passive").

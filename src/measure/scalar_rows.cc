@@ -118,6 +118,13 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
     const std::string object = base + ".totalCPU";
     for (std::size_t s = 0; s < kCpuStates; ++s) out.cpu(object, kCpuStateNames[s], r.cpu.percent[0][s]);
   }
+  // Not in the reference: this process's own CPU, beside the host's (which reads 100 % on a busy host).
+  if (r.process.seconds > 0.0) {
+    const std::string object = base + ".process";
+    out.add(object, "User Time", r.process.userSeconds);
+    out.add(object, "System Time", r.process.systemSeconds);
+    out.cpu(object, "CPU Utilisation", r.process.utilisation());
+  }
   return rows;
 }
 

@@ -113,6 +113,9 @@ def figures(doc):
             for k, v in states.items():
                 name = {"iowait": "IOWait"}.get(k, " ".join(w.capitalize() for w in k.split("_")))
                 out.append((f"cpu.{side}.{index}.{k}", side, obj, name, v))
+        for k, v in (cpu["process"] or {}).items():
+            name = {"user_s": "User Time", "system_s": "System Time", "utilisation": "CPU Utilisation"}[k]
+            out.append((f"cpu.{side}.process.{k}", side, f"{base[side]}.process", name, v))
     return out
 
 
