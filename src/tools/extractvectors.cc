@@ -43,7 +43,7 @@ void usage(std::FILE* to) {
       "  -s, --separator S        column separator (default TAB)\n"
       "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
       "  -n, --no-line-numbers    (default)\n"
-      "  -p, --split              split every vector name at its last space\n"
+      "  -p, --split, --splitall  split every vector name at its last space\n"
       "  -a, --no-split           split only for !prefix (default)\n"
       "  -j, --jobs N             compression threads (default: number of CPUs)\n"
       "  -q, --quiet              no banner and no \"Adding vector\" lines\n"
