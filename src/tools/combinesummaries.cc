@@ -205,6 +205,8 @@ public:
     if (l.find('\0') != std::string_view::npos) {
       throw FileError(input.path + ":" + std::to_string(number) + ": binary data (a NUL byte), not a table");
     }
+    // (the tables' readers, R and Python, take UTF-8 only)
+    if (auto problem = notUtf8(l)) throw FileError(input.path + ":" + std::to_string(number) + ": " + *problem);
     if (number == 1) {
       header(input, l);
       return;
@@ -285,8 +287,14 @@ void appendInput(const Input& input, BlockQueue& queue, Table& table, OutputFile
       table.text().clear();
     }
   }
-  if (!carry.empty()) table.line(input, carry, ++number);  // last line without '\n'
-  if (number == 0) throw FileError(input.path + ": empty file (no header line)");
+  if (number == 0 && carry.empty()) throw FileError(input.path + ": empty file (no header line)");
+  // Every writer ends its last line; one cut off is a file cut off (a run killed while writing
+  // it, a full disk), whose last row would go into the table as if it were whole.
+  if (!carry.empty()) {
+    throw FileError(input.path + ":" + std::to_string(number + 1) +
+                    ": the last line has no newline: a truncated file? (\"" +
+                    printableText(std::string_view(carry).substr(0, 40)) + "\")");
+  }
   out.write(table.text());
   table.text().clear();
 }

@@ -128,9 +128,11 @@ public:
 
   void run() {
     std::string line;
-    if (!in_.getline(line)) fail("empty file, expected \"version 2\"");
+    if (!in_.getline(line)) fail("empty file, expected \"version 2\" (a run that lost its results?)");
+    text(line);
     version(line);
     while (in_.getline(line)) {
+      text(line);
       std::string_view rest(line), first;
       if (!nextToken(rest, first) || first[0] == '#') continue;
       if (first[0] >= '0' && first[0] <= '9') {
@@ -139,17 +141,28 @@ public:
         declaration(rest);
       } else if (first != "run" && first != "attr" && first != "param" && first != "itervar" && first != "config" &&
                  first != "file" && first != "version") {
-        fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
+        fail("not a vector file line: \"" + printableText(line.substr(0, 80)) + "\"");
       }
     }
     if (interrupted()) throw Interrupted();
+    if (declared_.empty()) {
+      throw FileError(a_.inputName + ": no vector declared in its " + std::to_string(in_.lineNumber()) +
+                      " line(s) (a run that lost its results?)");
+    }
     out_.write(text_);
   }
   std::uint64_t rows() const { return rows_; }
 
 private:
   [[noreturn]] void fail(const std::string& what) {
-    throw FileError(a_.inputName + ":" + std::to_string(in_.lineNumber()) + ": " + what);
+    const std::uint64_t n = in_.lineNumber();
+    throw FileError(a_.inputName + (n > 0 ? ":" + std::to_string(n) : "") + ": " + what);
+  }
+
+  // A line is text: no NUL, UTF-8 (what the table's readers expect), or the file is garbled.
+  void text(const std::string& line) {
+    if (line.find('\0') != std::string::npos) fail("binary data (a NUL byte), not a vector file");
+    if (auto problem = notUtf8(line)) fail(*problem);
   }
 
   void version(const std::string& line) {
@@ -165,7 +178,7 @@ private:
   // <id> <columns...>
   void data(std::string_view first, std::string_view rest) {
     std::uint64_t id;
-    if (!parseUnsigned(first, id)) fail("bad vector id \"" + std::string(first) + "\"");
+    if (!parseUnsigned(first, id)) fail("bad vector id \"" + printableText(first) + "\"");
     const auto found = vectors_.find(id);
     if (found == vectors_.end()) {
       if (declared_.count(id) == 0) fail("data for vector " + std::to_string(id) + ", which was not declared");
@@ -185,10 +198,10 @@ private:
         case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
         default: break;  // other columns are skipped
       }
-      if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
+      if (!ok) fail("bad number \"" + printableText(token) + "\" in column " + column);
     }
     std::string_view extra;
-    if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
+    if (nextToken(rest, extra)) fail("unexpected extra column \"" + printableText(extra) + "\"");
     if (!haveValue) fail("vector has no value column");
     const std::string& sep = a_.opt.separator;
     ++rows_;
@@ -219,7 +232,7 @@ private:
       fail("malformed vector declaration");
     }
     if (!nextScalarWord(rest, columns)) columns = "TV";
-    if (columns.find_first_not_of("ETV") != std::string::npos) fail("unknown vector columns \"" + columns + "\"");
+    if (columns.find_first_not_of("ETV") != std::string::npos) fail("unknown vector columns \"" + printableText(columns) + "\"");
     if (!declared_.insert(id).second) fail("vector " + idText + " declared twice");
     bool include = a_.prefixes.empty();
     bool split = a_.splitAll;

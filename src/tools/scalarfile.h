@@ -78,7 +78,8 @@ private:
   std::uint64_t skipped_ = 0;
 };
 
-// Reads a whole (plain or bzip2) scalar file. Throws FileError / ParseError.
+// Reads a whole (plain or bzip2) scalar file. Throws FileError / ParseError, also for a file
+// without any scalar (empty, or only run/attr lines; not one whose scalars --skip= dropped).
 std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOptions& options);
 
 // Next word of an OMNeT++-style line: "quoted with \" escapes" or up to whitespace.
