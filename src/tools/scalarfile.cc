@@ -235,6 +235,11 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
 
 std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOptions& options) {
   InputFile in(path);
+  return readScalarFile(in, options);
+}
+
+std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& options) {
+  const std::string& path = in.name();
   ScalarFileParser parser(path, options);
   std::vector<Scalar> out;
   std::string line;
