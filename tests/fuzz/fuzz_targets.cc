@@ -237,26 +237,27 @@ void fuzzJsonReport(std::span<const std::uint8_t> data) {
 }
 
 // The config file from untrusted text: node names, the -scalar/-vector patterns and FLOWSPECs
-// (lines 1-4, then a FLOWSPEC a line). Its readers take it line by line or source it: every
-// line must be empty or KEY=VALUE, a value in double quotes escaping ", $, ` and \, or a bare
-// word.
+// (NUL-separated: fields 1-4, then a FLOWSPEC each, so newlines are data too). Its readers (the
+// plotters, the lab) read it as the shell would source it: every line must be empty or
+// KEY=VALUE, the value a bare word or one double-quoted string (which may span lines) that
+// escapes ", $, ` and \, with nothing after it.
 void fuzzConfig(std::span<const std::uint8_t> data) {
   std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
-  std::vector<std::string> lines;
-  while (!text.empty() && lines.size() < 12) {
-    const std::size_t nl = text.find('\n');
-    lines.emplace_back(text.substr(0, nl));
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  std::vector<std::string> fields;
+  while (!text.empty() && fields.size() < 12) {
+    const std::size_t end = text.find('\0');
+    fields.emplace_back(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
   }
-  lines.resize(std::max<std::size_t>(lines.size(), 4));
+  fields.resize(std::max<std::size_t>(fields.size(), 4));
   npm::measure::ConfigInfo info;
-  info.activeNodeName = lines[0];
-  info.passiveNodeName = lines[1];
-  info.scalarPattern = lines[2];
-  info.vectorPattern = lines[3];
+  info.activeNodeName = fields[0];
+  info.passiveNodeName = fields[1];
+  info.scalarPattern = fields[2];
+  info.vectorPattern = fields[3];
   info.pathVectors = !data.empty() && (data[0] & 1);
-  for (std::size_t k = 4; k < lines.size(); ++k) {
-    if (auto flow = npm::flowspec::parse(lines[k], npm::npmp::Protocol::TCP)) info.flows.push_back(*flow);
+  for (std::size_t k = 4; k < fields.size(); ++k) {
+    if (auto flow = npm::flowspec::parse(fields[k], npm::npmp::Protocol::TCP)) info.flows.push_back(*flow);
   }
   if (!npm::flowspec::assignFlowIds(info.flows)) return;
   npm::OutputFile out = npm::OutputFile::anonymous(npm::Compression::kNone, 0);
@@ -265,29 +266,33 @@ void fuzzConfig(std::span<const std::uint8_t> data) {
   char buffer[4096];
   std::string config;
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof(buffer), back.get())) > 0;) config.append(buffer, n);
-  std::string_view rest(config);
-  while (!rest.empty()) {
-    const std::size_t nl = rest.find('\n');
-    if (nl == std::string_view::npos) __builtin_trap();  // the last line ends too
-    const std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl + 1);
-    if (line.empty()) continue;  // (between the global part and each flow's)
-    const std::size_t eq = line.find('=');
-    if (eq == 0 || eq == std::string_view::npos ||
-        line.substr(0, eq).find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string_view::npos) {
-      __builtin_trap();
-    }
-    const std::string_view value = line.substr(eq + 1);
-    if (value.empty() || value[0] != '"') {
-      if (value.find_first_of("\"$`\\ ;&|<>()'") != std::string_view::npos) __builtin_trap();
+  std::size_t i = 0;
+  while (i < config.size()) {
+    if (config[i] == '\n') {  // (between the global part and each flow's)
+      ++i;
       continue;
     }
-    std::size_t i = 1;
-    for (; i < value.size() && value[i] != '"'; ++i) {
-      if (value[i] == '\\') ++i;
-      else if (value[i] == '$' || value[i] == '`') __builtin_trap();
+    const std::size_t eq = config.find('=', i);
+    if (eq == std::string::npos || eq == i ||
+        config.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", i) != eq) {
+      __builtin_trap();
     }
-    if (i != value.size() - 1) __builtin_trap();  // the closing quote ends the line
+    i = eq + 1;
+    if (i < config.size() && config[i] == '"') {
+      for (++i; i < config.size() && config[i] != '"'; ++i) {
+        if (config[i] == '\\') ++i;
+        else if (config[i] == '$' || config[i] == '`') __builtin_trap();
+      }
+      if (i >= config.size()) __builtin_trap();  // unterminated
+      ++i;
+    } else {
+      const std::size_t end = config.find('\n', i);
+      const std::string_view word(config.data() + i, (end == std::string::npos ? config.size() : end) - i);
+      if (word.empty() || word.find_first_of("\"$`\\ ;&|<>()'") != std::string_view::npos) __builtin_trap();
+      i += word.size();
+    }
+    if (i >= config.size() || config[i] != '\n') __builtin_trap();  // the value ends its line
+    ++i;
   }
 }
 
