@@ -2,8 +2,9 @@
 // the network, FLOWSPEC strings from the command line, the receiver's accounting fed with
 // decoded DATA headers, the result files' readers (scalar files as createsummary reads them,
 // OMNeT++ vector files as extractvectors does; plain, bzip2 or gzip by content), the passive's
-// uploaded scalar file as the active's JSON document takes it, and the config file written from
-// flows and node names (whose readers are the plotters and the lab). Built with AddressSanitizer
+// uploaded scalar file as the active's JSON document takes it, the config file written from
+// flows and node names (whose readers are the plotters and the lab), and NetPerfMeter's vector
+// files and createsummary's tables as combinesummaries reads them. Built with AddressSanitizer
 // and UBSan; driven by fuzz_driver.cc (deterministic mutation, a ctest) or by libFuzzer
 // (-DNPM_LIBFUZZER=ON). Targets: fuzz_targets.h.
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "measure/statistics.h"
 #include "npmp/messages.h"
 #include "tools/scalarfile.h"
+#include "tools/tablefile.h"
 #include "tools/toolcommon.h"
 #include "tools/vectorfile.h"
 #include "fuzz_targets.h"
@@ -85,6 +87,9 @@ void checkMessage(const std::string& message, std::string_view file) {
   }
 }
 
+// Whether the first byte of the input has `bit` set (the targets' options).
+bool flag(std::span<const std::uint8_t> data, unsigned bit) { return !data.empty() && (data[0] & bit) != 0; }
+
 // The input as a file to read (fmemopen: no disk), plain or compressed as its content says.
 npm::UniqueFile memoryFile(std::span<const std::uint8_t> data, std::string& copy) {
   copy.assign(reinterpret_cast<const char*>(data.data()), data.size());
@@ -97,8 +102,8 @@ void fuzzScalarFile(std::span<const std::uint8_t> data) {
   const auto file = memoryFile(data, copy);
   if (!file) return;
   npm::tools::ScalarFileOptions options;
-  options.split = !data.empty() && (data[0] & 1);
-  options.keepNames = !data.empty() && (data[0] & 2);
+  options.split = flag(data, 1);
+  options.keepNames = flag(data, 2);
   options.skip = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"active.flow-Rec"});
   try {
     npm::InputFile in(file.get(), "fuzz.sca");
@@ -114,11 +119,11 @@ void fuzzVectorFile(std::span<const std::uint8_t> data) {
   if (!file) return;
   npm::tools::VectorTableSettings settings;
   settings.opt.quiet = true;
-  settings.opt.lineNumbers = !data.empty() && (data[0] & 1);
-  settings.splitAll = !data.empty() && (data[0] & 2);
+  settings.opt.lineNumbers = flag(data, 1);
+  settings.splitAll = flag(data, 2);
   settings.inputName = "fuzz.vec";
   settings.prefixes = {{"thr", false}, {"queue", true}};
-  if (!data.empty() && (data[0] & 4)) settings.prefixes.clear();
+  if (flag(data, 4)) settings.prefixes.clear();
   try {
     npm::InputFile in(file.get(), "fuzz.vec");
     std::string text;
@@ -255,7 +260,7 @@ void fuzzConfig(std::span<const std::uint8_t> data) {
   info.passiveNodeName = fields[1];
   info.scalarPattern = fields[2];
   info.vectorPattern = fields[3];
-  info.pathVectors = !data.empty() && (data[0] & 1);
+  info.pathVectors = flag(data, 1);
   for (std::size_t k = 4; k < fields.size(); ++k) {
     if (auto flow = npm::flowspec::parse(fields[k], npm::npmp::Protocol::TCP)) info.flows.push_back(*flow);
   }
@@ -296,8 +301,40 @@ void fuzzConfig(std::span<const std::uint8_t> data) {
   }
 }
 
+// A NetPerfMeter vector file or a table, twice in a row (the second one's header must match),
+// as combinesummaries reads it: decompressed by content, in pieces of a size from the first byte.
+void fuzzTable(std::span<const std::uint8_t> data) {
+  std::string copy;
+  const auto file = memoryFile(data, copy);
+  if (!file) return;
+  npm::tools::OutputOptions options;
+  options.lineNumbers = flag(data, 1);
+  const std::size_t pieceSize = 1 + (data.empty() ? 0 : data[0] % 64);
+  const std::string varNames = "NodeName IsActive";
+  npm::tools::Table table(options, varNames);
+  try {
+    npm::InputFile in(file.get(), "fuzz.vec");
+    std::string bytes;
+    std::vector<char> buffer(pieceSize);
+    for (std::size_t n; (n = in.read(buffer.data(), buffer.size())) > 0;) bytes.append(buffer.data(), n);
+    for (const char* values : {"Client 1", "Server 0"}) {
+      const npm::tools::TableInput input{"fuzz.vec", values};
+      npm::tools::TableLines lines(input, table);
+      for (std::size_t at = 0; at < bytes.size(); at += pieceSize) {
+        lines.piece(std::string_view(bytes).substr(at, pieceSize));
+      }
+      lines.end();
+    }
+  } catch (const std::exception& e) {
+    checkMessage(e.what(), "fuzz.vec");
+    return;
+  }
+  if (npm::tools::invalidUtf8At(table.text()) != std::string_view::npos) __builtin_trap();
+}
+
 using Target = void (*)(std::span<const std::uint8_t>);
-constexpr Target kTargets[] = {fuzzNpmp, fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile, fuzzJsonReport, fuzzConfig};
+constexpr Target kTargets[] = {fuzzNpmp,       fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile,
+                               fuzzJsonReport, fuzzConfig,   fuzzTable};
 static_assert(sizeof(kTargets) / sizeof(kTargets[0]) == npm::fuzz::kTargetCount);
 
 }  // namespace
