@@ -161,6 +161,7 @@ std::vector<Input> readCommands(std::string& varNames) {
     ++lineNo;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    if (auto problem = notUtf8(line)) throw fail(*problem + ": the table is UTF-8");
     if (line.rfind("--varnames=", 0) == 0) {
       std::string names = stripOuterQuotes(line.substr(11));
       if (!splitFields(names)) throw fail("unbalanced quotes in --varnames");

@@ -478,6 +478,8 @@ void CreateSummary::mergeReady(bool wait) {
 
 
 bool CreateSummary::command(const std::string& line) {
+  // (variable names and values go into every table, which its readers take as UTF-8)
+  if (auto problem = notUtf8(line)) return commandError(*problem + ": the tables are UTF-8");
   auto arg = [&](std::string_view key) -> std::optional<std::string> {
     if (line.compare(0, key.size(), key) == 0) return line.substr(key.size());
     return std::nullopt;

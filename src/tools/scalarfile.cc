@@ -245,7 +245,9 @@ std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& optio
   std::string line;
   try {
     while (in.getline(line)) {
-      if (auto problem = notUtf8(line)) throw ParseError(path + ":" + std::to_string(in.lineNumber()) + ": " + *problem);
+      if (auto problem = notUtf8(line)) {
+        throw ParseError(path + ":" + std::to_string(in.lineNumber()) + ": " + *problem + ": a garbled file?");
+      }
       parser.parseLine(line, static_cast<std::uint32_t>(in.lineNumber()), out);
     }
   } catch (const FileError& e) {

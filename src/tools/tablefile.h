@@ -32,7 +32,9 @@ public:
       throw FileError(input.path + ":" + std::to_string(number) + ": binary data (a NUL byte), not a table");
     }
     // (the tables' readers, R and Python, take UTF-8 only)
-    if (auto problem = notUtf8(l)) throw FileError(input.path + ":" + std::to_string(number) + ": " + *problem);
+    if (auto problem = notUtf8(l)) {
+      throw FileError(input.path + ":" + std::to_string(number) + ": " + *problem + ": a garbled file?");
+    }
     if (number == 1) {
       header(input, l);
       return;

@@ -427,7 +427,7 @@ std::optional<std::string> notUtf8(std::string_view line) {
   const std::size_t bad = invalidUtf8At(line);
   if (bad == std::string_view::npos) return std::nullopt;
   return "not UTF-8 text at column " + std::to_string(bad + 1) + " (\"" +
-         printableText(line.substr(bad > 20 ? bad - 20 : 0, 40)) + "\"): a garbled file?";
+         printableText(line.substr(bad > 20 ? bad - 20 : 0, 40)) + "\")";
 }
 
 std::string printableText(std::string_view text) {

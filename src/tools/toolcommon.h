@@ -109,8 +109,8 @@ void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesO
 std::size_t invalidUtf8At(std::string_view text);
 // `text` for a one-line message: control characters and bytes that are not UTF-8 as \xNN.
 std::string printableText(std::string_view text);
-// What is wrong with a line of a result file that is not UTF-8 ("not UTF-8 text at column 9
-// (...): a garbled file?", for "FILE:LINE: ..."); nullopt if it is UTF-8.
+// What is wrong with a line that is not UTF-8 ("not UTF-8 text at column 9 (...)", for
+// "FILE:LINE: ..."); nullopt if it is UTF-8.
 std::optional<std::string> notUtf8(std::string_view line);
 
 // Splits a values/names string into whitespace-separated fields; "..." groups a field

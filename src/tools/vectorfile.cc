@@ -81,7 +81,7 @@ private:
   // A line is text: no NUL, UTF-8 (what the table's readers expect), or the file is garbled.
   void text(const std::string& line) {
     if (line.find('\0') != std::string::npos) fail("binary data (a NUL byte), not a vector file");
-    if (auto problem = notUtf8(line)) fail(*problem);
+    if (auto problem = notUtf8(line)) fail(*problem + ": a garbled file?");
   }
 
   void version(const std::string& line) {

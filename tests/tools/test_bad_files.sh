@@ -25,6 +25,7 @@ one_line() {
     pass "$what -> $err"
   fi
 }
+printf 'AbsTime RelTime Value\n1 0 2\n' >np-good.vec
 summarise() { printf -- '--varnames=Run\n--values=1\n--input=%s\n' "$1" | "$BIN/createsummary" -b -q; }
 combine() { printf -- '--varnames=Run\n--values=1\n--input=%s\n' "$1" | "$BIN/combinesummaries" -q out.data.bz2; }
 
@@ -57,6 +58,12 @@ for z in "" .bz2; do
     summarise nonutf8.sca$z
 done
 
+# commands on standard input: variable names and values go into every table
+one_line "non-UTF-8 --values= (createsummary)" '^createsummary: error: <stdin>:2: not UTF-8 text at column 10' \
+  sh -c "printf -- '--varnames=Run\\n--values=\\351t\\351\\n--input=good.sca\\n' | '$BIN/createsummary' -b -q"
+one_line "non-UTF-8 --varnames= (combinesummaries)" '^combinesummaries: error: <stdin>:1: not UTF-8 text at column 12' \
+  sh -c "printf -- '--varnames=\\377\\n--values=1\\n--input=np-good.vec\\n' | '$BIN/combinesummaries' -q out.data.bz2"
+
 # --- OMNeT++ vector files (extractvectors)
 printf 'version 2\nvector 0 net "x" ETV\n0 1 0.5 1.0\n' >good.vec
 printf 'version 2\nvector 0 net "x" ETV\n0 1 0.5 1.0\n0 2 0.6 \xff\xfe\n' >nonutf8-value.vec
@@ -82,7 +89,6 @@ one_line "NUL byte" '^extractvectors: error: nul\.vec:3: binary data' ev nul.vec
 one_line "no vector declared" '^extractvectors: error: novectors\.vec: no vector declared' ev novectors.vec
 
 # --- NetPerfMeter vector files and tables (combinesummaries, as plot-netperfmeter-results uses it)
-printf 'AbsTime RelTime Value\n1 0 2\n' >np-good.vec
 printf 'AbsTime RelTime Value\n1 0 2\n2 1 \xe2\x82\n' >np-nonutf8.vec
 printf 'AbsTime RelTime Value\n1 0 2\n2 1' >np-cut.vec
 for f in np-nonutf8 np-cut; do bzip2 -k $f.vec; done

@@ -358,5 +358,5 @@ TEST_CASE("invalidUtf8At finds the first byte that is not well-formed UTF-8") {
   CHECK(invalidUtf8At("\xe2\x28\xa1") == 0);       // bad continuation
   CHECK(npm::tools::printableText("a\xff\tb") == "a\\xff\\x09b");
   CHECK(npm::tools::notUtf8("fine") == std::nullopt);
-  CHECK(npm::tools::notUtf8("1 2 \xff").value() == "not UTF-8 text at column 5 (\"1 2 \\xff\"): a garbled file?");
+  CHECK(npm::tools::notUtf8("1 2 \xff").value() == "not UTF-8 text at column 5 (\"1 2 \\xff\")");
 }
