@@ -463,35 +463,62 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: netperfmeter-cc-loader [-v] start|stop|status\n"
+	fprintf(f, "usage: netperfmeter-cc-loader [--verbose] start|stop|status\n"
 		"  start   register npm_lia npm_olia npm_rpv1 npm_rpv2 and allow them\n"
 		"  stop    unregister them\n"
-		"  status  show what is registered and allowed (exit 3 if not all)\n");
+		"  status  show what is registered and allowed (exit 3 if not all)\n"
+		"options:\n"
+		"  --verbose      print libbpf's messages\n"
+		"  -h, --help     this help\n"
+		"  -v, --version  version\n");
 }
 
 int main(int argc, char **argv)
 {
-	int i = 1;
+	const char *command = NULL;
+	int short_v = 0, version = 0;
 
-	if (i < argc && strcmp(argv[i], "-v") == 0) {
-		verbose = 1;
-		i++;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--verbose") == 0) {
+			verbose = 1;
+		} else if (strcmp(a, "-v") == 0) {
+			short_v = 1;
+		} else if (strcmp(a, "--version") == 0) {
+			version = 1;
+		} else if (a[0] != '-' && !command) {
+			command = a;
+		} else {
+			fprintf(stderr, "netperfmeter-cc-loader: unexpected argument \"%s\" (see --help)\n", a);
+			return 2;
+		}
 	}
-	if (i >= argc) {
+	/* -v is --version, as in netperfmeter and the other programs; it used to be what
+	 * --verbose is now, and "-v start" keeps that meaning for the scripts that wrote it. */
+	if (version || (short_v && !command)) {
+		printf("NetPerfMeter-CC-Loader %s\n", NPM_VERSION);
+		return 0;
+	}
+	if (short_v) {
+		fprintf(stderr, "netperfmeter-cc-loader: -v with a command is the old spelling of --verbose "
+				"(-v alone prints the version)\n");
+		verbose = 1;
+	}
+	if (!command) {
 		usage(stderr);
 		return 2;
 	}
 	libbpf_set_print(libbpf_log);
-	if (strcmp(argv[i], "start") == 0)
+	if (strcmp(command, "start") == 0)
 		return cmd_start();
-	if (strcmp(argv[i], "stop") == 0)
+	if (strcmp(command, "stop") == 0)
 		return cmd_stop();
-	if (strcmp(argv[i], "status") == 0)
+	if (strcmp(command, "status") == 0)
 		return cmd_status();
-	if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	usage(stderr);
+	fprintf(stderr, "netperfmeter-cc-loader: unknown command \"%s\" (start, stop or status)\n", command);
 	return 2;
 }

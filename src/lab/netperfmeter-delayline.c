@@ -1037,7 +1037,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 }
 	};
-	while ((opt = getopt_long(argc, argv, "l:b:p:s:r:q:a:ctR::hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:b:p:s:r:q:a:ctR::hVv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			if (parse_pair(optarg, 100, &loss_ab, &loss_ba)) {
@@ -1117,6 +1117,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'V':
+		case 'v':
 			printf("netperfmeter-delayline %s\n", NPM_VERSION);
 			return 0;
 		case 'h':

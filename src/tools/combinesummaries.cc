@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "common/text.h"
+#include "tools/tablefile.h"
 #include "tools/toolcommon.h"
 
 using namespace npm;
@@ -60,10 +61,7 @@ void usage(std::FILE* to) {
       kProgram);
 }
 
-struct Input {
-  std::string path;
-  std::string values;
-};
+using Input = TableInput;
 
 struct Interrupted {};
 
@@ -163,6 +161,7 @@ std::vector<Input> readCommands(std::string& varNames) {
     ++lineNo;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    if (auto problem = notUtf8(line)) throw fail(*problem + ": the table is UTF-8");
     if (line.rfind("--varnames=", 0) == 0) {
       std::string names = stripOuterQuotes(line.substr(11));
       if (!splitFields(names)) throw fail("unbalanced quotes in --varnames");
@@ -193,100 +192,20 @@ std::vector<Input> readCommands(std::string& varNames) {
   return inputs;
 }
 
-// The rows of the output table: the first input's header (with the variable names in front),
-// then every input's rows with its values in front; later headers must match the first.
-class Table {
-public:
-  Table(const OutputOptions& opt, const std::string& varNames) : opt_(opt), varNames_(varNames) {}
-
-  // Line `number` (from 1) of `input`.
-  void line(const Input& input, std::string_view l, std::uint64_t number) {
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    if (l.find('\0') != std::string_view::npos) {
-      throw FileError(input.path + ":" + std::to_string(number) + ": binary data (a NUL byte), not a table");
-    }
-    if (number == 1) {
-      header(input, l);
-      return;
-    }
-    if (opt_.lineNumbers) {
-      char digits[32];
-      std::snprintf(digits, sizeof(digits), "%06llu", static_cast<unsigned long long>(rows_ + 1));
-      text_ += digits;
-      text_ += opt_.separator;
-    }
-    text_ += input.values;
-    text_ += opt_.separator;
-    text_ += l;
-    text_ += '\n';
-    ++rows_;
-    ++lines_;
-  }
-  std::string& text() { return text_; }  // what is not written yet
-  std::uint64_t lines() const { return lines_; }
-
-private:
-  void header(const Input& input, std::string_view l) {
-    if (!firstHeaderFile_.empty()) {
-      if (collapseBlanks(l) != firstHeader_) {
-        throw FileError(input.path + ":1: header \"" + std::string(l) + "\" differs from the header of " +
-                        firstHeaderFile_);
-      }
-      return;
-    }
-    firstHeader_ = collapseBlanks(l);
-    firstHeaderFile_ = input.path;
-    text_ += varNames_;
-    text_ += opt_.separator;
-    if (opt_.lineNumbers) {
-      text_ += "SubLineNo";
-      text_ += opt_.separator;
-    }
-    text_ += l;
-    text_ += '\n';
-    ++lines_;
-  }
-
-  const OutputOptions& opt_;
-  const std::string& varNames_;
-  std::string firstHeader_, firstHeaderFile_, text_;
-  std::uint64_t rows_ = 0, lines_ = 0;
-};
-
 // Every line of one input, from its reader's blocks into `table`; the text is written to
 // `out` as it grows.
 void appendInput(const Input& input, BlockQueue& queue, Table& table, OutputFile& out) {
-  std::uint64_t number = 0;
-  std::string block, carry;
+  TableLines lines(input, table);
+  std::string block;
   while (queue.pop(block)) {  // throws FileError naming the file
-    std::string_view rest(block);
-    for (;;) {
-      const auto nl = rest.find('\n');
-      if (nl == std::string_view::npos) {
-        carry.append(rest);
-        if (carry.size() > InputFile::kMaxLineLength) {
-          throw FileError(input.path + ":" + std::to_string(number + 1) + ": a line longer than " +
-                          std::to_string(InputFile::kMaxLineLength >> 20) + " MiB, not a table");
-        }
-        break;
-      }
-      if (!carry.empty()) {
-        carry.append(rest.substr(0, nl));
-        table.line(input, carry, ++number);
-        carry.clear();
-      } else {
-        table.line(input, rest.substr(0, nl), ++number);
-      }
-      rest.remove_prefix(nl + 1);
-    }
+    lines.piece(block);
     if (table.text().size() > (1U << 20)) {
       if (interrupted()) throw Interrupted();
       out.write(table.text());
       table.text().clear();
     }
   }
-  if (!carry.empty()) table.line(input, carry, ++number);  // last line without '\n'
-  if (number == 0) throw FileError(input.path + ": empty file (no header line)");
+  lines.end();
   out.write(table.text());
   table.text().clear();
 }

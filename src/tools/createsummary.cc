@@ -478,6 +478,8 @@ void CreateSummary::mergeReady(bool wait) {
 
 
 bool CreateSummary::command(const std::string& line) {
+  // (variable names and values go into every table, which its readers take as UTF-8)
+  if (auto problem = notUtf8(line)) return commandError(*problem + ": the tables are UTF-8");
   auto arg = [&](std::string_view key) -> std::optional<std::string> {
     if (line.compare(0, key.size(), key) == 0) return line.substr(key.size());
     return std::nullopt;
@@ -698,6 +700,17 @@ int CreateSummary::run() {
     return 130;
   }
   if (error_) return 1;
+  // No table at all is an error too: a script whose inputs went missing learns it here.
+  if (inputs_.empty()) {
+    std::fprintf(stderr, "%s: error: standard input named no scalar file (--input=FILE): no tables\n",
+                 kProgram);
+    return 1;
+  }
+  if (skippedInputs_ == inputs_.size()) {
+    std::fprintf(stderr, "%s: error: all %zu input files were skipped: no tables\n", kProgram,
+                 inputs_.size());
+    return 1;
+  }
   if (skippedInputs_ > 0) {
     std::fprintf(stderr, "%s: warning: skipped %llu of %zu input files\n", kProgram,
                  static_cast<unsigned long long>(skippedInputs_), inputs_.size());

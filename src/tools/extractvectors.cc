@@ -2,15 +2,11 @@
 // (Time Event Object Vector Split Value). Reference-compatible command line; see
 // extractvectors(1). The input is parsed as it is decompressed; the output is compressed
 // in parallel pieces and renamed into place only when complete.
-#include <cstdint>
 #include <cstdio>
 #include <optional>
-#include <unordered_map>
-#include <unordered_set>
 
-#include "common/numbers.h"
-#include "tools/scalarfile.h"
 #include "tools/toolcommon.h"
+#include "tools/vectorfile.h"
 
 using namespace npm;
 using namespace npm::tools;
@@ -43,7 +39,7 @@ void usage(std::FILE* to) {
       "  -s, --separator S        column separator (default TAB)\n"
       "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
       "  -n, --no-line-numbers    (default)\n"
-      "  -p, --split              split every vector name at its last space\n"
+      "  -p, --split, --splitall  split every vector name at its last space\n"
       "  -a, --no-split           split only for !prefix (default)\n"
       "  -j, --jobs N             compression threads (default: number of CPUs)\n"
       "  -q, --quiet              no banner and no \"Adding vector\" lines\n"
@@ -52,41 +48,8 @@ void usage(std::FILE* to) {
       kProgram);
 }
 
-struct Vector {
-  std::string object, name, split;
-  std::string columns;  // e.g. "ETV"
-};
-
-struct Interrupted {};
-
-struct Prefix {
-  std::string text;
-  bool split;
-  bool found = false;
-};
-
-// A decimal vector id or event number (any number of leading zeros, as the reference).
-bool parseUnsigned(std::string_view s, std::uint64_t& v) {
-  const auto parsed = npm::parseUnsigned(s, UINT64_MAX, SIZE_MAX);
-  if (parsed) v = *parsed;
-  return parsed.has_value();
-}
-
-bool nextToken(std::string_view& rest, std::string_view& token) {
-  std::size_t i = 0;
-  while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
-  std::size_t j = i;
-  while (j < rest.size() && rest[j] != ' ' && rest[j] != '\t') ++j;
-  token = rest.substr(i, j - i);
-  rest.remove_prefix(j);
-  return !token.empty();
-}
-
-struct Arguments {
-  OutputOptions opt;
-  bool splitAll = false;
-  std::string inputName, outputName;
-  std::vector<Prefix> prefixes;
+struct Arguments : VectorTableSettings {
+  std::string outputName;
 };
 
 // The command line; nullopt when --help or --version has answered. Throws UsageError.
@@ -110,157 +73,18 @@ std::optional<Arguments> parseArguments(int argc, char** argv) {
   for (std::size_t i = 2; i < positional.size(); ++i) {
     const std::string& p = positional[i];
     if (!p.empty() && p[0] == '!') {
-      a.prefixes.push_back(Prefix{p.substr(1), true});
+      a.prefixes.push_back(VectorPrefix{p.substr(1), true});
     } else {
-      a.prefixes.push_back(Prefix{p, false});
+      a.prefixes.push_back(VectorPrefix{p, false});
     }
   }
   return a;
 }
 
-// The vector file, line by line, into the table.
-class Extractor {
-public:
-  Extractor(Arguments& a, InputFile& in, OutputFile& out) : a_(a), in_(in), out_(out) {
-    const std::string& sep = a_.opt.separator;
-    text_ = "Time" + sep + "Event" + sep + "Object" + sep + "Vector" + sep + "Split" + sep + "Value\n";
-  }
 
-  void run() {
-    std::string line;
-    if (!in_.getline(line)) fail("empty file, expected \"version 2\"");
-    version(line);
-    while (in_.getline(line)) {
-      std::string_view rest(line), first;
-      if (!nextToken(rest, first) || first[0] == '#') continue;
-      if (first[0] >= '0' && first[0] <= '9') {
-        data(first, rest);
-      } else if (first == "vector") {
-        declaration(rest);
-      } else if (first != "run" && first != "attr" && first != "param" && first != "itervar" && first != "config" &&
-                 first != "file" && first != "version") {
-        fail("not a vector file line: \"" + line.substr(0, 80) + "\"");
-      }
-    }
-    if (interrupted()) throw Interrupted();
-    out_.write(text_);
-  }
-  std::uint64_t rows() const { return rows_; }
-
-private:
-  [[noreturn]] void fail(const std::string& what) {
-    throw FileError(a_.inputName + ":" + std::to_string(in_.lineNumber()) + ": " + what);
-  }
-
-  void version(const std::string& line) {
-    std::string_view rest(line), keyword, number;
-    std::uint64_t version = 0;
-    if (!nextToken(rest, keyword) || keyword != "version" || !nextToken(rest, number) ||
-        !parseUnsigned(number, version)) {
-      fail("missing \"version\" line: not an OMNeT++ vector file");
-    }
-    if (version != 2) fail("vector file version " + std::to_string(version) + " is not supported (expected 2)");
-  }
-
-  // <id> <columns...>
-  void data(std::string_view first, std::string_view rest) {
-    std::uint64_t id;
-    if (!parseUnsigned(first, id)) fail("bad vector id \"" + std::string(first) + "\"");
-    const auto found = vectors_.find(id);
-    if (found == vectors_.end()) {
-      if (declared_.count(id) == 0) fail("data for vector " + std::to_string(id) + ", which was not declared");
-      return;  // not selected
-    }
-    const Vector& v = found->second;
-    std::uint64_t event = 0;
-    double time = 0.0, value = 0.0;
-    bool haveValue = false;
-    for (const char column : v.columns) {
-      std::string_view token;
-      if (!nextToken(rest, token)) fail("too few columns for \"" + v.columns + "\"");
-      bool ok = true;
-      switch (column) {
-        case 'E': ok = parseUnsigned(token, event); break;
-        case 'T': ok = parseNumber(token, time, true); break;
-        case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
-        default: break;  // other columns are skipped
-      }
-      if (!ok) fail("bad number \"" + std::string(token) + "\" in column " + column);
-    }
-    std::string_view extra;
-    if (nextToken(rest, extra)) fail("unexpected extra column \"" + std::string(extra) + "\"");
-    if (!haveValue) fail("vector has no value column");
-    const std::string& sep = a_.opt.separator;
-    ++rows_;
-    if (a_.opt.lineNumbers) {
-      text_ += std::to_string(rows_);
-      text_ += sep;
-    }
-    appendFixed6(text_, time);
-    text_ += sep;
-    text_ += std::to_string(event);
-    text_ += sep;
-    text_ += '"' + v.object + '"' + sep + '"' + v.name + '"' + sep + '"' + v.split + '"' + sep;
-    appendFixed6(text_, value);
-    text_ += '\n';
-    if (text_.size() > (1U << 20)) {
-      if (interrupted()) throw Interrupted();
-      out_.write(text_);
-      text_.clear();
-    }
-  }
-
-  // vector <id> <object> <name> [<columns>]
-  void declaration(std::string_view rest) {
-    std::string idText, object, name, columns;
-    std::uint64_t id;
-    if (!nextScalarWord(rest, idText) || !parseUnsigned(idText, id) || !nextScalarWord(rest, object) ||
-        !nextScalarWord(rest, name)) {
-      fail("malformed vector declaration");
-    }
-    if (!nextScalarWord(rest, columns)) columns = "TV";
-    if (columns.find_first_not_of("ETV") != std::string::npos) fail("unknown vector columns \"" + columns + "\"");
-    if (!declared_.insert(id).second) fail("vector " + idText + " declared twice");
-    bool include = a_.prefixes.empty();
-    bool split = a_.splitAll;
-    for (auto& p : a_.prefixes) {
-      if (name.compare(0, p.text.size(), p.text) == 0) {
-        include = true;
-        p.found = true;
-        split = split || p.split;
-      }
-    }
-    if (!include) return;
-    Vector v{object, name, "", columns};
-    if (split) {
-      const auto space = v.name.rfind(' ');
-      if (space != std::string::npos) {
-        v.split = v.name.substr(space + 1);
-        v.name.resize(space);
-      }
-    }
-    if (!a_.opt.quiet) {
-      if (split) {
-        std::printf("Adding vector \"%s\", split \"%s\" of object %s ...\n", v.name.c_str(), v.split.c_str(),
-                    v.object.c_str());
-      } else {
-        std::printf("Adding vector \"%s\" of object %s ...\n", v.name.c_str(), v.object.c_str());
-      }
-    }
-    vectors_.emplace(id, std::move(v));
-  }
-
-  Arguments& a_;
-  InputFile& in_;
-  OutputFile& out_;
-  std::unordered_map<std::uint64_t, Vector> vectors_;  // selected ones only
-  std::unordered_set<std::uint64_t> declared_;
-  std::string text_;
-  std::uint64_t rows_ = 0;
-};
 
 // One line naming the prefixes that matched no vector, if any.
-void warnUnmatched(const std::vector<Prefix>& prefixes) {
+void warnUnmatched(const std::vector<VectorPrefix>& prefixes) {
   std::size_t found = 0;
   for (const auto& p : prefixes) found += p.found ? 1 : 0;
   if (found == prefixes.size()) return;
@@ -284,7 +108,7 @@ int main(int argc, char** argv) {
     InputFile in(a->inputName);
     OutputFile out(a->outputName, compressionForName(a->outputName), a->opt.level);
     out.compressInParallel(pool);
-    Extractor extractor(*a, in, out);
+    VectorExtractor extractor(*a, in, [&out](std::string_view text) { out.write(text); });
     extractor.run();
     out.commit();
     warnUnmatched(a->prefixes);

@@ -8,7 +8,9 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
       std::printf("Usage: getabstime\nPrints the current time in microseconds since the Unix "
-                  "epoch (1970-01-01 00:00:00 UTC).\n");
+                  "epoch (1970-01-01 00:00:00 UTC).\n\nOptions:\n"
+                  "  -h, --help               this help\n"
+                  "  -v, --version            version\n");
       return 0;
     }
     if (std::strcmp(argv[1], "-v") == 0 || std::strcmp(argv[1], "--version") == 0) {

@@ -25,7 +25,10 @@ void usage(std::FILE* to) {
       "Usage: %s start_file total_runs current_run\n"
       "current_run 0 writes the current time into start_file (8 bytes, big-endian\n"
       "microseconds since the epoch); 1..total_runs prints the estimated end time of the\n"
-      "batch, extrapolated from start_file.\n",
+      "batch, extrapolated from start_file.\n\n"
+      "Options:\n"
+      "  -h, --help               this help\n"
+      "  -v, --version            version\n",
       kProgram);
 }
 

@@ -235,11 +235,19 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
 
 std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOptions& options) {
   InputFile in(path);
+  return readScalarFile(in, options);
+}
+
+std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& options) {
+  const std::string& path = in.name();
   ScalarFileParser parser(path, options);
   std::vector<Scalar> out;
   std::string line;
   try {
     while (in.getline(line)) {
+      if (auto problem = notUtf8(line)) {
+        throw ParseError(path + ":" + std::to_string(in.lineNumber()) + ": " + *problem + ": a garbled file?");
+      }
       parser.parseLine(line, static_cast<std::uint32_t>(in.lineNumber()), out);
     }
   } catch (const FileError& e) {
@@ -247,6 +255,17 @@ std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOpti
     if (in.lineNumber() == 0) throw;
     throw FileError(std::string(e.what()) + " (after line " + std::to_string(in.lineNumber()) +
                     ")");
+  }
+  // A NetPerfMeter run always writes scalars: a file without any lost its run's results (a
+  // full disk, a killed run), and a table without that run would look complete.
+  const char* const what = " (rerun it, leave it out, or skip such files with -r)";
+  if (in.lineNumber() == 0) {
+    throw ParseError(path + ": empty file, no scalars" + what);
+  }
+  if (out.empty() && parser.skipped() == 0) {
+    const std::uint64_t lines = in.lineNumber();
+    throw ParseError(path + ": no scalars in its " + std::to_string(lines) + (lines == 1 ? " line" : " lines") +
+                     what);
   }
   return out;
 }

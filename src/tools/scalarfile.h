@@ -12,6 +12,10 @@
 #include <string_view>
 #include <vector>
 
+namespace npm {
+class InputFile;
+}
+
 namespace npm::tools {
 
 // One scalar after name transformation.
@@ -78,8 +82,11 @@ private:
   std::uint64_t skipped_ = 0;
 };
 
-// Reads a whole (plain or bzip2) scalar file. Throws FileError / ParseError.
+// Reads a whole (plain or bzip2) scalar file. Throws FileError / ParseError, also for a file
+// without any scalar (empty, or only run/attr lines; not one whose scalars --skip= dropped).
 std::vector<Scalar> readScalarFile(const std::string& path, const ScalarFileOptions& options);
+// The same from an open file (its name() in the messages).
+std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& options);
 
 // Next word of an OMNeT++-style line: "quoted with \" escapes" or up to whitespace.
 // Returns false if there is no word or a quote is not closed.

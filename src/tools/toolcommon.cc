@@ -1,5 +1,7 @@
 #include "tools/toolcommon.h"
 
+#include "common/text.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -387,6 +389,59 @@ std::string joinPath(const std::string& directory, const std::string& file) {
   if (file.empty() || file[0] == '/' || directory.empty() || directory == ".") return file;
   if (directory.back() == '/') return directory + file;
   return directory + "/" + file;
+}
+
+std::size_t invalidUtf8At(std::string_view text) {
+  // The second byte's range for each lead byte (RFC 3629, section 4); later bytes are 80..BF.
+  struct Lead { unsigned char low, high; std::size_t length; };
+  auto lead = [](unsigned char c) -> Lead {
+    if (c >= 0xC2 && c <= 0xDF) return {0x80, 0xBF, 2};
+    if (c == 0xE0) return {0xA0, 0xBF, 3};
+    if (c == 0xED) return {0x80, 0x9F, 3};
+    if (c >= 0xE1 && c <= 0xEF) return {0x80, 0xBF, 3};
+    if (c == 0xF0) return {0x90, 0xBF, 4};
+    if (c >= 0xF1 && c <= 0xF3) return {0x80, 0xBF, 4};
+    if (c == 0xF4) return {0x80, 0x8F, 4};
+    return {0, 0, 0};
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const Lead l = lead(c);
+    if (l.length == 0 || i + l.length > text.size()) return i;
+    const auto second = static_cast<unsigned char>(text[i + 1]);
+    if (second < l.low || second > l.high) return i;
+    for (std::size_t k = 2; k < l.length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return i;
+    }
+    i += l.length;
+  }
+  return std::string_view::npos;
+}
+
+std::optional<std::string> notUtf8(std::string_view line) {
+  const std::size_t bad = invalidUtf8At(line);
+  if (bad == std::string_view::npos) return std::nullopt;
+  return "not UTF-8 text at column " + std::to_string(bad + 1) + " (\"" +
+         printableText(line.substr(bad > 20 ? bad - 20 : 0, 40)) + "\")";
+}
+
+std::string printableText(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const std::size_t bad = invalidUtf8At(text);
+    out += npm::printable(text.substr(0, bad));
+    if (bad == std::string_view::npos) break;
+    char escaped[8];
+    std::snprintf(escaped, sizeof(escaped), "\\x%02x", static_cast<unsigned char>(text[bad]));
+    out += escaped;
+    text.remove_prefix(bad + 1);
+  }
+  return out;
 }
 
 }  // namespace npm::tools

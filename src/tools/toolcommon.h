@@ -103,6 +103,16 @@ void printWrote(std::uint64_t lines, std::uint64_t bytesIn, std::uint64_t bytesO
 
 // ------------------------------------------------------------ values, quoting
 
+// Offset of the first byte of `text` that is not part of well-formed UTF-8 (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), npos if all of it is. Result tables
+// are read as UTF-8 (R, Python), so a reader refuses other bytes with the file and line.
+std::size_t invalidUtf8At(std::string_view text);
+// `text` for a one-line message: control characters and bytes that are not UTF-8 as \xNN.
+std::string printableText(std::string_view text);
+// What is wrong with a line that is not UTF-8 ("not UTF-8 text at column 9 (...)", for
+// "FILE:LINE: ..."); nullopt if it is UTF-8.
+std::optional<std::string> notUtf8(std::string_view line);
+
 // Splits a values/names string into whitespace-separated fields; "..." groups a field
 // (quotes removed, \ escapes the next character). Returns nullopt if quotes do not balance
 // or the string ends in a lone backslash.

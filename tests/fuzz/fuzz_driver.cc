@@ -1,18 +1,23 @@
 // Deterministic mutation driver for fuzz_targets.cc (no libFuzzer needed): valid seeds of
-// every NPMP message type and of FLOWSPEC strings, mutated by bit flips, truncation,
-// extension, length-field rewrites and splices, plus pure random inputs.
-//   npm_fuzz_smoke [iterations]
-//   npm_fuzz_smoke --seeds DIR   writes the seeds as libFuzzer corpora: DIR/npmp, DIR/flowspec
+// every NPMP message type and of FLOWSPEC strings, and the corpus kept in the tree
+// (tests/fuzz/corpus/<target>/: seed files of every target and the regression inputs of crashes
+// found, each run first as it is), mutated by bit flips, truncation, extension, length-field
+// rewrites and splices, plus pure random inputs.
+//   npm_fuzz_smoke [--corpus DIR] [iterations]
+//   npm_fuzz_smoke --seeds DIR   writes the built-in seeds as libFuzzer corpora: DIR/npmp, DIR/flowspec
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "fuzz_targets.h"
 #include "npmp/messages.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -97,8 +102,9 @@ Input mutate(const Input& seed, std::mt19937_64& rng, const std::vector<Input>& 
           x.insert(x.begin() + static_cast<std::ptrdiff_t>(at), o.begin() + 1, o.end());
         }
         break;
-      default:  // switch the target
-        x[0] ^= 1;
+      default:  // switch the target: npmp <-> flowspec, or among the files' readers
+        x[0] = x[0] < 2 ? static_cast<std::uint8_t>(x[0] ^ 1)
+                        : static_cast<std::uint8_t>(2 + rng() % (npm::fuzz::kTargetCount - 2));
         break;
     }
   }
@@ -109,7 +115,7 @@ Input mutate(const Input& seed, std::mt19937_64& rng, const std::vector<Input>& 
 int writeSeeds(const std::filesystem::path& dir) {
   const auto all = seeds();
   for (std::size_t k = 0; k < all.size(); ++k) {
-    const auto folder = dir / ((all[k][0] & 1) ? "flowspec" : "npmp");
+    const auto folder = dir / npm::fuzz::kTargetNames[all[k][0]];
     std::filesystem::create_directories(folder);
     std::ofstream out(folder / ("seed-" + std::to_string(k)), std::ios::binary);
     out.write(reinterpret_cast<const char*>(all[k].data() + 1), static_cast<std::streamsize>(all[k].size() - 1));
@@ -121,24 +127,90 @@ int writeSeeds(const std::filesystem::path& dir) {
   return 0;
 }
 
-}  // namespace
+// The files of DIR/<target>/, each prefixed with its target's index.
+bool readCorpus(const std::filesystem::path& dir, std::vector<Input>& out) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    std::fprintf(stderr, "npm_fuzz_smoke: no corpus directory %s\n", dir.c_str());
+    return false;
+  }
+  for (std::size_t t = 0; t < npm::fuzz::kTargetCount; ++t) {
+    const auto folder = dir / npm::fuzz::kTargetNames[t];
+    if (!std::filesystem::is_directory(folder, ec)) continue;
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) files.push_back(entry.path());
+    std::sort(files.begin(), files.end());  // the same order every run
+    for (const auto& file : files) {
+      std::ifstream in(file, std::ios::binary);
+      Input x{static_cast<std::uint8_t>(t)};
+      x.insert(x.end(), std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (!in.eof() && in.fail()) {
+        std::fprintf(stderr, "npm_fuzz_smoke: cannot read %s\n", file.c_str());
+        return false;
+      }
+      out.push_back(std::move(x));
+    }
+  }
+  return true;
+}
 
-int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "--seeds") == 0) return writeSeeds(argv[2]);
-  const long iterations = argc > 1 ? std::atol(argv[1]) : 300000;
-  std::mt19937_64 rng(20261121);
-  const auto all = seeds();
-  for (const auto& s : all) LLVMFuzzerTestOneInput(s.data(), s.size());
+// The seeds as they are, then `iterations` inputs: mutated seeds, every tenth one random bytes
+// for one of `targets` (picked by the first byte).
+void run(const std::vector<Input>& seeds, long iterations, std::mt19937_64& rng, std::uint8_t firstTarget,
+         std::uint8_t targets) {
+  for (const auto& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
   for (long i = 0; i < iterations; ++i) {
     Input x;
     if (i % 10 == 0) {
       x.resize(1 + rng() % 300);
       for (auto& c : x) c = static_cast<std::uint8_t>(rng());
+      x[0] = static_cast<std::uint8_t>(firstTarget + x[0] % targets);
     } else {
-      x = mutate(all[rng() % all.size()], rng, all);
+      x = mutate(seeds[rng() % seeds.size()], rng, seeds);
     }
     LLVMFuzzerTestOneInput(x.data(), x.size());
   }
-  std::printf("%ld inputs, no crash, no sanitizer report\n", iterations + static_cast<long>(all.size()));
+}
+
+}  // namespace
+
+// npm_fuzz_smoke [ITERATIONS] [--corpus DIR [--corpus-iterations N]]: ITERATIONS (300000) over
+// the built-in NPMP and FLOWSPEC seeds, then N (ITERATIONS / 50) over the corpus (its files go
+// through a FILE and 512 KiB of buffers each: about 20 times the cost of an NPMP message).
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--seeds") == 0) return writeSeeds(argv[2]);
+  long iterations = 300000, corpusIterations = -1;
+  const char* corpusDir = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--corpus") == 0 && i + 1 < argc) {
+      corpusDir = argv[++i];
+    } else if (std::strcmp(argv[i], "--corpus-iterations") == 0 && i + 1 < argc) {
+      corpusIterations = std::atol(argv[++i]);
+    } else if (argv[i][0] >= '0' && argv[i][0] <= '9') {
+      iterations = std::atol(argv[i]);
+    } else {
+      std::fprintf(stderr, "usage: npm_fuzz_smoke [ITERATIONS] [--corpus DIR [--corpus-iterations N]] | --seeds DIR\n");
+      return 1;
+    }
+  }
+  if (corpusIterations < 0) corpusIterations = iterations / 50;
+  std::mt19937_64 rng(20261121);
+  const auto builtIn = seeds();
+  run(builtIn, iterations, rng, 0, 2);
+  long total = iterations + static_cast<long>(builtIn.size());
+  std::size_t files = 0;
+  if (corpusDir != nullptr) {
+    std::vector<Input> corpus;
+    if (!readCorpus(corpusDir, corpus)) return 1;
+    if (corpus.empty()) {
+      std::fprintf(stderr, "npm_fuzz_smoke: the corpus %s is empty\n", corpusDir);
+      return 1;
+    }
+    files = corpus.size();
+    run(corpus, corpusIterations, rng, 2, static_cast<std::uint8_t>(npm::fuzz::kTargetCount - 2));
+    total += corpusIterations + static_cast<long>(files);
+  }
+  std::printf("%ld inputs (%zu corpus files and %ld mutations of them), no crash, no sanitizer report\n", total,
+              files, corpusDir != nullptr ? corpusIterations : 0L);
   return 0;
 }

@@ -1,16 +1,35 @@
-// Fuzz targets for everything that parses untrusted input without I/O: NPMP messages as they
-// arrive from the network, FLOWSPEC strings from the command line, and the receiver's
-// accounting fed with decoded DATA headers. Built with AddressSanitizer and UBSan; driven by
-// fuzz_driver.cc (deterministic mutation, a ctest) or by libFuzzer (-DNPM_LIBFUZZER=ON).
+// Fuzz targets for everything that parses untrusted input: NPMP messages as they arrive from
+// the network, FLOWSPEC strings from the command line, the receiver's accounting fed with
+// decoded DATA headers, the result files' readers (scalar files as createsummary reads them,
+// OMNeT++ vector files as extractvectors does; plain, bzip2 or gzip by content), the passive's
+// uploaded scalar file as the active's JSON document takes it, the config file written from
+// flows and node names (whose readers are the plotters and the lab), and NetPerfMeter's vector
+// files and createsummary's tables as combinesummaries reads them. Built with AddressSanitizer
+// and UBSan; driven by fuzz_driver.cc (deterministic mutation, a ctest) or by libFuzzer
+// (-DNPM_LIBFUZZER=ON). Targets: fuzz_targets.h.
+#include <stdio.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/fileio.h"
+#include "common/handle.h"
 #include "flowspec/flowspec.h"
+#include "measure/json_report.h"
+#include "measure/results.h"
+#include "measure/scalar_rows.h"
 #include "measure/statistics.h"
 #include "npmp/messages.h"
+#include "tools/scalarfile.h"
+#include "tools/tablefile.h"
+#include "tools/toolcommon.h"
+#include "tools/vectorfile.h"
+#include "fuzz_targets.h"
 
 namespace {
 
@@ -59,24 +78,276 @@ void fuzzFlowSpec(std::span<const std::uint8_t> data) {
   }
 }
 
+// A message is one line; one about a file names it first.
+void checkMessage(const std::string& message, std::string_view file) {
+  if (message.empty() || message.find('\n') != std::string::npos) __builtin_trap();
+  if (!file.empty() && message.compare(0, file.size(), file) != 0 &&
+      message.find(std::string(file) + ":") == std::string::npos && message.find(" " + std::string(file)) == std::string::npos) {
+    __builtin_trap();
+  }
+}
+
+// Whether the first byte of the input has `bit` set (the targets' options).
+bool flag(std::span<const std::uint8_t> data, unsigned bit) { return !data.empty() && (data[0] & bit) != 0; }
+
+// The input as a file to read (fmemopen: no disk), plain or compressed as its content says.
+npm::UniqueFile memoryFile(std::span<const std::uint8_t> data, std::string& copy) {
+  copy.assign(reinterpret_cast<const char*>(data.data()), data.size());
+  if (copy.empty()) copy.push_back('\n');  // fmemopen needs a buffer; "\n" reads as one empty line
+  return npm::UniqueFile(::fmemopen(copy.data(), copy.size(), "r"));
+}
+
+void fuzzScalarFile(std::span<const std::uint8_t> data) {
+  std::string copy;
+  const auto file = memoryFile(data, copy);
+  if (!file) return;
+  npm::tools::ScalarFileOptions options;
+  options.split = flag(data, 1);
+  options.keepNames = flag(data, 2);
+  options.skip = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"active.flow-Rec"});
+  try {
+    npm::InputFile in(file.get(), "fuzz.sca");
+    for (const auto& scalar : npm::tools::readScalarFile(in, options)) (void)npm::tools::scalarOrigin(scalar.object);
+  } catch (const std::exception& e) {  // FileError, ParseError
+    checkMessage(e.what(), "fuzz.sca");
+  }
+}
+
+void fuzzVectorFile(std::span<const std::uint8_t> data) {
+  std::string copy;
+  const auto file = memoryFile(data, copy);
+  if (!file) return;
+  npm::tools::VectorTableSettings settings;
+  settings.opt.quiet = true;
+  settings.opt.lineNumbers = flag(data, 1);
+  settings.splitAll = flag(data, 2);
+  settings.inputName = "fuzz.vec";
+  settings.prefixes = {{"thr", false}, {"queue", true}};
+  if (flag(data, 4)) settings.prefixes.clear();
+  try {
+    npm::InputFile in(file.get(), "fuzz.vec");
+    std::string text;
+    npm::tools::VectorExtractor extractor(settings, in, [&text](std::string_view piece) { text += piece; });
+    extractor.run();
+    // What it wrote is a table its readers take: UTF-8 text without NUL bytes.
+    if (npm::tools::invalidUtf8At(text) != std::string_view::npos || text.find('\0') != std::string::npos) {
+      __builtin_trap();
+    }
+  } catch (const npm::tools::Interrupted&) {
+    __builtin_trap();
+  } catch (const std::exception& e) {
+    checkMessage(e.what(), "fuzz.vec");
+  }
+}
+
+// A JSON text, strictly (RFC 8259): true if `s` from `i` on is one value and nothing else.
+class JsonCheck {
+public:
+  explicit JsonCheck(std::string_view s) : s_(s) {}
+  bool document() { return value(0) && (blank(), i_ == s_.size()); }
+
+private:
+  void blank() { while (i_ < s_.size() && std::strchr(" \t\r\n", s_[i_]) && s_[i_]) ++i_; }
+  bool literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+  bool string() {
+    if (!literal("\"")) return false;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        if (++i_ >= s_.size() || !std::strchr("\"\\/bfnrtu", s_[i_]) || !s_[i_]) return false;
+        if (s_[i_] == 'u' && (i_ + 4 >= s_.size() || s_.substr(i_ + 1, 4).find_first_not_of("0123456789abcdefABCDEF") !=
+                                                           std::string_view::npos)) {
+          return false;
+        }
+      }
+      ++i_;
+    }
+    return literal("\"");
+  }
+  bool number() {
+    const std::size_t start = i_;
+    literal("-");
+    if (!literal("0")) {
+      if (i_ >= s_.size() || s_[i_] < '1' || s_[i_] > '9') return false;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+    }
+    if (literal(".")) {
+      const std::size_t digits = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      if (i_ == digits) return false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      const std::size_t digits = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      if (i_ == digits) return false;
+    }
+    return i_ > start;
+  }
+  bool value(int depth) {
+    if (depth > 64) return false;
+    blank();
+    if (i_ >= s_.size()) return false;
+    switch (s_[i_]) {
+      case '{': return members(depth, '}', true);
+      case '[': return members(depth, ']', false);
+      case '"': return string();
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      default: return number();
+    }
+  }
+  bool members(int depth, char close, bool named) {
+    ++i_;
+    blank();
+    if (literal(std::string_view(&close, 1))) return true;
+    for (;;) {
+      blank();
+      if (named && (!string() || (blank(), !literal(":")))) return false;
+      if (!value(depth + 1)) return false;
+      blank();
+      if (literal(std::string_view(&close, 1))) return true;
+      if (!literal(",")) return false;
+    }
+  }
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// The passive's uploaded scalar file (bytes from the network), as the active's --json takes it.
+void fuzzJsonReport(std::span<const std::uint8_t> data) {
+  std::vector<npm::measure::ScalarRow> rows;
+  try {
+    rows = npm::measure::parseScalarRows(
+        npm::measure::bzip2Text(std::string(reinterpret_cast<const char*>(data.data()), data.size())));
+  } catch (const std::exception& e) {
+    checkMessage(e.what(), "");
+    return;
+  }
+  npm::measure::JsonRunInfo info;
+  info.remote = "localhost:9000";
+  for (bool indent : {false, true}) {
+    const std::string document = npm::measure::resultDocument(info, nullptr, &rows, std::nullopt, indent);
+    if (!JsonCheck(document).document() || npm::tools::invalidUtf8At(document) != std::string_view::npos) {
+      __builtin_trap();
+    }
+  }
+}
+
+// The config file from untrusted text: node names, the -scalar/-vector patterns and FLOWSPECs
+// (NUL-separated: fields 1-4, then a FLOWSPEC each, so newlines are data too). Its readers (the
+// plotters, the lab) read it as the shell would source it: every line must be empty or
+// KEY=VALUE, the value a bare word or one double-quoted string (which may span lines) that
+// escapes ", $, ` and \, with nothing after it.
+void fuzzConfig(std::span<const std::uint8_t> data) {
+  std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+  std::vector<std::string> fields;
+  while (!text.empty() && fields.size() < 12) {
+    const std::size_t end = text.find('\0');
+    fields.emplace_back(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  fields.resize(std::max<std::size_t>(fields.size(), 4));
+  npm::measure::ConfigInfo info;
+  info.activeNodeName = fields[0];
+  info.passiveNodeName = fields[1];
+  info.scalarPattern = fields[2];
+  info.vectorPattern = fields[3];
+  info.pathVectors = flag(data, 1);
+  for (std::size_t k = 4; k < fields.size(); ++k) {
+    if (auto flow = npm::flowspec::parse(fields[k], npm::npmp::Protocol::TCP)) info.flows.push_back(*flow);
+  }
+  if (!npm::flowspec::assignFlowIds(info.flows)) return;
+  npm::OutputFile out = npm::OutputFile::anonymous(npm::Compression::kNone, 0);
+  npm::measure::writeConfig(out, info);
+  const auto back = out.takeForReading();
+  char buffer[4096];
+  std::string config;
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof(buffer), back.get())) > 0;) config.append(buffer, n);
+  std::size_t i = 0;
+  while (i < config.size()) {
+    if (config[i] == '\n') {  // (between the global part and each flow's)
+      ++i;
+      continue;
+    }
+    const std::size_t eq = config.find('=', i);
+    if (eq == std::string::npos || eq == i ||
+        config.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", i) != eq) {
+      __builtin_trap();
+    }
+    i = eq + 1;
+    if (i < config.size() && config[i] == '"') {
+      for (++i; i < config.size() && config[i] != '"'; ++i) {
+        if (config[i] == '\\') ++i;
+        else if (config[i] == '$' || config[i] == '`') __builtin_trap();
+      }
+      if (i >= config.size()) __builtin_trap();  // unterminated
+      ++i;
+    } else {
+      const std::size_t end = config.find('\n', i);
+      const std::string_view word(config.data() + i, (end == std::string::npos ? config.size() : end) - i);
+      if (word.empty() || word.find_first_of("\"$`\\ ;&|<>()'") != std::string_view::npos) __builtin_trap();
+      i += word.size();
+    }
+    if (i >= config.size() || config[i] != '\n') __builtin_trap();  // the value ends its line
+    ++i;
+  }
+}
+
+// A NetPerfMeter vector file or a table, twice in a row (the second one's header must match),
+// as combinesummaries reads it: decompressed by content, in pieces of a size from the first byte.
+void fuzzTable(std::span<const std::uint8_t> data) {
+  std::string copy;
+  const auto file = memoryFile(data, copy);
+  if (!file) return;
+  npm::tools::OutputOptions options;
+  options.lineNumbers = flag(data, 1);
+  const std::size_t pieceSize = 1 + (data.empty() ? 0 : data[0] % 64);
+  const std::string varNames = "NodeName IsActive";
+  npm::tools::Table table(options, varNames);
+  try {
+    npm::InputFile in(file.get(), "fuzz.vec");
+    std::string bytes;
+    std::vector<char> buffer(pieceSize);
+    for (std::size_t n; (n = in.read(buffer.data(), buffer.size())) > 0;) bytes.append(buffer.data(), n);
+    for (const char* values : {"Client 1", "Server 0"}) {
+      const npm::tools::TableInput input{"fuzz.vec", values};
+      npm::tools::TableLines lines(input, table);
+      for (std::size_t at = 0; at < bytes.size(); at += pieceSize) {
+        lines.piece(std::string_view(bytes).substr(at, pieceSize));
+      }
+      lines.end();
+    }
+  } catch (const std::exception& e) {
+    checkMessage(e.what(), "fuzz.vec");
+    return;
+  }
+  if (npm::tools::invalidUtf8At(table.text()) != std::string_view::npos) __builtin_trap();
+}
+
+using Target = void (*)(std::span<const std::uint8_t>);
+constexpr Target kTargets[] = {fuzzNpmp,       fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile,
+                               fuzzJsonReport, fuzzConfig,   fuzzTable};
+static_assert(sizeof(kTargets) / sizeof(kTargets[0]) == npm::fuzz::kTargetCount);
+
 }  // namespace
 
 // One entry point for both drivers: the first byte picks the target. Built with
-// NPM_FUZZ_ONLY_NPMP or NPM_FUZZ_ONLY_FLOWSPEC, the whole input goes to that one target (the
-// libFuzzer binaries npm_fuzz_npmp and npm_fuzz_flowspec, so that each is counted on its own).
+// NPM_FUZZ_ONLY=index, the whole input goes to that one target (the libFuzzer binaries
+// npm_fuzz_<name>, so that each is counted on its own).
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-#if defined(NPM_FUZZ_ONLY_NPMP)
-  fuzzNpmp(std::span<const std::uint8_t>(data, size));
-#elif defined(NPM_FUZZ_ONLY_FLOWSPEC)
-  fuzzFlowSpec(std::span<const std::uint8_t>(data, size));
+#if defined(NPM_FUZZ_ONLY)
+  kTargets[NPM_FUZZ_ONLY](std::span<const std::uint8_t>(data, size));
 #else
   if (size == 0) return 0;
-  const std::span<const std::uint8_t> rest(data + 1, size - 1);
-  if (data[0] & 1) {
-    fuzzFlowSpec(rest);
-  } else {
-    fuzzNpmp(rest);
-  }
+  kTargets[data[0] % npm::fuzz::kTargetCount](std::span<const std::uint8_t>(data + 1, size - 1));
 #endif
   return 0;
 }

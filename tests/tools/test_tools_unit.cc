@@ -342,3 +342,21 @@ TEST_CASE("shared output options") {
   CHECK(compressionForName("a.data.BZ2") == Compression::kBzip2);
   CHECK(compressionForName("a.bz2.data") == Compression::kNone);
 }
+
+TEST_CASE("invalidUtf8At finds the first byte that is not well-formed UTF-8") {
+  using npm::tools::invalidUtf8At;
+  constexpr auto none = std::string_view::npos;
+  CHECK(invalidUtf8At("") == none);
+  CHECK(invalidUtf8At("plain ASCII 1.0") == none);
+  CHECK(invalidUtf8At("\xc3\xa4 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf") == none);  // ä € 😀 U+10FFFF
+  CHECK(invalidUtf8At("ab\xff") == 2);
+  CHECK(invalidUtf8At("a\xc0\x80") == 1);          // overlong NUL
+  CHECK(invalidUtf8At("\xe0\x80\xaf") == 0);       // overlong '/'
+  CHECK(invalidUtf8At("x\xed\xa0\x80") == 1);      // surrogate U+D800
+  CHECK(invalidUtf8At("\xf4\x90\x80\x80") == 0);   // above U+10FFFF
+  CHECK(invalidUtf8At("ok \xe2\x82") == 3);        // cut off at the end
+  CHECK(invalidUtf8At("\xe2\x28\xa1") == 0);       // bad continuation
+  CHECK(npm::tools::printableText("a\xff\tb") == "a\\xff\\x09b");
+  CHECK(npm::tools::notUtf8("fine") == std::nullopt);
+  CHECK(npm::tools::notUtf8("1 2 \xff").value() == "not UTF-8 text at column 5 (\"1 2 \\xff\")");
+}

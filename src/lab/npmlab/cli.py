@@ -298,6 +298,7 @@ def cmd_plot(args, config):
 def main(argv, config):
     parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds "
                                      "or real hosts (over ssh), measured with netperfmeter, summarised and plotted.")
+    parser.add_argument("-v", "--version", action="version", version=f"NetPerfMeter-Lab {config['version']}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the shipped studies")
     run = sub.add_parser("run", help="run a study (a shipped name or a study file)")
