@@ -55,15 +55,13 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   socket->configure(options);
   socket->tune(tuning);
   // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
-  // Without -L, a flow to a passive on loopback stays on loopback: userland SCTP would offer the
-  // passive every address of this host as a path of its own.
+  // Without -L both sides offer every address of their host, so that an association to a
+  // passive on loopback has a path to each of the passive's addresses: said below. (Binding
+  // loopback alone here does not help: the passive still offers its other addresses, and the
+  // path to them from 127.0.0.1 fails -- its RTO backed off to 2 s.)
   const bool onLoopback = std::all_of(options_.remotes.begin(), options_.remotes.end(),
                                       [](const asio::ip::address& a) { return transport::unmapped(a).is_loopback(); });
-  std::vector<asio::ip::address> local = options_.localAddresses;
-  if (local.empty() && onLoopback) {
-    local = {family == AF_INET6 ? asio::ip::address(asio::ip::address_v6::loopback())
-                                : asio::ip::address(asio::ip::address_v4::loopback())};
-  }
+  const std::vector<asio::ip::address>& local = options_.localAddresses;
   if (!local.empty()) socket->bind(local, 0);
   const std::string name = transport::endpointName(options_.remote, options_.port);
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
@@ -78,7 +76,7 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
     // paths of their own in the per-path results.
     log::warning("Flow #" + std::to_string(*spec.flowId) + ": the SCTP association to " + name + " has " +
                  std::to_string(peers.size()) + " paths, to the passive's addresses " + sctp::addressList(peers) +
-                 " (it binds every address of its host; start it with -L 127.0.0.1 to keep to loopback)");
+                 " (both sides bind every address of their host; give both -L 127.0.0.1 to keep to loopback)");
   }
   if (const auto nrSack = association->socket().nrSackNegotiated(); tuning.nrSack && nrSack && !*nrSack) {
     // Offered by this side and not by the peer (e.g. a passive on another SCTP stack).

@@ -204,14 +204,16 @@ class LoopbackRun(unittest.TestCase):
 
 
 class WarmupRun(unittest.TestCase):
-    """--warmup=1 over 3 s: both sides' scalars cover the last 2 s, the vectors all 3."""
+    """--warmup=1 over 3 s: both sides' scalars cover the last 2 s, the vectors all 3. (The TCP
+    flow is rate-driven: saturated, its uncompressed per-message vector outgrew the passive's
+    2 GiB spool in loopback's fast mode -- 12.9 million rows in 3 s -- and the run failed.)"""
 
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="npm-warmup-")
         with Passive(PORT + 20) as passive:
             run_active(f"127.0.0.1:{PORT + 20}", "-runtime=3", "--warmup=1", "-config=run.config", "-scalar=run.sca",
-                       "-vector=run.vec", "-udp", "const100:const500:const50:const500", "-tcp", "const0:const1400",
+                       "-vector=run.vec", "-udp", "const100:const500:const50:const500", "-tcp", "const2000:const1400",
                        cwd=cls.dir)
             cls.passive_alive = passive.alive()
         cls.scalars = {role: read_scalars(os.path.join(cls.dir, f"run-{role}.sca")) for role in ("active", "passive")}

@@ -39,23 +39,27 @@ def flow(scalars, role, flow_id, name):
 
 
 class LoopbackSctp(unittest.TestCase):
-    def test_a_flow_to_loopback_stays_on_loopback(self):
-        """Userland SCTP binds every address of the host: a flow to 127.0.0.1 once offered the
-        passive this host's other addresses as paths of their own (two path rows in its scalars).
-        The active now binds loopback alone there (unless -L says otherwise), and where the
-        passive offers more than loopback, the active says so in one warning line."""
-        with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP), tempfile.TemporaryDirectory() as d:
-            r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1", "-scalar=run.sca",
-                           "-sctp", "const50:const500", cwd=d)
-            passive_paths = {k[0] for k in read_scalars(os.path.join(d, "run-passive.sca")) if ".path[" in k[0]}
+    def test_a_flow_to_loopback_says_that_it_has_more_paths(self):
+        """Userland SCTP binds every address of the host: a flow to 127.0.0.1 has a path to each of
+        the passive's addresses, which once went unsaid (two path rows in the scalars). The active
+        now says so in one warning line naming them; with -L 127.0.0.1 on both sides it keeps to
+        loopback and says nothing."""
+        with tempfile.TemporaryDirectory() as d:
+            with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP):
+                r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1",
+                               "-scalar=run.sca", "-sctp", "const50:const500", cwd=d)
             active_paths = {k[0] for k in read_scalars(os.path.join(d, "run-active.sca")) if ".path[" in k[0]}
-        self.assertEqual(len(passive_paths), 1, passive_paths)  # the active's side: loopback only
-        warned = [l for l in r.stderr.splitlines() if "paths, to the passive's addresses" in l]
-        if len(active_paths) > 1:  # the passive offered its other addresses
-            self.assertEqual(len(warned), 1, r.stderr)
-            self.assertIn("start it with -L 127.0.0.1 to keep to loopback", warned[0])
-        else:
-            self.assertEqual(warned, [], r.stderr)
+            warned = [l for l in r.stderr.splitlines() if "paths, to the passive's addresses" in l]
+            self.assertEqual(len(warned), 1 if len(active_paths) > 1 else 0, r.stderr)
+            if warned:
+                self.assertIn("give both -L 127.0.0.1 to keep to loopback", warned[0])
+            with Passive(PORT, "--sctp-stack=userland", "-L", "127.0.0.1", *PASSIVE_SCTP):
+                r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1", "-L",
+                               "127.0.0.1", "-scalar=loop.sca", "-sctp", "const50:const500", cwd=d)
+            for role in ("active", "passive"):
+                paths = {k[0] for k in read_scalars(os.path.join(d, f"loop-{role}.sca")) if ".path[" in k[0]}
+                self.assertEqual(len(paths), 1, (role, paths))
+            self.assertNotIn("paths, to the passive's addresses", r.stderr)
 
     def test_association_of_three_streams_and_sctp_control(self):
         with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP) as passive, tempfile.TemporaryDirectory() as d:
