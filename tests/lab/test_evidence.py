@@ -188,10 +188,10 @@ class Judge(unittest.TestCase):
             return {"1": {"forward": {"lateness": {"frames": 900, "p50_us": 10, "p99_us": forward_p99}},
                           "reverse": {"lateness": {"frames": reverse_frames, "p50_us": 10, "p99_us": reverse_p99}}}}
 
-        judged = judge_sctp(counters=counters, delay_lines=record(4200, 80))
-        self.assertInvalid(judged, "delay line link 1 forward: p99_us = 4200 us (limit 1000 us, --max-lateness)")
-        self.assertEqual(judged["delay_line_lateness_us"], {"link 1 forward p99_us": 4200, "link 1 reverse p99_us": 80})
-        self.assertTrue(judge_sctp(counters=counters, delay_lines=record(4200, 80), max_lateness_us=5000)["valid"])
+        judged = judge_sctp(counters=counters, delay_lines=record(14200, 80))
+        self.assertInvalid(judged, "delay line link 1 forward: p99_us = 14200 us (limit 10000 us, --max-lateness)")
+        self.assertEqual(judged["delay_line_lateness_us"], {"link 1 forward p99_us": 14200, "link 1 reverse p99_us": 80})
+        self.assertTrue(judge_sctp(counters=counters, delay_lines=record(14200, 80), max_lateness_us=20000)["valid"])
         self.assertTrue(judge_sctp(counters=counters, delay_lines=record(100, 80))["valid"])
         # a direction that sent nothing has no lateness to check
         self.assertTrue(judge_sctp(counters=counters, delay_lines=record(100, 99999, reverse_frames=0))["valid"])
