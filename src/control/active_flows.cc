@@ -55,19 +55,17 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   socket->configure(options);
   socket->tune(tuning);
   // Multi-homing: bind every local address given with -L (bindx), connect to the peer (connectx).
-  // Without -L both sides offer every address of their host, so that an association to a
-  // passive on loopback has a path to each of the passive's addresses: said below. (Binding
-  // loopback alone here does not help: the passive still offers its other addresses, and the
-  // path to them from 127.0.0.1 fails -- its RTO backed off to 2 s.)
+  // Without -L both sides offer every address of their host: an association to a passive on
+  // loopback has a path to each of the passive's addresses, said below. (Binding loopback alone
+  // here does not help: the passive still offers its others, and that path from 127.0.0.1 fails.)
+  if (!options_.localAddresses.empty()) socket->bind(options_.localAddresses, 0);
   const bool onLoopback = std::all_of(options_.remotes.begin(), options_.remotes.end(),
                                       [](const asio::ip::address& a) { return transport::unmapped(a).is_loopback(); });
-  const std::vector<asio::ip::address>& local = options_.localAddresses;
-  if (!local.empty()) socket->bind(local, 0);
   const std::string name = transport::endpointName(options_.remote, options_.port);
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting SCTP association (" + sctp::stackName(stack) +
             " stack" + (spec.cmt != 0 ? std::string(", CMT ") + flowspec::cmtName(spec.cmt) : std::string()) + ") to " +
             name + " from " +
-            (local.empty() ? std::string("(any)") : sctp::addressList(local)));
+            (options_.localAddresses.empty() ? std::string("(any)") : sctp::addressList(options_.localAddresses)));
   socket->connect(options_.remotes, options_.port);  // connectx: every address the peer's name has
   auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
