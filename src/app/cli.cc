@@ -326,6 +326,7 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   else if (name == "max-flows") limits.flowsPerSession = *n;
   else if (name == "max-pending") limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
   else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
+  else if (name == "max-pending-per-prefix") limits.pendingPerPrefix = *n, s.givenLimits.pendingPerPrefix = true;
   else if (name == "max-quic-connections") limits.quicConnections = *n;
   else if (name == "quic-retry-above") limits.quicRetryAbove = *n, s.givenLimits.quicRetryAbove = true;
   else if (name == "max-spool") limits.spoolPerSession = *n << 20;
@@ -442,6 +443,7 @@ constexpr OptionDef kOptions[] = {
     {"max-flows", 0, Arg::Required, setLimit},
     {"max-pending", 0, Arg::Required, setLimit},
     {"max-pending-per-host", 0, Arg::Required, setLimit},
+    {"max-pending-per-prefix", 0, Arg::Required, setLimit},
     {"idle-timeout", 0, Arg::Required, setLimit},
     {"max-quic-connections", 0, Arg::Required, setLimit},
     {"quic-retry-above", 0, Arg::Required, setLimit},
@@ -936,7 +938,9 @@ std::string usage() {
          "                               sessions quiet for 5 s with no measurement under way make room first\n"
          "  --max-flows=N (4096)         flows per session\n"
          "  --max-pending=N (1024; not given: max-flows/4)  --max-pending-per-host=N (128; not given:\n"
-         "                               max-pending/8)  data connections not identified yet\n"
+         "                               max-pending/8)  --max-pending-per-prefix=N (256; not given:\n"
+         "                               max-pending/4)  data connections not identified yet; when full,\n"
+         "                               the one of the fullest group that waited longest makes room\n"
          "  --idle-timeout=SECONDS (120) close a control connection without a running measurement\n"
          "  --max-quic-connections=N (1024)  QUIC connections at once (handshaking or established)\n"
          "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"

@@ -52,13 +52,11 @@ FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<
     : io_(io),
       threads_(threads),
       allow_(std::move(allow)),
-      pendingConnections_(io, "data connection", limits.identifyTimeout, limits.pendingConnections,
-                          limits.pendingPerHost),
-      pendingAssociations_(io, "SCTP association", limits.identifyTimeout, limits.pendingConnections,
-                           limits.pendingPerHost)
+      pendingConnections_(io, "data connection", limits),
+      pendingAssociations_(io, "SCTP association", limits)
 #ifdef NPM_QUIC_BUILT
       ,
-      pendingQuic_(io, "QUIC connection", limits.identifyTimeout, limits.pendingConnections, limits.pendingPerHost)
+      pendingQuic_(io, "QUIC connection", limits)
 #endif
 {
 }

@@ -67,11 +67,8 @@ struct FlowEntry {
   std::optional<asio::ip::udp::endpoint> udpPeer;
 };
 
-struct FlowLimits {
-  std::size_t pendingConnections = 1024;  // accepted, not identified yet
-  std::size_t pendingPerHost = 128;
-  Clock::duration identifyTimeout = std::chrono::seconds(30);
-};
+// Data connections accepted, not identified yet (PendingTable): the limits of each kind's table.
+using FlowLimits = PendingLimits;
 
 struct FlowTraffic {
   measure::Counters transmitted, received;

@@ -29,6 +29,9 @@ PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
   if (!given.pendingPerHost) {
     limits.pendingPerHost = std::max(PassiveLimits::kPendingPerHost, limits.pendingConnections / 8);
   }
+  if (!given.pendingPerPrefix) {
+    limits.pendingPerPrefix = std::max(PassiveLimits::kPendingPerPrefix, limits.pendingConnections / 4);
+  }
   if (!given.quicRetryAbove) limits.quicRetryAbove = std::max<std::size_t>(1, limits.quicConnections / 16);
   return limits;
 }

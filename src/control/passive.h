@@ -27,7 +27,8 @@ namespace asio = boost::asio;
 // What one passive grants its peers, in all and per host (documented in netperfmeter(1)).
 struct PassiveLimits {
   static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kSessionsPerPrefix = 64,
-                               kFlowsPerSession = 4096, kPendingConnections = 1024, kPendingPerHost = 128;
+                               kFlowsPerSession = 4096, kPendingConnections = 1024, kPendingPerHost = 128,
+                               kPendingPerPrefix = 256;
   std::size_t sessions = kSessions;  // control connections at once
   std::size_t sessionsPerHost = kSessionsPerHost;
   // ... of one network: the addresses that share their first prefixV4 (IPv4) or prefixV6 (IPv6)
@@ -43,6 +44,7 @@ struct PassiveLimits {
   std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
   std::size_t pendingConnections = kPendingConnections;  // data connections accepted, not identified yet
   std::size_t pendingPerHost = kPendingPerHost;
+  std::size_t pendingPerPrefix = kPendingPerPrefix;  // of one network (prefixV4, prefixV6)
   // QUIC (quic::ServerOptions): connections at once, and the handshakes under way from which on
   // a new client must prove its address with a Retry token first (0: every client).
   std::size_t quicConnections = 1024;
@@ -62,7 +64,8 @@ struct PassiveLimits {
 
 // Which of the derived limits the command line gave.
 struct GivenLimits {
-  bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false, quicRetryAbove = false;
+  bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false, pendingPerPrefix = false,
+       quicRetryAbove = false;
 };
 
 // The limits that were not given follow those that were raised: what one host may have is an

@@ -28,7 +28,11 @@ public:
         allow(options.allow),
         authKey(options.authKey),
         flows(std::make_shared<FlowRegistry>(threads.main(),
-                                             FlowLimits{options.limits.pendingConnections, options.limits.pendingPerHost},
+                                             FlowLimits{.limit = options.limits.pendingConnections,
+                                                        .perHost = options.limits.pendingPerHost,
+                                                        .perPrefix = options.limits.pendingPerPrefix,
+                                                        .prefixV4 = options.limits.prefixV4,
+                                                        .prefixV6 = options.limits.prefixV6},
                                              options.allow, &threads)) {}
 
   // A session is in the state from its start to its end (or its destruction).

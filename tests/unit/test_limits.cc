@@ -39,6 +39,7 @@ TEST_CASE("Passive limits: the defaults stay as they were") {
   CHECK(l.flowsPerSession == 4096);
   CHECK(l.pendingConnections == 1024);
   CHECK(l.pendingPerHost == 128);
+  CHECK(l.pendingPerPrefix == 256);
 }
 
 TEST_CASE("Passive limits: raising a total raises the per-host limits that are not given") {
@@ -46,6 +47,7 @@ TEST_CASE("Passive limits: raising a total raises the per-host limits that are n
   CHECK(l.flowsPerSession == 20000);
   CHECK(l.pendingConnections == 5000);  // a quarter of --max-flows
   CHECK(l.pendingPerHost == 625);       // an eighth of that
+  CHECK(l.pendingPerPrefix == 1250);    // a quarter of it
   CHECK(l.sessions == 1024);
   CHECK(l.sessionsPerHost == 128);
   CHECK(l.sessionsPerPrefix == 256);  // a quarter
@@ -62,8 +64,10 @@ TEST_CASE("Passive limits: raising a total raises the per-host limits that are n
 
 TEST_CASE("Passive limits: per-host options given win over the derived values") {
   const auto l = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending-per-host=7",
-                                "--max-sessions=1024", "--max-sessions-per-host=3", "--max-pending=99"});
+                                "--max-sessions=1024", "--max-sessions-per-host=3", "--max-pending=99",
+                                "--max-pending-per-prefix=11"});
   CHECK(l.pendingConnections == 99);
+  CHECK(l.pendingPerPrefix == 11);
   CHECK(l.pendingPerHost == 7);
   CHECK(l.sessionsPerHost == 3);
 }
