@@ -328,6 +328,7 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
   else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
   else if (name == "max-pending-per-prefix") limits.pendingPerPrefix = *n, s.givenLimits.pendingPerPrefix = true;
   else if (name == "max-quic-connections") limits.quicConnections = *n;
+  else if (name == "max-quic-connections-per-prefix") limits.quicPerPrefix = *n, s.givenLimits.quicPerPrefix = true;
   else if (name == "quic-retry-above") limits.quicRetryAbove = *n, s.givenLimits.quicRetryAbove = true;
   else if (name == "max-spool") limits.spoolPerSession = *n << 20;
   else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
@@ -446,6 +447,7 @@ constexpr OptionDef kOptions[] = {
     {"max-pending-per-prefix", 0, Arg::Required, setLimit},
     {"idle-timeout", 0, Arg::Required, setLimit},
     {"max-quic-connections", 0, Arg::Required, setLimit},
+    {"max-quic-connections-per-prefix", 0, Arg::Required, setLimit},
     {"quic-retry-above", 0, Arg::Required, setLimit},
     {"max-spool", 0, Arg::Required, setLimit},
     {"max-spool-total", 0, Arg::Required, setLimit},
@@ -943,6 +945,7 @@ std::string usage() {
          "                               the one of the fullest group that waited longest makes room\n"
          "  --idle-timeout=SECONDS (120) close a control connection without a running measurement\n"
          "  --max-quic-connections=N (1024)  QUIC connections at once (handshaking or established)\n"
+         "  --max-quic-connections-per-prefix=N (not given: max-quic-connections/4)  of one network\n"
          "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"
          "                               a new client must prove its address with a Retry first (0 = always)\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"

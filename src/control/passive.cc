@@ -33,6 +33,7 @@ PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given) {
     limits.pendingPerPrefix = std::max(PassiveLimits::kPendingPerPrefix, limits.pendingConnections / 4);
   }
   if (!given.quicRetryAbove) limits.quicRetryAbove = std::max<std::size_t>(1, limits.quicConnections / 16);
+  if (!given.quicPerPrefix) limits.quicPerPrefix = std::max<std::size_t>(1, limits.quicConnections / 4);
   return limits;
 }
 

@@ -49,6 +49,7 @@ struct PassiveLimits {
   // a new client must prove its address with a Retry token first (0: every client).
   std::size_t quicConnections = 1024;
   std::size_t quicRetryAbove = 64;
+  std::size_t quicPerPrefix = 256;  // QUIC connections of one network (prefixV4, prefixV6)
   std::chrono::seconds firstMessageTimeout{10};  // a control connection that says nothing
   std::chrono::seconds idleTimeout{120};  // a session without a running measurement
   std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
@@ -65,7 +66,7 @@ struct PassiveLimits {
 // Which of the derived limits the command line gave.
 struct GivenLimits {
   bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false, pendingPerPrefix = false,
-       quicRetryAbove = false;
+       quicRetryAbove = false, quicPerPrefix = false;
 };
 
 // The limits that were not given follow those that were raised: what one host may have is an

@@ -128,6 +128,9 @@ bool Listeners::openQuic() {
   o.certFile = options_.tlsCertFile;
   o.maxConnections = options_.limits.quicConnections;
   o.retryAbove = options_.limits.quicRetryAbove;
+  o.maxPerPrefix = options_.limits.quicPerPrefix;
+  o.prefixV4 = options_.limits.prefixV4;
+  o.prefixV6 = options_.limits.prefixV6;
   o.v6only = family == AF_INET6 && options_.v6only;  // -6, as the other listeners
   auto server = quic::Server::listen(io_, udp::endpoint(address, static_cast<std::uint16_t>(options_.port - 1)), o);
   if (!server) throw transport::TransportError("QUIC data listener: " + server.error());

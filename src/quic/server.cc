@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "quic/tls.h"
+#include "transport/sockets.h"
 
 namespace npm::quic {
 
@@ -88,6 +89,8 @@ void Server::close() {
   closed_ = true;
   auto connections = std::move(connections_);
   connections_.clear();
+  heard_.clear();
+  networks_.clear();
   for (auto& [from, connection] : connections) connection->close();
   boost::system::error_code ec;
   socket_->close(ec);
@@ -174,7 +177,12 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
   if (ngtcp2_accept(&header, datagram.data(), datagram.size()) != 0) {
     return drop("not a QUIC Initial packet that may start a connection", from);
   }
-  if (connections_.size() >= options_.maxConnections && !evictQuiet(now)) {
+  const auto network = networkOf(from);
+  if (connectionsOf(network) >= options_.maxPerPrefix && !makeRoom(network, true, now)) {
+    return drop("already " + std::to_string(connectionsOf(network)) + " connections of its network, all making progress",
+                from);
+  }
+  if (connections_.size() >= options_.maxConnections && !makeRoom(network, false, now)) {
     return drop("already " + std::to_string(connections_.size()) + " connections, all making progress", from);
   }
   ClientInitial initial;
@@ -234,29 +242,50 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
   }
   connections_[from] = connection;
   heard_[from] = now;
+  ++networks_[network];
   touched.push_back(std::move(connection));
 }
 
-bool Server::evictQuiet(std::uint64_t now) {
+asio::ip::address Server::networkOf(const asio::ip::udp::endpoint& peer) const {
+  return transport::prefixOf(transport::unmapped(peer.address()), options_.prefixV4, options_.prefixV6).network;
+}
+
+std::size_t Server::connectionsOf(const asio::ip::address& network) const {
+  const auto it = networks_.find(network);
+  return it == networks_.end() ? 0 : it->second;
+}
+
+void Server::remove(const asio::ip::udp::endpoint& peer) {
+  connections_.erase(peer);
+  heard_.erase(peer);
+  if (auto it = networks_.find(networkOf(peer)); it != networks_.end() && --it->second == 0) networks_.erase(it);
+}
+
+bool Server::makeRoom(const asio::ip::address& network, bool ownNetwork, std::uint64_t now) {
+  const std::size_t newcomers = connectionsOf(network) + 1;  // what the newcomer's network would hold
   const asio::ip::udp::endpoint* victim = nullptr;
-  auto rank = [&](const asio::ip::udp::endpoint& e, const Connection& c) {
-    const std::uint64_t quiet = now - std::min(now, heard_[e]);
-    const bool evictable = c.established() ? quiet >= kQuietConnection : quiet >= kQuietHandshake;
-    // Handshakes before established connections, then the one quiet the longest.
-    return std::make_tuple(evictable, !c.established(), quiet);
-  };
+  std::tuple<std::size_t, bool, std::uint64_t> best{};
   for (const auto& [endpoint, connection] : connections_) {
-    if (!std::get<0>(rank(endpoint, *connection))) continue;
-    if (victim == nullptr || rank(endpoint, *connection) > rank(*victim, *connections_.at(*victim))) victim = &endpoint;
+    const auto own = networkOf(endpoint);
+    if (ownNetwork && own != network) continue;
+    const std::uint64_t quiet = now - std::min(now, heard_[endpoint]);
+    const bool handshake = !connection->established();
+    const bool isQuiet = handshake ? quiet >= kQuietHandshake : quiet >= kQuietConnection;
+    const std::size_t group = connectionsOf(own);
+    const bool fuller = !ownNetwork && handshake && group > newcomers;
+    if (!isQuiet && !fuller) continue;
+    // The fullest network first (when that is why it may go), then handshakes, then the quietest.
+    const std::tuple<std::size_t, bool, std::uint64_t> rank{fuller ? group : 0, handshake, quiet};
+    if (victim == nullptr || rank > best) victim = &endpoint, best = rank;
   }
   if (victim == nullptr) return false;
   const auto endpoint = *victim;
   auto connection = connections_.at(endpoint);
   evicted_.say("QUIC: closing the " + std::string(connection->established() ? "connection" : "handshake") + " of " +
                connection->peerName() + " (quiet for " + std::to_string((now - std::min(now, heard_[endpoint])) / 1000000) +
-               " ms) to make room for a new client");
-  connections_.erase(endpoint);
-  heard_.erase(endpoint);
+               " ms" + (std::get<0>(best) > 0 ? ", its network holding " + std::to_string(std::get<0>(best)) + " connections" : "") +
+               ") to make room for a new client");
+  remove(endpoint);
   connection->close();
   return true;
 }
@@ -308,8 +337,7 @@ void Server::drop(const std::string& why, const asio::ip::udp::endpoint& from) {
 
 void Server::forget(const asio::ip::udp::endpoint& from, const Connection* which) {
   if (auto it = connections_.find(from); it != connections_.end() && it->second.get() == which) {
-    connections_.erase(it);
-    heard_.erase(from);
+    remove(from);
     // What ended connections held goes back to the system (at most once a second): a flood of
     // handshakes leaves the process as large as it was.
     const auto now = std::chrono::steady_clock::now();

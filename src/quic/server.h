@@ -15,7 +15,11 @@
 // handshake that went quiet, e.g. after answering the Retry, or an established connection that
 // sends nothing) cannot either: when every slot is taken, a new client's Initial closes the
 // connection heard from longest ago -- a handshake quiet for kQuietHandshake first, then an
-// established connection quiet for kQuietConnection -- and takes its slot.
+// established connection quiet for kQuietConnection -- and takes its slot. Nor can one network
+// (a prefix of `prefixV4` / `prefixV6` bits) fill the slots: it holds at most `maxPerPrefix`
+// (beyond that its own quietest connection makes room, or the newcomer is dropped), and when
+// every slot is taken, a handshake of a network holding more connections than the newcomer's
+// would makes room even if it is not quiet -- the network with the most first.
 //
 // Bound to the wildcard address, the server reads each datagram's destination address
 // (IP_PKTINFO / IPV6_RECVPKTINFO) and answers from it, so that a client that sent to any of the
@@ -52,6 +56,9 @@ struct ServerOptions {
   // Handshakes under way from which on a new client must prove its address with a Retry
   // token first (0: every client).
   std::size_t retryAbove = 64;
+  // Connections of one network at once, and what makes one network.
+  std::size_t maxPerPrefix = 256;
+  unsigned prefixV4 = 24, prefixV6 = 64;
   // An IPv6 socket accepts IPv6 only (IPV6_V6ONLY; otherwise dual-stack).
   bool v6only = false;
 };
@@ -103,9 +110,13 @@ private:
              const asio::ip::udp::endpoint& to);
   void drop(const std::string& why, const asio::ip::udp::endpoint& from);
   void forget(const asio::ip::udp::endpoint& from, const Connection* which);
-  // Closes the connection that made no progress for the longest time, if one is quiet enough:
-  // whether a slot was freed.
-  bool evictQuiet(std::uint64_t now);
+  // Makes room for a newcomer of `network`: closes a connection of that network that made no
+  // progress for long enough (`ownNetwork`), or else (see above) one that is quiet enough or a
+  // handshake of a fuller network. Whether a slot was freed.
+  bool makeRoom(const asio::ip::address& network, bool ownNetwork, std::uint64_t now);
+  asio::ip::address networkOf(const asio::ip::udp::endpoint& peer) const;
+  std::size_t connectionsOf(const asio::ip::address& network) const;
+  void remove(const asio::ip::udp::endpoint& peer);  // out of connections_, heard_, networks_
 
   asio::io_context& io_;
   std::shared_ptr<asio::ip::udp::socket> socket_;
@@ -114,6 +125,7 @@ private:
   ServerOptions options_;
   std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
   std::map<asio::ip::udp::endpoint, std::uint64_t> heard_;  // when each client's last datagram came (ns)
+  std::map<asio::ip::address, std::size_t> networks_;  // connections of each network
   std::function<void(std::shared_ptr<Connection>)> onConnection_;
   std::vector<std::uint8_t> buffer_;
   bool sourceAddressed_ = false;  // bound to the wildcard: each datagram's destination is read

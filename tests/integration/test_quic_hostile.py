@@ -294,6 +294,36 @@ class QuicHostile(unittest.TestCase):
             self.assertIn("QUIC: closing the handshake of", p.output())
             self.assertTrue(p.alive())
 
+    def test_one_network_holds_its_share_and_makes_room_first(self):
+        """Handshakes of one network (127.0.70.0/24) beyond its share
+        (--max-quic-connections-per-prefix) get nothing; with every slot taken by handshakes that
+        are not quiet yet, a client of another network is served at once: a handshake of the
+        network holding the most makes room."""
+        keys = ("-tls-key", self.files["server.key"], "-tls-cert", self.files["server.pem"])
+        with Passive(QUIET_PORT + 2, "-X", *keys, "--max-quic-connections=8", "--quic-retry-above=64",
+                     "--max-quic-connections-per-prefix=6", "-loglevel=1") as p:
+            flood = Clients(p.port, 9, first_address=70)  # 127.0.70.1 .. 9
+            other = Clients(p.port, 2, first_address=71)  # 127.0.71.1 .. 2
+            self.addCleanup(flood.close)
+            self.addCleanup(other.close)
+            for i in range(6):
+                flood.send(i, self.initial)
+                self.assertTrue(flood.answered(i), f"no answer to client {i} of the flooding network")
+            for i in range(6, 9):  # beyond the network's share: dropped, and its own are not quiet
+                flood.send(i, self.initial)
+            for i in range(2):
+                other.send(i, self.initial)
+                self.assertTrue(other.answered(i), f"no answer to client {i} of the other network")
+            begin = time.monotonic()
+            run = self.legitimate(p.port, check=False)  # every slot taken, none quiet for 1 s
+            took = time.monotonic() - begin
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertLess(took, 3.0, run.stderr)
+            self.assertEqual([bool(flood.replies(i)) for i in range(6, 9)], [False] * 3)
+            self.assertIn("its network holding 6 connections) to make room for a new client", p.output())
+            self.assertIn("6 connections of its network, all making progress", p.output())
+            self.assertTrue(p.alive())
+
 
 if __name__ == "__main__":
     main()
