@@ -202,6 +202,47 @@ class Judge(unittest.TestCase):
         after = {"delay_lines": {"1": {"forward": {"in": 1000, "late": 30}}}, "nstat": {}}
         self.assertEqual(evidence.delta(before, after)["delay_lines"], {"1": {"forward": {"in": 900, "late": 21}}})
 
+    def test_an_aqm_that_was_not_in_effect_makes_a_run_invalid(self):
+        red = topology.path(rate="10mbit", aqm="red", aqm_params={"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02},
+                            name="path2")
+
+        class AqmTopo:
+            paths = [topology.path(rate="10mbit", name="path1"), red]
+
+        def record(aqm_drops, tail_drops, marks=0, command="netperfmeter-delayline -a red:wq=0.002 -r 10000000,0"):
+            late = {"frames": 900, "p50_us": 10, "p99_us": 100}
+            return {"2": {"command": command,
+                          "forward": {"in": 900, "aqm_drops": aqm_drops, "tail_drops": tail_drops, "marks": marks,
+                                      "lateness": late},
+                          "reverse": {"in": 400, "aqm_drops": 0, "tail_drops": 0, "marks": 0, "lateness": late}}}
+
+        def judge(delay_lines):
+            real = evidence.summarise_sctp
+            evidence.summarise_sctp = lambda path, port: seen_sctp()
+            try:
+                return evidence.judge([study.Flow("sctp", CMT, "")], AqmTopo(), Capture(), {},
+                                      {"delay_lines": {"2": {}}}, [100.0], [9899], [9000],
+                                      holds={0: {s: {0: dict(HELD)} for s in ("active", "passive")}}, processes=LOADS,
+                                      delay_lines=delay_lines)
+            finally:
+                evidence.summarise_sctp = real
+
+        judged = judge(record(aqm_drops=31, tail_drops=0))
+        self.assertTrue(judged["valid"], judged["problems"])
+        self.assertEqual(judged["aqm"]["2"], {"aqm": "red", "aqm_drops": 31, "marks": 0, "tail_drops": 0, "in": 900})
+        self.assertTrue(judge(record(aqm_drops=0, tail_drops=0, marks=12))["valid"])  # ECN marks are RED acting
+        # a queue that never reached the thresholds gave RED nothing to do: no drop at all is not a fault
+        self.assertTrue(judge(record(aqm_drops=0, tail_drops=0))["valid"])
+        # drops by overflow alone: a drop-tail queue, whatever the study said
+        self.assertInvalid(judge(record(aqm_drops=0, tail_drops=14)),
+                           "link 2 (path2): the red queue dropped 14 packets by overflow and none by red")
+        self.assertInvalid(judge(record(5, 0, command="netperfmeter-delayline -r 10000000,0")),
+                           "link 2 (path2): the delay line ran without its red queue")
+        # no record of the run: unverified, so invalid
+        judged = judge({})
+        self.assertInvalid(judged, "not verified: ")
+        self.assertIn("the red queue of link 2 (path2) (no delay-line record of the run)", judged["unverified"])
+
     def test_the_stacks_log_lines_are_read_back(self):
         text = ("01-Dec-2026 22:36:46.8804: Flow #0: SCTP association up, the stack holds cmt=cmt cc=rfc2581 "
                 "bufsplit=both bufsplit-on=buffered dac=on smartfr=on nrsack=on pktdrop=on rtomin=1000\n"

@@ -154,11 +154,11 @@ class QuickStudies(unittest.TestCase):
         # takes about 2/3 of a shared bottleneck; CMT/RP leaves the reference flow about 1/2; CMT
         # off (two single-path flows) 1/2. Asserted: CMT above 0.58, CMT/RPv2 below 0.56, off
         # within 0.5 +- 0.08.
-        s = summary(self.run_study("shared-bottleneck"), "cmt")
-        self.assertGreater(s[("cmt", "share")], 0.58, "plain CMT takes about 2/3")
-        self.assertLess(s[("cmtrpv2", "share")], 0.56, "CMT/RPv2 takes about 1/2")
-        self.assertAlmostEqual(s[("off", "share")], 0.5, delta=0.08, msg="two single-path flows share evenly")
-        total = s[("cmt", "cmt_goodput")] + s[("cmt", "reference_goodput")]
+        s = summary(self.run_study("shared-bottleneck"), "cmt", "aqm")
+        self.assertGreater(s[("cmt", "droptail", "share")], 0.58, "plain CMT takes about 2/3")
+        self.assertLess(s[("cmtrpv2", "droptail", "share")], 0.56, "CMT/RPv2 takes about 1/2")
+        self.assertAlmostEqual(s[("off", "droptail", "share")], 0.5, delta=0.08, msg="two single-path flows share evenly")
+        total = s[("cmt", "droptail", "cmt_goodput")] + s[("cmt", "droptail", "reference_goodput")]
         self.assertGreater(total, 0.85 * 10.0 * PAYLOAD, "the two flows fill the bottleneck")
 
     def test_shared_bottleneck_mptcp(self):
@@ -182,11 +182,11 @@ class QuickStudies(unittest.TestCase):
         # CMT almost doubles the throughput of one path; CMT/RP is "significantly better than
         # non-CMT". Asserted at rho = 10: CMT at least 1.7 times, CMT/RPv1 at least 1.3 times
         # CMT off.
-        s = summary(self.run_study("exclusive-paths"), "rho", "cmt")
-        off = s[("10", "off", "goodput")]
+        s = summary(self.run_study("exclusive-paths"), "rho", "cmt", "aqm")
+        off = s[("10", "off", "droptail", "goodput")]
         self.assertGreater(off, 0.9 * 10 * PAYLOAD, "one path carries its rate")
-        self.assertGreater(s[("10", "cmt", "goodput")], 1.7 * off, "CMT almost doubles it")
-        self.assertGreater(s[("10", "cmtrpv1", "goodput")], 1.3 * off, "CMT/RP is clearly better than one path")
+        self.assertGreater(s[("10", "cmt", "droptail", "goodput")], 1.7 * off, "CMT almost doubles it")
+        self.assertGreater(s[("10", "cmtrpv1", "droptail", "goodput")], 1.3 * off, "CMT/RP is clearly better than one path")
 
     def assert_mechanism_acts(self, with_knob, without_knob, metric, every=True):
         """A mechanism's counter (metric, per run) is above 0 in every run with its knob (with
@@ -210,10 +210,10 @@ class QuickStudies(unittest.TestCase):
         # about half of it; beside CMT/RP more. Asserted at rho = 10: plain CMT leaves it 0.35 to
         # 0.65 of path 1, CMT/RPv1 at least 0.1 of path 1 more (run by run).
         out = self.run_study("disjoint-reference")
-        s = summary(out, "cmt")
-        d = paired(out, "cmt")
-        self.assertAlmostEqual(s[("cmt", "reference_of_path1")], 0.5, delta=0.15)
-        self.assertGreater(d[("cmtrpv1", "reference_of_path1")][1], 0.1)
+        s = summary(out, "cmt", "aqm")
+        d = paired(out, "aqm", "cmt")
+        self.assertAlmostEqual(s[("cmt", "droptail", "reference_of_path1")], 0.5, delta=0.15)
+        self.assertGreater(d[("droptail", "cmtrpv1", "reference_of_path1")][1], 0.1)
 
     @unittest.skipUnless(BUNDLED, "chunk rescheduling is the bundled SCTP stack's patch 0006")
     def test_chunk_rescheduling(self):
@@ -225,15 +225,16 @@ class QuickStudies(unittest.TestCase):
         # 9.91); the stack rescheduled chunks in every run with reschedule=on (93 to 119) and in
         # none without.
         out = self.run_study("chunk-rescheduling")
-        s = summary(out, "rho", "variant")
-        d = paired(out, "rho", "variant")
-        r = runs(out, "rho", "variant")
-        n, gain, _, _ = d[("0.5", "resched", "goodput")]
+        s = summary(out, "rho", "variant", "aqm")
+        d = paired(out, "rho", "aqm", "variant")
+        r = runs(out, "rho", "variant", "aqm")
+        n, gain, _, _ = d[("0.5", "droptail", "resched", "goodput")]
         self.assertEqual(n, 3)
         self.assertGreater(gain, 4.0, "rescheduling removes the buffer blocking of ordered CMT")
-        self.assertGreater(s[("0.5", "resched", "goodput")], 0.9 * s[("0.5", "fast-only", "goodput")],
+        self.assertGreater(s[("0.5", "resched", "droptail", "goodput")], 0.9 * s[("0.5", "fast-only", "droptail", "goodput")],
                            "with rescheduling, CMT keeps at least the fast path's goodput")
-        self.assert_mechanism_acts(r[("0.5", "resched")], r[("0.5", "plain")] + r[("0.5", "fast-only")],
+        self.assert_mechanism_acts(r[("0.5", "resched", "droptail")],
+                                   r[("0.5", "plain", "droptail")] + r[("0.5", "fast-only", "droptail")],
                                    "rescheduled_chunks")
 
     @unittest.skipUnless(BUNDLED, "smart fast retransmission is the bundled SCTP stack's patch 0005")
@@ -244,8 +245,9 @@ class QuickStudies(unittest.TestCase):
         # none without; in at least one run, as a 12-s run may see no moved chunk acknowledged.
         # Not asserted (studies/README.md): that it improves goodput (full form: no paired
         # interval excludes 0).
-        r = runs(self.run_study("smart-fast-retransmit"), "delta", "variant")
-        self.assert_mechanism_acts(r[("50", "nrsack+smartfr")], r[("50", "nrsack")], "smartfr_ignored_acks",
+        r = runs(self.run_study("smart-fast-retransmit"), "delta", "variant", "aqm")
+        self.assert_mechanism_acts(r[("50", "nrsack+smartfr", "droptail")], r[("50", "nrsack", "droptail")],
+                                   "smartfr_ignored_acks",
                                    every=False)
 
     @unittest.skipUnless(BUNDLED, "packet-drop reporting that acts is the bundled SCTP stack's patch 0009")
@@ -259,13 +261,14 @@ class QuickStudies(unittest.TestCase):
         # collapse; NR-SACK's gain over plain CMT (direction only in the full form, -0.87
         # [-1.10, -0.64] at 5e-6) is not in the quick form, which runs NR-SACK's variants only.
         out = self.run_study("packet-drop-reporting")
-        d = paired(out, "epsilon", "variant")
-        r = runs(out, "epsilon", "variant")
+        d = paired(out, "epsilon", "aqm", "variant")
+        r = runs(out, "epsilon", "variant", "aqm")
         (epsilon,) = {key[0] for key in r}
-        n, gain, _, _ = d[(epsilon, "nrsack+pktdrop", "goodput")]
+        n, gain, _, _ = d[(epsilon, "droptail", "nrsack+pktdrop", "goodput")]
         self.assertEqual(n, 3)
         self.assertGreater(gain, 0, "packet-drop reporting improves on NR-SACK under bit errors")
-        self.assert_mechanism_acts(r[(epsilon, "nrsack+pktdrop")], r[(epsilon, "nrsack")], "drop_reported_chunks")
+        self.assert_mechanism_acts(r[(epsilon, "nrsack+pktdrop", "droptail")], r[(epsilon, "nrsack", "droptail")],
+                                   "drop_reported_chunks")
 
     @unittest.skipUnless(BUNDLED, "W-PR-SCTP is the bundled SCTP stack's patch 0008")
     def test_w_pr_sctp(self):

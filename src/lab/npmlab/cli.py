@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, hosts, resultsdb, topology
+from . import evidence, hosts, regime, resultsdb, topology
 from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence)
 
@@ -166,7 +166,10 @@ def cmd_run(args, config):
                        "([hosts] and [[hosts.pairs]])")
     _check_command_lines(study, Tools(config["tools"])["netperfmeter"], warn=args.dry_run)
     if args.dry_run:
-        return _dry_run(study, args, out)
+        _dry_run(study, args, out)
+    _check_regime(study, show=args.dry_run)
+    if args.dry_run:
+        return 0
     if study.topology == "hosts":
         return _run_on_hosts(study, args, config, path, out)
     _check_root()
@@ -179,6 +182,22 @@ def cmd_run(args, config):
     for stale in topology.remove_stale():
         print(f"{PROGRAM}: removed the leftover namespace {stale}", file=sys.stderr)
     return _run(runner, study, args, path, out)
+
+
+def _check_regime(study, show):
+    """The study's [[regime]] against the paper's (npmlab/regime.py): printed when `show`; a
+    mismatch without a reason is an error (before anything runs)."""
+    table = regime.regime_table(study)
+    if show and table:
+        print("  regime (the paper's against this study's, at each sweep point):")
+        for line in regime.report(table):
+            print(line)
+    problems = regime.errors(table)
+    if problems:
+        for problem in problems[1:]:
+            print(f"{PROGRAM}: {study.path}: regime: {problem}", file=sys.stderr)
+        raise LabError(f"{study.path}: regime: {problems[0]}" +
+                       (f" ({len(problems) - 1} more above)" if len(problems) > 1 else ""))
 
 
 def _limits(args):

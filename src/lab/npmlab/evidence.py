@@ -599,6 +599,40 @@ def _lateness(record):
     return found
 
 
+def aqm_links(topo):
+    """[(link index, Path)] of the topology's links with an AQM (the delay line's link numbers: path
+    i is link i + 1, a shared topology's bottleneck the last)."""
+    links = [(i + 1, p) for i, p in enumerate(topo.paths)]
+    if getattr(topo, "bottleneck", None) is not None:
+        links.append((len(topo.paths) + 1, topo.bottleneck))
+    return [(index, p) for index, p in links if getattr(p, "aqm", "droptail") != "droptail"]
+
+
+def _check_aqm(result, topo, delay_lines):
+    """Whether each configured AQM was in effect in the run: its delay line ran it (the command's
+    -a), counted in the run (delay_lines.json), and where the queue built up far enough to drop,
+    the AQM dropped or marked (a RED queue that only overflowed did not run RED). A link without a
+    record of the run leaves the AQM unverified."""
+    for index, path in aqm_links(topo):
+        record = (delay_lines or {}).get(str(index))
+        where = f"link {index} ({path.name})"
+        if not record or "forward" not in record:
+            result["unverified"].append(f"the {path.aqm} queue of {where} (no delay-line record of the run)")
+            continue
+        forward = record["forward"]
+        acted = forward.get("aqm_drops", 0) + forward.get("marks", 0)
+        tail = forward.get("tail_drops", 0)
+        result.setdefault("aqm", {})[str(index)] = {"aqm": path.aqm, "aqm_drops": forward.get("aqm_drops", 0),
+                                                   "marks": forward.get("marks", 0), "tail_drops": tail,
+                                                   "in": forward.get("in", 0)}
+        if f"-a {path.aqm}" not in record.get("command", ""):
+            result["problems"].append(f"{where}: the delay line ran without its {path.aqm} queue "
+                                      f"({record.get('command', 'no command recorded')})")
+        elif tail > 0 and acted == 0:
+            result["problems"].append(f"{where}: the {path.aqm} queue dropped {tail} packets by overflow and none by "
+                                      f"{path.aqm}: the AQM was not in effect")
+
+
 def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=None, max_other_load=FOREIGN_LOAD_LIMIT,
           no_capture="no capture (tshark is not installed)", holds=None, processes=None,
           max_process_load=PROCESS_LOAD_LIMIT, max_lateness_us=LATENESS_LIMIT_US, strict=True, delay_lines=None):
@@ -757,6 +791,7 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
         if value > max_lateness_us:
             result["problems"].append(f"delay line {where}: {field} = {value:g} us (limit {max_lateness_us:g} us, "
                                       "--max-lateness): the delay line, not the path, set the delay")
+    _check_aqm(result, topo, delay_lines)
     # A delay line that reports no lateness cannot show that it kept its delay.
     if counters.get("delay_lines") and not lateness:
         result["unverified"].append("the delay lines' lateness (no delay_lines.json record of the run)")

@@ -245,6 +245,9 @@ class Study:
         self.exclude = []          # [{variable: value}]: combinations that are not run
         self.derive = {}           # variable -> {value: {field: text}}: {variable.field} in templates
         self.paper = []            # [{"metric", "values": {variable: value}, "value", "bound", "source"}]
+        # [{"quantity", "path", "flow", "paper" (number or formula), "tolerance", "reason", "source",
+        #   "values": {variable: value}}]: the paper's regime (npmlab/regime.py)
+        self.regime = []
         self.unused = []           # sweep variables that no template uses: their runs differ in name only
         self.short_tails = []      # SCTP message sizes that leave a nearly empty last packet (warnings)
         self.hosts = None          # hostspec.HostsSpec (topology "hosts")
@@ -402,6 +405,17 @@ class Study:
             self._checker.fail(f"{key}.spec", f"cc={cc}: the QUIC flows of a run are streams of one connection, which "
                                f"has one congestion control ({first_cc[0]} has cc={first_cc[1]})")
 
+    def regime_paper_value(self, row, values):
+        """The paper's value of a [[regime]] row at a sweep point (a number, or its formula with the
+        point's {variables} filled)."""
+        paper = row["paper"]
+        if isinstance(paper, float):
+            return paper
+        try:
+            return expr.evaluate(expr.compile_formula(self._fill(row["key"] + ".paper", paper, values)), {})
+        except (expr.FormulaError, KeyError, ValueError, ZeroDivisionError) as e:
+            self._checker.fail(row["key"] + ".paper", f"\"{paper}\" is not a number's formula ({e})")
+
     def metric_tree(self, metric, values):
         """A metric's formula for a combination (its {variable}s filled)."""
         if "{" not in metric.formula:
@@ -423,7 +437,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -651,6 +665,8 @@ def load(path, quick=False):
         study.paper.append({"metric": metric, "values": values, "value": float(value), "bound": bound,
                             "source": str(entry.get("source", ""))})
 
+    _parse_regime(checker, study, data, full_sweep)
+
     if "compare" in data:
         compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
         for k in compare:
@@ -680,6 +696,57 @@ def load(path, quick=False):
     return study
 
 
+def _parse_regime(checker, study, data, full_sweep):
+    """[[regime]]: the dimensionless quantities of the paper's setup (npmlab/regime.py)."""
+    from . import regime  # regime uses this module's Path and constants
+    for i, entry in enumerate(_tables(checker, data, "regime", None)):
+        key = f"regime[{i + 1}]"
+        quantity = entry.get("quantity")
+        if quantity not in regime.QUANTITIES:
+            checker.fail(f"{key}.quantity", f"\"{quantity}\" is not one of {', '.join(regime.QUANTITIES)}")
+        path = entry.get("path")
+        if quantity in regime.PATH_QUANTITIES:
+            n = len(study.paths)
+            if not (path == "bottleneck" and study.bottleneck is not None) and \
+                    not (isinstance(path, int) and not isinstance(path, bool) and 1 <= path <= n):
+                checker.fail(f"{key}.path", f"{quantity} is a path's: path = 1 to {n}"
+                             + (" or \"bottleneck\"" if study.bottleneck is not None else ""))
+        elif path is not None:
+            checker.fail(f"{key}.path", f"{quantity} is not a path's")
+        flow = entry.get("flow", 0)
+        if isinstance(flow, bool) or not isinstance(flow, int) or not 0 <= flow < 64:
+            checker.fail(f"{key}.flow", "must be a flow's number (0, 1, ...)")
+        paper = entry.get("paper")
+        if isinstance(paper, bool) or not isinstance(paper, (int, float, str)):
+            checker.fail(f"{key}.paper", "must be the paper's value: a number, or a formula of {variables}")
+        tolerance = entry.get("tolerance", regime.TOLERANCE)
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 < tolerance <= 10:
+            checker.fail(f"{key}.tolerance", "must be a relative tolerance above 0 (0.25 = 25 %)")
+        for k in ("reason", "source"):
+            if not isinstance(entry.get(k, ""), str):
+                checker.fail(f"{key}.{k}", "must be a string")
+        if "reason" in entry and not entry["reason"].strip():
+            checker.fail(f"{key}.reason", "an empty reason excuses nothing: say why the study differs")
+        values = {}
+        for k, v in entry.items():
+            if k in ("quantity", "path", "flow", "paper", "tolerance", "reason", "source"):
+                continue
+            if k not in study.sweep:
+                checker.fail(f"{key}.{k}", "is not a variable of the sweep (or quantity, path, flow, paper, "
+                             "tolerance, reason, source)")
+            if str(v) not in map(str, full_sweep.get(k, study.sweep[k])):
+                checker.fail(f"{key}.{k}", f"\"{v}\" is not a value of the sweep's {k}")
+            values[k] = v
+        study.regime.append({"key": key, "quantity": quantity, "path": path, "flow": flow,
+                             "paper": float(paper) if not isinstance(paper, str) else paper,
+                             "tolerance": float(tolerance), "reason": entry.get("reason", ""),
+                             "source": entry.get("source", ""), "values": values})
+    for values in itertools.islice(study.combinations(), 1):  # a formula's errors before anything runs
+        for row in study.regime:
+            if all(str(values.get(k)) == str(v) for k, v in row["values"].items()):
+                study.regime_paper_value(row, values)
+
+
 def _short_tails(study):
     """[(flow number, direction, message size, bytes in its last packet)] of the SCTP flows whose
     constant message size leaves a last fragment of at most a quarter of a packet on the test
@@ -702,7 +769,7 @@ def _short_tails(study):
 
 
 # Sections that name variables without making runs differ: a variable used only there is a mistake.
-_NOT_USES = {"name", "description", "reproduces", "sweep", "quick", "plot", "compare", "exclude", "paper"}
+_NOT_USES = {"name", "description", "reproduces", "sweep", "quick", "plot", "compare", "exclude", "paper", "regime"}
 
 
 def _unused_variables(data, sweep):
