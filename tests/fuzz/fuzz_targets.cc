@@ -4,14 +4,20 @@
 // OMNeT++ vector files as extractvectors does; plain, bzip2 or gzip by content), the passive's
 // uploaded scalar file as the active's JSON document takes it, the config file written from
 // flows and node names (whose readers are the plotters and the lab), and NetPerfMeter's vector
-// files and createsummary's tables as combinesummaries reads them. Built with AddressSanitizer
-// and UBSan; driven by fuzz_driver.cc (deterministic mutation, a ctest) or by libFuzzer
-// (-DNPM_LIBFUZZER=ON). Targets: fuzz_targets.h.
+// files and createsummary's tables as combinesummaries reads them, and the passive's QUIC
+// admission (datagrams from several client addresses to a real server socket: Initials,
+// Retry tokens, garbage, with the server's limits small enough to make it evict and refuse).
+// Built with AddressSanitizer and UBSan; driven by fuzz_driver.cc (deterministic mutation, a
+// ctest) or by libFuzzer (-DNPM_LIBFUZZER=ON). Targets: fuzz_targets.h.
 #include <stdio.h>
+#include <stdlib.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +36,17 @@
 #include "tools/toolcommon.h"
 #include "tools/vectorfile.h"
 #include "fuzz_targets.h"
+
+#ifdef NPM_QUIC_BUILT
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <cstdlib>
+#include <memory>
+
+#include "common/log.h"
+#include "quic/server.h"
+#endif
 
 namespace {
 
@@ -332,9 +349,78 @@ void fuzzTable(std::span<const std::uint8_t> data) {
   if (npm::tools::invalidUtf8At(table.text()) != std::string_view::npos) __builtin_trap();
 }
 
+#ifdef NPM_QUIC_BUILT
+// A QUIC server on 127.0.0.1 (a certificate made once by openssl), kept for the whole process as
+// a passive's is, with 8 slots, Retry from 4 handshakes on and 6 slots per network; clients on
+// 127.0.0.1 and 127.0.0.2 (two networks: 127.0.0.0/24 per address with 32-bit prefixes).
+struct QuicBed {
+  boost::asio::io_context io;
+  std::shared_ptr<npm::quic::Server> server;
+  std::vector<std::unique_ptr<boost::asio::ip::udp::socket>> clients;
+  boost::asio::ip::udp::endpoint target;
+  QuicBed() {
+    npm::log::setLevel(npm::log::Error);  // failed handshakes are what the target makes, by the thousand
+    char dir[] = "/tmp/npm-fuzz-quic-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) std::abort();
+    const std::string d = dir;
+    const std::string make = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                             "-subj /CN=localhost -keyout " + d + "/key.pem -out " + d + "/cert.pem >/dev/null 2>&1";
+    if (std::system(make.c_str()) != 0) {
+      std::fprintf(stderr, "fuzz target quic: openssl could not make a certificate in %s\n", dir);
+      std::abort();
+    }
+    npm::quic::ServerOptions o;
+    o.keyFile = d + "/key.pem";
+    o.certFile = d + "/cert.pem";
+    o.maxConnections = 8;
+    o.retryAbove = 4;
+    o.maxPerPrefix = 6;
+    o.prefixV4 = 32;
+    const auto loopback = boost::asio::ip::make_address("127.0.0.1");
+    auto listening = npm::quic::Server::listen(io, boost::asio::ip::udp::endpoint(loopback, 0), o);
+    if (!listening) {
+      std::fprintf(stderr, "fuzz target quic: %s\n", listening.error().c_str());
+      std::abort();
+    }
+    server = *listening;
+    target = server->localEndpoint();
+    for (const char* address : {"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"}) {
+      auto s = std::make_unique<boost::asio::ip::udp::socket>(io);
+      s->open(boost::asio::ip::udp::v4());
+      s->bind(boost::asio::ip::udp::endpoint(boost::asio::ip::make_address(address), 0));
+      s->non_blocking(true);
+      clients.push_back(std::move(s));
+    }
+    std::filesystem::remove_all(d);  // the server has read them
+  }
+};
+
+// The input: datagrams, each [client: 1 byte][length: 2 bytes, big-endian][bytes], sent to the
+// server from that client's socket; the server handles each before the next is sent, and
+// whatever it answers is read and dropped.
+void fuzzQuicAdmission(std::span<const std::uint8_t> data) {
+  static QuicBed bed;
+  std::array<std::uint8_t, 65536> reply;
+  while (data.size() >= 3) {
+    auto& client = *bed.clients[data[0] % bed.clients.size()];
+    const std::size_t length = std::min<std::size_t>(data.size() - 3, (std::size_t{data[1]} << 8) | data[2]);
+    boost::system::error_code ec;
+    client.send_to(boost::asio::buffer(data.data() + 3, length), bed.target, 0, ec);
+    data = data.subspan(3 + length);
+    bed.io.poll();
+    bed.io.restart();
+    for (auto& c : bed.clients) {
+      while (c->available(ec) > 0 && !ec) c->receive(boost::asio::buffer(reply), 0, ec);
+    }
+  }
+}
+#else
+void fuzzQuicAdmission(std::span<const std::uint8_t>) {}  // a build without QUIC
+#endif
+
 using Target = void (*)(std::span<const std::uint8_t>);
 constexpr Target kTargets[] = {fuzzNpmp,       fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile,
-                               fuzzJsonReport, fuzzConfig,   fuzzTable};
+                               fuzzJsonReport, fuzzConfig,   fuzzTable,    fuzzQuicAdmission};
 static_assert(sizeof(kTargets) / sizeof(kTargets[0]) == npm::fuzz::kTargetCount);
 
 }  // namespace
