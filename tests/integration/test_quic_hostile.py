@@ -149,9 +149,13 @@ class QuicHostile(unittest.TestCase):
     def test_flood_garbage_and_half_open_handshakes(self):
         keys = ("-tls-key", self.files["server.key"], "-tls-cert", self.files["server.pem"])
         # With Retry from the second handshake under way on (a sixteenth of 32); without Retry:
-        # 8 connections at most, Retry never (it would begin at 8 handshakes, the limit).
-        with Passive(RETRY_PORT, "-X", *keys, "--max-quic-connections=32") as retrying, \
-                Passive(LIMIT_PORT, "-X", *keys, "--max-quic-connections=8", "--quic-retry-above=8") as limited:
+        # 8 connections at most, Retry never (it would begin at 8 handshakes, the limit). The
+        # silent clients share one /24: each network may hold every slot here (the share of one
+        # network is test_one_network_holds_its_share_and_makes_room_first's).
+        share = ("--max-quic-connections-per-prefix=32",)
+        with Passive(RETRY_PORT, "-X", *keys, "--max-quic-connections=32", *share) as retrying, \
+                Passive(LIMIT_PORT, "-X", *keys, "--max-quic-connections=8", "--quic-retry-above=8",
+                        *share) as limited:
             passives = {"retrying": retrying, "limited": limited}
             # Baselines after one run each: what the first run sets up once is in them.
             for p in passives.values():
@@ -275,7 +279,8 @@ class QuicHostile(unittest.TestCase):
         legitimate run the handshake timeout (about 8 s instead of 1): a new client now closes
         the handshake quiet the longest (quiet for a second) and is served at once."""
         keys = ("-tls-key", self.files["server.key"], "-tls-cert", self.files["server.pem"])
-        with Passive(QUIET_PORT, "-X", *keys, "--max-quic-connections=8", "--quic-retry-above=8") as p:
+        with Passive(QUIET_PORT, "-X", *keys, "--max-quic-connections=8", "--quic-retry-above=8",
+                     "--max-quic-connections-per-prefix=8") as p:  # the silent ones share one /24
             begin = time.monotonic()
             self.legitimate(p.port)
             alone = time.monotonic() - begin
