@@ -11,6 +11,10 @@
   (through the Retry). Without Retry (a passive whose limit is reached first): the clients
   beyond the limit get nothing, and once the handshake timeout has freed the slots a
   legitimate run succeeds again.
+* Clients that answer the Retry (they can receive at their address) and then go silent, from
+  eight /24s, one after the other for as long as legitimate runs go on: each holds a handshake
+  until it has been quiet for a second, and the legitimate runs are served within 2 s of a run
+  alone throughout.
 * Afterwards: the passives alive, their descriptors as before, their memory near what it was,
   and the half-open handshakes gone (a new client gets a real handshake again, not a Retry).
 
@@ -27,7 +31,7 @@ import unittest
 from harness import Active, Passive, descriptors, free_base_port, main, run_active, settled
 
 QUIC = os.environ.get("NPM_QUIC_BUILT") == "ON"
-PORT, _ = free_base_port(span=16)  # this test's ports: PORT - 1 .. PORT + 17 (four passives), its own
+PORT, _ = free_base_port(span=20)  # this test's ports: PORT - 1 .. PORT + 21 (six passives), its own
 RETRY_PORT, LIMIT_PORT, HARVEST_PORT, QUIET_PORT = PORT, PORT + 4, PORT + 8, PORT + 12
 HANDSHAKE_TIMEOUT = 10.0  # the passive's (quic::Limits)
 
@@ -328,6 +332,75 @@ class QuicHostile(unittest.TestCase):
             self.assertIn("its network holding 6 connections) to make room for a new client", p.output())
             self.assertIn("6 connections of its network, all making progress", p.output())
             self.assertTrue(p.alive())
+
+    def test_clients_that_answer_the_retry_and_go_silent(self):
+        """Retry for every client (--quic-retry-above=0): the flood's clients prove their address
+        -- they answer the Retry with its token, sealed anew for its connection ID
+        (quic_initial.py) -- and then say nothing more, so each holds a handshake slot. They come
+        from eight /24s (more than the slots' networks' shares), one after the other."""
+        import quic_initial
+        keys = ("-tls-key", self.files["server.key"], "-tls-cert", self.files["server.pem"])
+        with Passive(PORT + 17, "-X", *keys, "--max-quic-connections=16", "--quic-retry-above=0") as p:
+            begin = time.monotonic()
+            self.legitimate(p.port)
+            alone = time.monotonic() - begin
+            fds, rss = settled(lambda: descriptors(p)), rss_mib(p.proc.pid)
+            stop, counts, failures = threading.Event(), {"clients": 0, "handshakes": 0, "ignored": 0}, []
+
+            def flood():
+                try:
+                    while not stop.is_set():
+                        i = counts["clients"]
+                        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                            s.bind((f"127.0.{90 + i % 8}.{1 + (i // 8) % 250}", 0))
+                            s.settimeout(0.5)
+                            s.sendto(self.initial, ("127.0.0.1", p.port - 1))
+                            try:
+                                retry = quic_initial.parse_retry(s.recv(65536))
+                            except socket.timeout:  # every slot busy with handshakes not quiet yet
+                                counts["ignored"] += 1
+                                counts["clients"] += 1
+                                continue
+                            if retry is None:
+                                raise AssertionError(f"client {i} got no Retry")
+                            s.sendto(quic_initial.answer_retry(self.initial, retry), ("127.0.0.1", p.port - 1))
+                            try:  # what a handshake begun for it sends: an Initial (then silence)
+                                if packet_type(s.recv(65536)) == "Initial":
+                                    counts["handshakes"] += 1
+                            except socket.timeout:  # the same, found when it came back with the token
+                                counts["ignored"] += 1
+                        counts["clients"] += 1
+                except (AssertionError, OSError) as e:
+                    failures.append(e)
+
+            feeder = threading.Thread(target=flood)
+            feeder.start()
+            took = []
+            try:
+                while counts["handshakes"] < 16 and feeder.is_alive():  # every slot is held
+                    stop.wait(0.05)
+                for _ in range(3):
+                    begin = time.monotonic()
+                    run = self.legitimate(p.port, check=False)
+                    took.append(time.monotonic() - begin)
+                    self.assertEqual(run.returncode, 0, f"a legitimate run during the flood failed:\n{run.stderr}")
+            finally:
+                stop.set()
+                feeder.join()
+            self.assertFalse(failures, failures)
+            print(f"a 1-s run alone took {alone:.2f} s, during the flood {', '.join(f'{t:.2f}' for t in took)} s; "
+                  f"{counts['clients']} clients answered their Retry, {counts['handshakes']} got a handshake, "
+                  f"{counts['ignored']} were ignored")
+            self.assertGreaterEqual(counts["handshakes"], 16)  # the Retry answers were valid: they held slots
+            self.assertGreater(counts["ignored"], 0)  # and they did fill every slot
+            self.assertLess(max(took), alone + 2.0)
+            self.assertIn("QUIC: closing the handshake of", p.output())
+            # Their handshakes end within the handshake timeout; what they held goes back.
+            time.sleep(HANDSHAKE_TIMEOUT + 1.5)
+            self.assertTrue(p.alive())
+            self.assertEqual(settled(lambda: descriptors(p)), fds)
+            if not SANITIZED:
+                self.assertLess(rss_mib(p.proc.pid) - rss, 16)
 
 
 if __name__ == "__main__":
