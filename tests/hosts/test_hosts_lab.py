@@ -17,7 +17,11 @@ config file the test writes (the lab's key, its known_hosts), named by the study
                control nobody has), without a path's address, with a clock off by more than the
                bound (a chronyc script earlier in PATH prints the offset; the real clock is never
                touched) or none to tell it, and a passive whose control port its path cannot
-               reach; then a study whose hosts pass runs over the switch (one run of 1 s, results,
+               reach; netperfmeter-lab preflight: the same checks without a run (nothing written,
+               nothing left on the hosts), ports of the study in use on the passive host, a path
+               whose route leaves by another interface and paths without a route; the shipped
+               example packaging/examples/hosts-study.toml (its addresses put in) through
+               preflight and a quick run; then a study whose hosts pass runs over the switch (one run of 1 s, results,
                hosts.json, results.sqlite), with cross traffic from a third host, with a running
                passive unit and its key; SIGINT during a run stops the processes on the hosts;
                netperfmeter --start-at: actives on two hosts launched a second apart send START
@@ -438,6 +442,125 @@ class Preflight(HostsCase):
                             check=False).stdout
             self.assertEqual(left, "", f"left on {host.name}")
 
+
+    def preflight(self, text):
+        """netperfmeter-lab preflight in the study's directory: what it printed; nothing written
+        there, nothing left on the hosts."""
+        r = subprocess.run([LAB, "preflight", self.write(text)], capture_output=True, text=True, errors="replace",
+                           timeout=300, cwd=self.dir)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["ssh.conf", "study.toml"])
+        for host in (self.a, self.b):
+            left = host.ssh("ls -d /tmp/npmlab.* 2>/dev/null; cat /proc/[0-9]*/comm 2>/dev/null | grep -x netperfmeter",
+                            check=False).stdout
+            self.assertEqual(left, "", f"left on {host.name}")
+        return r
+
+    def preflight_refuses(self, text, expected, count):
+        r = self.preflight(text)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(lines[-1], f"netperfmeter-lab: onhosts: {count} problem(s) (above): run would not start")
+        for line in expected:
+            self.assertIn("netperfmeter-lab: " + line, lines[:-1], r.stderr)
+        self.assertEqual(len(lines) - 1, count, r.stderr)
+        return lines[:-1]
+
+    def test_preflight_checks_without_running(self):
+        r = self.preflight(self.default())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, rf"^onhosts: preflight passed: 2 host\(s\) reachable, their netperfmeters compatible "
+                                   rf"with NetPerfMeter [0-9.]+, the study's stacks there; pair 1: root@{self.a.address} "
+                                   rf"-> root@{self.b.address}, 1 path\(s\) on eth0 -> eth0; routes by the paths' "
+                                   r"interfaces; 5 ports free on the passive host\(s\); control ports reachable over "
+                                   r"every path\n$")
+        # The same refusals as run's, with preflight's closing line (b lacks the path's address:
+        # a's route to it is not asked).
+        problems = self.preflight_refuses(self.default(paths=[(self.a.address, "192.0.2.77")]), [], 1)
+        self.assertTrue(problems[0].startswith(f"netperfmeter-lab: root@{self.b.address}: path 1 (wan1): 192.0.2.77 is "
+                                               "not an address of this host"), problems)
+
+    def test_ports_in_use(self):
+        # A listener in b's namespace on flow pair 2's TCP port and on flow pair 1's userland SCTP
+        # port: preflight and run name both; nothing is started.
+        code = ("import socket, sys, time\nt = socket.socket(); t.bind(('0.0.0.0', 9010)); t.listen()\n"
+                "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('0.0.0.0', 9899))\n"
+                "print('ready', flush=True); time.sleep(300)\n")
+        holder = subprocess.Popen(["ip", "netns", "exec", self.b.netns, "python3", "-c", code], stdout=subprocess.PIPE,
+                                  text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "ready")
+            text = self.default(flows=[("sctp", "const0:const1400:const0:const0"),
+                                       ("tcp", "const0:const1400:const0:const0")])
+            expected = [f"root@{self.b.address}: UDP port 9899 is in use, and the study's passive needs it for flow "
+                        "pair 1 (userland SCTP) (base_port = 9000: passives on base_port + 10 i, userland SCTP on UDP "
+                        "9899 + i)",
+                        f"root@{self.b.address}: TCP port 9010 is in use, and the study's passive needs it for flow "
+                        "pair 2 (base_port = 9000: passives on base_port + 10 i, userland SCTP on UDP 9899 + i)"]
+            self.preflight_refuses(text, expected, 2)
+            self.refused(text, expected, 2)
+        finally:
+            holder.kill()
+            holder.wait()
+
+    def test_routes(self):
+        # Path 2: a's address on an interface of its own (a veth whose peer stays in a), while its
+        # route to b's address leaves by eth0: the path would share path 1's interface. Path 3:
+        # addresses without any route between them (the hosts have no default route).
+        in_namespace(self.a, "ip", "link", "add", "side0", "type", "veth", "peer", "name", "side1")
+        try:
+            in_namespace(self.a, "ip", "link", "set", "side0", "up")
+            for host, own, peer in ((self.a, "10.79.1.1", "10.79.1.2"), (self.b, "10.79.1.2", "10.79.1.1")):
+                in_namespace(host, "ip", "addr", "add", own + "/32", "dev", "side0" if host is self.a else "eth0")
+                in_namespace(host, "ip", "route", "add", peer + "/32", "dev", "eth0")
+            in_namespace(self.a, "ip", "addr", "add", "10.79.2.1/32", "dev", "side0")
+            in_namespace(self.b, "ip", "addr", "add", "10.79.2.2/32", "dev", "eth0")
+            text = self.default(paths=[(self.a.address, self.b.address), ("10.79.1.1", "10.79.1.2"),
+                                       ("10.79.2.1", "10.79.2.2")])
+            problems = self.preflight_refuses(text, [
+                f"root@{self.a.address}: path 2 (wan2): the route to 10.79.1.2 from 10.79.1.1 leaves by eth0, not by "
+                "side0, which holds 10.79.1.1 (the path would share another interface; source routing: ip rule add "
+                "from ADDRESS table N)"], 3)
+            for host, own, peer in ((self.a, "10.79.2.1", "10.79.2.2"), (self.b, "10.79.2.2", "10.79.2.1")):
+                self.assertTrue(any(p.startswith(f"netperfmeter-lab: root@{host.address}: path 3 (wan3): no route to "
+                                                 f"{peer} from {own} (ip route get: ") for p in problems), problems)
+        finally:
+            in_namespace(self.a, "ip", "link", "del", "side0")
+            for host in (self.a, self.b):
+                for address in ("10.79.1.1/32", "10.79.1.2/32", "10.79.2.1/32", "10.79.2.2/32"):
+                    hostlab.run(["ip", "netns", "exec", host.netns, "ip", "addr", "del", address, "dev", "eth0"],
+                                check=False)
+                for peer in ("10.79.1.1/32", "10.79.1.2/32"):
+                    hostlab.run(["ip", "netns", "exec", host.netns, "ip", "route", "del", peer], check=False)
+
+    def test_the_shipped_hosts_example(self):
+        # packaging/examples/hosts-study.toml (netperfmeter-examples) with the hosts' addresses
+        # put in, and the test's ssh configuration (the lab's key and known hosts: the machine's
+        # ~/.ssh is never touched): its two paths are a second address on each host's eth0.
+        with open(os.path.join(SOURCE, "packaging", "examples", "hosts-study.toml")) as f:
+            text = f.read()
+        for old, new in (("192.0.2.10", self.a.address), ("192.0.2.20", self.b.address),
+                         ("198.51.100.10", "10.80.1.1"), ("198.51.100.20", "10.80.1.2")):
+            self.assertIn(old, text)
+            text = text.replace(old, new)
+        text = text.replace(f'passive = "root@{self.b.address}"',
+                            f'passive = "root@{self.b.address}"\nssh_config = "ssh.conf"', 1)
+        for host, address in ((self.a, "10.80.1.1/24"), (self.b, "10.80.1.2/24")):
+            in_namespace(host, "ip", "addr", "add", address, "dev", "eth0")
+        try:
+            r = self.preflight(text)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("hosts-example: preflight passed: 2 host(s) reachable", r.stdout)
+            self.assertIn("2 path(s) on eth0/eth0 -> eth0/eth0", r.stdout)
+            r = lab("run", os.path.join(self.dir, "study.toml"), "--quick", "--no-plot", "-o", self.out, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            runs = [e for e in os.listdir(os.path.join(self.out, "runs")) if not e.startswith(".")]
+            self.assertEqual(runs, ["cmt=cmtrpv2-r1"])
+            db = sqlite3.connect(os.path.join(self.out, "results.sqlite"))
+            (n,), = db.execute("SELECT COUNT(*) FROM metrics WHERE metric = 'cmt_goodput' AND value > 0")
+            self.assertEqual(n, 1)
+        finally:
+            for host, address in ((self.a, "10.80.1.1/24"), (self.b, "10.80.1.2/24")):
+                in_namespace(host, "ip", "addr", "del", address, "dev", "eth0")
 
     def test_sigint_stops_the_processes_on_the_hosts(self):
         # Ctrl-C during a run: exit 130, the run discarded, its passive and active on the hosts

@@ -430,6 +430,47 @@ json.dump({t: con.sql(f"SELECT count(*) FROM lab.{t}").fetchone()[0] for t in sy
                   f"installed here ({problem}): results.sqlite not read by DuckDB")
 
 
+class SampleDatabase(unittest.TestCase):
+    """The sample results.sqlite of netperfmeter-examples (packaging/examples/results/lab, made by
+    packaging/examples/make-sample-lab-results from a real study run): it opens, and its schema is
+    the one resultsdb writes today for its study (tables, columns, indexes, the meta keys and
+    schema_version), so that it cannot go stale unnoticed. No root, no runs."""
+
+    SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "packaging", "examples", "results",
+                          "lab")
+
+    def test_the_shipped_database_has_todays_schema(self):
+        from npmlab import study as studymod
+        from npmlab.runner import Runner, Tools
+        study = studymod.load(os.path.join(self.SAMPLE, "study.toml"))
+        shipped = sqlite3.connect(f"file:{os.path.join(self.SAMPLE, resultsdb.NAME)}?mode=ro", uri=True)
+        today = sqlite3.connect(":memory:")
+        today.executescript(resultsdb._schema(study))
+        schema = "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+        normal = lambda rows: [(t, n, tb, " ".join((sql or "").split())) for t, n, tb, sql in rows]  # noqa: E731
+        self.assertEqual(normal(shipped.execute(schema).fetchall()), normal(today.execute(schema).fetchall()),
+                         "the sample's schema is not resultsdb's: run packaging/examples/make-sample-lab-results "
+                         "packaging/examples/results again")
+        meta = dict(shipped.execute("SELECT key, value FROM meta"))
+        with tempfile.TemporaryDirectory() as empty:
+            self.assertEqual(sorted(meta), sorted(resultsdb._meta(Runner(study, empty, Tools({})))))
+        self.assertEqual(meta["schema_version"], str(resultsdb.SCHEMA_VERSION))
+        self.assertEqual(meta["study"], study.name)
+        # a real study: every run with its scalars and metrics, the summary from them
+        runs = [r for r, in shipped.execute("SELECT run FROM runs ORDER BY run")]
+        self.assertEqual(len(runs), len(list(study.combinations())) * study.repetitions)
+        for run in runs:
+            (n,), = shipped.execute("SELECT COUNT(*) FROM scalars WHERE run = ? AND name = 'Received Bytes'", (run,))
+            self.assertGreater(n, 0, run)
+        for (proto, n, mean), in zip(shipped.execute(
+                "SELECT proto, n, mean FROM summary WHERE metric = 'goodput' ORDER BY proto")):
+            (average, count), = shipped.execute("SELECT AVG(m.value), COUNT(*) FROM metrics m JOIN runs r USING (run) "
+                                                "WHERE m.metric = 'goodput' AND r.proto = ? AND r.validity = 'valid'",
+                                                (proto,))
+            self.assertEqual(n, count)
+            self.assertAlmostEqual(mean, average, places=6)
+
+
 def main():
     result = unittest.main(exit=False, verbosity=2).result
     if result.testsRun == len(result.skipped) and result.testsRun > 0:

@@ -33,7 +33,7 @@ for arg in "$@"; do
   PROGRAM[$name]=${arg#*=}
   ln -s "${PROGRAM[$name]}" "$TMP/bin/$name"
   case $name in
-    createsummary|combinesummaries|extractvectors|getabstime|runtimeestimator) file=netperfmeter-tools ;;
+    createsummary|combinesummaries|extractvectors|exportvectors|getabstime|runtimeestimator) file=netperfmeter-tools ;;
     *) file=$name ;;
   esac
   ln -s "$(cd "$DIR" && pwd)/$file" "$TMP/user/completions/$name"
@@ -41,7 +41,7 @@ done
 export PATH="$TMP/bin:$PATH"
 export BASH_COMPLETION_USER_DIR="$TMP/user"
 # the programs that take a long option with one dash (-runtime=10) as with two
-SINGLE_DASH="netperfmeter createsummary combinesummaries extractvectors"
+SINGLE_DASH="netperfmeter createsummary combinesummaries extractvectors exportvectors"
 
 for name in "${!PROGRAM[@]}"; do
   if __load_completion "$name" && [[ $(complete -p "$name" 2>/dev/null) == "complete -F _"*" $name" ]]; then

@@ -31,7 +31,7 @@ check_page() {
     grep -qF -- "$option" <<<"$help" || fail "$name: $option is on the page but not in --help"
   done
 }
-for tool in createsummary combinesummaries extractvectors getabstime runtimeestimator; do
+for tool in createsummary combinesummaries extractvectors exportvectors getabstime runtimeestimator; do
   check_page "$MAN/$tool.1" "$BIN/$tool" --help
 done
 check_page "$MAN/netperfmeter.1" "$BIN/../app/netperfmeter" --help

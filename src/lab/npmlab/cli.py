@@ -1,4 +1,4 @@
-"""netperfmeter-lab: list | run STUDY|FILE | plot DIR | db DIR. See netperfmeter-lab(1)."""
+"""netperfmeter-lab: list | run STUDY|FILE | preflight STUDY|FILE | plot DIR | db DIR. See netperfmeter-lab(1)."""
 
 import argparse
 import json
@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, hosts, regime, resultsdb, topology
+from . import evidence, hosts, preflight, regime, resultsdb, topology
 from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence)
 
@@ -307,6 +307,13 @@ def _run(runner, study, args, path, out):
     return 0
 
 
+def cmd_preflight(args, config):
+    """The checks of run before its first run (preflight.py), nothing run or written."""
+    study, tools = studymod.load(resolve(args.study, config["studies"]), quick=args.quick), Tools(config["tools"])
+    return preflight.check(study, tools, lambda: _check_command_lines(study, tools["netperfmeter"], warn=True),
+                           _check_root, PROGRAM)
+
+
 def cmd_plot(args, config):
     """plot and db: summarises existing results again and writes results.sqlite; plot also draws."""
     meta_path = os.path.join(args.directory, "lab.json")
@@ -357,13 +364,18 @@ def main(argv, config):
     run.add_argument("--max-lateness", type=float, default=evidence.LATENESS_LIMIT_US, metavar="US",
                      help="a run whose delay line sent packets later than their due time by more than this at the "
                           f"99th percentile (microseconds) is invalid (default {evidence.LATENESS_LIMIT_US})")
+    check = sub.add_parser("preflight", help="check a study without running it: on hosts ssh, versions, stacks, "
+                           "addresses, routes, clocks, free ports; on namespaces root, tc, tshark, the delay line")
+    check.add_argument("study")
+    check.add_argument("--quick", action="store_true", help="the study's quick form ([quick] in its file)")
     plot = sub.add_parser("plot", help="summarise and plot existing results again")
     plot.add_argument("directory")
     db = sub.add_parser("db", help="summarise existing results again and write results.sqlite (no plots)")
     db.add_argument("directory")
     args = parser.parse_args(argv)
     try:
-        return {"list": cmd_list, "run": cmd_run, "plot": cmd_plot, "db": cmd_plot}[args.command](args, config)
+        return {"list": cmd_list, "run": cmd_run, "preflight": cmd_preflight, "plot": cmd_plot,
+                "db": cmd_plot}[args.command](args, config)
     except (studymod.StudyError, LabError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:

@@ -36,7 +36,7 @@ import threading
 import time
 
 from . import evidence, stats, tls
-from .runner import Interrupted, Runner, pair_name
+from .runner import Interrupted, Runner, pair_groups, pair_name
 from .topology import LabError
 
 VERSION = re.compile(r"NetPerfMeter (\d+)\.(\d+)(?:\.(\d+))?")
@@ -370,7 +370,7 @@ def _flow_needs(protocols, args):
     return needs
 
 
-def _probe_script(program, clock):
+def _probe_script(program, clock, start_at=False):
     npm = shlex.quote(program)
     lines = [
         f"echo '=== version ==='; if command -v {npm} >/dev/null 2>&1; then {npm} --version 2>&1 | head -n 3; "
@@ -385,7 +385,11 @@ def _probe_script(program, clock):
         "echo '=== cc ==='; cat /proc/sys/net/ipv4/tcp_available_congestion_control",
         f"echo '=== quic ==='; {npm} --help 2>&1 | grep -c -e '--tls-key=FILE'",
         "echo '=== addr ==='; ip -o addr show",
+        "echo '=== listening ==='; ss -Htuln 2>&1 || echo 'ss failed'",
     ]
+    if start_at:  # netperfmeter's own check of --start-at: a clock the kernel calls synchronised
+        lines.append(f"echo '=== start-at ==='; {npm} 127.0.0.1:9 --validate --start-at=$(( $(date +%s) + 60 )) "
+                     "-tcp const1:const100 2>&1 | tail -n 1")
     if clock:
         lines.append("echo '=== clock ==='; if command -v chronyc >/dev/null 2>&1; then echo chronyc; "
                      "chronyc tracking 2>&1; elif command -v pmc >/dev/null 2>&1; then echo pmc; "
@@ -454,7 +458,9 @@ class HostsRunner(Runner):
         for host, roles in spec.hosts():
             if host not in usable:
                 continue
-            r = usable[host].run(_probe_script(spec.netperfmeter, clock and roles & {"active", "passive"}), timeout=60)
+            start_at = bool(spec.cross_traffic) and not spec.shared_clock and roles != {"passive"}
+            r = usable[host].run(_probe_script(spec.netperfmeter, clock and roles & {"active", "passive"}, start_at),
+                                 timeout=60)
             if r.returncode == 255:
                 problems.append(f"{host}: ssh failed: {_last_line(r.stderr)}")
                 continue
@@ -477,8 +483,13 @@ class HostsRunner(Runner):
             problems += self._feature_problems(host, needs, ccs if roles & {"active", "passive"} else set(), s)
             if clock and roles & {"active", "passive"}:
                 offsets[host] = clock_offset(s.get("clock", ""))
+            if start_at and not s.get("start-at", "").startswith("valid"):
+                problems.append(f"{host}: its netperfmeter refuses --start-at, which the study's cross traffic needs "
+                                f"to start every active together: {_last_line(s.get('start-at'))}")
         for bed in self.beds:
             problems += self._address_problems(bed, probed)
+            problems += self._route_problems(bed, probed)
+            problems += self._port_problems(bed, probed)
             if clock:
                 problems += self._clock_problems(bed, offsets)
         if not problems:
@@ -531,6 +542,87 @@ class HostsRunner(Runner):
                 else:
                     bed.devices[side].append(present[address])
         return out
+
+    def _route_problems(self, bed, probed):
+        """Each path from each side: `ip route get PEER from OWN` must find a route, and it must
+        leave by the interface that holds the path's own address (else the path's traffic takes
+        another path's interface: multipath over one link)."""
+        out = []
+        for side, peer_side in (("active", "passive"), ("passive", "active")):
+            host = bed.pair.active if side == "active" else bed.pair.passive
+            if host not in probed or len(bed.devices[side]) != len(bed.paths):
+                continue  # unreachable, or an address missing (said above)
+            script = "\n".join(f"echo '=== route {i} ==='; ip -o route get {shlex.quote(bed.address(peer_side, i))} "
+                                f"from {shlex.quote(bed.address(side, i))} 2>&1" for i in range(len(bed.paths)))
+            r = bed.hosts[side].run(script)
+            if r.returncode == 255:
+                out.append(f"{host}: ssh failed: {_last_line(r.stderr)}")
+                continue
+            routes = sections(r.stdout)
+            peer_host = bed.pair.passive if side == "active" else bed.pair.active
+            peer_has = addresses(probed[peer_host].get("addr", "")) if peer_host in probed else None
+            for i, path in enumerate(bed.paths):
+                route, own, peer = routes.get(f"route {i}", ""), bed.devices[side][i], bed.address(peer_side, i)
+                if peer_has is not None and peer not in peer_has:
+                    continue  # the peer lacks the address (said above)
+                m = re.search(r"\bdev (\S+)", route)
+                if not m:
+                    out.append(f"{host}: path {i + 1} ({path.name}): no route to {peer} from {bed.address(side, i)} "
+                               f"(ip route get: {_last_line(route)})")
+                elif m.group(1) != own and own != "lo":
+                    out.append(f"{host}: path {i + 1} ({path.name}): the route to {peer} from {bed.address(side, i)} "
+                               f"leaves by {m.group(1)}, not by {own}, which holds {bed.address(side, i)} (the path "
+                               "would share another interface; source routing: ip rule add from ADDRESS table N)")
+        return out
+
+    def study_ports(self, bed):
+        """[(protocol, port, what)] the lab's passives listen on at the passive host of `bed`
+        (none with the running service, whose ports are its own)."""
+        if self.spec.service is not None:
+            return []
+        pairs = max((len(pair_groups(self.study.flows_for(v))) for v in self.study.combinations()), default=0)
+        quic = self.needs_tls()
+        out = []
+        for i in range(pairs + len(self.spec.cross_traffic)):
+            what = f"flow pair {i + 1}" if i < pairs else f"cross traffic {i - pairs + 1}"
+            port = self.spec.base_port + 10 * i
+            out += [("tcp", port, what), ("tcp", port + 1, what + " (control)"), ("tcp", port - 1, what + " (MPTCP)"),
+                    ("udp", port, what), ("udp", 9899 + i, what + " (userland SCTP)")]
+            if quic and i < pairs:  # (the pair of the first QUIC flow)
+                out.append(("udp", port - 1, what + " (QUIC)"))
+        return out
+
+    def _port_problems(self, bed, probed):
+        """The passive host's sockets (ss -Htuln) on a port that a passive of the study needs."""
+        host = bed.pair.passive
+        if host not in probed:
+            return []
+        listening = probed[host].get("listening", "")
+        if listening.strip().endswith("ss failed"):
+            return [f"{host}: cannot list its sockets (ss -tuln: {_last_line(listening)}), so not tell whether the "
+                    "study's ports are free (iproute2's ss)"]
+        busy = set()
+        for line in listening.splitlines():
+            fields = line.split()
+            if len(fields) >= 5 and fields[0] in ("tcp", "udp") and ":" in fields[4]:
+                port = fields[4].rsplit(":", 1)[1]
+                if port.isdigit():
+                    busy.add((fields[0], int(port)))
+        return [f"{host}: {protocol.upper()} port {port} is in use, and the study's passive needs it for {what} "
+                f"(base_port = {self.spec.base_port}: passives on base_port + 10 i, userland SCTP on UDP 9899 + i)"
+                for protocol, port, what in self.study_ports(bed) if (protocol, port) in busy]
+
+    def summary(self):
+        """One line of what preflight() found when it found no problem."""
+        pairs = "; ".join(f"pair {b.pair.number}: {b.pair.active} -> {b.pair.passive}, {len(b.paths)} path(s) on "
+                          f"{'/'.join(b.devices['active'])} -> {'/'.join(b.devices['passive'])}" for b in self.beds)
+        ports = len(self.study_ports(self.beds[0])) if self.beds else 0
+        return (f"{len(self.remotes)} host(s) reachable, their netperfmeters compatible with {self.tools.version('netperfmeter')}, "
+                f"the study's stacks there; {pairs}; routes by the paths' interfaces; "
+                + (f"{ports} ports free on the passive host(s); " if ports else "the running service's ports; ")
+                + (f"clock offsets within {self.spec.max_clock_offset_ms:g} ms; " if self.spec.max_clock_offset_ms
+                   is not None else "")
+                + "control ports reachable over every path")
 
     def _clock_problems(self, bed, offsets):
         bound = self.spec.max_clock_offset_ms
