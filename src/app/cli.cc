@@ -96,8 +96,8 @@ std::string iperf3Hint(char letter) {
     case 't': return "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is -runtime=SECONDS";
     case 'J': return "-J is -tls-cert FILE here; iperf3's -J (JSON output) is --json or --json=FILE";
     case 'P': return "-P is -passivenodename NAME here; iperf3's -P N (parallel flows) is -N N or N FLOWSPEC options";
-    case 'i': return "-i is -rcvbuf BYTES here (the receive buffer); iperf3's -i SECONDS (the report interval) has "
-                     "no counterpart: the status line and --json-stream come every second";
+    case 'i': return "-i is -rcvbuf BYTES here (the receive buffer); iperf3's -i SECONDS (the report interval) is "
+                     "--interval=SECONDS";
     case 's': return "-s is -sctp FLOWSPEC here; iperf3's -s (server) is a passive: netperfmeter PORT";
     case 'u': return "-u is -udp FLOWSPEC here (e.g. -udp const1000:const1400)";
     case 'l': return "-l is -controllocal ADDRESSES here; iperf3's -l BYTES is the frame size in the FLOWSPEC "
@@ -111,8 +111,10 @@ std::string iperf3Hint(char letter) {
     case 'b': return "iperf3's -b RATE is the frame rate of a FLOWSPEC here (constN frames/s, or rate=RATE in bit/s, "
                      "e.g. -udp const0:const1400:rate=10M)";
     case 'R': return "iperf3's -R (reverse) is the inbound half of a FLOWSPEC here (out rate:out size:in rate:in size)";
+    case 'n': return "iperf3's -n BYTES is transfer=BYTES in a FLOWSPEC (e.g. -tcp const0:const1400:transfer=100M; "
+                     "frames=N for iperf3's -k N)";
     case 'O': return "iperf3's -O SECONDS (omit) is --warmup=SECONDS here";
-    case 'S': return "-S is -scalar FILE here; iperf3's -S TOS has no counterpart";
+    case 'S': return "-S is -scalar FILE here; iperf3's -S TOS is tos=TOS (or dscp=DSCP) in a FLOWSPEC";
     default: return {};
   }
 }
@@ -272,6 +274,20 @@ std::optional<CliError> setWarmup(Settings& s, const Parsed& p) {
     return bad(p, "expected seconds from 0 (no warm-up) to 86400");
   }
   s.active.warmup = std::chrono::milliseconds(std::llround(w * 1000.0));
+  return std::nullopt;
+}
+
+// --interval=SECONDS: iperf3's -i; 0 = none (the status line), else 0.1 to 3600 s in ms.
+std::optional<CliError> setInterval(Settings& s, const Parsed& p) {
+  const std::string& v = p.value;
+  char* end = nullptr;
+  const double t = std::strtod(v.c_str(), &end);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos || *end != '\0' || !std::isfinite(t) ||
+      (t != 0.0 && (t < 0.1 || t > 3600.0))) {
+    return bad(p, "expected seconds from 0.1 to 3600 between the per-interval lines (0: none, the status line)");
+  }
+  if (s.activeOnly.empty()) s.activeOnly = p.spelled;
+  s.active.interval = std::chrono::milliseconds(std::llround(t * 1000.0));
   return std::nullopt;
 }
 
@@ -456,6 +472,7 @@ constexpr OptionDef kOptions[] = {
     {"path-interval", 0, Arg::Required, setPathInterval},
     {"warmup", 0, Arg::Required, setWarmup},
     {"seed", 0, Arg::Required, setSeed},
+    {"interval", 0, Arg::Required, setInterval},
     {"start-at", 0, Arg::Required, setStartAt},
     {"start-at-unsynchronised", 0, Arg::None, NPM_SET(s.startAtUnsynchronised = true)},
     {"json", 0, Arg::Optional, setJson},
@@ -919,6 +936,8 @@ std::string usage() {
          "                               them, the passive its TCP and MPTCP data connections\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
+         "  --interval=SECONDS           active: a persistent line per flow and direction every SECONDS (0.1 to\n"
+         "                               3600), as iperf3's -i, instead of the status line; -quiet: none\n"
          "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
          "  --sctp-udp-port=PORT         local UDP port of userland SCTP (passive default 9899, active: any)\n"
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"

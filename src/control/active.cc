@@ -206,9 +206,12 @@ asio::awaitable<void> Active::waitUntilWallClock(std::uint64_t when, const char*
 
 // Runs the measurement until the runtime has passed, a signal comes, or something fails.
 asio::awaitable<void> Active::runMeasurement() {
+  const bool transfers = endsWithTransfers();
   log::info("Starting measurement $" + hex64(measurementId_) +
-            (options_.runtime ? " for " + std::to_string(*options_.runtime) + " s"
-                              : std::string(" until interrupted (Ctrl+C)")));
+            (transfers ? std::string(" until the fixed-size transfers are sent") +
+                             (options_.runtime ? ", at most " + std::to_string(*options_.runtime) + " s" : "")
+             : options_.runtime ? " for " + std::to_string(*options_.runtime) + " s"
+                                : std::string(" until interrupted (Ctrl+C)")));
   // The runtime counts from the flows' common start, as their frames do: a rate-driven flow
   // sends the frames due from the start to the end of the runtime, however long starting
   // thousands of flows takes.
@@ -216,14 +219,33 @@ asio::awaitable<void> Active::runMeasurement() {
   if (options_.runtime) {
     runtime = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.runtime));
   }
+  const bool intervals = options_.interval.count() > 0 && log::enabled(log::Info);  // -quiet: none
+  if (intervals) {
+    std::vector<IntervalLines::Flow> shown;
+    for (const auto& f : flows_) shown.push_back({*f.spec.flowId, f.spec.outbound.enabled(), f.spec.inbound.enabled()});
+    measurement_->reportIntervals(
+        options_.interval, [lines = std::make_shared<IntervalLines>(std::move(shown)), out = json_.humanOut(),
+                            measurement = std::weak_ptr<measure::Measurement>(measurement_)](
+                               std::uint64_t now, const std::vector<measure::FlowSnapshot>& flows, bool) {
+          const auto m = measurement.lock();
+          const std::string text = lines->format(now, m ? m->startTime() : now, flows);
+          std::fwrite(text.data(), 1, text.size(), out);
+          std::fflush(out);
+        });
+  }
   co_await measurement_->start(nowMicros(), options_.warmup, runtime);
   json_.start(measurementId_, measurement_->startTime());
-  status_ = std::make_unique<StatusLine>(options_.display, json_.humanOut());
+  // The per-interval lines replace the status line, which would rewrite them.
+  status_ = std::make_unique<StatusLine>(options_.display && !intervals, json_.humanOut());
   statusTimer_ = std::make_unique<asio::steady_timer>(io_);
   statusRunning_ = true;
   asio::co_spawn(io_, statusLoop(), asio::detached);
   const auto deadline = runtime ? measurement_->steadyStart() + *runtime : Clock::time_point::max();
   co_await runEvent_.wait(deadline);
+  if (const std::size_t fixed = fixedSizeFlows(); transfersDone_ < fixed && !interrupted_ && !flowFailure_) {
+    log::warning(std::to_string(fixed - transfersDone_) + " of " + std::to_string(fixed) +
+                 " fixed-size transfers (transfer=, frames=) were not sent completely within the runtime");
+  }
   statusRunning_ = false;
   statusTimer_->cancel();
   co_await reportStatus(true);  // the last interval, up to the end

@@ -46,6 +46,9 @@ struct ActiveOptions {
   std::optional<std::uint64_t> startAt;
   std::string activeNodeName = "Client", passiveNodeName = "Server";
   bool display = true;
+  // --interval: persistent per-interval lines (control/display.h IntervalLines) this often
+  // instead of the status line; 0 = none.
+  std::chrono::milliseconds interval{0};
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = 0;  // local UDP encapsulation port of userland SCTP; 0 = any
   std::uint16_t sctpRemoteUdpPort = sctp::kDefaultUdpEncapsulationPort;

@@ -167,6 +167,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   options.noDelay = spec.noDelay;
   options.congestionControl = spec.congestionControl;
   options.ccid = spec.ccid;
+  options.tos = spec.tos;
   if (family == AF_INET6) options.v6only = spec.v6only || options_.v6only;
   transport::configureSocket(fd.get(), protocol, family, options);
   if (!options_.localAddresses.empty()) transport::bindSocket(fd.get(), options_.localAddresses.front(), 0);
@@ -321,6 +322,12 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     if (!flowFailure_) flowFailure_ = "Flow #" + std::to_string(flowId) + ": " + end.text();
     runEvent_.notify();
   });
+  if (spec.fixedSize()) {
+    run.flow->onTransferDone([this, flowId] {
+      log::info("Flow #" + std::to_string(flowId) + ": its fixed-size transfer has been sent");
+      if (++transfersDone_ == fixedSizeFlows() && endsWithTransfers()) runEvent_.notify();
+    });
+  }
   measure::tellOwner(run.flow, [](measure::Flow& f) { f.startReceiving(); });
 
   npmp::IdentifyFlow identify;
@@ -366,6 +373,19 @@ bool Active::samplesPaths(npmp::Protocol protocol) const {
 
 bool Active::recordsPaths(npmp::Protocol protocol) const {
   return !options_.vectorPattern.empty() && samplesPaths(protocol);
+}
+
+std::size_t Active::fixedSizeFlows() const {
+  return static_cast<std::size_t>(
+      std::count_if(options_.flows.begin(), options_.flows.end(), [](const auto& f) { return f.fixedSize(); }));
+}
+
+// As iperf3's -n: the run ends when the fixed-size transfers are sent, if nothing else runs (a
+// flow without a limit, or traffic from the passive, which nothing limits).
+bool Active::endsWithTransfers() const {
+  return !options_.flows.empty() && std::all_of(options_.flows.begin(), options_.flows.end(), [](const auto& f) {
+    return f.fixedSize() && !f.inbound.enabled();
+  });
 }
 
 std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {

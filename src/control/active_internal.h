@@ -119,6 +119,8 @@ private:
   bool samplesPaths(npmp::Protocol protocol) const;
   bool recordsPaths(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<measure::Flow>> flowPointers() const;
+  std::size_t fixedSizeFlows() const;  // with transfer= or frames=
+  bool endsWithTransfers() const;      // the run ends when their transfers are sent
 
   // active_results.cc
   // What a result file of the passive may take (--max-download, or what this run could need).
@@ -162,6 +164,7 @@ private:
   // stops the measurement): their end is no failure any more.
   bool stopSent_ = false;
   bool pathsUnsupportedSaid_ = false;
+  std::size_t transfersDone_ = 0;  // fixed-size flows whose transfer is sent
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
   bool statusRunning_ = false;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <cstdio>
 
@@ -94,6 +95,83 @@ void StatusLine::finish() {
     std::fflush(out_);
     printed_ = false;
   }
+}
+
+// ------------------------------------------------------------------ interval lines
+
+namespace {
+
+std::uint64_t minus(std::uint64_t now, std::uint64_t before) { return now >= before ? now - before : 0; }
+
+std::string number(double v, const char* format) {
+  if (std::isnan(v)) return "-";
+  char b[64];
+  std::snprintf(b, sizeof(b), format, v);
+  return b;
+}
+
+// Flow 4, Dir 3, Interval 13, Bytes 9, Rate 12, Frames 8, then three of 7, 9 and 6: 79 columns.
+std::string row(const std::string& flow, const std::string& dir, const std::string& interval, const std::string& bytes,
+                const std::string& rate, const std::string& frames, const std::string& a, const std::string& b,
+                const std::string& c) {
+  char line[160];
+  std::snprintf(line, sizeof(line), "%4s %-3s %-13s %9s %12s %8s %7s %9s %6s\n", flow.c_str(), dir.c_str(),
+                interval.c_str(), bytes.c_str(), rate.c_str(), frames.c_str(), a.c_str(), b.c_str(), c.c_str());
+  return line;
+}
+
+}  // namespace
+
+std::string IntervalLines::header() {
+  return row("Flow", "Dir", "Interval (s)", "Bytes", "Rate", "Frames", "RTT ms", "Cwnd", "Retr") +
+         row("", "in:", "", "", "", "", "Lost", "Loss", "Jitter");
+}
+
+std::string IntervalLines::format(std::uint64_t now, std::uint64_t start,
+                                  const std::vector<measure::FlowSnapshot>& flows) {
+  std::string out;
+  if (last_ == 0) {  // the start: the base of the first interval
+    previous_ = flows;
+    last_ = now;
+    return out;
+  }
+  if (!headed_) {
+    out += header();
+    headed_ = true;
+  }
+  if (previous_.size() != flows.size()) previous_.assign(flows.size(), measure::FlowSnapshot{});
+  const double seconds = static_cast<double>(minus(now, last_)) / 1e6;
+  char interval[48];
+  std::snprintf(interval, sizeof(interval), "%.2f-%.2f", static_cast<double>(minus(last_, start)) / 1e6,
+                static_cast<double>(minus(now, start)) / 1e6);
+  for (std::size_t i = 0; i < flows.size() && i < flows_.size(); ++i) {
+    const measure::FlowSnapshot& f = flows[i];
+    const measure::FlowSnapshot& p = previous_[i];
+    const std::string id = std::to_string(flows_[i].flowId);
+    auto rate = [seconds](std::uint64_t bytes) {
+      return seconds > 0.0 ? scaledBitRate(8.0 * static_cast<double>(bytes) / seconds) : std::string("-");
+    };
+    if (flows_[i].out) {
+      const std::uint64_t bytes = minus(f.sent.bytes, p.sent.bytes);
+      const double retransmissions =
+          std::isnan(f.retransmissions) ? f.retransmissions
+                                        : f.retransmissions - (std::isnan(p.retransmissions) ? 0.0 : p.retransmissions);
+      out += row(id, "out", interval, scaledBytes(bytes), rate(bytes), std::to_string(minus(f.sent.frames, p.sent.frames)),
+                 number(f.srttMs, "%.2f"), std::isnan(f.cwnd) ? "-" : scaledBytes(static_cast<std::uint64_t>(f.cwnd)),
+                 number(std::max(retransmissions, 0.0), "%.0f"));
+    }
+    if (flows_[i].in) {
+      const std::uint64_t bytes = minus(f.received.bytes, p.received.bytes);
+      const std::uint64_t frames = minus(f.received.frames, p.received.frames);
+      const std::uint64_t lost = minus(f.lost.frames, p.lost.frames);
+      const double share = frames + lost > 0 ? 100.0 * static_cast<double>(lost) / static_cast<double>(frames + lost) : 0.0;
+      out += row(id, "in", interval, scaledBytes(bytes), rate(bytes), std::to_string(frames), std::to_string(lost),
+                 number(share, "%.2f%%"), number(f.jitterMs, "%.2f"));
+    }
+  }
+  previous_ = flows;
+  last_ = now;
+  return out;
 }
 
 }  // namespace npm::control

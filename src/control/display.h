@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "measure/cpu.h"
+#include "measure/results.h"
 #include "measure/statistics.h"
 
 namespace npm::control {
@@ -37,6 +39,32 @@ private:
   measure::CpuSampler cpu_;
   measure::CpuTimes lastCpu_;
   measure::CpuUsage usage_;
+};
+
+// The persistent per-interval lines of --interval, as iperf3's: per flow and direction the
+// interval, the bytes and rate in it, its frames, and for what this side sends (out) the
+// sending side's RTT, congestion window and retransmissions in the interval where the stack
+// tells, for what it receives (in) the frames lost in the interval, their share and the jitter.
+// The figures are the measurement vector's for the same interval (the same snapshots). A
+// header of two lines, then rows of at most 79 columns. Pure apart from print().
+class IntervalLines {
+public:
+  struct Flow {
+    std::uint32_t flowId = 0;
+    bool out = false, in = false;  // which directions carry traffic
+  };
+  explicit IntervalLines(std::vector<Flow> flows) : flows_(std::move(flows)) {}
+  // The rows of the interval that ends at `now` (µs), the header before the first; the first
+  // call marks the start (its snapshots are the base of the first interval, nothing printed).
+  // `start`: the measurement's start (µs).
+  std::string format(std::uint64_t now, std::uint64_t start, const std::vector<measure::FlowSnapshot>& flows);
+  static std::string header();
+
+private:
+  std::vector<Flow> flows_;
+  std::vector<measure::FlowSnapshot> previous_;
+  std::uint64_t last_ = 0;
+  bool headed_ = false;
 };
 
 }  // namespace npm::control

@@ -114,6 +114,8 @@ measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std
   p.defragTimeoutMs = spec.defragTimeoutMs;
   p.errorOnAbort = spec.errorOnAbort;
   p.debug = spec.debug;
+  p.transferBytes = spec.transferBytes;  // the active's alone: ADD_FLOW has no field for it
+  p.transferFrames = spec.transferFrames;
   p.trafficSeed = flowSeed(runSeed, flowspec::Side::Active, p.flowId, p.streamId, flowspec::SeedUse::Traffic);
   return p;
 }

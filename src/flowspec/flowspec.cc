@@ -468,6 +468,44 @@ Result<void> applyBitRate(double bitRate, Traffic& t, const char* key) {
   return {};
 }
 
+// transfer=BYTES (k/K, M, G: 2^10, 2^20, 2^30, as frame sizes), frames=N (k, M, G: 10^3, 10^6, 10^9).
+Result<void> setTransfer(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const bool bytes = key == "transfer";
+  const auto v = parseNumber(value, bytes ? Quantity::FrameSize : Quantity::FrameRate);
+  const double low = bytes ? static_cast<double>(kMinTransferBytes) : 1.0;
+  if (!v || *v != std::floor(*v) || *v < low || *v > static_cast<double>(kMaxTransfer)) {
+    return Failure{bytes ? "expected a whole number of bytes from 48 (one DATA message header) to 2^53 - 1, "
+                           "optionally with k, M or G (2^10, 2^20, 2^30)"
+                         : "expected a whole number of frames from 1 to 2^53 - 1, optionally with k, M or G "
+                           "(10^3, 10^6, 10^9)"};
+  }
+  (bytes ? spec.transferBytes : spec.transferFrames) = static_cast<std::uint64_t>(*v);
+  return {};
+}
+
+// tos=BYTE (0 to 255, decimal or 0x hex), dscp=CODEPOINT (0 to 63): the TOS byte is DSCP << 2.
+Result<void> setTos(std::string_view key, std::string_view value, FlowSpec& spec) {
+  const bool dscp = key == "dscp";
+  std::optional<std::uint64_t> v;
+  if (!dscp && value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
+    const std::string_view digits = value.substr(2);
+    if (digits.size() <= 2 && digits.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos) {
+      v = std::stoul(std::string(digits), nullptr, 16);
+    }
+  } else {
+    v = parseUnsigned(value, dscp ? 63 : 255);
+  }
+  if (!v) return Failure{dscp ? "expected a DSCP from 0 to 63 (e.g. 46 for EF)" : "expected a TOS byte from 0 to 255 "
+                                                                                  "(decimal or 0x00 to 0xff, e.g. 0xb8)"};
+  if (!dscp && (*v & 3) != 0) {
+    return Failure{"the two low bits of the TOS byte are ECN's, which the kernel sets: give a multiple of 4 "
+                   "(DSCP << 2, e.g. 0xb8 for EF) or dscp="};
+  }
+  if (spec.tos) return Failure{"tos= and dscp= set the same byte: give one of them once"};
+  spec.tos = static_cast<std::uint8_t>(dscp ? *v << 2 : *v);
+  return {};
+}
+
 Result<void> setOnOff(std::string_view, std::string_view value, FlowSpec& spec) {
   auto events = parseOnOff(value, spec.repeatOnOff);
   if (!events) return Failure{events.error()};
@@ -495,6 +533,8 @@ constexpr FlowOption kFlowOptions[] = {
     {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
     {"cc", setCongestionControl},  {"onoff", setOnOff},
     {"rate", setBitRate},          {"in_rate", setBitRate},
+    {"transfer", setTransfer},     {"frames", setTransfer},
+    {"tos", setTos},               {"dscp", setTos},
 };
 
 // Applies the option `token` (the `index`th field of the FLOWSPEC); the error comes without
@@ -623,6 +663,19 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
   }
   if (!spec.outbound.enabled() && !spec.inbound.enabled()) {
     return Failure{"both directions have frame size 0, so the flow would send nothing"};
+  }
+  if (spec.transferBytes != 0 && spec.transferFrames != 0) {
+    return Failure{"transfer= and frames= both end the flow's sending: give one of them"};
+  }
+  if (spec.fixedSize() && !spec.outbound.enabled()) {
+    return Failure{"transfer= and frames= limit the active's outbound direction, which sends nothing here (frame size "
+                   "0); ADD_FLOW has no field to limit the passive's sending"};
+  }
+  if (spec.tos && (sctp || spec.protocol == Protocol::QUIC)) {
+    return Failure{std::string("tos= and dscp= apply to TCP, MPTCP, UDP and DCCP flows, not to ") + name +
+                   (sctp ? " (the userland SCTP stack sends every association through one UDP socket of the process "
+                           "and does not put a DSCP into its IP header)"
+                         : " (the flows of a QUIC connection share its UDP socket)")};
   }
   return {};
 }

@@ -56,6 +56,16 @@ struct FlowSpec {
   // rate=, in_rate=: a direction's bit rate (bit/s at the NPMP level, as the Received Bit Rate
   // counts), turned into its frame rate from the mean frame size when the FLOWSPEC is parsed.
   std::optional<double> outBitRate, inBitRate;
+  // transfer=, frames=: a fixed-size transfer, the active's outbound direction only (ADD_FLOW
+  // has no field for it, so a passive cannot be told): the flow stops sending once it has sent
+  // this many bytes (as the scalars count them: DATA messages with their headers) or frames.
+  // 0 = no limit.
+  std::uint64_t transferBytes = 0, transferFrames = 0;
+  bool fixedSize() const { return transferBytes != 0 || transferFrames != 0; }
+  // tos=, dscp=: the IP TOS / IPv6 traffic class byte of the active's data socket (DSCP << 2;
+  // the ECN bits stay the kernel's). ADD_FLOW has no field for it either: the passive's
+  // direction keeps the passive's default.
+  std::optional<std::uint8_t> tos;
   std::vector<npmp::OnOffEvent> onOff;
   bool repeatOnOff = false;
   std::string text;  // the spec as given, for messages
@@ -80,6 +90,10 @@ constexpr double kMaxFrameRate = 1e9;
 constexpr double kMaxFrameSize = 4294967295.0;  // 4 GiB - 1: a frame's bytes fit in 32 bits
 // ADD_FLOW carries the runtime in milliseconds in 32 bits: 49.7 days; on/off times the same.
 constexpr double kMaxSeconds = 4294967.295;
+// transfer=: at least one DATA message header (48 bytes), at most 2^53 - 1 bytes (exact in
+// every JSON reader); frames=: 1 to 2^53 - 1.
+constexpr std::uint64_t kMinTransferBytes = npmp::kDataHeaderSize;
+constexpr std::uint64_t kMaxTransfer = (std::uint64_t{1} << 53) - 1;
 
 // Parses one distribution ("const5", "5", "uniform1,2", "exp0.5", "const1k", ...).
 Result<npmp::RandomSpec> parseDistribution(std::string_view text, Quantity quantity = Quantity::Plain);

@@ -13,7 +13,10 @@ Flow::Flow(asio::io_context& io, FlowParameters parameters, bool activeSide)
       params_(std::move(parameters)),
       sender_(io, params_, activeSide,
               FlowSender::Events{[this](transport::ChannelEnd end) { fail(std::move(end)); },
-                                 [this](std::uint64_t now) { recorder_.transmitted(now); }}),
+                                 [this](std::uint64_t now) { recorder_.transmitted(now); },
+                                 [this] {
+                                   if (onTransferDone_) asio::dispatch(*home_, onTransferDone_);
+                                 }}),
       receiver_(params_),
       paths_(io) {}
 
@@ -92,7 +95,7 @@ void Flow::close() {
   if (channel_) channel_->abort();
 }
 
-FlowSnapshot Flow::snapshot() const {
+FlowSnapshot Flow::snapshot(bool paths) const {
   const ReceiveStatistics& rx = receiver_.statistics();
   FlowSnapshot s;
   s.flowId = params_.flowId;
@@ -101,6 +104,11 @@ FlowSnapshot Flow::snapshot() const {
   s.sent = sender_.transmitted().total;
   s.received = rx.received();
   s.lost = rx.lost();
+  if (paths && channel_ && params_.outbound.enabled()) {
+    std::vector<transport::PathSample> samples;
+    channel_->samplePaths(samples);
+    summarisePaths(samples, s);
+  }
   return s;
 }
 

@@ -50,6 +50,9 @@ struct FlowParameters {
   // The seed of this side's frame rates, frame sizes and on/off times (flowspec::deriveSeed);
   // 0 = from the system's entropy.
   std::uint64_t trafficSeed = 0;
+  // A fixed-size transfer (transfer=, frames=; the active's only): the sender stops after this
+  // many bytes (as counted) or frames; 0 = no limit.
+  std::uint64_t transferBytes = 0, transferFrames = 0;
 };
 
 // A flow lives on one network thread, the one running the io_context it was made with (see
@@ -89,6 +92,9 @@ public:
 
   // Called when the flow cannot go on (send error with error_on_abort, garbage, peer gone).
   void onFailure(std::function<void(const transport::ChannelEnd&)> handler) { onFailure_ = std::move(handler); }
+  // Called (on the home context) when a fixed-size transfer has handed its last message to the
+  // transport.
+  void onTransferDone(std::function<void()> handler) { onTransferDone_ = std::move(handler); }
 
   void setVector(FlowVectorWriter writer) { recorder_.setVector(std::move(writer)); }
   FlowVectorWriter* vector() { return recorder_.vector(); }
@@ -124,7 +130,8 @@ public:
   // measurement.
   void close();
 
-  FlowSnapshot snapshot() const;
+  // The counters now; `paths`: and the sending side's transport state (FlowSnapshot).
+  FlowSnapshot snapshot(bool paths = false) const;
   FlowResult result() const;
   const TransmitStatistics& transmitted() const { return sender_.transmitted(); }
   const ReceiveStatistics& received() const { return receiver_.statistics(); }
@@ -144,6 +151,7 @@ private:
   FlowRecorder recorder_;
   PathSampler paths_;
   std::function<void(const transport::ChannelEnd&)> onFailure_;
+  std::function<void()> onTransferDone_;
   std::atomic<bool> failed_ = false;
 };
 

@@ -50,7 +50,9 @@ FlowSender::FlowSender(asio::io_context& io, const FlowParameters& params, bool 
       cutter_(labelsOf(params), activeSide),
       frameTimer_(io),
       onOffTimer_(io),
-      stopTimer_(io) {}
+      stopTimer_(io) {
+  cutter_.setLimit(params.transferBytes, params.transferFrames);
+}
 
 void FlowSender::attach(transport::DataChannel* channel, std::weak_ptr<void> owner) {
   channel_ = channel;
@@ -125,7 +127,8 @@ std::uint64_t FlowSender::queueFrame(std::uint64_t stamp) {
 void FlowSender::queueDueFrames(TimePoint now) {
   const TimePoint until = std::min(now, sendUntil_);
   const std::uint64_t stamp = nowMicros();
-  for (std::size_t n = 0; nextFrame_ <= until && nextFrame_ < offAt_ && n < kMaxBacklogFrames; ++n) {
+  for (std::size_t n = 0; nextFrame_ <= until && nextFrame_ < offAt_ && n < kMaxBacklogFrames && !cutter_.exhausted();
+       ++n) {
     if (cutter_.framesWaiting() < kMaxBacklogFrames) queueFrame(stamp);
     const auto interval = drawInterval();
     nextFrame_ += interval ? seconds(*interval) : std::chrono::seconds(1);
@@ -139,6 +142,7 @@ void FlowSender::queueDueFrames(TimePoint now) {
 void FlowSender::onFrameTimer() {
   if (!sending_ || !on_) return;
   queueDueFrames(Clock::now());
+  if (cutter_.exhausted()) return;      // a fixed-size transfer has queued its last frame
   if (nextFrame_ > sendUntil_) return;  // the runtime is over: no more frames are due
   if (nextFrame_ >= offAt_) return;     // the on period is over: the off event comes next
   frameTimer_.expires_at(nextFrame_);
@@ -152,6 +156,10 @@ void FlowSender::pump() {
   if (writing_ || !channel_) return;
   const WriteLimit limit = writeLimit(*channel_);
   if (cutter_.idle()) {
+    if (cutter_.exhausted()) {
+      checkTransferDone();
+      return;
+    }
     if (!sending_ || !on_ || !params_.outbound.saturated()) return;
     // Saturated: frames for one write (a frame of no bytes: try again next time).
     const std::uint64_t stamp = nowMicros();
@@ -163,7 +171,10 @@ void FlowSender::pump() {
     }
   }
   const std::size_t n = cutter_.prepareWrite(limit, channel_->isByteStream(), iov_);
-  if (n == 0) return;
+  if (n == 0) {
+    checkTransferDone();
+    return;
+  }
   inFlight_ = n;
   writing_ = true;
   channel_->send(iov_, n, [this, owner = owner_](const boost::system::error_code& ec, std::size_t sent,
@@ -204,6 +215,15 @@ void FlowSender::onSent(const boost::system::error_code& ec, std::size_t sent, s
     return;
   }
   pump();
+}
+
+// A fixed-size transfer is done once its last frame is queued and every message handed over:
+// told once, while the flow still sends (not after a stop or a failure).
+void FlowSender::checkTransferDone() {
+  if (transferDone_ || !sending_ || writing_ || !cutter_.exhausted() || !cutter_.idle()) return;
+  transferDone_ = true;
+  log::debug("Flow #" + std::to_string(params_.flowId) + ": its fixed-size transfer is sent");
+  if (events_.transferDone) events_.transferDone();
 }
 
 // Messages not handed to the transport yet are dropped (a saturated flow stops at once).

@@ -30,6 +30,7 @@ public:
   struct Events {
     std::function<void(transport::ChannelEnd)> failed;     // sending failed, error_on_abort=on
     std::function<void(std::uint64_t now)> transmitted;  // a write took messages (µs)
+    std::function<void()> transferDone;  // a fixed-size transfer's last message is handed over
   };
 
   // `params` and `home` outlive the sender (they are its flow's).
@@ -62,6 +63,7 @@ private:
   std::optional<double> drawInterval();
   void dropUnsent();
   void finishStop();
+  void checkTransferDone();
 
   boost::asio::io_context* home_;
   const FlowParameters& params_;
@@ -73,7 +75,7 @@ private:
   std::vector<boost::asio::const_buffer> iov_;
   TransmitStatistics tx_;
 
-  bool sending_ = false, on_ = false, writing_ = false, stopping_ = false;
+  bool sending_ = false, on_ = false, writing_ = false, stopping_ = false, transferDone_ = false;
   std::size_t inFlight_ = 0;  // messages of the write under way
   boost::asio::steady_timer frameTimer_, onOffTimer_, stopTimer_;
   TimePoint nextFrame_, startSteady_, lastEvent_;

@@ -10,6 +10,8 @@ namespace {
 
 // Above 2^53 a double no longer holds every byte count; far beyond any real frame.
 constexpr double kMaxFrameBytes = 9007199254740992.0;
+// The least a transfer limit leaves for its last frame: one DATA message header.
+constexpr std::uint64_t kMinLeft = npmp::kDataHeaderSize;
 
 // Payload patterns of both directions, shared by all flows (messages are ≤ 65535 bytes).
 const std::uint8_t* payloadPattern(bool fromActive) {
@@ -24,11 +26,51 @@ const std::uint8_t* payloadPattern(bool fromActive) {
 
 }  // namespace
 
-std::uint64_t FrameCutter::addFrame(double drawn, std::uint64_t stamp) {
-  if (!(drawn >= 1.0)) return 0;
-  const auto bytes = static_cast<std::uint64_t>(std::llround(std::min(drawn, kMaxFrameBytes)));
+std::uint64_t countedBytes(std::uint64_t frameBytes, std::uint16_t maxMsgSize) {
+  if (maxMsgSize == 0) return frameBytes;
+  const std::uint64_t tail = frameBytes % maxMsgSize;
+  return frameBytes - tail + (tail == 0 ? 0 : std::max<std::uint64_t>(tail, npmp::kDataHeaderSize));
+}
+
+void FrameCutter::setLimit(std::uint64_t bytes, std::uint64_t frames) {
+  byteLimit_ = bytes != 0;
+  frameLimit_ = frames != 0;
+  bytesLeft_ = bytes;
+  framesLeft_ = frames;
+  exhausted_ = false;
+}
+
+std::uint64_t FrameCutter::queue(std::uint64_t bytes, std::uint64_t stamp) {
   frames_.push_back(Frame{frameId_++, bytes, stamp, false});
   return bytes;
+}
+
+std::uint64_t FrameCutter::addFrame(double drawn, std::uint64_t stamp) {
+  if (exhausted_ || !(drawn >= 1.0)) return 0;
+  auto bytes = static_cast<std::uint64_t>(std::llround(std::min(drawn, kMaxFrameBytes)));
+  if (frameLimit_) {
+    exhausted_ = --framesLeft_ == 0;
+    return queue(bytes, stamp);
+  }
+  if (!byteLimit_) return queue(bytes, stamp);
+  // A byte limit: what is left never drops below one header (48 bytes, the least a message
+  // counts), so the last frame can always take exactly what is left.
+  const std::uint64_t M = labels_.maxMsgSize;
+  const std::uint64_t counted = countedBytes(bytes, labels_.maxMsgSize);
+  if (counted + kMinLeft <= bytesLeft_) {
+    bytesLeft_ -= counted;
+    return queue(bytes, stamp);
+  }
+  // The last frame: exactly what is left, unless that would end in a message shorter than a
+  // header (which counts as 48 bytes); then two frames: all but 48 bytes (its last message has
+  // M + tail - 48 >= 80 bytes) and one of 48.
+  exhausted_ = true;
+  const std::uint64_t left = bytesLeft_;
+  bytesLeft_ = 0;
+  const std::uint64_t tail = left % M;
+  if (tail == 0 || tail >= npmp::kDataHeaderSize) return queue(left, stamp);
+  const std::uint64_t first = left - npmp::kDataHeaderSize;  // left >= M + tail: limits are >= 48
+  return queue(first, stamp) + queue(npmp::kDataHeaderSize, stamp);
 }
 
 // Cuts the next messages (one write's worth) off the frames waiting to be sent.

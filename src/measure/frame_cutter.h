@@ -36,7 +36,14 @@ public:
   // Queues a frame of `drawn` bytes generated at `stamp` (µs; all its messages carry it).
   // Returns its byte count, 0 for a frame of no bytes (not sent, not counted). Whatever a
   // distribution (or a peer's ADD_FLOW) asks for costs no memory: a frame is a byte count.
+  // With a transfer limit (setLimit), the frame is shortened to what the limit leaves, and
+  // none is queued once it is reached (0).
   std::uint64_t addFrame(double drawn, std::uint64_t stamp);
+  // A fixed-size transfer (transfer=, frames=; 0: no limit): the frames queued from now on send
+  // exactly `bytes` bytes as counted (DATA messages with their headers) or `frames` frames.
+  void setLimit(std::uint64_t bytes, std::uint64_t frames);
+  // The limit is reached: no more frames are queued.
+  bool exhausted() const { return exhausted_; }
   std::size_t framesWaiting() const { return frames_.size(); }
   // Nothing to send: no frame waiting, no message cut.
   bool idle() const { return frames_.empty() && messages_.empty(); }
@@ -81,6 +88,14 @@ private:
   std::size_t batchLength_ = 0;  // the message length batch_ is laid out for
   std::uint32_t frameId_ = 0;
   std::uint64_t seqNumber_ = 0, byteSeqNumber_ = 0;
+  // What a transfer limit leaves (bytes as counted, frames), when there is one.
+  std::uint64_t bytesLeft_ = 0, framesLeft_ = 0;
+  bool byteLimit_ = false, frameLimit_ = false, exhausted_ = false;
+  std::uint64_t queue(std::uint64_t bytes, std::uint64_t stamp);
 };
+
+// The bytes a frame of `frameBytes` counts as once cut into DATA messages of at most
+// `maxMsgSize`: a message is never shorter than its 48-byte header (as in the reference).
+std::uint64_t countedBytes(std::uint64_t frameBytes, std::uint16_t maxMsgSize);
 
 }  // namespace npm::measure

@@ -9,9 +9,9 @@
 
 namespace npm::measure {
 
-asio::awaitable<std::vector<FlowSnapshot>> Measurement::snapshots() {
+asio::awaitable<std::vector<FlowSnapshot>> Measurement::snapshots(bool paths) {
   std::vector<FlowSnapshot> s(flows_.size());
-  co_await onOwners(flows_, [&s](Flow& f, std::size_t i) { s[i] = f.snapshot(); });
+  co_await onOwners(flows_, [&s, paths](Flow& f, std::size_t i) { s[i] = f.snapshot(paths); });
   co_return s;
 }
 
@@ -28,12 +28,16 @@ asio::awaitable<void> Measurement::start(std::uint64_t now, std::chrono::millise
   const auto steady = steadyStart_;
   const auto until = runtime ? steady + *runtime : std::chrono::steady_clock::time_point::max();
   co_await onOwners(flows_, [now, steady, until](Flow& f, std::size_t) { f.start(now, steady, until); });
-  if (vector_) {
-    const auto first = co_await snapshots();
+  const bool reporting = report_ && interval_.count() > 0;
+  if (vector_ || reporting) {
+    const auto first = co_await snapshots(reporting);
     if (vector_) vector_->writeBlock(now, start_, first);
+    if (reporting) report_(now, first, false);  // the base of the first interval
   }
   if (!running_) co_return;  // stopped while the flows were starting
-  nextBlock_ = std::chrono::steady_clock::now();
+  const auto base = std::chrono::steady_clock::now();
+  nextBlock_ = base + std::chrono::seconds(1);
+  if (reporting) nextInterval_ = base + interval_;
   scheduleBlock();
   if (!warmingUp_) co_return;
   warmupTimer_.expires_at(steady + warmup);
@@ -57,9 +61,9 @@ asio::awaitable<void> Measurement::beginScalars(std::uint64_t now) {
   co_await onOwners(flows_, [](Flow& f, std::size_t) { f.beginScalars(); });
 }
 
+// The timer runs to the next block or interval, whichever is due first.
 void Measurement::scheduleBlock() {
-  nextBlock_ += std::chrono::seconds(1);
-  timer_.expires_at(nextBlock_);
+  timer_.expires_at(std::min(nextBlock_, nextInterval_));
   timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->running_) return;
@@ -68,11 +72,23 @@ void Measurement::scheduleBlock() {
 }
 
 asio::awaitable<void> Measurement::writeBlock(std::shared_ptr<Measurement> self) {
-  const auto s = co_await self->snapshots();
+  const auto due = self->timer_.expiry();
+  const bool block = due >= self->nextBlock_, interval = due >= self->nextInterval_;
+  const auto s = co_await self->snapshots(interval);
   if (!self->running_) co_return;  // stopped meanwhile: the last block is stop()'s
+  const std::uint64_t now = nowMicros();
+  if (interval) {
+    self->nextInterval_ += self->interval_;
+    self->report_(now, s, false);
+  }
+  if (!block) {
+    self->scheduleBlock();
+    co_return;
+  }
+  self->nextBlock_ += std::chrono::seconds(1);
   if (self->vector_) {
     try {
-      self->vector_->writeBlock(nowMicros(), self->start_, s);
+      self->vector_->writeBlock(now, self->start_, s);
     } catch (const std::exception& e) {
       log::error(e.what());
       self->vector_.reset();
@@ -100,9 +116,11 @@ asio::awaitable<MeasurementResult> Measurement::stop(std::uint64_t now) {
   r.process = processUsage(processStart_, processTimes());
   r.flows.resize(flows_.size());
   co_await onOwners(flows_, [&r](Flow& f, std::size_t i) { r.flows[i] = f.result(); });
-  if (vector_) {
-    const auto last = co_await snapshots();
+  const bool reporting = report_ && interval_.count() > 0;
+  if (vector_ || reporting) {
+    const auto last = co_await snapshots(reporting);
     if (vector_) vector_->writeBlock(now, start_, last);
+    if (reporting) report_(now, last, true);
   }
   co_return r;
 }

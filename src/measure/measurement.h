@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -31,6 +32,15 @@ public:
   std::vector<std::shared_ptr<Flow>>& flows() { return flows_; }
   void setVector(MeasurementVectorWriter writer) { vector_.emplace(std::move(writer)); }
   MeasurementVectorWriter* vector() { return vector_ ? &*vector_ : nullptr; }
+  // Per-interval reports (--interval): `report` gets the flows' snapshots (with their sending
+  // side's transport state) every `every` from the start, on the timeline of the vector's
+  // blocks (a block and an interval that fall due together share one snapshot), and the last
+  // (partial) interval's at stop() (`last`). Set before start().
+  using IntervalReport = std::function<void(std::uint64_t now, const std::vector<FlowSnapshot>& flows, bool last)>;
+  void reportIntervals(std::chrono::steady_clock::duration every, IntervalReport report) {
+    interval_ = every;
+    report_ = std::move(report);
+  }
   bool running() const { return running_; }
   std::uint64_t startTime() const { return start_; }
 
@@ -51,7 +61,7 @@ public:
 private:
   void scheduleBlock();
   asio::awaitable<void> beginScalars(std::uint64_t now);
-  asio::awaitable<std::vector<FlowSnapshot>> snapshots();
+  asio::awaitable<std::vector<FlowSnapshot>> snapshots(bool paths = false);
   // Spawned by the timers; they hold the measurement while they wait for its flows.
   static asio::awaitable<void> writeBlock(std::shared_ptr<Measurement> self);
   static asio::awaitable<void> endWarmup(std::shared_ptr<Measurement> self);
@@ -71,6 +81,9 @@ private:
   bool warmingUp_ = false;
   bool running_ = false;
   std::chrono::steady_clock::time_point nextBlock_;
+  std::chrono::steady_clock::duration interval_{0};
+  std::chrono::steady_clock::time_point nextInterval_ = std::chrono::steady_clock::time_point::max();
+  IntervalReport report_;
 };
 
 }  // namespace npm::measure

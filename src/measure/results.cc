@@ -92,6 +92,25 @@ void MeasurementVectorWriter::row(std::uint64_t now, double rel, double interval
                static_cast<unsigned long long>(delta.frames));
 }
 
+void summarisePaths(const std::vector<transport::PathSample>& samples, FlowSnapshot& out) {
+  double rttSum = 0.0, cwndSum = 0.0, retransmissionSum = 0.0, connectionRetransmissions = transport::PathSample::kNone;
+  int rtts = 0, cwnds = 0, retransmissions = 0;
+  for (const auto& s : samples) {
+    if (s.connection()) {
+      connectionRetransmissions = s.retransmissions;
+      continue;
+    }
+    if (!std::isnan(s.srttMs)) rttSum += s.srttMs, ++rtts;
+    if (!std::isnan(s.cwnd)) cwndSum += s.cwnd, ++cwnds;
+    if (!std::isnan(s.retransmissions)) retransmissionSum += s.retransmissions, ++retransmissions;
+  }
+  out.srttMs = rtts > 0 ? rttSum / rtts : transport::PathSample::kNone;
+  out.cwnd = cwnds > 0 ? cwndSum : transport::PathSample::kNone;
+  out.retransmissions = !std::isnan(connectionRetransmissions) ? connectionRetransmissions
+                        : retransmissions > 0                  ? retransmissionSum
+                                                               : transport::PathSample::kNone;
+}
+
 void MeasurementVectorWriter::writeBlock(std::uint64_t now, std::uint64_t start,
                                          const std::vector<FlowSnapshot>& flows) {
   const double rel = now > start ? static_cast<double>(now - start) / 1e6 : 0.0;

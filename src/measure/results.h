@@ -104,7 +104,17 @@ struct FlowSnapshot {
   std::string description;
   double jitterMs = 0.0;
   Counters sent, received, lost;
+  // The sending side's transport state now (Flow::snapshot(true); NaN: not asked, or the stack
+  // does not tell): the smoothed RTT (ms), the congestion window (bytes) and the cumulative
+  // retransmissions; of several paths (MPTCP subflows, SCTP peer addresses) the mean RTT, the
+  // sum of the windows and the connection's (else the paths' summed) retransmissions.
+  double srttMs = transport::PathSample::kNone, cwnd = transport::PathSample::kNone,
+         retransmissions = transport::PathSample::kNone;
 };
+
+// Fills a snapshot's srttMs, cwnd and retransmissions from the samples of a flow's paths (see
+// FlowSnapshot); leaves them NaN where no sample tells.
+void summarisePaths(const std::vector<transport::PathSample>& samples, FlowSnapshot& out);
 
 // The measurement vector: a block of rows (Sent/Received/Lost per flow, then the totals)
 // every second and a final block at STOP.

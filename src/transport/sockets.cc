@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
 #include <array>
@@ -85,6 +86,16 @@ std::vector<SocketOptionValue> socketOptionsFor(npmp::Protocol protocol, int fam
   if (family == AF_INET6 && o.v6only) addInt(IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
   if (o.rcvBufferSize > 0) addInt(SOL_SOCKET, SO_RCVBUF, static_cast<int>(o.rcvBufferSize), "SO_RCVBUF");
   if (o.sndBufferSize > 0) addInt(SOL_SOCKET, SO_SNDBUF, static_cast<int>(o.sndBufferSize), "SO_SNDBUF");
+  if (o.tos) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02x", *o.tos);
+    addInt(IPPROTO_IP, IP_TOS, *o.tos, "IP_TOS");
+    options.back().what = std::string("IP_TOS ") + hex;
+    if (family == AF_INET6) {
+      addInt(IPPROTO_IPV6, IPV6_TCLASS, *o.tos, "IPV6_TCLASS");
+      options.back().what = std::string("IPV6_TCLASS ") + hex;
+    }
+  }
   const bool tcpLike = protocol == npmp::Protocol::TCP || protocol == npmp::Protocol::MPTCP;
   if (tcpLike && o.noDelay) addInt(IPPROTO_TCP, TCP_NODELAY, *o.noDelay ? 1 : 0, "TCP_NODELAY");
   if (tcpLike && !o.congestionControl.empty()) {

@@ -206,3 +206,61 @@ TEST_CASE("the recorder's scalars count from the end of the warm-up") {
   CHECK(window.lastReception == 3000);
   CHECK(window.meanDelayMs == Approx(0.010));
 }
+
+namespace {
+
+// Everything the cutter holds, written and accounted: what the transport would count.
+TransmitStatistics drain(FrameCutter& cutter) {
+  TransmitStatistics tx;
+  std::vector<asio::const_buffer> iov;
+  while (const std::size_t n = cutter.prepareWrite(kWide, false, iov)) cutter.completeWrite(n, 0, tx, 1);
+  return tx;
+}
+
+}  // namespace
+
+TEST_CASE("a byte limit (transfer=) sends exactly its bytes as counted, whatever the frame sizes") {
+  struct Case {
+    std::uint16_t maxMsgSize;
+    double frame;
+    std::uint64_t limit, frames;
+  };
+  // 10 MiB of 1400-byte frames: 7489 whole and one of 1160; 10010 bytes in 1000-byte messages:
+  // 9 frames, then 1010 would end in a 10-byte message (counted as 48), so 962 + 48; a frame
+  // larger than the limit; 48 bytes, the least; 40000-byte frames in 16000-byte messages.
+  const Case cases[] = {{16000, 1400, 10485760, 7490}, {1000, 1000, 10010, 11}, {16000, 5000, 1234, 1},
+                        {16000, 1400, 48, 1},          {16000, 40000, 100000, 3}, {1000, 1000, 1040, 2}};
+  for (const auto& c : cases) {
+    INFO("message size " << c.maxMsgSize << ", frame " << c.frame << ", limit " << c.limit);
+    FrameCutter cutter(FrameLabels{1, 1, 0, c.maxMsgSize}, true);
+    cutter.setLimit(c.limit, 0);
+    std::uint64_t queued = 0;
+    for (int i = 0; i < 100000 && !cutter.exhausted(); ++i) queued += cutter.addFrame(c.frame, 1);
+    REQUIRE(cutter.exhausted());
+    CHECK(cutter.addFrame(c.frame, 1) == 0);  // nothing after the limit
+    const TransmitStatistics tx = drain(cutter);
+    CHECK(tx.total.bytes == c.limit);
+    CHECK(tx.total.frames == c.frames);
+    CHECK(queued <= c.limit);
+  }
+}
+
+TEST_CASE("a frame limit (frames=) sends exactly its frames; counted bytes pad messages to a header") {
+  FrameCutter cutter(FrameLabels{1, 1, 0, 1000}, true);
+  cutter.setLimit(0, 3);
+  CHECK(cutter.addFrame(1010, 1) == 1010);
+  CHECK(cutter.addFrame(1010, 1) == 1010);
+  CHECK_FALSE(cutter.exhausted());
+  CHECK(cutter.addFrame(1010, 1) == 1010);
+  CHECK(cutter.exhausted());
+  CHECK(cutter.addFrame(1010, 1) == 0);
+  const TransmitStatistics tx = drain(cutter);
+  CHECK(tx.total.frames == 3);
+  CHECK(tx.total.bytes == 3 * countedBytes(1010, 1000));
+  CHECK(countedBytes(1010, 1000) == 1048);
+  CHECK(countedBytes(2000, 1000) == 2000);
+  CHECK(countedBytes(10, 1000) == 48);
+  FrameCutter unlimited(FrameLabels{1, 1, 0, 1000}, true);
+  for (int i = 0; i < 1000; ++i) unlimited.addFrame(1000, 1);
+  CHECK_FALSE(unlimited.exhausted());
+}

@@ -269,3 +269,45 @@ TEST_CASE("error messages stay on one line whatever the input holds") {
   CHECK(r.error().find('\n') == std::string::npos);
   CHECK_THAT(r.error(), Catch::Contains("\\x0a"));
 }
+
+TEST_CASE("transfer= and frames=: a fixed-size transfer of the outbound direction, in its units and range") {
+  CHECK(ok("const0:const1400:transfer=10M").transferBytes == 10485760);
+  CHECK(ok("const0:const1400:transfer=1.5k").transferBytes == 1536);
+  CHECK(ok("const0:const1400:transfer=48").transferBytes == 48);
+  CHECK(ok("const0:const1400:transfer=1G").transferBytes == 1073741824);
+  CHECK(ok("const10:const1000:frames=2k", Protocol::UDP).transferFrames == 2000);
+  CHECK(ok("const0:const1000:frames=1", Protocol::SCTP).fixedSize());
+  CHECK_FALSE(ok("const0:const1400").fixedSize());
+  CHECK_THAT(error("const0:const1400:transfer=47"), Catch::Contains("from 48 (one DATA message header) to 2^53 - 1"));
+  CHECK_THAT(error("const0:const1400:transfer=0"), Catch::Contains("from 48"));
+  CHECK_THAT(error("const0:const1400:transfer=1.3"), Catch::Contains("whole number of bytes"));
+  CHECK_THAT(error("const0:const1400:transfer=9P"), Catch::Contains("whole number of bytes"));
+  CHECK_THAT(error("const0:const1400:transfer=0x100"), Catch::Contains("whole number of bytes"));
+  CHECK_THAT(error("const0:const1400:transfer=1e16"), Catch::Contains("2^53 - 1"));
+  CHECK_THAT(error("const0:const1400:frames=0"), Catch::Contains("whole number of frames from 1 to 2^53 - 1"));
+  CHECK_THAT(error("const0:const1400:frames=-5"), Catch::Contains("whole number of frames"));
+  CHECK_THAT(error("const0:const1400:transfer=1M:frames=10"), Catch::Contains("give one of them"));
+  CHECK_THAT(error("const0:const0:const0:const1400:transfer=1M"),
+             Catch::Contains("ADD_FLOW has no field to limit the passive's sending"));
+}
+
+TEST_CASE("tos= and dscp=: the TOS byte of the active's data socket, refused where it cannot act") {
+  CHECK(*ok("const0:const1400:tos=0xb8").tos == 0xb8);
+  CHECK(*ok("const0:const1400:tos=0XB8").tos == 0xb8);
+  CHECK(*ok("const0:const1400:tos=32", Protocol::UDP).tos == 32);
+  CHECK(*ok("const0:const1400:dscp=46", Protocol::MPTCP).tos == 0xb8);
+  CHECK(*ok("const0:const1400:dscp=0").tos == 0);
+  CHECK(*ok("const0:const1400:dscp=63").tos == 0xfc);
+  CHECK_FALSE(ok("const0:const1400").tos);
+  CHECK_THAT(error("const0:const1400:tos=256"), Catch::Contains("from 0 to 255"));
+  CHECK_THAT(error("const0:const1400:tos=0x100"), Catch::Contains("from 0 to 255"));
+  CHECK_THAT(error("const0:const1400:tos=-1"), Catch::Contains("from 0 to 255"));
+  CHECK_THAT(error("const0:const1400:tos=0xzz"), Catch::Contains("from 0 to 255"));
+  CHECK_THAT(error("const0:const1400:tos=0xb9"), Catch::Contains("ECN"));
+  CHECK_THAT(error("const0:const1400:dscp=64"), Catch::Contains("DSCP from 0 to 63"));
+  CHECK_THAT(error("const0:const1400:dscp=0x2e"), Catch::Contains("DSCP from 0 to 63"));
+  CHECK_THAT(error("const0:const1400:dscp=46:tos=0xb8"), Catch::Contains("give one of them once"));
+  CHECK_THAT(error("const0:const1400:dscp=46", Protocol::SCTP),
+             Catch::Contains("not to SCTP (the userland SCTP stack sends every association through one UDP socket"));
+  CHECK_THAT(error("const0:const1400:tos=0xb8", Protocol::QUIC), Catch::Contains("not to QUIC"));
+}

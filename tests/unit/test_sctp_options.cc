@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cstring>
 #include <string>
 
 #include "control/flow_mapping.h"
@@ -207,6 +208,24 @@ TEST_CASE("socket options per protocol") {
   CHECK(transport::socketOptionsFor(Protocol::TCP, AF_INET, o).size() == 4);  // no IPV6_V6ONLY on IPv4
   auto udp = transport::socketOptionsFor(Protocol::UDP, AF_INET, o);
   CHECK(udp.size() == 2);  // TCP options do not apply
+}
+
+TEST_CASE("tos= becomes IP_TOS, and on IPv6 sockets IPV6_TCLASS too") {
+  transport::SocketOptions o;
+  o.tos = 0xb8;
+  auto v4 = transport::socketOptionsFor(Protocol::UDP, AF_INET, o);
+  REQUIRE(v4.size() == 1);
+  CHECK(v4[0].level == IPPROTO_IP);
+  CHECK(v4[0].name == IP_TOS);
+  CHECK(v4[0].what == "IP_TOS 0xb8");
+  int value = 0;
+  std::memcpy(&value, v4[0].value.data(), sizeof(value));
+  CHECK(value == 0xb8);
+  auto v6 = transport::socketOptionsFor(Protocol::TCP, AF_INET6, o);
+  REQUIRE(v6.size() == 2);
+  CHECK(v6[1].level == IPPROTO_IPV6);
+  CHECK(v6[1].name == IPV6_TCLASS);
+  CHECK(transport::socketOptionsFor(Protocol::TCP, AF_INET, transport::SocketOptions{}).empty());
 }
 
 TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
