@@ -14,7 +14,31 @@ import unittest
 LAB, LAB_SRC = sys.argv[1:3]
 del sys.argv[1:3]
 sys.path.insert(0, LAB_SRC)
-from npmlab import stats  # noqa: E402
+from npmlab import stats, study, verdict  # noqa: E402
+
+import glob  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+STUDIES = os.path.join(LAB_SRC, "studies")
+# A study of two arms (variant) at two rates: the rules below are judged on synthetic runs
+TWO_ARMS = """name = "two"
+runtime = 2
+repetitions = 1
+[sweep]
+rho = [5, 10]
+variant = ["a", "b"]
+[[paths]]
+rate = "{rho}mbit"
+delay_ms = 1
+[[flows]]
+protocol = "tcp"
+spec = "const0:const1400"
+[[metrics]]
+name = "goodput"
+value = "goodput(0) / 1e6"
+"""
 
 
 class Bca(unittest.TestCase):
@@ -149,6 +173,121 @@ class Tests(unittest.TestCase):
         self.assertEqual([round(p, 12) for p in stats.holm([0.01, 0.04, 0.03, 0.005])], [0.03, 0.06, 0.06, 0.02])
         self.assertEqual([round(p, 12) for p in stats.holm([0.2, 0.9])], [0.4, 0.9])
         self.assertEqual(stats.holm([]), [])
+
+
+def runs(effect, spread, n, seed=1):
+    """Synthetic summary rows: variant a = variant b + effect (+ noise of `spread`), n repetitions."""
+    r = random.Random(seed)
+    rows = []
+    for rep in range(1, n + 1):
+        for rho in (5, 10):
+            base = rho * 0.9 + r.gauss(0, 0.3)
+            rows.append(({"rho": rho, "variant": "b"}, rep, {"goodput": base}, "valid", ""))
+            rows.append(({"rho": rho, "variant": "a"}, rep, {"goodput": base + effect + r.gauss(0, spread)},
+                         "valid", ""))
+    return rows
+
+
+class Verdicts(unittest.TestCase):
+    def load(self, rules):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(TWO_ARMS + rules)
+        self.addCleanup(os.unlink, f.name)
+        return study.load(f.name), f.name
+
+    GREATER = """[[verdict]]
+claim = "a above b"
+metric = "goodput"
+arm = { variant = "a" }
+against = { variant = "b" }
+direction = "greater"
+band = [0.8, 1.2]
+paper = 1.0
+"""
+
+    def test_each_verdict_on_runs_made_for_it(self):
+        s, _ = self.load(self.GREATER)
+        def judged(effect, spread, n):
+            return verdict.apply(s, runs(effect, spread, n), 7)[0]
+        self.assertEqual(judged(1.0, 0.05, 12)["verdict"], "reproduced")
+        got = judged(3.0, 0.05, 12)
+        self.assertEqual(got["verdict"], "reproduced in direction only", got["reason"])
+        self.assertIn("outside the band", got["reason"])
+        # 6 pairs: the test can pass Holm over 2 cells (1/64 < 0.025), no interval: size undetermined
+        got = judged(1.0, 0.05, 6)
+        self.assertEqual(got["verdict"], "reproduced in direction only", got["reason"])
+        self.assertIn("undetermined", got["reason"])
+        # 5 pairs over 2 cells: 1/32 > 0.05/2, nothing can be shown
+        got = judged(1.0, 0.05, 5)
+        self.assertEqual(got["verdict"], "inconclusive", got["reason"])
+        self.assertIn("6 pairs per cell", got["reason"])
+        got = judged(-1.0, 0.05, 12)
+        self.assertEqual(got["verdict"], "not reproduced", got["reason"])
+        self.assertIn("opposite", got["reason"])
+        # no effect, measured precisely: the paper's size is ruled out
+        got = judged(0.0, 0.05, 12)
+        self.assertEqual(got["verdict"], "not reproduced", got["reason"])
+        self.assertIn("size outside the band", got["reason"])
+        self.assertEqual(judged(1.0, 0.05, 3)["verdict"], "inconclusive")
+        # reproducible from the seed
+        self.assertEqual(judged(1.0, 0.5, 12), judged(1.0, 0.5, 12))
+        # invalid runs are left out
+        rows = [(v, rep, m, "invalid", "") for v, rep, m, _, _ in runs(1.0, 0.05, 12)]
+        self.assertEqual(verdict.apply(s, rows, 7)[0]["verdict"], "inconclusive")
+
+    def test_within_a_band(self):
+        s, _ = self.load("""[[verdict]]
+claim = "a as b"
+metric = "goodput"
+arm = { variant = "a" }
+against = { variant = "b" }
+direction = "within"
+band = [-0.3, 0.3]
+""")
+        self.assertEqual(verdict.apply(s, runs(0.0, 0.05, 12), 7)[0]["verdict"], "reproduced")
+        self.assertEqual(verdict.apply(s, runs(1.0, 0.05, 12), 7)[0]["verdict"], "not reproduced")
+
+    def test_bad_rows_are_refused_with_file_line_and_key(self):
+        for bad, said in (("direction = \"greater\"", "against: is needed with direction = \"greater\""),
+                          ("direction = \"up\"", "is not one of greater, less, within"),
+                          ("metric = \"speed\"", "\"speed\" is not a metric of the study"),
+                          ("arm = { variant = \"c\" }", "\"c\" is not a value of the sweep's variant"),
+                          ("band = [2, 1]", "must be [low, high] with low < high"),
+                          ("paper = 3.0", "3.0 lies outside its band"),
+                          ("alpha = 0.7", "between 0 and 0.5"),
+                          ("test = \"t\"", "is not a test of the lab"),
+                          ("against = { variant = \"a\" }", "is the arm itself"),
+                          ("colour = 1", "unknown key")):
+            text = self.GREATER
+            key = bad.split(" =")[0]
+            lines = [line for line in text.splitlines() if not line.startswith(key + " =")]
+            if bad.startswith("direction = \"greater\""):
+                lines = [line for line in lines if not line.startswith("against")]  # greater without against
+            text = "\n".join(lines + [bad]) + "\n"
+            with self.subTest(bad=bad):
+                with self.assertRaises(study.StudyError) as e:
+                    self.load(text)
+                self.assertIn(said, str(e.exception))
+                self.assertRegex(str(e.exception), r"^\S+\.toml:\d+: verdict\[1\]")
+        # through the program: one line, non-zero
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(TWO_ARMS + self.GREATER.replace("band = [0.8, 1.2]", "band = [1.2]"))
+        self.addCleanup(os.unlink, f.name)
+        path = f.name
+        r = subprocess.run([sys.executable, LAB, "run", "--dry-run", path], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("verdict[1].band", r.stderr)
+
+    def test_every_shipped_study_has_rules_and_each_has_cells(self):
+        for path in sorted(glob.glob(os.path.join(STUDIES, "*.toml"))):
+            s = study.load(path)
+            with self.subTest(study=os.path.basename(path)):
+                self.assertTrue(s.verdicts, "a verdict rule per shipped study")
+                for rule in s.verdicts:
+                    judged = verdict.apply(s, [], 1)
+                    self.assertTrue(all(j["cells"] for j in judged), [j["key"] for j in judged if not j["cells"]])
+                    self.assertTrue(all(j["verdict"] == "inconclusive" for j in judged))
 
 
 if __name__ == "__main__":

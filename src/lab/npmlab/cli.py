@@ -81,6 +81,8 @@ def _report(runner, summary, pdfs, out):
         if metric == main.name:
             spread = procedure if math.isnan(low) else f"[{low:.6g}, {high:.6g}]"
             print(f"  {label(values):<40} {metric} = {mean:.6g}{unit} {spread} (n={n})")
+    for rule in runner.verdicts:
+        print(f"  verdict {rule['key']} ({rule['claim']}): {rule['verdict']}: {rule['reason']}")
     for pdf in pdfs:
         print(f"  plot: {pdf}")
     print(f"  database: {os.path.join(out, resultsdb.NAME)}")

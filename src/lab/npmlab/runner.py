@@ -67,7 +67,7 @@ import tempfile
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, tls, topology
+from . import evidence, expr, stats, tls, topology, verdict
 from .topology import LabError
 
 LEVEL = 0.95
@@ -426,6 +426,7 @@ class Runner:
         self.topo_key = None
         self.topo_text = ""
         self.unconverged = []
+        self.verdicts = []  # verdict.apply() of the last summarize()
         self.invalid = []  # (label, reasons) of runs that did not measure what the study asks
         self.current = []  # processes of the run in progress
         self._quic = None  # whether the study has QUIC flows (needs_tls)
@@ -1035,6 +1036,10 @@ class Runner:
                         summary.append((values, name, n, mean, low, high, procedure))
         if study.compare:
             self._paired(rows)
+        # the study file's verdict rules (fixed before the runs) applied to the valid runs
+        self.verdicts = verdict.apply(study, rows, self.seed)
+        if study.verdicts:
+            verdict.write(os.path.join(self.outdir, "verdicts.json"), self.verdicts, self.seed)
         # per metric a table for the plotter: the variables, the repetition, the value (valid runs),
         # in the study's sweep order, which the plotter keeps for categories ("none", "50", "100")
         order = {tuple(str(v) for v in c.values()): i for i, c in enumerate(study.combinations())}
