@@ -120,6 +120,20 @@ class Judge(unittest.TestCase):
         off = {"active": dict(HELD, dac="off"), "passive": dict(HELD, dac="off")}
         self.assertInvalid(judge_sctp(spec=CMT.replace("dac=on", "dac=off"), held=off),
                            "CMT DAC bits in the SACKs on the wire: expected in no SACK, seen in 390 of 400 SACKs")
+        # dac=on without CMT: usrsctp sets the DAC bits only where CMT is on (sctp_send_sack), so
+        # a single-path flow that asks for DAC shows them in no SACK, and a SACK with them is wrong
+        single = CMT.replace("cmt=cmt", "cmt=off")
+        held = {side: dict(HELD, cmt="off") for side in ("active", "passive")}
+        plain = seen_sctp(dac_sacks_from_passive=0, data_packets_per_interface={"0": 900},
+                          data_bytes_per_interface={"0": 1305000}, data_chunks_per_interface={"0": 900})
+        judged = judge_sctp(spec=single, held=held, seen=plain)
+        self.assertTrue(judged["valid"], judged["problems"])
+        checks = {c["check"]: c for c in judged["flows"][0]["checks"]}
+        self.assertEqual(checks["CMT DAC bits in the SACKs on the wire"]["expected"],
+                         "in no SACK (DAC acts only with CMT)")
+        self.assertInvalid(judge_sctp(spec=single, held=held, seen=dict(plain, dac_sacks_from_passive=5)),
+                           "CMT DAC bits in the SACKs on the wire: expected in no SACK (DAC acts only with CMT), "
+                           "seen in 5 of 400 SACKs")
         self.assertInvalid(judge_sctp(seen=seen_sctp(init_ack_offers_nr_sack=False)),
                            "flow 0: NR-SACK negotiated (offered in INIT and INIT-ACK): expected True, seen False")
         self.assertInvalid(judge_sctp(seen=seen_sctp(max_a_rwnd_passive=131072)),

@@ -675,10 +675,9 @@ class Runs(unittest.TestCase):
         by_proto = {row[0]: row for row in rows[1:] if row[1] == "goodput"}
         self.assertEqual(set(by_proto), {"tcp", "mptcp"})
         for proto, row in by_proto.items():
-            n, mean, low, high = int(row[2]), float(row[3]), float(row[4]), float(row[5])
-            self.assertEqual(n, 2)
-            self.assertLessEqual(low, mean)
-            self.assertLessEqual(mean, high)
+            # two runs make no interval (stats.MIN_RUNS): none is drawn, the procedure says why
+            self.assertEqual((int(row[2]), row[4], row[5]), (2, "NA", "NA"))
+            self.assertEqual(row[6], f"too few runs (n = 2 < {stats.MIN_RUNS})")
         tcp, mptcp = float(by_proto["tcp"][3]), float(by_proto["mptcp"][3])
         print(f"TCP on the 10 Mbit/s path: {tcp:.2f} Mbit/s; MPTCP over 10 + 5 Mbit/s: {mptcp:.2f} Mbit/s")
         self.assertLess(tcp, 10.0)

@@ -279,7 +279,7 @@ class Study(unittest.TestCase):
         self.assertEqual([row[1] for row in self.query("PRAGMA table_info(summary)")],
                          ["proto"] + resultsdb.SUMMARY_COLUMNS)
         expected = [[row["proto"], row["metric"], int(row["n"])] +
-                    [float(row[c]) for c in ("mean", "ci_low", "ci_high")] +
+                    [None if row[c] == "NA" else float(row[c]) for c in ("mean", "ci_low", "ci_high")] +
                     [row["procedure"], int(row["n_invalid"])] +
                     [None if row[c] in ("", "NA") else float(row[c])
                      for c in ("median", "low_mode_mean", "high_mode_mean", "high_mode_fraction")] +

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -76,9 +77,12 @@ def _report(runner, summary, pdfs, out):
     main = runner.study.metrics[0]
     unit = f" {main.unit}" if main.unit else ""
     print(f"{len(runner.runs_done())} runs in {out}; summary.csv:")
-    for values, metric, n, mean, low, high in summary:
+    for values, metric, n, mean, low, high, procedure in summary:
         if metric == main.name:
-            print(f"  {label(values):<40} {metric} = {mean:.6g} [{low:.6g}, {high:.6g}]{unit} (n={n})")
+            spread = procedure if math.isnan(low) else f"[{low:.6g}, {high:.6g}]"
+            print(f"  {label(values):<40} {metric} = {mean:.6g}{unit} {spread} (n={n})")
+    for rule in runner.verdicts:
+        print(f"  verdict {rule['key']} ({rule['claim']}): {rule['verdict']}: {rule['reason']}")
     for pdf in pdfs:
         print(f"  plot: {pdf}")
     print(f"  database: {os.path.join(out, resultsdb.NAME)}")

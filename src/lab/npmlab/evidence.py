@@ -679,15 +679,20 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
                     check(entry, f"{knob}= held by the stack ({side})", value,
                           got if held[side] else f"no \"the stack holds\" line for flow #{flow_id} in its log",
                           None if got is None else got == value)
-            # the DAC bits in the SACKs on the wire, where CMT or dac= makes them a question
+            # the DAC bits in the SACKs on the wire, where CMT or dac= makes them a question. DAC
+            # is a CMT mechanism: usrsctp sets the bits (sctp_send_sack), delays SACKs for it
+            # (sctp_process_data) and reads them (sctp_handle_sack) only where sctp_cmt_on_off > 0,
+            # so dac=on without CMT leaves every SACK without them (and is held, as asked)
             if asked.get("cmt", "off") != "off" or "dac" in asked:
-                dac = asked.get("dac", "off") == "on"
+                cmt = asked.get("cmt", "off") != "off"
+                dac = asked.get("dac", "off") == "on" and cmt
                 sacks = dac_sacks = None
                 if seen is not None:
                     sacks = sum(seen[f"{k}sacks_from_{s}"] for k in ("", "nr_") for s in ("active", "passive"))
                     dac_sacks = seen["dac_sacks_from_active"] + seen["dac_sacks_from_passive"]
                 check(entry, "CMT DAC bits in the SACKs on the wire",
-                      "in SACKs" if dac else "in no SACK",
+                      "in SACKs" if dac else "in no SACK" if cmt or asked["dac"] == "off"
+                      else "in no SACK (DAC acts only with CMT)",
                       "no capture" if seen is None else f"in {dac_sacks} of {sacks} SACKs",
                       None if not sacks else (dac_sacks > 0) == dac)
             # NR-SACK negotiated (INIT and INIT-ACK offer it) when nrsack= asks for it; whether the

@@ -67,7 +67,7 @@ import tempfile
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, tls, topology
+from . import evidence, expr, stats, tls, topology, verdict
 from .topology import LabError
 
 LEVEL = 0.95
@@ -426,6 +426,7 @@ class Runner:
         self.topo_key = None
         self.topo_text = ""
         self.unconverged = []
+        self.verdicts = []  # verdict.apply() of the last summarize()
         self.invalid = []  # (label, reasons) of runs that did not measure what the study asks
         self.current = []  # processes of the run in progress
         self._quic = None  # whether the study has QUIC flows (needs_tls)
@@ -941,10 +942,15 @@ class Runner:
         return done
 
     def _interval(self, values, samples_by_rep, metric):
-        """(n, mean, low, high, procedure) of a combination's valid runs: the t interval, or
-        Stein's (the pilot's variance and degrees of freedom) for runs made with --ci-target."""
+        """(n, mean, low, high, procedure) of a combination's valid runs: the BCa interval
+        (stats.interval: none, low and high nan, for a single run, fewer than stats.MIN_RUNS or
+        no spread, the procedure saying which), seeded by the study seed, the combination and the
+        metric; or Stein's (the pilot's variance and degrees of freedom) for runs made with
+        --ci-target."""
         samples = [v for _, v in sorted(samples_by_rep.items())]
-        n, mean, low, high = stats.mean_ci(samples, LEVEL)
+        got = stats.interval(samples, LEVEL, (self.seed, label(values), metric))
+        n, mean = got["n"], got["estimate"]
+        low, high = (math.nan, math.nan) if got["low"] is None else (got["low"], got["high"])
         n0 = self.study.min_repetitions
         pilot = [v for r, v in sorted(samples_by_rep.items()) if r <= n0]
         if self.ci_target is not None and metric == self.study.metrics[0].name and len(pilot) >= 2 and n >= n0:
@@ -952,7 +958,7 @@ class Runner:
             sd0 = math.sqrt(sum((v - m0) ** 2 for v in pilot) / (len(pilot) - 1))
             half = stats.t_quantile(1 - (1 - LEVEL) / 2, len(pilot) - 1) * sd0 / math.sqrt(n)
             return n, mean, mean - half, mean + half, f"stein(n0={len(pilot)})"
-        return n, mean, low, high, "t"
+        return n, mean, low, high, got["procedure"]
 
     def summarize(self):
         study = self.study
@@ -1024,12 +1030,16 @@ class Runner:
                         modes = [repr(sum(lo) / len(lo)) if lo else "NA", repr(sum(hi) / len(hi)) if hi else "NA",
                                  repr(len(hi) / len(samples))]
                     w.writerow([values[v] for v in variables] +
-                               [name, n, repr(mean), repr(low), repr(high), procedure, invalid,
-                                repr(median(samples))] + modes + [failures])
+                               [name, n, repr(mean)] + (["NA", "NA"] if math.isnan(low) else [repr(low), repr(high)]) +
+                               [procedure, invalid, repr(median(samples))] + modes + [failures])
                     if name in names:
-                        summary.append((values, name, n, mean, low, high))
+                        summary.append((values, name, n, mean, low, high, procedure))
         if study.compare:
             self._paired(rows)
+        # the study file's verdict rules (fixed before the runs) applied to the valid runs
+        self.verdicts = verdict.apply(study, rows, self.seed)
+        if study.verdicts:
+            verdict.write(os.path.join(self.outdir, "verdicts.json"), self.verdicts, self.seed)
         # per metric a table for the plotter: the variables, the repetition, the value (valid runs),
         # in the study's sweep order, which the plotter keeps for categories ("none", "50", "100")
         order = {tuple(str(v) for v in c.values()): i for i, c in enumerate(study.combinations())}
@@ -1045,7 +1055,7 @@ class Runner:
 
     def _paired(self, rows):
         """paired.csv: per combination of the other variables, each variant's difference from the
-        baseline variant in the same repetition (block), with a t interval of the differences."""
+        baseline variant in the same repetition (block), with a BCa interval of the differences."""
         study = self.study
         var, baseline = study.compare["variable"], study.compare["baseline"]
         others = [v for v in study.variables if v != var]
@@ -1053,7 +1063,8 @@ class Runner:
                  for values, rep, metrics, validity, _ in rows if validity != "invalid"}
         with open(os.path.join(self.outdir, "paired.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(others + [var, "baseline", "metric", "pairs", "mean_difference", "ci_low", "ci_high"])
+            w.writerow(others + [var, "baseline", "metric", "pairs", "mean_difference", "ci_low", "ci_high",
+                                 "procedure"])
             keys = sorted({k[0] for k in valid})
             variants = [str(v) for v in study.sweep[var] if str(v) != str(baseline)]
             for key in keys:
@@ -1064,8 +1075,10 @@ class Runner:
                                  and (key, str(baseline), rep) in valid]
                         if not diffs:
                             continue
-                        n, mean, low, high = stats.mean_ci(diffs, LEVEL)
-                        w.writerow(list(key) + [variant, baseline, m.name, n, repr(mean), repr(low), repr(high)])
+                        got = stats.interval(diffs, LEVEL, (self.seed, "paired", *key, variant, m.name))
+                        w.writerow(list(key) + [variant, baseline, m.name, got["n"], repr(got["estimate"])] +
+                                   (["NA", "NA"] if got["low"] is None else [repr(got["low"]), repr(got["high"])]) +
+                                   [got["procedure"]])
 
     def _paper_table(self, metric, x, colour):
         """The paper's values of a metric (the study's [[paper]]) that fit this plot: a table of

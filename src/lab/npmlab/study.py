@@ -248,6 +248,9 @@ class Study:
         # [{"quantity", "path", "flow", "paper" (number or formula), "tolerance", "reason", "source",
         #   "values": {variable: value}}]: the paper's regime (npmlab/regime.py)
         self.regime = []
+        # [{"key", "claim", "metric", "arm", "against", "where", "direction", "effect", "band", "paper",
+        #   "test", "alpha", "source"}]: the verdict rules (npmlab/verdict.py)
+        self.verdicts = []
         self.unused = []           # sweep variables that no template uses: their runs differ in name only
         self.short_tails = []      # SCTP message sizes that leave a nearly empty last packet (warnings)
         self.hosts = None          # hostspec.HostsSpec (topology "hosts")
@@ -437,7 +440,7 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -666,6 +669,8 @@ def load(path, quick=False):
                             "source": str(entry.get("source", ""))})
 
     _parse_regime(checker, study, data, full_sweep)
+    from . import verdict  # verdict uses this module's helpers
+    verdict.parse(checker, study, data, full_sweep)
 
     if "compare" in data:
         compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
@@ -769,7 +774,8 @@ def _short_tails(study):
 
 
 # Sections that name variables without making runs differ: a variable used only there is a mistake.
-_NOT_USES = {"name", "description", "reproduces", "sweep", "quick", "plot", "compare", "exclude", "paper", "regime"}
+_NOT_USES = {"name", "description", "reproduces", "sweep", "quick", "plot", "compare", "exclude", "paper", "regime",
+             "verdict"}
 
 
 def _unused_variables(data, sweep):
