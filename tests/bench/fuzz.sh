@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer over every target that parses untrusted input (tests/fuzz/fuzz_targets.h: npmp,
-# flowspec, scalar, vector, json, config, table). The gating suite runs the deterministic driver,
+# flowspec, scalar, vector, json, config, table, quic). The gating suite runs the deterministic driver,
 # fuzz_smoke, under ASan+UBSan; the long tier runs this script as the test fuzz_libfuzzer.
 #
 #   tests/bench/fuzz.sh [RUNS] [BUILD_DIR]      RUNS per target, default 10000000
@@ -18,7 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 runs=${1:-10000000}
 build=${2:-$root/build-fuzz}
-targets=(npmp flowspec scalar vector json config table)
+targets=(npmp flowspec scalar vector json config table quic)
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 log=$build/fuzz-build.log
@@ -46,7 +46,9 @@ for target in "${targets[@]}"; do
   log=$out/$target/log
   start=$(date +%s.%N)
   rc=0
-  (cd "$out/$target" && "$build/tests/fuzz/npm_fuzz_$target" -runs="$runs" -max_len=4096 \
+  max_len=4096
+  [ "$target" = quic ] && max_len=8192  # several datagrams of at least 1200 bytes each
+  (cd "$out/$target" && "$build/tests/fuzz/npm_fuzz_$target" -runs="$runs" -max_len=$max_len \
      -print_final_stats=1 corpus >"$log" 2>&1) || rc=$?
   end=$(date +%s.%N)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
