@@ -16,6 +16,7 @@
 #include "common/numbers.h"
 #include "common/options.h"
 #include "common/result.h"
+#include "common/text.h"
 #include "control/auth.h"
 #include "control/flow_mapping.h"
 #include "flowspec/flowspec.h"
@@ -977,7 +978,9 @@ std::string usage() {
          "  -h, --help                   -v, --version\n";
 }
 
-Command parseCommandLine(const std::vector<std::string>& args) {
+namespace {
+
+Command parse(const std::vector<std::string>& args) {
   std::vector<Parsed> options;
   std::vector<std::string> positional;
   if (auto error = scanArguments(args, options, positional)) return *error;
@@ -1007,12 +1010,27 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (const auto* a = std::get_if<ActiveCommand>(&command)) {
     text = "valid: an active run of " + std::to_string(a->options.flows.size()) + " flow" +
            (a->options.flows.size() == 1 ? "" : "s") + " to " + where + "\n";
-    for (const auto& w : a->warnings) text += "warning: " + w + "\n";
+    for (const auto& w : a->warnings) text += "warning: " + printable(w) + "\n";
   } else if (const auto* p = std::get_if<PassiveCommand>(&command)) {
     text = "valid: a passive on port " + where + "\n";
-    for (const auto& w : p->warnings) text += "warning: " + w + "\n";
+    for (const auto& w : p->warnings) text += "warning: " + printable(w) + "\n";
   }
   return InfoCommand{text};
+}
+
+}  // namespace
+
+// Messages quote what was given: its control characters (a newline in an argument, a terminal's
+// escape sequence) are shown as \xNN, so that each message stays one line of plain text.
+Command parseCommandLine(const std::vector<std::string>& args) {
+  Command command = parse(args);
+  if (auto* error = std::get_if<CliError>(&command)) error->message = printable(error->message);
+  auto clean = [](std::vector<std::string>& warnings) {
+    for (auto& w : warnings) w = printable(w);
+  };
+  if (auto* a = std::get_if<ActiveCommand>(&command)) clean(a->warnings);
+  if (auto* p = std::get_if<PassiveCommand>(&command)) clean(p->warnings);
+  return command;
 }
 
 }  // namespace npm::app

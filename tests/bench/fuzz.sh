@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer over every target that parses untrusted input (tests/fuzz/fuzz_targets.h: npmp,
-# flowspec, scalar, vector, json, config, table, quic). The gating suite runs the deterministic driver,
+# flowspec, scalar, vector, json, config, table, quic, cli). The gating suite runs the deterministic driver,
 # fuzz_smoke, under ASan+UBSan; the long tier runs this script as the test fuzz_libfuzzer.
 #
 #   tests/bench/fuzz.sh [RUNS] [BUILD_DIR]      RUNS per target, default 10000000
@@ -18,7 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 runs=${1:-10000000}
 build=${2:-$root/build-fuzz}
-targets=(npmp flowspec scalar vector json config table quic)
+targets=(npmp flowspec scalar vector json config table quic cli)
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 log=$build/fuzz-build.log

@@ -6,7 +6,8 @@
 // flows and node names (whose readers are the plotters and the lab), and NetPerfMeter's vector
 // files and createsummary's tables as combinesummaries reads them, and the passive's QUIC
 // admission (datagrams from several client addresses to a real server socket: Initials,
-// Retry tokens, garbage, with the server's limits small enough to make it evict and refuse).
+// Retry tokens, garbage, with the server's limits small enough to make it evict and refuse), and
+// netperfmeter's command line (the option parser and every check it makes before connecting).
 // Built with AddressSanitizer and UBSan; driven by fuzz_driver.cc (deterministic mutation, a
 // ctest) or by libFuzzer (-DNPM_LIBFUZZER=ON). Targets: fuzz_targets.h.
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/cli.h"
 #include "common/fileio.h"
 #include "common/handle.h"
 #include "flowspec/flowspec.h"
@@ -418,9 +420,40 @@ void fuzzQuicAdmission(std::span<const std::uint8_t> data) {
 void fuzzQuicAdmission(std::span<const std::uint8_t>) {}  // a build without QUIC
 #endif
 
+// The input: the command line's words, separated by NUL bytes. Whatever it is, the parser gives
+// a command or one line of error, and its warnings are one line each.
+void fuzzCommandLine(std::span<const std::uint8_t> data) {
+  std::vector<std::string> args;
+  std::string word;
+  for (const std::uint8_t c : data) {
+    if (c == 0) {
+      args.push_back(std::move(word));
+      word.clear();
+    } else {
+      word.push_back(static_cast<char>(c));
+    }
+  }
+  if (!word.empty() || args.empty()) args.push_back(std::move(word));
+  const auto command = npm::app::parseCommandLine(args);
+  auto oneLine = [](const std::string& text) {
+    if (text.empty() || text.find('\n') != std::string::npos) {
+      std::fprintf(stderr, "fuzz target cli: a message of other than one line: [%s]\n", text.c_str());
+      __builtin_trap();
+    }
+  };
+  if (const auto* error = std::get_if<npm::app::CliError>(&command)) oneLine(error->message);
+  if (const auto* active = std::get_if<npm::app::ActiveCommand>(&command)) {
+    for (const auto& w : active->warnings) oneLine(w);
+  }
+  if (const auto* passive = std::get_if<npm::app::PassiveCommand>(&command)) {
+    for (const auto& w : passive->warnings) oneLine(w);
+  }
+}
+
 using Target = void (*)(std::span<const std::uint8_t>);
 constexpr Target kTargets[] = {fuzzNpmp,       fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile,
-                               fuzzJsonReport, fuzzConfig,   fuzzTable,    fuzzQuicAdmission};
+                               fuzzJsonReport, fuzzConfig,   fuzzTable,    fuzzQuicAdmission,
+                               fuzzCommandLine};
 static_assert(sizeof(kTargets) / sizeof(kTargets[0]) == npm::fuzz::kTargetCount);
 
 }  // namespace
