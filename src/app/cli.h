@@ -8,8 +8,8 @@
 #include <variant>
 #include <vector>
 
-#include "control/active.h"
-#include "control/passive.h"
+#include "control/active_options.h"
+#include "control/passive_options.h"
 
 namespace npm::app {
 

@@ -1,5 +1,5 @@
 // netperfmeter: main() — argument parsing and wiring only.
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,8 +14,10 @@
 #include "app/cli.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "control/active.h"
 #include "control/control_channel.h"
 #include "control/display.h"
+#include "control/passive.h"
 #include "transport/io_threads.h"
 #include "transport/sockets.h"
 

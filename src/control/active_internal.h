@@ -3,9 +3,8 @@
 // control connection), active_flows.cc (the flows) and active_results.cc (the result files).
 #pragma once
 
-#include <utility>  // before Boost 1.74's awaitable.hpp, which needs std::exchange
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>

@@ -16,10 +16,9 @@
 // measure::onOwners for the flows.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>

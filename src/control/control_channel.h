@@ -3,9 +3,8 @@
 // the connection is lost.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "flowspec/flowspec.h"
-#include "measure/flow.h"
+#include "measure/flow_parameters.h"
 #include "npmp/messages.h"
 #include "sctp/socket.h"
 #include "sctp/association.h"

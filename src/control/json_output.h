@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "control/active.h"
+#include "control/active_options.h"
 #include "measure/flow.h"
 #include "measure/json_report.h"
 #include "measure/results.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "control/control_channel.h"
-#include "control/passive.h"
+#include "control/passive_options.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
 #ifdef NPM_QUIC_BUILT

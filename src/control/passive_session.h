@@ -3,9 +3,8 @@
 // its coroutine runs and removes every flow and measurement of its own when it ends.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
-#include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "control/flow_registry.h"
-#include "control/passive.h"
+#include "control/passive_options.h"
 
 namespace npm::control {
 

@@ -3,9 +3,8 @@
 // its per-path sampling.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "flowspec/flowspec.h"
+#include "measure/flow_parameters.h"
 #include "measure/flow_receiver.h"
 #include "measure/flow_recorder.h"
 #include "measure/flow_sender.h"
@@ -32,28 +32,6 @@
 namespace npm::measure {
 
 namespace asio = boost::asio;
-
-// What one side needs to run a flow.
-struct FlowParameters {
-  std::uint64_t measurementId = 0;
-  std::uint32_t flowId = 0;
-  std::uint16_t streamId = 0;
-  npmp::Protocol protocol = npmp::Protocol::TCP;
-  std::string description;
-  flowspec::Traffic outbound;  // what this side sends
-  std::vector<npmp::OnOffEvent> onOff;
-  bool repeatOnOff = false;
-  std::uint16_t maxMsgSize = 16000;
-  std::uint32_t defragTimeoutMs = 5000;
-  bool errorOnAbort = true;
-  bool debug = false;
-  // The seed of this side's frame rates, frame sizes and on/off times (flowspec::deriveSeed);
-  // 0 = from the system's entropy.
-  std::uint64_t trafficSeed = 0;
-  // A fixed-size transfer (transfer=, frames=; the active's only): the sender stops after this
-  // many bytes (as counted) or frames; 0 = no limit.
-  std::uint64_t transferBytes = 0, transferFrames = 0;
-};
 
 // A flow lives on one network thread, the one running the io_context it was made with (see
 // transport/io_threads.h): its connection's handlers and its timers run there, and every other

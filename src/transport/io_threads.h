@@ -16,10 +16,9 @@
 // contexts exist.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
+#include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "control/active.h"
 #include "transport/sockets.h"
 
 using namespace npm;
