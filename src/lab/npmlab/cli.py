@@ -9,7 +9,8 @@ import sys
 
 from . import study as studymod
 from . import evidence, hosts, preflight, regime, resultsdb, topology
-from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, check_command_lines,
+from .errors import Interrupted, LabError
+from .runner import (FAILED_ATTEMPTS, Runner, Tools, duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence)
 
 PROGRAM = "netperfmeter-lab"
@@ -123,13 +124,13 @@ def _dry_run(study, args, out):
     if args.ci_target is not None:
         low, high = combinations * study.min_repetitions, combinations * study.max_repetitions
         print(f"  {combinations} combinations x {study.min_repetitions} to {study.max_repetitions} repetitions "
-              f"(--ci-target {args.ci_target:g} %): {low} to {high} {each}, about {_duration(low * per_run)} to "
-              f"{_duration(high * per_run)}")
+              f"(--ci-target {args.ci_target:g} %): {low} to {high} {each}, about {duration(low * per_run)} to "
+              f"{duration(high * per_run)}")
     else:
         repetitions = args.repetitions or study.repetitions
         runs = combinations * repetitions
         print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
-              f"{_duration(runs * per_run)}")
+              f"{duration(runs * per_run)}")
     print(f"  results: {out}")
     if study.topology != "hosts" and shutil.which("tshark") is None:
         print(f"{PROGRAM}: warning: tshark is not installed: run checks every run against a capture, and does not "

@@ -36,8 +36,9 @@ import threading
 import time
 
 from . import evidence, stats, tls
-from .runner import Interrupted, Runner, pair_groups, pair_name
-from .topology import LabError
+from .errors import Interrupted
+from .runner import Runner, pair_groups, pair_name
+from .errors import LabError
 
 VERSION = re.compile(r"NetPerfMeter (\d+)\.(\d+)(?:\.(\d+))?")
 CHRONY_OFFSET = re.compile(r"^System time\s*:\s*([0-9.eE+-]+) seconds (fast|slow)", re.M)

@@ -16,7 +16,7 @@ import tempfile
 
 from . import hosts, resultsdb, topology
 from .runner import Runner
-from .topology import LabError
+from .errors import LabError
 
 
 def _collect(problems, check):

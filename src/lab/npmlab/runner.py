@@ -68,7 +68,7 @@ import time
 from datetime import datetime
 
 from . import evidence, expr, stats, tls, topology, verdict
-from .topology import LabError
+from .errors import Interrupted, LabError  # noqa: F401  (runner.Interrupted, runner.LabError: their old home)
 
 LEVEL = 0.95
 
@@ -92,7 +92,7 @@ def label(values):
     return "-".join(f"{k}={v}" for k, v in values.items()) or "run"
 
 
-def _duration(seconds):
+def duration(seconds):
     seconds = int(max(0, seconds))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
@@ -108,7 +108,7 @@ class Progress:
         if self.per_run is None:
             self.per_run = estimate
         left = (self.total - self.done) * self.per_run
-        line = f"[{self.done + 1}/{self.total}] ETA {_duration(left)} {text}"
+        line = f"[{self.done + 1}/{self.total}] ETA {duration(left)} {text}"
         if self.tty:
             self.stream.write("\r\033[K" + line)
         else:
@@ -130,10 +130,6 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
-
-
-class Interrupted(Exception):
-    pass
 
 
 def _raise_interrupted(signum, frame):

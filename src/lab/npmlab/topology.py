@@ -46,13 +46,10 @@ import threading
 import time
 
 from . import study
+from .errors import LabError  # noqa: F401  (topology.LabError: its old home)
 
 PREFIX = "npmlab"
 PASSIVE_PORT = 9000
-
-
-class LabError(Exception):
-    pass
 
 
 def _run(cmd, timeout=30, check=True):
