@@ -461,6 +461,7 @@ _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup
 
 
 def load(path, quick=False):
+    """The study in the file `path` (its quick form with `quick`), checked completely; raises StudyError."""
     try:
         with open(path, "rb") as f:
             raw_bytes = f.read()
@@ -478,10 +479,34 @@ def load(path, quick=False):
     checker = _Checker(path, text)
     study = Study()
     study.path, study._checker = path, checker
+    _check_keys(checker, data)
+    full_sweep = _apply_quick(checker, data, quick)
+    _parse_basics(checker, study, data)
+    _parse_sweep(checker, study, data)
+    _parse_paths(checker, study, data)
+    _parse_flows(checker, study, data)
+    _parse_options(checker, study, data)
+    _parse_metrics(checker, study, data)
+    _parse_sweep_rules(checker, study, data)
+    _parse_paper(checker, study, data, full_sweep)
+    _parse_regime(checker, study, data, full_sweep)
+    from . import verdict  # verdict uses this module's helpers
+    verdict.parse(checker, study, data, full_sweep)
+    _parse_compare(checker, study, data)
+    _parse_plot(checker, study, data)
+    _finish(study, data)
+    return study
 
+
+def _check_keys(checker, data):
+    """Only the keys a study file knows."""
     for key in data:
         if key not in _TOP_KEYS:
             checker.fail(key, f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+
+
+def _apply_quick(checker, data, quick):
+    """The study's full sweep (what [[paper]] rows must lie on); with `quick`, its [quick] table applied to `data`."""
     # the study's own sweep, before a quick form narrows it: what [[paper]] rows must lie on
     full_sweep = {k: list(v) for k, v in data["sweep"].items() if isinstance(v, list)} \
         if isinstance(data.get("sweep"), dict) else {}
@@ -499,7 +524,11 @@ def load(path, quick=False):
             else:
                 checker.fail(f"quick.{key}", "unknown key (runtime, warmup, repetitions, min_repetitions, "
                              "max_repetitions, sweep)")
+    return full_sweep
 
+
+def _parse_basics(checker, study, data):
+    """name, description, reproduces, topology, runtime, warmup, capture, repetitions."""
     study.name = checker.expect("name", data.get("name", ""), str, "a string")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", study.name):
         checker.fail("name", "must be a name of letters, digits, '-', '_' and '.'")
@@ -526,6 +555,8 @@ def load(path, quick=False):
     if study.min_repetitions > study.max_repetitions:
         checker.fail("min_repetitions", "is above max_repetitions")
 
+
+def _parse_sweep(checker, study, data):
     sweep = checker.expect("sweep", data.get("sweep", {}), dict, "a table of variable = [values]")
     for var, values in sweep.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var) or var in ("metric", "n", "mean", "ci_low", "ci_high",
@@ -542,6 +573,9 @@ def load(path, quick=False):
             checker.fail(f"sweep.{var}", "has a value twice")
         study.sweep[var] = values
 
+
+def _parse_paths(checker, study, data):
+    """[[paths]] as the study's topology has them ([hosts] on hosts), the shared topology's [bottleneck]."""
     if study.topology == "hosts":
         study.paths = checker.tables(data, "paths", HOST_PATH_KEYS,
                               needed="active and passive: the path's address on each host")
@@ -562,6 +596,8 @@ def load(path, quick=False):
     if len(study.paths) > 8:
         checker.fail("paths", "a study has 1 to 8 paths")
 
+
+def _parse_flows(checker, study, data):
     flows = checker.tables(data, "flows", {"protocol", "spec", "description", "count"}, needed="protocol and spec")
     for i, f in enumerate(flows):
         key = f"flows[{i + 1}]"
@@ -571,6 +607,9 @@ def load(path, quick=False):
         checker.expect(f"{key}.spec", f.get("spec"), str, "a FLOWSPEC string")
     study.flows = flows
 
+
+def _parse_options(checker, study, data):
+    """[netperfmeter] active and passive arguments, [sysctl]."""
     nm = checker.expect("netperfmeter", data.get("netperfmeter", {}), dict, "a table")
     for k, v in nm.items():
         if k not in ("active", "passive"):
@@ -590,6 +629,8 @@ def load(path, quick=False):
             checker.fail(f"sysctl.{k}", "must be an integer or a string")
     study.sysctls = sysctl
 
+
+def _parse_metrics(checker, study, data):
     metrics = checker.tables(data, "metrics", {"name", "value", "unit", "bimodal"}, needed="name and value")
     for i, m in enumerate(metrics):
         key = f"metrics[{i + 1}]"
@@ -608,6 +649,9 @@ def load(path, quick=False):
             checker.fail(f"{key}.bimodal", "must be true or false")
         study.metrics.append(Metric(name, formula, m.get("unit", ""), tree, bimodal))
 
+
+def _parse_sweep_rules(checker, study, data):
+    """[derive.VARIABLE] and [[exclude]]."""
     derive = checker.expect("derive", data.get("derive", {}), dict, "a table of [derive.VARIABLE]")
     for var, table in derive.items():
         if var not in study.sweep:
@@ -638,6 +682,8 @@ def load(path, quick=False):
     if not any(True for _ in study.combinations()):
         checker.fail("exclude", "leaves no combination to run")
 
+
+def _parse_paper(checker, study, data, full_sweep):
     names = {m.name for m in study.metrics}
     for i, entry in enumerate(checker.tables(data, "paper", None)):
         key = f"paper[{i + 1}]"
@@ -664,10 +710,8 @@ def load(path, quick=False):
         study.paper.append({"metric": metric, "values": values, "value": float(value), "bound": bound,
                             "source": str(entry.get("source", ""))})
 
-    _parse_regime(checker, study, data, full_sweep)
-    from . import verdict  # verdict uses this module's helpers
-    verdict.parse(checker, study, data, full_sweep)
 
+def _parse_compare(checker, study, data):
     if "compare" in data:
         compare = checker.expect("compare", data["compare"], dict, "a table (variable, baseline)")
         for k in compare:
@@ -680,6 +724,8 @@ def load(path, quick=False):
             checker.fail("compare.baseline", f"\"{compare.get('baseline')}\" is not a value of {variable}")
         study.compare = {"variable": variable, "baseline": compare["baseline"]}
 
+
+def _parse_plot(checker, study, data):
     plot = checker.expect("plot", data.get("plot", {}), dict, "a table")
     for k, v in plot.items():
         if k not in ("x", "colour", "xlab", "ylab", "x_unit", "y_unit", "title"):
@@ -687,6 +733,10 @@ def load(path, quick=False):
         if k in ("x", "colour") and v not in study.sweep:
             checker.fail(f"plot.{k}", f"\"{v}\" is not a variable of the sweep")
     study.plot = plot
+
+
+def _finish(study, data):
+    """What needs the whole study: its templates, every combination's QUIC flows, unused variables, short SCTP tails."""
     study.check_templates()
     if any(f.get("protocol") == "quic" or "{" in str(f.get("protocol")) for f in study.flows):
         for values in study.combinations():  # every combination's QUIC flows, before anything runs
@@ -694,7 +744,6 @@ def load(path, quick=False):
     study.unused = _unused_variables(data, study.sweep)
     if study.topology != "hosts":
         study.short_tails = _short_tails(study)
-    return study
 
 
 def _parse_regime(checker, study, data, full_sweep):
