@@ -67,7 +67,7 @@ import tempfile
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, tls, topology, verdict
+from . import evidence, expr, stats, testbed, tls, topology, verdict
 from .errors import Interrupted, LabError  # noqa: F401  (runner.Interrupted, runner.LabError: their old home)
 
 LEVEL = 0.95
@@ -445,11 +445,8 @@ class Runner:
         key = (tuple(p.key() for p in paths), bottleneck.key() if bottleneck else None)
         if key != self.topo_key:
             self._teardown()
-            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls, seed=self.seed)
-            if bottleneck is not None:
-                self.topo = topology.Shared(paths, bottleneck, **common)
-            else:
-                self.topo = topology.Disjoint(paths, **common)
+            self.topo = testbed.get(self.study.topology).for_study(self.study, values,
+                                                                    self.tools["netperfmeter-delayline"], self.seed)
             self.topo.up()
             self.topo_key = key
             self.topo_text = self.topo.describe()
@@ -578,7 +575,7 @@ class Runner:
 
     def _program(self, topo, side):
         """The start of a netperfmeter command on a side of the test bed."""
-        return ["ip", "netns", "exec", topo.namespace(side), self.tools["netperfmeter"]]
+        return topo.program(side, self.tools["netperfmeter"])
 
     def _active_options(self):
         """Options every active gets beyond the run's (none on the namespace test beds)."""
@@ -639,11 +636,10 @@ class Runner:
                 self.current.append(passives[-1])
             for i, p in enumerate(passives):
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
-            if hasattr(topo, "reseed"):
-                topo.reseed(rep)  # the delay lines' random decisions: this repetition's
-            before = evidence.snapshot(topo)
+            topo.begin(rep)
+            before = topo.counters()
             load = evidence.HostLoad(getattr(topo, "delaylines", ()))
-            capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"), seconds=self.study.capture)
+            capture = topo.capture(os.path.join(partial, "capture.pcapng"), self.study.capture)
             actives = []
             for i, (_, _, active_cmd) in enumerate(pairs):
                 logs.append(open(os.path.join(partial, f"f{i}", "active.log"), "w"))
@@ -666,11 +662,13 @@ class Runner:
             with open(os.path.join(partial, "environment.txt"), "a") as env:
                 env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
             cpu.stop()
-            capture.wait()
-            after = evidence.snapshot(topo)
-            if hasattr(topo, "delayline_record"):  # seeds, drops by cause, lateness of the run
+            if capture is not None:
+                capture.wait()
+            after = topo.counters()
+            record = topo.record()
+            if record is not None:  # the delay lines: seeds, drops by cause, lateness of the run
                 with open(os.path.join(partial, "delay_lines.json"), "w") as f:
-                    json.dump(topo.delayline_record(), f, indent=1, sort_keys=True)
+                    json.dump(record, f, indent=1, sort_keys=True)
         finally:
             if cpu is not None:
                 cpu.stop()

@@ -12,7 +12,6 @@ from . import expr, hostspec
 from .errors import StudyError  # (study.StudyError: its old home)
 
 PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp", "quic")
-TOPOLOGIES = ("disjoint", "shared", "hosts")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
              "reverse_loss", "ber", "aqm", "red", "codel", "pie"}
 # A path's queue discipline (aqm): drop-tail in tbf, or an AQM in netperfmeter-delayline, with the
@@ -535,8 +534,9 @@ def _parse_basics(checker, study, data):
     study.description = checker.expect("description", data.get("description", ""), str, "a string")
     study.reproduces = checker.expect("reproduces", data.get("reproduces", ""), str, "a string")
     study.topology = checker.expect("topology", data.get("topology", "disjoint"), str, "a string")
-    if study.topology not in TOPOLOGIES:
-        checker.fail("topology", f"\"{study.topology}\" is not a topology ({', '.join(TOPOLOGIES)})")
+    from . import testbed  # the registered topologies (their modules import this one)
+    if study.topology not in testbed.kinds():
+        checker.fail("topology", f"\"{study.topology}\" is not a topology ({', '.join(testbed.kinds())})")
     study.runtime = float(checker.expect("runtime", data.get("runtime", 10), (int, float), "a number of seconds"))
     if not 0.5 <= study.runtime <= 86400:
         checker.fail("runtime", "must be 0.5 to 86400 seconds")
