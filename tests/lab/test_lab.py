@@ -156,6 +156,28 @@ class StudyFiles(unittest.TestCase):
         self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\nwarmup = 2", 1), 5,
                    "warmup")
 
+    def test_a_topology_is_its_registered_class(self):
+        # the study file's topology names a registered class (npmlab/testbed.py): the shipped
+        # ones, in their order, and one registered here; the run loop builds the class's bed
+        from npmlab import runner, testbed
+        self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", 'runtime = 2\ntopology = "chain"', 1),
+                   5, 'topology: "chain" is not a topology (disjoint, shared, hosts)')
+        self.assertIs(testbed.get("shared"), topology.Shared)
+        self.assertIs(testbed.get("disjoint").runner_class(), runner.Runner)
+        self.assertTrue(testbed.get("hosts").remote)
+
+        @testbed.register("chain")
+        class Chain(topology.Disjoint):
+            pass
+        path = os.path.join(self.dir, "chain.toml")
+        with open(path, "w") as f:
+            f.write(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", 'runtime = 2\ntopology = "chain"', 1))
+        loaded = study.load(path)
+        bed = testbed.get(loaded.topology).for_study(loaded, next(loaded.combinations()), "netperfmeter-delayline", 7)
+        self.assertIsInstance(bed, Chain)
+        self.assertEqual([p.rate for p in bed.paths], [10e6, 5e6])
+        self.assertEqual(bed.program("passive", "netperfmeter")[:3], ["ip", "netns", "exec"])
+
     def test_capture_within_the_run(self):
         self.check(TINY.format(runtime=2, repetitions=1).replace("runtime = 2", "runtime = 2\ncapture = 30", 1), 5,
                    "capture")

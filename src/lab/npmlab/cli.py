@@ -8,8 +8,9 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, hosts, preflight, regime, resultsdb, topology
-from .runner import (FAILED_ATTEMPTS, Interrupted, LabError, Runner, Tools, _duration, check_command_lines,
+from . import evidence, hosts, preflight, regime, resultsdb, testbed, topology
+from .errors import Interrupted, LabError
+from .runner import (FAILED_ATTEMPTS, Runner, Tools, duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence)
 
 PROGRAM = "netperfmeter-lab"
@@ -63,6 +64,12 @@ def cmd_list(args, config):
         except studymod.StudyError as e:
             print(f"{name:<{width}}  (unreadable: {e})")
     return 0
+
+
+def _remote(study):
+    """Whether the study's test bed is reached over ssh (the hosts) rather than built here: its
+    registered class says (testbed.py)."""
+    return testbed.get(study.topology).remote
 
 
 def _check_root():
@@ -123,15 +130,15 @@ def _dry_run(study, args, out):
     if args.ci_target is not None:
         low, high = combinations * study.min_repetitions, combinations * study.max_repetitions
         print(f"  {combinations} combinations x {study.min_repetitions} to {study.max_repetitions} repetitions "
-              f"(--ci-target {args.ci_target:g} %): {low} to {high} {each}, about {_duration(low * per_run)} to "
-              f"{_duration(high * per_run)}")
+              f"(--ci-target {args.ci_target:g} %): {low} to {high} {each}, about {duration(low * per_run)} to "
+              f"{duration(high * per_run)}")
     else:
         repetitions = args.repetitions or study.repetitions
         runs = combinations * repetitions
         print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
-              f"{_duration(runs * per_run)}")
+              f"{duration(runs * per_run)}")
     print(f"  results: {out}")
-    if study.topology != "hosts" and shutil.which("tshark") is None:
+    if not _remote(study) and shutil.which("tshark") is None:
         print(f"{PROGRAM}: warning: tshark is not installed: run checks every run against a capture, and does not "
               "start without it", file=sys.stderr)
     return 0
@@ -162,7 +169,7 @@ def cmd_run(args, config):
     resultsdb.check(study)
     if args.parallel < 1:
         raise LabError("--parallel must be 1 or more")
-    if study.topology != "hosts" and args.parallel != 1:
+    if not _remote(study) and args.parallel != 1:
         raise LabError("--parallel runs pairs of hosts at the same time: only a study on hosts (topology = \"hosts\") "
                        "has them")
     if study.hosts is not None and args.parallel > len(study.hosts.pairs):
@@ -174,10 +181,10 @@ def cmd_run(args, config):
     _check_regime(study, show=args.dry_run)
     if args.dry_run:
         return 0
-    if study.topology == "hosts":
+    if _remote(study):
         return _run_on_hosts(study, args, config, path, out)
     _check_root()
-    runner = Runner(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
+    runner = testbed.get(study.topology).runner_class()(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
                     resume=args.resume, retries=args.retries, seed=_seed(args, out), **_limits(args))
     runner.check_capture()
     runner.check_congestion_controls()
@@ -215,9 +222,9 @@ def _check_command_lines(study, netperfmeter, warn):
     anything is built or written; on hosts with the controller's netperfmeter, where it has one.
     What could not be checked is said when `warn` (--dry-run: the check is what was asked for);
     a run then meets netperfmeter's refusal at its first attempt."""
-    if study.topology == "hosts" and not warn:
+    if _remote(study) and not warn:
         return  # a run on hosts: their preflight checks their netperfmeters, the run their parsers
-    if study.topology == "hosts" and shutil.which(netperfmeter) is None:
+    if _remote(study) and shutil.which(netperfmeter) is None:
         if warn:
             print(f"{PROGRAM}: warning: no netperfmeter here ({netperfmeter}) to check the study's FLOWSPECs and "
                   "options with: the hosts' netperfmeters will", file=sys.stderr)
@@ -225,7 +232,7 @@ def _check_command_lines(study, netperfmeter, warn):
     try:
         unchecked = check_command_lines(study, netperfmeter)
     except LabError as e:
-        if study.topology != "hosts":
+        if not _remote(study):
             raise
         # netperfmeter also checks what this host's kernel can do (a congestion control, DCCP):
         # the controller's, not the hosts', whose preflight checks their own.
@@ -266,7 +273,7 @@ def _run_on_hosts(study, args, config, path, out):
         print(f"{PROGRAM}: warning: --parallel={args.parallel}: {args.parallel} pairs of hosts measure at the same "
               "time; pairs that share a link (a switch, an uplink, a bottleneck) load it together and change each "
               "other's results", file=sys.stderr)
-    runner = hosts.HostsRunner(study, out, Tools(config["tools"]), parallel=args.parallel,
+    runner = testbed.get(study.topology).runner_class()(study, out, Tools(config["tools"]), parallel=args.parallel,
                                repetitions=args.repetitions, ci_target=args.ci_target, resume=args.resume,
                                retries=args.retries, seed=_seed(args, out), **_limits(args))
     try:

@@ -22,7 +22,7 @@ import threading
 import time
 
 from .study import CAPTURE_SECONDS, spec_options
-from .topology import LabError, _run
+from .errors import LabError
 
 SNAPLEN = 256
 NR_SACK, SACK, DATA, INIT = 16, 3, 0, 1

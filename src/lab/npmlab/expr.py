@@ -17,14 +17,12 @@ Only numbers, + - * /, parentheses and these functions are allowed: a study file
 import ast
 import operator
 
+from .errors import FormulaError  # (expr.FormulaError: its old home)
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 FUNCTIONS = {"goodput": 1, "sent": 1, "scalar": 3, "queue": 3, "counter": 2, "total_goodput": 0, "min": None,
              "max": None}
-
-
-class FormulaError(Exception):
-    pass
 
 
 def compile_formula(text):

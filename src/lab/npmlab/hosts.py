@@ -35,9 +35,10 @@ import tempfile
 import threading
 import time
 
-from . import evidence, stats, tls
-from .runner import Interrupted, Runner, pair_groups, pair_name
-from .topology import LabError
+from . import evidence, stats, testbed, tls
+from .errors import Interrupted
+from .runner import Runner, pair_groups, pair_name
+from .errors import LabError
 
 VERSION = re.compile(r"NetPerfMeter (\d+)\.(\d+)(?:\.(\d+))?")
 CHRONY_OFFSET = re.compile(r"^System time\s*:\s*([0-9.eE+-]+) seconds (fast|slow)", re.M)
@@ -247,12 +248,23 @@ class RemoteProcess:
 
 
 # ---------------------------------------------------------------------------------- test bed
+@testbed.register("hosts")
 class PairBed:
-    """A pair of hosts as the run loop sees a test bed: the paths' addresses, ns(side, ...) runs a
-    command on a host (evidence.py's ss and nstat), a work directory on each host."""
+    """A pair of hosts as the run loop sees a test bed (testbed.Testbed): the paths' addresses,
+    ns(side, ...) runs a command on a host (evidence.py's ss and nstat), a work directory on each
+    host (up(): setup(), down(): the hosts stay as they are, their work directories go in
+    HostsRunner.close()). It captures nothing and shapes nothing: its counters are both hosts' MIBs."""
 
-    def __init__(self, pair, remotes):
+    remote = True  # reached over ssh: no root, no namespaces, no capture; its pre-flight checks the hosts
+
+    @staticmethod
+    def runner_class():
+        """The run loop that drives pairs of hosts."""
+        return HostsRunner
+
+    def __init__(self, pair, remotes, netperfmeter="netperfmeter"):
         self.pair = pair
+        self.netperfmeter = netperfmeter  # the program on the hosts ([hosts] netperfmeter)
         self.paths = pair.paths
         self.hosts = {"active": remotes[pair.active], "passive": remotes[pair.passive]}
         self.workdir = {}
@@ -268,6 +280,27 @@ class PairBed:
     def ns(self, side, *cmd, check=True, timeout=SSH_TIMEOUT):
         remote = self.hosts[side]
         return remote.check(shlex.join(cmd), timeout) if check else remote.run(shlex.join(cmd), timeout).stdout
+
+    def up(self):
+        self.setup()
+
+    def down(self):
+        """The hosts stay as they are; their work directories go in cleanup()."""
+
+    def program(self, side, netperfmeter):
+        return [self.netperfmeter]
+
+    def counters(self):
+        return snapshot(self)
+
+    def capture(self, path, seconds):
+        return None  # nothing is captured on the hosts
+
+    def begin(self, repetition):
+        """Nothing on the hosts decides at random."""
+
+    def record(self):
+        return None
 
     def setup(self):
         for side, remote in self.hosts.items():
@@ -352,7 +385,7 @@ def metadata(bed):
     out = {}
     for side, remote in bed.hosts.items():
         devices = sorted(set(bed.devices[side]))
-        r = remote.run(metadata_script(bed.program, devices), timeout=60)
+        r = remote.run(metadata_script(bed.netperfmeter, devices), timeout=60)
         if r.returncode == 255:
             raise LabError(f"{remote}: ssh failed while recording its environment: {_last_line(r.stderr)}")
         out[side] = parse_metadata(remote.destination, devices, r.stdout)
@@ -410,9 +443,7 @@ class HostsRunner(Runner):
         self.parallel = parallel
         self.control_dir = tempfile.mkdtemp(prefix="npmlab-ssh-")
         self.remotes = {host: Remote(host, spec, self.control_dir, n) for n, (host, _) in enumerate(spec.hosts())}
-        self.beds = [PairBed(pair, self.remotes) for pair in spec.pairs]
-        for bed in self.beds:
-            bed.program = spec.netperfmeter
+        self.beds = [PairBed(pair, self.remotes, spec.netperfmeter) for pair in spec.pairs]
         self.local = threading.local()
         self.lock = threading.Lock()
         self.stopping = False
@@ -697,7 +728,7 @@ class HostsRunner(Runner):
 
     def _topology_for(self, values):
         bed = self.local.bed
-        bed.setup()
+        bed.up()
         if self.needs_tls() and not bed.tls:
             # the results directory's certificate and key to the passive host, its CA to the active one
             local = tls.paths(self.outdir)
@@ -717,9 +748,6 @@ class HostsRunner(Runner):
 
     def _teardown(self):
         """The hosts stay as they are; their work directories go in close()."""
-
-    def _program(self, bed, side):
-        return [self.spec.netperfmeter]
 
     def _active_options(self):
         service = self.spec.service
@@ -816,7 +844,7 @@ class HostsRunner(Runner):
                                                  passive_cmd, log), log))
             for p, log in passives:
                 self._wait_for_passive(p, log)
-            before = snapshot(bed)
+            before = bed.counters()
             # Flows from several hosts load the paths together: every active sends its START at
             # one time (netperfmeter --start-at), late enough for all of them to be launched.
             timed = []
@@ -849,7 +877,7 @@ class HostsRunner(Runner):
                 env.write(f"exit status: {' '.join(map(str, codes[:len(actives)]))}\n")  # of each pair's active
                 if crossing:
                     env.write(f"cross traffic exit status: {' '.join(map(str, codes[len(actives):]))}\n")
-            after = snapshot(bed)
+            after = bed.counters()
         finally:
             for p in reversed(mine):
                 self._stop(p)

@@ -14,9 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-from . import hosts, resultsdb, topology
-from .runner import Runner
-from .topology import LabError
+from . import resultsdb, testbed, topology
+from .errors import LabError
 
 
 def _collect(problems, check):
@@ -45,9 +44,10 @@ def check(study, tools, check_command_lines, check_root, program="netperfmeter-l
     problems = []
     _collect(problems, lambda: resultsdb.check(study))
     _collect(problems, check_command_lines)
-    if study.topology == "hosts":
+    bed = testbed.get(study.topology)
+    if bed.remote:
         out = tempfile.mkdtemp(prefix="npmlab-preflight-")  # the runner's results directory: never written
-        runner = hosts.HostsRunner(study, out, tools)
+        runner = bed.runner_class()(study, out, tools)
         try:
             _collect(problems, lambda: runner.check_quic(local_netperfmeter=False))
             problems += runner.preflight()
@@ -56,7 +56,7 @@ def check(study, tools, check_command_lines, check_root, program="netperfmeter-l
             runner.close()
             shutil.rmtree(out, ignore_errors=True)
     else:
-        runner = Runner(study, os.devnull, tools)
+        runner = bed.runner_class()(study, os.devnull, tools)
         _collect(problems, check_root)
         _collect(problems, runner.check_capture)
         _collect(problems, runner.check_congestion_controls)

@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 
 from . import stats
 from .runner import LEVEL, failed_attempts, pair_dirs, run_attempts, run_evidence, run_validity, start_time
-from .topology import LabError
+from .errors import LabError
 
 NAME = "results.sqlite"
 SCHEMA_VERSION = 3

@@ -1,6 +1,11 @@
 """The run loop: every parameter combination x repetition as real netperfmeter runs, then
 createsummary, summary.csv and the plots.
 
+Three classes: Runner, the runs (the loop over a test bed of testbed.py's protocol, the retries,
+the evidence of each run); Statistics, what the complete runs say (metrics, intervals, runs.csv,
+summary.csv, paired.csv, the verdicts, the tables); Report, the plots. A Runner hands its
+results to its `statistics` and `report` (summarize(), plot()).
+
 Each flow of a study runs in a netperfmeter pair of its own (an active in A's namespace, a
 passive in P's, pair i on port 9000 + 10 i and userland SCTP over UDP port 9899 + i), all pairs
 of a run started together: a reference flow shares no process, no SCTP stack and no UDP socket
@@ -67,8 +72,8 @@ import tempfile
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, tls, topology, verdict
-from .topology import LabError
+from . import evidence, expr, stats, testbed, tls, topology, verdict
+from .errors import Interrupted, LabError  # noqa: F401  (runner.Interrupted, runner.LabError: their old home)
 
 LEVEL = 0.95
 
@@ -92,7 +97,7 @@ def label(values):
     return "-".join(f"{k}={v}" for k, v in values.items()) or "run"
 
 
-def _duration(seconds):
+def duration(seconds):
     seconds = int(max(0, seconds))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
@@ -108,7 +113,7 @@ class Progress:
         if self.per_run is None:
             self.per_run = estimate
         left = (self.total - self.done) * self.per_run
-        line = f"[{self.done + 1}/{self.total}] ETA {_duration(left)} {text}"
+        line = f"[{self.done + 1}/{self.total}] ETA {duration(left)} {text}"
         if self.tty:
             self.stream.write("\r\033[K" + line)
         else:
@@ -130,10 +135,6 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
-
-
-class Interrupted(Exception):
-    pass
 
 
 def _raise_interrupted(signum, frame):
@@ -426,10 +427,12 @@ class Runner:
         self.topo_key = None
         self.topo_text = ""
         self.unconverged = []
-        self.verdicts = []  # verdict.apply() of the last summarize()
         self.invalid = []  # (label, reasons) of runs that did not measure what the study asks
         self.current = []  # processes of the run in progress
         self._quic = None  # whether the study has QUIC flows (needs_tls)
+        # what the complete runs say, and the tables and plots of it
+        self.statistics = Statistics(study, outdir, tools, self.seed, ci_target, self.unconverged)
+        self.report = Report(self.statistics)
 
     # ------------------------------------------------------------------ runs
     def port_of(self, i):
@@ -449,11 +452,8 @@ class Runner:
         key = (tuple(p.key() for p in paths), bottleneck.key() if bottleneck else None)
         if key != self.topo_key:
             self._teardown()
-            common = dict(delayline=self.tools["netperfmeter-delayline"], sysctls=self.study.sysctls, seed=self.seed)
-            if bottleneck is not None:
-                self.topo = topology.Shared(paths, bottleneck, **common)
-            else:
-                self.topo = topology.Disjoint(paths, **common)
+            self.topo = testbed.get(self.study.topology).for_study(self.study, values,
+                                                                    self.tools["netperfmeter-delayline"], self.seed)
             self.topo.up()
             self.topo_key = key
             self.topo_text = self.topo.describe()
@@ -582,7 +582,7 @@ class Runner:
 
     def _program(self, topo, side):
         """The start of a netperfmeter command on a side of the test bed."""
-        return ["ip", "netns", "exec", topo.namespace(side), self.tools["netperfmeter"]]
+        return topo.program(side, self.tools["netperfmeter"])
 
     def _active_options(self):
         """Options every active gets beyond the run's (none on the namespace test beds)."""
@@ -643,11 +643,10 @@ class Runner:
                 self.current.append(passives[-1])
             for i, p in enumerate(passives):
                 self._wait_for_passive(p, os.path.join(partial, f"f{i}", "passive.log"))
-            if hasattr(topo, "reseed"):
-                topo.reseed(rep)  # the delay lines' random decisions: this repetition's
-            before = evidence.snapshot(topo)
+            topo.begin(rep)
+            before = topo.counters()
             load = evidence.HostLoad(getattr(topo, "delaylines", ()))
-            capture = evidence.Capture(topo, os.path.join(partial, "capture.pcapng"), seconds=self.study.capture)
+            capture = topo.capture(os.path.join(partial, "capture.pcapng"), self.study.capture)
             actives = []
             for i, (_, _, active_cmd) in enumerate(pairs):
                 logs.append(open(os.path.join(partial, f"f{i}", "active.log"), "w"))
@@ -670,11 +669,13 @@ class Runner:
             with open(os.path.join(partial, "environment.txt"), "a") as env:
                 env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
             cpu.stop()
-            capture.wait()
-            after = evidence.snapshot(topo)
-            if hasattr(topo, "delayline_record"):  # seeds, drops by cause, lateness of the run
+            if capture is not None:
+                capture.wait()
+            after = topo.counters()
+            record = topo.record()
+            if record is not None:  # the delay lines: seeds, drops by cause, lateness of the run
                 with open(os.path.join(partial, "delay_lines.json"), "w") as f:
-                    json.dump(topo.delayline_record(), f, indent=1, sort_keys=True)
+                    json.dump(record, f, indent=1, sort_keys=True)
         finally:
             if cpu is not None:
                 cpu.stop()
@@ -777,75 +778,6 @@ class Runner:
         progress.finish(f"run {text}: done in {time.monotonic() - began:.1f} s{verdict}")
         return True
 
-    # -------------------------------------------------------------- metrics
-    def metrics_of(self, run_dir, values):
-        scalars = read_run_scalars(run_dir)
-        counters = {}
-        try:
-            with open(os.path.join(run_dir, "counters.json")) as f:
-                counters = json.load(f)
-        except (OSError, ValueError):
-            pass
-        out = {}
-        for m in self.study.metrics:
-            try:
-                out[m.name] = expr.evaluate(self.study.metric_tree(m, values), scalars, counters)
-            except (KeyError, ZeroDivisionError, TypeError, ValueError) as e:
-                raise LabError(f"{run_dir}: metric {m.name}: {e.args[0] if e.args else e}")
-        return out
-
-    def recorded_metrics(self, run_dir):
-        """The metrics every run records beside the study's: per path and direction the queue's
-        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), the
-        other work on the host during the run (cores beyond the run's own processes), the busiest
-        netperfmeter process (cores), per SCTP flow and path the chunks its capture saw arrive
-        twice, per flow and path its share of the data (data_share_f<i>_path<N>, on more than one
-        path) and per SCTP flow the NR-SACKs' share of its acknowledgements."""
-        out = {}
-        try:
-            with open(os.path.join(run_dir, "counters.json")) as f:
-                counters = json.load(f)
-        except (OSError, ValueError):
-            counters = {}
-        for path, dirs in sorted(counters.get("paths", {}).items()):
-            for direction, c in sorted(dirs.items()):
-                out[f"drops_path{path}_{direction}"] = c.get("drops", 0)
-        for direction, c in sorted(counters.get("bottleneck", {}).items()):
-            out[f"drops_bottleneck_{direction}"] = c.get("drops", 0)
-        for side in ("active", "passive"):
-            out[f"udp_sndbuf_errors_{side}"] = counters.get("nstat", {}).get(side, {}).get("UdpSndbufErrors", 0)
-        for side in ("active", "passive"):
-            busy = []
-            for d in pair_dirs(run_dir):
-                idle = pair_cpu_idle(d, side)
-                if idle is not None:
-                    busy.append(100.0 - idle)
-            if busy:
-                out[f"cpu_{side}"] = max(busy)
-        judged = run_evidence(run_dir)
-        host = judged.get("host")
-        if host:
-            out["host_foreign_cores"] = host["foreign_cores"]
-        # SCTP chunks received twice, per flow and path, over the capture (the first seconds, or
-        # the study's `capture`): retransmissions of chunks that had not been lost
-        for flow in judged.get("flows", []):
-            seen = flow.get("seen") or {}
-            if flow.get("protocol") == "sctp" and "data_chunks_per_interface" in seen:
-                for i in range(len(self.study.paths)):
-                    n = seen.get("duplicate_tsns_per_interface", {}).get(str(i), 0)
-                    out[f"dup_tsns_f{flow['flow']}_path{i + 1}"] = n
-            # each path's share of the flow's data (bytes from the active in the capture), and the
-            # share of NR-SACKs in the passive's acknowledgements: what the stack did with the paths
-            for path, share in sorted((flow.get("path_share") or {}).items()):
-                out[f"data_share_f{flow['flow']}_path{path}"] = share
-            if flow.get("nr_sack_share") is not None:
-                out[f"nr_sack_share_f{flow['flow']}"] = flow["nr_sack_share"]
-        # the busiest netperfmeter process of the run (cores, over its measurement)
-        loads = [p["cores"] for p in judged.get("processes", {}).values() if p.get("cores") is not None]
-        if loads:
-            out["netperfmeter_cores_max"] = max(loads)
-        return out
-
     def _n_for(self, values, reps):
         """Stein: the runs this combination needs for the wanted half-width, from its pilot."""
         pilot = [self.metrics_of(self.run_dir(values, r), values)[self.study.metrics[0].name] for r in reps
@@ -926,6 +858,114 @@ class Runner:
         """Runs [(values, repetition)] in their order, one after the other."""
         for values, rep in jobs:
             self.run_one(values, rep, progress)
+
+    # -------------------------------------------- the statistics and reports of the runs
+    @property
+    def verdicts(self):
+        """verdict.apply() of the last summarize()."""
+        return self.statistics.verdicts
+
+    def runs_done(self):
+        return self.statistics.runs_done()
+
+    def metrics_of(self, run_dir, values):
+        return self.statistics.metrics_of(run_dir, values)
+
+    def recorded_metrics(self, run_dir):
+        return self.statistics.recorded_metrics(run_dir)
+
+    def summarize(self):
+        return self.statistics.summarize()
+
+    def caption(self):
+        return self.report.caption()
+
+    def plot(self):
+        return self.report.plot()
+
+
+class Statistics:
+    """The statistics of a study's complete runs (runs/ of its results directory): each run's
+    metrics, the intervals of each combination, runs.csv, summary.csv, paired.csv, the verdicts,
+    createsummary's tables and the plotter's (summarize()). Needs no test bed: `netperfmeter-lab
+    plot` and `db` summarise the runs again. `unconverged`: the combinations whose wanted
+    half-width (--ci-target) needed more than max_repetitions runs (the run loop's)."""
+
+    def __init__(self, study, outdir, tools, seed, ci_target=None, unconverged=None):
+        self.study, self.outdir, self.tools = study, outdir, tools
+        self.seed = seed
+        self.ci_target = ci_target
+        self.unconverged = unconverged if unconverged is not None else []
+        self.verdicts = []  # verdict.apply() of the last summarize()
+
+    # -------------------------------------------------------------- metrics
+    def metrics_of(self, run_dir, values):
+        scalars = read_run_scalars(run_dir)
+        counters = {}
+        try:
+            with open(os.path.join(run_dir, "counters.json")) as f:
+                counters = json.load(f)
+        except (OSError, ValueError):
+            pass
+        out = {}
+        for m in self.study.metrics:
+            try:
+                out[m.name] = expr.evaluate(self.study.metric_tree(m, values), scalars, counters)
+            except (KeyError, ZeroDivisionError, TypeError, ValueError) as e:
+                raise LabError(f"{run_dir}: metric {m.name}: {e.args[0] if e.args else e}")
+        return out
+
+    def recorded_metrics(self, run_dir):
+        """The metrics every run records beside the study's: per path and direction the queue's
+        drops, both hosts' UDP send-buffer errors, both sides' CPU load (percent, busiest pair), the
+        other work on the host during the run (cores beyond the run's own processes), the busiest
+        netperfmeter process (cores), per SCTP flow and path the chunks its capture saw arrive
+        twice, per flow and path its share of the data (data_share_f<i>_path<N>, on more than one
+        path) and per SCTP flow the NR-SACKs' share of its acknowledgements."""
+        out = {}
+        try:
+            with open(os.path.join(run_dir, "counters.json")) as f:
+                counters = json.load(f)
+        except (OSError, ValueError):
+            counters = {}
+        for path, dirs in sorted(counters.get("paths", {}).items()):
+            for direction, c in sorted(dirs.items()):
+                out[f"drops_path{path}_{direction}"] = c.get("drops", 0)
+        for direction, c in sorted(counters.get("bottleneck", {}).items()):
+            out[f"drops_bottleneck_{direction}"] = c.get("drops", 0)
+        for side in ("active", "passive"):
+            out[f"udp_sndbuf_errors_{side}"] = counters.get("nstat", {}).get(side, {}).get("UdpSndbufErrors", 0)
+        for side in ("active", "passive"):
+            busy = []
+            for d in pair_dirs(run_dir):
+                idle = pair_cpu_idle(d, side)
+                if idle is not None:
+                    busy.append(100.0 - idle)
+            if busy:
+                out[f"cpu_{side}"] = max(busy)
+        judged = run_evidence(run_dir)
+        host = judged.get("host")
+        if host:
+            out["host_foreign_cores"] = host["foreign_cores"]
+        # SCTP chunks received twice, per flow and path, over the capture (the first seconds, or
+        # the study's `capture`): retransmissions of chunks that had not been lost
+        for flow in judged.get("flows", []):
+            seen = flow.get("seen") or {}
+            if flow.get("protocol") == "sctp" and "data_chunks_per_interface" in seen:
+                for i in range(len(self.study.paths)):
+                    n = seen.get("duplicate_tsns_per_interface", {}).get(str(i), 0)
+                    out[f"dup_tsns_f{flow['flow']}_path{i + 1}"] = n
+            # each path's share of the flow's data (bytes from the active in the capture), and the
+            # share of NR-SACKs in the passive's acknowledgements: what the stack did with the paths
+            for path, share in sorted((flow.get("path_share") or {}).items()):
+                out[f"data_share_f{flow['flow']}_path{path}"] = share
+            if flow.get("nr_sack_share") is not None:
+                out[f"nr_sack_share_f{flow['flow']}"] = flow["nr_sack_share"]
+        # the busiest netperfmeter process of the run (cores, over its measurement)
+        loads = [p["cores"] for p in judged.get("processes", {}).values() if p.get("cores") is not None]
+        if loads:
+            out["netperfmeter_cores_max"] = max(loads)
+        return out
 
     # -------------------------------------------------------------- results
     def runs_done(self):
@@ -1079,6 +1119,20 @@ class Runner:
                         w.writerow(list(key) + [variant, baseline, m.name, got["n"], repr(got["estimate"])] +
                                    (["NA", "NA"] if got["low"] is None else [repr(got["low"]), repr(got["high"])]) +
                                    [got["procedure"]])
+
+
+
+class Report:
+    """The plots of a study's results (one per metric, plot-netperfmeter-summary) from the tables
+    Statistics.summarize() wrote, with the paper's values and a caption of what the runs behind
+    them were."""
+
+    def __init__(self, statistics):
+        self.statistics = statistics
+        self.study, self.outdir, self.tools = statistics.study, statistics.outdir, statistics.tools
+
+    def runs_done(self):
+        return self.statistics.runs_done()
 
     def _paper_table(self, metric, x, colour):
         """The paper's values of a metric (the study's [[paper]]) that fit this plot: a table of

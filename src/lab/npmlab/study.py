@@ -9,9 +9,9 @@ import re
 import tomllib
 
 from . import expr, hostspec
+from .errors import StudyError  # (study.StudyError: its old home)
 
 PROTOCOLS = ("tcp", "mptcp", "udp", "sctp", "dccp", "quic")
-TOPOLOGIES = ("disjoint", "shared", "hosts")
 PATH_KEYS = {"name", "rate", "reverse_rate", "queue", "reverse_queue", "delay_ms", "reverse_delay_ms", "loss",
              "reverse_loss", "ber", "aqm", "red", "codel", "pie"}
 # A path's queue discipline (aqm): drop-tail in tbf, or an AQM in netperfmeter-delayline, with the
@@ -51,10 +51,6 @@ class _Value(str):
             return self._fields[name]
         except KeyError:
             raise AttributeError(name) from None
-
-
-class StudyError(Exception):
-    pass
 
 
 class _Checker:
@@ -111,6 +107,26 @@ class _Checker:
         line = self.line_of(key)
         where = f"{self.path}:{line}" if line else self.path
         raise StudyError(f"{where}: {key}: {message}")
+
+    def expect(self, key, value, kinds, what):
+        """`value` if it is of `kinds` (not a bool), else fails naming `key`: "must be {what}"."""
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            self.fail(key, f"must be {what}")
+        return value
+
+    def tables(self, data, name, known, needed=None):
+        """The array of tables [[name]]: each a table of known keys only; `needed` says what one holds
+        when at least one is required."""
+        tables = self.expect(name, data.get(name, []), list, f"an array of tables ([[{name}]])")
+        if needed and not tables:
+            self.fail(name, f"a study needs at least one [[{name}]] ({needed})")
+        for i, table in enumerate(tables):
+            if not isinstance(table, dict):
+                self.fail(f"{name}[{i + 1}]", f"must be a table ([[{name}]])")
+            for k in table:
+                if known is not None and k not in known:
+                    self.fail(f"{name}[{i + 1}].{k}", f"unknown key (known: {', '.join(sorted(known))})")
+        return tables
 
 
 def parse_rate(text):
@@ -443,28 +459,8 @@ _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup
              "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict"}
 
 
-def _expect(checker, key, value, kinds, what):
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        checker.fail(key, f"must be {what}")
-    return value
-
-
-def _tables(checker, data, name, known, needed=None):
-    """The array of tables [[name]]: each a table of known keys only; `needed` says what one holds
-    when at least one is required."""
-    tables = _expect(checker, name, data.get(name, []), list, f"an array of tables ([[{name}]])")
-    if needed and not tables:
-        checker.fail(name, f"a study needs at least one [[{name}]] ({needed})")
-    for i, table in enumerate(tables):
-        if not isinstance(table, dict):
-            checker.fail(f"{name}[{i + 1}]", f"must be a table ([[{name}]])")
-        for k in table:
-            if known is not None and k not in known:
-                checker.fail(f"{name}[{i + 1}].{k}", f"unknown key (known: {', '.join(sorted(known))})")
-    return tables
-
-
 def load(path, quick=False):
+    """The study in the file `path` (its quick form with `quick`), checked completely; raises StudyError."""
     try:
         with open(path, "rb") as f:
             raw_bytes = f.read()
@@ -482,10 +478,34 @@ def load(path, quick=False):
     checker = _Checker(path, text)
     study = Study()
     study.path, study._checker = path, checker
+    _check_keys(checker, data)
+    full_sweep = _apply_quick(checker, data, quick)
+    _parse_basics(checker, study, data)
+    _parse_sweep(checker, study, data)
+    _parse_paths(checker, study, data)
+    _parse_flows(checker, study, data)
+    _parse_options(checker, study, data)
+    _parse_metrics(checker, study, data)
+    _parse_sweep_rules(checker, study, data)
+    _parse_paper(checker, study, data, full_sweep)
+    _parse_regime(checker, study, data, full_sweep)
+    from . import verdict  # verdict uses this module's helpers
+    verdict.parse(checker, study, data, full_sweep)
+    _parse_compare(checker, study, data)
+    _parse_plot(checker, study, data)
+    _finish(study, data)
+    return study
 
+
+def _check_keys(checker, data):
+    """Only the keys a study file knows."""
     for key in data:
         if key not in _TOP_KEYS:
             checker.fail(key, f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+
+
+def _apply_quick(checker, data, quick):
+    """The study's full sweep (what [[paper]] rows must lie on); with `quick`, its [quick] table applied to `data`."""
     # the study's own sweep, before a quick form narrows it: what [[paper]] rows must lie on
     full_sweep = {k: list(v) for k, v in data["sweep"].items() if isinstance(v, list)} \
         if isinstance(data.get("sweep"), dict) else {}
@@ -493,7 +513,7 @@ def load(path, quick=False):
         quick_part = data["quick"]
         for key, value in quick_part.items():
             if key == "sweep":
-                _expect(checker, "quick.sweep", value, dict, "a table of variable = [values]")
+                checker.expect("quick.sweep", value, dict, "a table of variable = [values]")
                 for var, values in value.items():
                     if var not in data.get("sweep", {}):
                         checker.fail(f"quick.sweep.{var}", "is not a variable of the sweep")
@@ -503,34 +523,41 @@ def load(path, quick=False):
             else:
                 checker.fail(f"quick.{key}", "unknown key (runtime, warmup, repetitions, min_repetitions, "
                              "max_repetitions, sweep)")
+    return full_sweep
 
-    study.name = _expect(checker, "name", data.get("name", ""), str, "a string")
+
+def _parse_basics(checker, study, data):
+    """name, description, reproduces, topology, runtime, warmup, capture, repetitions."""
+    study.name = checker.expect("name", data.get("name", ""), str, "a string")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", study.name):
         checker.fail("name", "must be a name of letters, digits, '-', '_' and '.'")
-    study.description = _expect(checker, "description", data.get("description", ""), str, "a string")
-    study.reproduces = _expect(checker, "reproduces", data.get("reproduces", ""), str, "a string")
-    study.topology = _expect(checker, "topology", data.get("topology", "disjoint"), str, "a string")
-    if study.topology not in TOPOLOGIES:
-        checker.fail("topology", f"\"{study.topology}\" is not a topology ({', '.join(TOPOLOGIES)})")
-    study.runtime = float(_expect(checker, "runtime", data.get("runtime", 10), (int, float), "a number of seconds"))
+    study.description = checker.expect("description", data.get("description", ""), str, "a string")
+    study.reproduces = checker.expect("reproduces", data.get("reproduces", ""), str, "a string")
+    study.topology = checker.expect("topology", data.get("topology", "disjoint"), str, "a string")
+    from . import testbed  # the registered topologies (their modules import this one)
+    if study.topology not in testbed.kinds():
+        checker.fail("topology", f"\"{study.topology}\" is not a topology ({', '.join(testbed.kinds())})")
+    study.runtime = float(checker.expect("runtime", data.get("runtime", 10), (int, float), "a number of seconds"))
     if not 0.5 <= study.runtime <= 86400:
         checker.fail("runtime", "must be 0.5 to 86400 seconds")
-    study.warmup = float(_expect(checker, "warmup", data.get("warmup", 0), (int, float), "a number of seconds"))
+    study.warmup = float(checker.expect("warmup", data.get("warmup", 0), (int, float), "a number of seconds"))
     if not 0 <= study.warmup < study.runtime:
         checker.fail("warmup", f"must be 0 to less than the runtime ({study.runtime:g} s)")
-    study.capture = float(_expect(checker, "capture", data.get("capture", CAPTURE_SECONDS), (int, float),
+    study.capture = float(checker.expect("capture", data.get("capture", CAPTURE_SECONDS), (int, float),
                                   "a number of seconds"))
     if not 0.5 <= study.capture <= study.runtime + 10:
         checker.fail("capture", f"must be 0.5 s to the runtime and 10 s ({study.runtime + 10:g} s)")
     for key in ("repetitions", "min_repetitions", "max_repetitions"):
-        value = _expect(checker, key, data.get(key, getattr(study, key)), int, "an integer")
+        value = checker.expect(key, data.get(key, getattr(study, key)), int, "an integer")
         if not 1 <= value <= 10000:
             checker.fail(key, "must be 1 to 10000")
         setattr(study, key, value)
     if study.min_repetitions > study.max_repetitions:
         checker.fail("min_repetitions", "is above max_repetitions")
 
-    sweep = _expect(checker, "sweep", data.get("sweep", {}), dict, "a table of variable = [values]")
+
+def _parse_sweep(checker, study, data):
+    sweep = checker.expect("sweep", data.get("sweep", {}), dict, "a table of variable = [values]")
     for var, values in sweep.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var) or var in ("metric", "n", "mean", "ci_low", "ci_high",
                                                                        "repetition"):
@@ -546,16 +573,19 @@ def load(path, quick=False):
             checker.fail(f"sweep.{var}", "has a value twice")
         study.sweep[var] = values
 
+
+def _parse_paths(checker, study, data):
+    """[[paths]] as the study's topology has them ([hosts] on hosts), the shared topology's [bottleneck]."""
     if study.topology == "hosts":
-        study.paths = _tables(checker, data, "paths", HOST_PATH_KEYS,
+        study.paths = checker.tables(data, "paths", HOST_PATH_KEYS,
                               needed="active and passive: the path's address on each host")
         study.hosts = hostspec.parse(checker, data, study.paths)
     else:
         if "hosts" in data:
             checker.fail("hosts", "only the hosts topology has a [hosts] table (topology = \"hosts\")")
-        study.paths = _tables(checker, data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
+        study.paths = checker.tables(data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
     if study.topology == "shared":
-        bottleneck = _expect(checker, "bottleneck", data.get("bottleneck"), dict,
+        bottleneck = checker.expect("bottleneck", data.get("bottleneck"), dict,
                              "a table ([bottleneck] with rate, queue, delay_ms, ...) for the shared topology")
         for k in bottleneck:
             if k not in PATH_KEYS:
@@ -566,16 +596,21 @@ def load(path, quick=False):
     if len(study.paths) > 8:
         checker.fail("paths", "a study has 1 to 8 paths")
 
-    flows = _tables(checker, data, "flows", {"protocol", "spec", "description", "count"}, needed="protocol and spec")
+
+def _parse_flows(checker, study, data):
+    flows = checker.tables(data, "flows", {"protocol", "spec", "description", "count"}, needed="protocol and spec")
     for i, f in enumerate(flows):
         key = f"flows[{i + 1}]"
         protocol = f.get("protocol")
         if protocol not in PROTOCOLS and not (isinstance(protocol, str) and "{" in protocol):
             checker.fail(f"{key}.protocol", f"must be one of {', '.join(PROTOCOLS)} (or a {{variable}})")
-        _expect(checker, f"{key}.spec", f.get("spec"), str, "a FLOWSPEC string")
+        checker.expect(f"{key}.spec", f.get("spec"), str, "a FLOWSPEC string")
     study.flows = flows
 
-    nm = _expect(checker, "netperfmeter", data.get("netperfmeter", {}), dict, "a table")
+
+def _parse_options(checker, study, data):
+    """[netperfmeter] active and passive arguments, [sysctl]."""
+    nm = checker.expect("netperfmeter", data.get("netperfmeter", {}), dict, "a table")
     for k, v in nm.items():
         if k not in ("active", "passive"):
             checker.fail(f"netperfmeter.{k}", "unknown key (known: active, passive)")
@@ -583,7 +618,7 @@ def load(path, quick=False):
             checker.fail(f"netperfmeter.{k}", "must be a list of argument strings")
     study.active_args, study.passive_args = nm.get("active", []), nm.get("passive", [])
 
-    sysctl = _expect(checker, "sysctl", data.get("sysctl", {}), dict, "a table of name = value")
+    sysctl = checker.expect("sysctl", data.get("sysctl", {}), dict, "a table of name = value")
     for k, v in sysctl.items():
         if study.topology == "hosts":
             checker.fail(f"sysctl.{k}", "the hosts topology changes nothing on the hosts: set it there "
@@ -594,13 +629,15 @@ def load(path, quick=False):
             checker.fail(f"sysctl.{k}", "must be an integer or a string")
     study.sysctls = sysctl
 
-    metrics = _tables(checker, data, "metrics", {"name", "value", "unit", "bimodal"}, needed="name and value")
+
+def _parse_metrics(checker, study, data):
+    metrics = checker.tables(data, "metrics", {"name", "value", "unit", "bimodal"}, needed="name and value")
     for i, m in enumerate(metrics):
         key = f"metrics[{i + 1}]"
-        name = _expect(checker, f"{key}.name", m.get("name"), str, "a name")
+        name = checker.expect(f"{key}.name", m.get("name"), str, "a name")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             checker.fail(f"{key}.name", "a metric name is letters, digits and '_'")
-        formula = _expect(checker, f"{key}.value", m.get("value"), str, "an expression")
+        formula = checker.expect(f"{key}.value", m.get("value"), str, "an expression")
         try:
             # a formula may use {variable} (e.g. a path's rate); checked with the first combination
             first = next(study.combinations(), {})
@@ -612,7 +649,10 @@ def load(path, quick=False):
             checker.fail(f"{key}.bimodal", "must be true or false")
         study.metrics.append(Metric(name, formula, m.get("unit", ""), tree, bimodal))
 
-    derive = _expect(checker, "derive", data.get("derive", {}), dict, "a table of [derive.VARIABLE]")
+
+def _parse_sweep_rules(checker, study, data):
+    """[derive.VARIABLE] and [[exclude]]."""
+    derive = checker.expect("derive", data.get("derive", {}), dict, "a table of [derive.VARIABLE]")
     for var, table in derive.items():
         if var not in study.sweep:
             checker.fail(f"derive.{var}", "is not a variable of the sweep")
@@ -642,8 +682,10 @@ def load(path, quick=False):
     if not any(True for _ in study.combinations()):
         checker.fail("exclude", "leaves no combination to run")
 
+
+def _parse_paper(checker, study, data, full_sweep):
     names = {m.name for m in study.metrics}
-    for i, entry in enumerate(_tables(checker, data, "paper", None)):
+    for i, entry in enumerate(checker.tables(data, "paper", None)):
         key = f"paper[{i + 1}]"
         metric = entry.get("metric")
         if metric not in names:
@@ -668,12 +710,10 @@ def load(path, quick=False):
         study.paper.append({"metric": metric, "values": values, "value": float(value), "bound": bound,
                             "source": str(entry.get("source", ""))})
 
-    _parse_regime(checker, study, data, full_sweep)
-    from . import verdict  # verdict uses this module's helpers
-    verdict.parse(checker, study, data, full_sweep)
 
+def _parse_compare(checker, study, data):
     if "compare" in data:
-        compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
+        compare = checker.expect("compare", data["compare"], dict, "a table (variable, baseline)")
         for k in compare:
             if k not in ("variable", "baseline"):
                 checker.fail(f"compare.{k}", "unknown key (known: variable, baseline)")
@@ -684,13 +724,19 @@ def load(path, quick=False):
             checker.fail("compare.baseline", f"\"{compare.get('baseline')}\" is not a value of {variable}")
         study.compare = {"variable": variable, "baseline": compare["baseline"]}
 
-    plot = _expect(checker, "plot", data.get("plot", {}), dict, "a table")
+
+def _parse_plot(checker, study, data):
+    plot = checker.expect("plot", data.get("plot", {}), dict, "a table")
     for k, v in plot.items():
         if k not in ("x", "colour", "xlab", "ylab", "x_unit", "y_unit", "title"):
             checker.fail(f"plot.{k}", "unknown key (known: x, colour, xlab, ylab, x_unit, y_unit, title)")
         if k in ("x", "colour") and v not in study.sweep:
             checker.fail(f"plot.{k}", f"\"{v}\" is not a variable of the sweep")
     study.plot = plot
+
+
+def _finish(study, data):
+    """What needs the whole study: its templates, every combination's QUIC flows, unused variables, short SCTP tails."""
     study.check_templates()
     if any(f.get("protocol") == "quic" or "{" in str(f.get("protocol")) for f in study.flows):
         for values in study.combinations():  # every combination's QUIC flows, before anything runs
@@ -698,13 +744,12 @@ def load(path, quick=False):
     study.unused = _unused_variables(data, study.sweep)
     if study.topology != "hosts":
         study.short_tails = _short_tails(study)
-    return study
 
 
 def _parse_regime(checker, study, data, full_sweep):
     """[[regime]]: the dimensionless quantities of the paper's setup (npmlab/regime.py)."""
     from . import regime  # regime uses this module's Path and constants
-    for i, entry in enumerate(_tables(checker, data, "regime", None)):
+    for i, entry in enumerate(checker.tables(data, "regime", None)):
         key = f"regime[{i + 1}]"
         quantity = entry.get("quantity")
         if quantity not in regime.QUANTITIES:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .topology import LabError
+from .errors import LabError
 
 HOSTNAME = "passive.npmlab.invalid"  # .invalid: a name no resolver answers (RFC 6761)
 FOLDER = "tls"

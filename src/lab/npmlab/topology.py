@@ -45,14 +45,11 @@ import subprocess
 import threading
 import time
 
-from . import study
+from . import evidence, study, testbed
+from .errors import LabError  # noqa: F401  (topology.LabError: its old home)
 
 PREFIX = "npmlab"
 PASSIVE_PORT = 9000
-
-
-class LabError(Exception):
-    pass
 
 
 def _run(cmd, timeout=30, check=True):
@@ -225,6 +222,7 @@ def aqm_options(path):
             "-a", path.aqm + (":" + params if params else "")]
 
 
+@testbed.register("disjoint")
 class Disjoint:
     """netem: None uses netem where the kernel has it, False always the delay line, True
     requires netem. announce: the passive announces its other addresses to MPTCP (signal
@@ -233,6 +231,19 @@ class Disjoint:
     pairs use 9899 + i). seed: the study's; each delay line's random decisions come from it, the
     repetition (reseed()), the link and the direction (delayline_seed()). realtime: the delay
     lines run as real-time processes (-R), so that the end hosts' work does not make them late."""
+
+    remote = False  # built here, in namespaces: the lab needs root, and captures every run
+
+    @classmethod
+    def for_study(cls, study, values, delayline, seed):
+        """The test bed of a study's combination `values` (testbed.Testbed), not yet up."""
+        return cls(study.paths_for(values), delayline=delayline, sysctls=study.sysctls, seed=seed)
+
+    @staticmethod
+    def runner_class():
+        """The run loop that drives this bed."""
+        from .runner import Runner
+        return Runner
 
     def __init__(self, paths, delayline="netperfmeter-delayline", sysctls=None, tag="0", seed=1, prefix=PREFIX,
                  netem=None, announce=True, ber_ports="9899-9930", realtime=True):
@@ -264,6 +275,23 @@ class Disjoint:
 
     def namespace(self, side):
         return self.A if side == "active" else self.P
+
+    # -- testbed.Testbed, beyond up(), down(), address(), ns(), describe() ---------------------
+    def program(self, side, netperfmeter):
+        """The start of a netperfmeter command on a side of the test bed."""
+        return ["ip", "netns", "exec", self.namespace(side), netperfmeter]
+
+    def counters(self):
+        return evidence.snapshot(self)
+
+    def capture(self, path, seconds):
+        return evidence.Capture(self, path, seconds=seconds)
+
+    def begin(self, repetition):
+        self.reseed(repetition)  # the delay lines' random decisions: this repetition's
+
+    def record(self):
+        return self.delayline_record()  # seeds, drops by cause, lateness of the run
 
     def device(self, side, path):
         """The interface of a host on its path `path` (0, 1, ...)."""
@@ -622,6 +650,7 @@ class Disjoint:
         self.created = []
 
 
+@testbed.register("shared")
 class Shared(Disjoint):
     """A shared bottleneck: every path of the two multi-homed hosts crosses one link between
     two routers, where a multipath flow's paths meet a single-path reference flow.
@@ -635,6 +664,11 @@ class Shared(Disjoint):
     refused), the reverse direction (on R1) may be. A reaches P's address i over its path i, and
     from its own address i (an MPTCP subflow endpoint's) all of P over path i.
     """
+
+    @classmethod
+    def for_study(cls, study, values, delayline, seed):
+        return cls(study.paths_for(values), study.bottleneck_for(values), delayline=delayline, sysctls=study.sysctls,
+                   seed=seed)
 
     def __init__(self, paths, bottleneck, **kw):
         super().__init__(paths, **kw)

@@ -56,15 +56,14 @@ def pairs_needed(cells, alpha):
 def parse(checker, study, data, full_sweep):
     """study.verdicts from the study file's [[verdict]] rows; a bad row fails with its file, line
     and key (checker.fail raises StudyError)."""
-    from .study import _expect, _tables  # the study module's helpers (it imports this one late)
     names = {m.name for m in study.metrics}
     rules = []
-    for i, row in enumerate(_tables(checker, data, "verdict", KNOWN)):
+    for i, row in enumerate(checker.tables(data, "verdict", KNOWN)):
         key = f"verdict[{i + 1}]"
         for needed in ("claim", "metric", "arm", "direction"):
             if needed not in row:
                 checker.fail(key, f"needs {needed} (known: {', '.join(sorted(KNOWN))})")
-        claim = _expect(checker, f"{key}.claim", row["claim"], str, "the paper's claim, as text")
+        claim = checker.expect(f"{key}.claim", row["claim"], str, "the paper's claim, as text")
         if row["metric"] not in names:
             checker.fail(f"{key}.metric", f"\"{row['metric']}\" is not a metric of the study")
         direction = row["direction"]
@@ -74,7 +73,7 @@ def parse(checker, study, data, full_sweep):
         for part in ("arm", "against", "where"):
             if part not in row:
                 continue
-            table = _expect(checker, f"{key}.{part}", row[part], dict, "a table of variable = value")
+            table = checker.expect(f"{key}.{part}", row[part], dict, "a table of variable = value")
             if part != "where" and not table:
                 checker.fail(f"{key}.{part}", "names no variable")
             for var, value in table.items():
