@@ -10,22 +10,24 @@ Every claim is checked at a parameter point where the paper's effect is large, w
 fixed before the measurements of src/lab/studies/README.md were made, and only on valid runs
 (the lab marks a run invalid when its stacks or its capture show another configuration than the
 study's, when a check could not be verified, or when its host or a netperfmeter was CPU-bound).
-Power: the quick forms run 3 repetitions (the shared bottleneck 5) in blocks (each repetition
-runs every variant once, in a random order), so that a variant and its baseline are compared run
-by run. From the spreads measured for src/lab/studies/README.md (standard error of the mean or of
-the paired difference), the distance from each measured effect to its threshold is: buffer
-splitting's gain at beta = 2 22 SE; the dissimilar paths' fill and reference share 17 SE or
-more, CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared bottleneck's plain CMT 7 SE, CMT off
-7 SE, CMT/RPv2 inside its rule's band [0.45, 0.55] (quick forms' means 0.483, 0.509, 0.528,
-standard error about 0.02: at most 2 % of reproducing runs fail it), MPTCP's 5 SE or more; exclusive paths 12 SE or more; the
-reference flow beside a disjoint CMT flow 4.8 SE; of the bundled stack's mechanisms (skipped
-with the system usrsctp, which refuses their knobs; measured in their quick forms with 1444-byte
-messages, 2026-11-28): chunk rescheduling against plain ordered CMT more than 100 SE,
-packet-drop reporting against NR-SACK by the lab's verdict rule (6 pairs per cell: false pass
-under the null at most 5 %, power about 99 %, test_studies_claims.py), W-PR-SCTP's jitter against
-g-PR-SCTP's 26 SE, and each mechanism's counter (0 without its knob, above 0 with it; for smart
-FR, whose counter counts only with its knob, the fast retransmissions, which count in both arms). Claims that this tool-chain does
-not reproduce are documented in the README and not asserted."""
+Power: the quick forms run 3 repetitions (the shared bottleneck 5) in blocks (each repetition runs
+every variant once, in a random order), so that a variant and its baseline are compared run by run.
+From the spreads measured for src/lab/studies/README.md (standard error of the mean or of the
+paired difference), the distance from each measured effect to its threshold is: buffer splitting's
+gain at beta = 2 22 SE; the dissimilar paths' fill 17 SE, the reference flow's share at least 0.45
+of the DFN path 2.8 SE (the quick form's 4.62 against 4.29 Mbit/s; the full form's 3.95 at rho = 10
+fails it), CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared bottleneck's plain CMT 7 SE, CMT
+off 7 SE, CMT/RPv2 inside its rule's band [0.45, 0.55] (quick forms' means 0.483, 0.509, 0.528,
+standard error about 0.02: at most 2 % of reproducing runs fail it), MPTCP's 5 SE or more;
+exclusive paths 12 SE or more; the reference flow beside a disjoint CMT flow 4.8 SE; of the bundled
+stack's mechanisms (skipped with the system usrsctp, which refuses their knobs; measured in their
+quick forms with 1444-byte messages, 2026-11-28): chunk rescheduling against plain ordered CMT more
+than 100 SE, packet-drop reporting against NR-SACK by the lab's verdict rule (6 pairs per cell:
+false pass under the null at most 5 %, power about 99 %, test_studies_claims.py), W-PR-SCTP's
+jitter against g-PR- SCTP's 26 SE, and each mechanism's counter (0 without its knob, above 0 with
+it; for smart FR, whose counter counts only with its knob, the fast retransmissions, which count in
+both arms). Claims that this tool-chain does not reproduce are documented in the README and not
+asserted."""
 
 import csv
 import json
@@ -135,8 +137,8 @@ class QuickStudies(unittest.TestCase):
         d = paired(out, "beta", "variant")
         r = runs(out, "beta", "variant")
         claims.buffer_splitting_fills_the_slow_path(
-            *({(beta, x["repetition"]): float(x["adsl_srtt_ms"]) for beta in ("2", "8") for x in r[(beta, variant)]}
-              for variant in ("split+nrsack", "none")))
+            *({(beta, x["repetition"]): float(x["adsl_srtt_ms"]) for beta in ("2", "8")
+               for x in r[(beta, variant)]} for variant in ("split+nrsack", "none")))
         for beta in ("2", "8"):
             self.assertGreater(s[(beta, "fast-only", "goodput")], 0.9 * float(beta) * PAYLOAD,
                                "the fast path alone carries its rate")
@@ -155,9 +157,9 @@ class QuickStudies(unittest.TestCase):
         # and CMT/RPv2 leaving the reference flow more than plain CMT (measured -0.09 [-1.09,
         # +0.91]).
         s = summary(self.run_study("cmt-dissimilar"), "cmt")
-        rule = claims.verdict_row(claims.studies_file("cmt-dissimilar"), "plain CMT leaves the SCTP reference flow")
-        claims.cmt_dissimilar_fair_to_the_reference(s[("cmt", "cmt_goodput")], s[("cmt", "reference_goodput")], 10.0,
-                                                    rule["band"], float(rule["arm"]["rho"]))
+        rule = claims.verdict_row(claims.studies_file("cmt-dissimilar"), "plain CMT leaves the SCTP reference")
+        claims.cmt_dissimilar_fair_to_the_reference(s[("cmt", "cmt_goodput")], s[("cmt", "reference_goodput")],
+                                                    10.0, rule["band"], float(rule["arm"]["rho"]))
 
     def test_cmt_dissimilar_tcp(self):
         # Fig. 5: the same against a TCP (Reno) reference flow. Asserted: the two flows fill both
@@ -201,9 +203,8 @@ class QuickStudies(unittest.TestCase):
         finally:
             loader.restore()
         self.assertGreater(s[("reno", "share")], 0.58, "uncoupled subflows take about 2/3")
-        claims.fair_share(s[("npm_rpv2", "share")],
-                          claims.verdict_row(claims.studies_file("shared-bottleneck-mptcp"), "MPTCP with the RPv2")["band"],
-                          "MPTCP with npm_rpv2")
+        rule = claims.verdict_row(claims.studies_file("shared-bottleneck-mptcp"), "MPTCP with the RPv2")
+        claims.fair_share(s[("npm_rpv2", "share")], rule["band"], "MPTCP with npm_rpv2")
 
     def test_exclusive_paths(self):
         # Dreibholz et al. (TCP-friendly CMT), Fig. 3 left: over two disjoint paths used alone,
@@ -281,7 +282,8 @@ class QuickStudies(unittest.TestCase):
         for aqm in ("droptail", "red"):
             for dac in ("off", "on"):
                 with self.subTest(aqm=aqm, dac=dac):
-                    claims.smart_fr_acts(r[("50", "nrsack+smartfr", aqm, dac)], r[("50", "nrsack", aqm, dac)])
+                    claims.smart_fr_acts(r[("50", "nrsack+smartfr", aqm, dac)],
+                                         r[("50", "nrsack", aqm, dac)])
 
     @unittest.skipUnless(BUNDLED, "packet-drop reporting that acts is the bundled SCTP stack's patch 0009")
     def test_packet_drop_reporting(self):
@@ -293,15 +295,17 @@ class QuickStudies(unittest.TestCase):
         # [-0.09, +1.98] with 1444-byte messages, pairs +1.19, +0.46, +1.19, and +1.00 [+0.78,
         # +1.23] in the full form; with 1452-byte ones, two packets per message, +2.29 [+0.70,
         # +3.88] in the quick form and +2.27 [+1.62, +2.91] in the full one. And chunks marked by
-        # drop reports in every run with pktdrop=on (measured 406 to 449) and in none without. Not reproduced, not asserted: plain CMT's
-        # collapse; NR-SACK's gain over plain CMT (direction only in the full form, -0.87
-        # [-1.10, -0.64] at 5e-6) is not in the quick form, which runs NR-SACK's variants only.
+        # drop reports in every run with pktdrop=on (measured 406 to 449) and in none without.
+        # Not reproduced, not asserted: plain CMT's collapse; NR-SACK's gain over plain CMT
+        # (direction only in the full form, -0.87 [-1.10, -0.64] at 5e-6) is not in the quick
+        # form, which runs NR-SACK's variants only.
         out = self.run_study("packet-drop-reporting")
         d = paired(out, "epsilon", "aqm", "variant")
         r = runs(out, "epsilon", "variant", "aqm")
         (epsilon,) = {key[0] for key in r}
         self.assertEqual(d[(epsilon, "droptail", "nrsack+pktdrop", "goodput")][0], 6)
-        rule = claims.verdict_row(claims.studies_file("packet-drop-reporting"), "packet-drop reporting improves")
+        rule = claims.verdict_row(claims.studies_file("packet-drop-reporting"),
+                                  "packet-drop reporting improves")
         claims.verdict_shows_direction(verdicts(out), rule["key"])
         self.assert_mechanism_acts(r[(epsilon, "nrsack+pktdrop", "droptail")], r[(epsilon, "nrsack", "droptail")],
                                    "drop_reported_chunks")

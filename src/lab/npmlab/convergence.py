@@ -131,10 +131,12 @@ def study_rows(directory, tolerance, interval, length=None):
                 s = settling(interval_goodput(vector, warmup, runtime, interval), interval, tolerance)
                 within_run = s["settled_s"] is not None and s["settled_s"] <= s["measured_s"] / 2
                 stream = os.path.basename(vector).split("-")[-1].split(".")[0]
-                rows.append({"run": base, "repetition": int(rep), "flow": f"{flow}" + (f".{stream}" if len(vectors) > 1 else ""),
+                name = flow + (f".{stream}" if len(vectors) > 1 else "")
+                rows.append({"run": base, "repetition": int(rep), "flow": name,
                              "measured_s": s["measured_s"], "final": s["final"] / 1e6, "settled_s": s["settled_s"],
                              "settled_within_run": within_run,
-                             "within_length": "" if length is None or s["settled_s"] is None else s["settled_s"] <= length})
+                             "within_length": "" if length is None or s["settled_s"] is None
+                             else s["settled_s"] <= length})
         if not found:
             missing.append(entry)
     return rows, missing
