@@ -15,19 +15,20 @@ every variant once, in a random order), so that a variant and its baseline are c
 From the spreads measured for src/lab/studies/README.md (standard error of the mean or of the
 paired difference), the distance from each measured effect to its threshold is: buffer splitting's
 gain at beta = 2 22 SE; the dissimilar paths' fill 17 SE, the reference flow's share at least 0.45
-of the DFN path 2.8 SE (the quick form's 4.62 against 4.29 Mbit/s; the full form's 3.95 at rho = 10
-fails it), CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared bottleneck's plain CMT 7 SE, CMT
-off 7 SE, CMT/RPv2 inside its rule's band [0.45, 0.55] (quick forms' means 0.483, 0.509, 0.528,
-standard error about 0.02: at most 2 % of reproducing runs fail it), MPTCP's 5 SE or more;
-exclusive paths 12 SE or more; the reference flow beside a disjoint CMT flow 4.8 SE; of the bundled
-stack's mechanisms (skipped with the system usrsctp, which refuses their knobs; measured in their
-quick forms with 1444-byte messages, 2026-11-28): chunk rescheduling against plain ordered CMT more
-than 100 SE, packet-drop reporting against NR-SACK by the lab's verdict rule (6 pairs per cell:
-false pass under the null at most 5 %, power about 99 %, test_studies_claims.py), W-PR-SCTP's
-jitter against g-PR- SCTP's 26 SE, and each mechanism's counter (0 without its knob, above 0 with
-it; for smart FR, whose counter counts only with its knob, the fast retransmissions, which count in
-both arms). Claims that this tool-chain does not reproduce are documented in the README and not
-asserted."""
+of the DFN path 1.5 to 2.8 SE (the quick forms' 4.52 and 4.62 against 4.29 Mbit/s: the weakest
+claim here, about 5 % of reproducing runs would fail it; the full form's 3.95 at rho = 10 fails it,
+the unfairness the paper rules out), CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared
+bottleneck's plain CMT 7 SE, CMT off 7 SE, CMT/RPv2 inside its rule's band [0.45, 0.55] (quick
+forms' means 0.483, 0.509, 0.528, standard error about 0.02: at most 2 % of reproducing runs fail
+it), MPTCP's 5 SE or more; exclusive paths 12 SE or more; the reference flow beside a disjoint CMT
+flow 4.8 SE; of the bundled stack's mechanisms (skipped with the system usrsctp, which refuses
+their knobs; measured in their quick forms with 1444-byte messages, 2026-11-28): chunk rescheduling
+against plain ordered CMT more than 100 SE, packet-drop reporting against NR-SACK by the lab's
+verdict rule (6 pairs per cell: false pass under the null at most 5 %, power about 99 %,
+test_studies_claims.py), W-PR-SCTP's jitter against g-PR- SCTP's 26 SE, and each mechanism's
+counter (0 without its knob, above 0 with it; for smart FR, whose counter counts only with its
+knob, the fast retransmissions, which count in both arms). Claims that this tool-chain does not
+reproduce are documented in the README and not asserted."""
 
 import csv
 import json
