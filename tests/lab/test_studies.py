@@ -25,7 +25,7 @@ flow 4.8 SE; of the bundled stack's mechanisms (skipped with the system usrsctp,
 their knobs; measured in their quick forms with 1444-byte messages, 2026-11-28): chunk rescheduling
 against plain ordered CMT more than 100 SE, packet-drop reporting against NR-SACK by the lab's
 verdict rule (6 pairs per cell: false pass under the null at most 5 %, power about 99 %,
-test_studies_claims.py), W-PR-SCTP's jitter against g-PR- SCTP's 26 SE, and each mechanism's
+test_studies_claims.py), W-PR-SCTP's jitter against g-PR-SCTP's 26 SE, and each mechanism's
 counter (0 without its knob, above 0 with it; for smart FR, whose counter counts only with its
 knob, the fast retransmissions, which count in both arms). Claims that this tool-chain does not
 reproduce are documented in the README and not asserted."""
