@@ -1,5 +1,8 @@
 """The shipped studies' quick forms, end to end with real netperfmeter runs, asserted against the
-papers' claims where this tool-chain reproduces them (long tier: ctest -L long).
+papers' claims where this tool-chain reproduces them (long tier: ctest -L long). The claims are the
+functions of studies_claims.py, which test_studies_claims.py feeds synthetic runs to show that each
+fails on a wrong arm; their thresholds are the study files' [[verdict]] rows where one states the
+claim.
 usage: test_studies.py LAB_PROGRAM [CC_LOADER]  (NPM_NETPERFMETER: the lab's netperfmeter, whose
 --version says whether it links the bundled usrsctp; else the one on PATH)
 
@@ -7,20 +10,25 @@ Every claim is checked at a parameter point where the paper's effect is large, w
 fixed before the measurements of src/lab/studies/README.md were made, and only on valid runs
 (the lab marks a run invalid when its stacks or its capture show another configuration than the
 study's, when a check could not be verified, or when its host or a netperfmeter was CPU-bound).
-Power: the quick forms run 3 repetitions (the shared bottleneck 5) in blocks (each repetition
-runs every variant once, in a random order), so that a variant and its baseline are compared run
-by run. From the spreads measured for src/lab/studies/README.md (standard error of the mean or of
-the paired difference), the distance from each measured effect to its threshold is: buffer
-splitting's gain at beta = 2 22 SE; the dissimilar paths' fill and reference share 17 SE or
-more, CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared bottleneck's plain CMT 7 SE, CMT off
-7 SE, CMT/RPv2 1.6 SE (2.5 SE from the paper's 0.5: the weakest claim here, about 5 % of
-reproducing runs would fail it), MPTCP's 5 SE or more; exclusive paths 12 SE or more; the
-reference flow beside a disjoint CMT flow 4.8 SE; of the bundled stack's mechanisms (skipped
-with the system usrsctp, which refuses their knobs; measured in their quick forms with 1444-byte
-messages, 2026-11-28): chunk rescheduling against plain ordered CMT more than 100 SE,
-packet-drop reporting against NR-SACK 3.9 SE, W-PR-SCTP's jitter against g-PR-SCTP's 26 SE, and
-each mechanism's counter (0 without its knob, above 0 with it). Claims that this tool-chain does
-not reproduce are documented in the README and not asserted."""
+Power: the quick forms run 3 repetitions (the shared bottleneck 5) in blocks (each repetition runs
+every variant once, in a random order), so that a variant and its baseline are compared run by run.
+From the spreads measured for src/lab/studies/README.md (standard error of the mean or of the
+paired difference), the distance from each measured effect to its threshold is: buffer splitting's
+gain at beta = 2 22 SE; the dissimilar paths' fill 17 SE, the reference flow's share at least 0.45
+of the DFN path 1.5 to 2.8 SE (the quick forms' 4.52 and 4.62 against 4.29 Mbit/s: the weakest
+claim here, about 5 % of reproducing runs would fail it; the full form's 3.95 at rho = 10 fails it,
+the unfairness the paper rules out), CMT/RPv1 against plain CMT with TCP 6.3 SE; the shared
+bottleneck's plain CMT 7 SE, CMT off 7 SE, CMT/RPv2 inside its rule's band [0.45, 0.55] (quick
+forms' means 0.483, 0.509, 0.528, standard error about 0.02: at most 2 % of reproducing runs fail
+it), MPTCP's 5 SE or more; exclusive paths 12 SE or more; the reference flow beside a disjoint CMT
+flow 4.8 SE; of the bundled stack's mechanisms (skipped with the system usrsctp, which refuses
+their knobs; measured in their quick forms with 1444-byte messages, 2026-11-28): chunk rescheduling
+against plain ordered CMT more than 100 SE, packet-drop reporting against NR-SACK by the lab's
+verdict rule (6 pairs per cell: false pass under the null at most 5 %, power about 99 %,
+test_studies_claims.py), W-PR-SCTP's jitter against g-PR-SCTP's 26 SE, and each mechanism's
+counter (0 without its knob, above 0 with it; for smart FR, whose counter counts only with its
+knob, the fast retransmissions, which count in both arms). Claims that this tool-chain does not
+reproduce are documented in the README and not asserted."""
 
 import csv
 import json
@@ -31,10 +39,13 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import studies_claims as claims  # noqa: E402
+
 LAB = sys.argv.pop(1)
 CC_LOADER = sys.argv.pop(1) if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else ""
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cc"))
-PAYLOAD = 1444 / 1514  # goodput per line rate for 1444-byte messages in full Ethernet frames
+PAYLOAD = claims.PAYLOAD
 
 
 def summary(directory, *keys):
@@ -65,6 +76,12 @@ def runs(directory, *keys):
             if row["validity"] == "valid":
                 out.setdefault(tuple(row[k] for k in keys), []).append(row)
     return out
+
+
+def verdicts(directory):
+    """verdicts.json's rules, each with the lab's verdict on the runs."""
+    with open(os.path.join(directory, "verdicts.json")) as f:
+        return json.load(f)["verdicts"]
 
 
 def bundled_usrsctp():
@@ -112,9 +129,17 @@ class QuickStudies(unittest.TestCase):
         # (studies/README.md): that CMT without splitting stays below 2 Mbit/s whatever beta
         # (usrsctp's CMT measured 8.08 against the fast path's 7.63 at beta = 8), and that
         # splitting with NR-SACK beats the fast path at large beta (7.24 at beta = 8).
+        # The goodput gain holds without splitting too (+0.62 at beta = 2): what splitting does is
+        # asserted on the stack's per-path state -- the ADSL path's sRTT far above the run without
+        # splitting, paired by repetition at beta = 2 and 8 (measured +131 ms on average;
+        # studies_claims.buffer_splitting_fills_the_slow_path).
         out = self.run_study("buffer-splitting")
         s = summary(out, "beta", "variant")
         d = paired(out, "beta", "variant")
+        r = runs(out, "beta", "variant")
+        claims.buffer_splitting_fills_the_slow_path(
+            *({(beta, x["repetition"]): float(x["adsl_srtt_ms"]) for beta in ("2", "8")
+               for x in r[(beta, variant)]} for variant in ("split+nrsack", "none")))
         for beta in ("2", "8"):
             self.assertGreater(s[(beta, "fast-only", "goodput")], 0.9 * float(beta) * PAYLOAD,
                                "the fast path alone carries its rate")
@@ -126,15 +151,16 @@ class QuickStudies(unittest.TestCase):
         # Dreibholz et al. (NetPerfMeter tool-chain), Fig. 4 at rho = 10 Mbit/s: plain CMT takes
         # half of the shared DFN path plus the ADSL path, so that both flows together fill both
         # paths and the SCTP reference flow keeps about half of the DFN path (measured: 5.63 and
-        # 4.62 Mbit/s). Not asserted (studies/README.md): CMT/RPv1 more than 1 Mbit/s below plain
-        # CMT (measured -0.85 [-1.34, -0.35]: the direction only), and CMT/RPv2 leaving the
-        # reference flow more than plain CMT (measured -0.09 [-1.09, +0.91]).
+        # 4.62 Mbit/s). The reference's half: at least the low end of its [[verdict]] row's band
+        # (0.45 of the DFN path's payload; the earlier 0.40 admitted the full form's 0.414 at
+        # rho = 10, the unfairness the paper rules out). Not asserted (studies/README.md): CMT/RPv1
+        # more than 1 Mbit/s below plain CMT (measured -0.85 [-1.34, -0.35]: the direction only),
+        # and CMT/RPv2 leaving the reference flow more than plain CMT (measured -0.09 [-1.09,
+        # +0.91]).
         s = summary(self.run_study("cmt-dissimilar"), "cmt")
-        rho = 10.0
-        self.assertGreater(s[("cmt", "cmt_goodput")] + s[("cmt", "reference_goodput")], 0.85 * (rho + 0.8) * PAYLOAD,
-                           "the two flows together fill both paths")
-        self.assertGreater(s[("cmt", "reference_goodput")], 0.8 * rho / 2 * PAYLOAD,
-                           "plain CMT leaves the reference flow its half of the DFN path")
+        rule = claims.verdict_row(claims.studies_file("cmt-dissimilar"), "plain CMT leaves the SCTP reference")
+        claims.cmt_dissimilar_fair_to_the_reference(s[("cmt", "cmt_goodput")], s[("cmt", "reference_goodput")],
+                                                    10.0, rule["band"], float(rule["arm"]["rho"]))
 
     def test_cmt_dissimilar_tcp(self):
         # Fig. 5: the same against a TCP (Reno) reference flow. Asserted: the two flows fill both
@@ -152,11 +178,14 @@ class QuickStudies(unittest.TestCase):
     def test_shared_bottleneck(self):
         # Dreibholz et al. (TCP-friendly CMT), Fig. 5 right: plain CMT behaves like two flows and
         # takes about 2/3 of a shared bottleneck; CMT/RP leaves the reference flow about 1/2; CMT
-        # off (two single-path flows) 1/2. Asserted: CMT above 0.58, CMT/RPv2 below 0.56, off
+        # off (two single-path flows) 1/2. Asserted: CMT above 0.58, CMT/RPv2 within its rule's
+        # band (0.45 to 0.55: neither taking more than a single-path flow nor starved), off
         # within 0.5 +- 0.08.
         s = summary(self.run_study("shared-bottleneck"), "cmt", "aqm")
         self.assertGreater(s[("cmt", "droptail", "share")], 0.58, "plain CMT takes about 2/3")
-        self.assertLess(s[("cmtrpv2", "droptail", "share")], 0.56, "CMT/RPv2 takes about 1/2")
+        claims.fair_share(s[("cmtrpv2", "droptail", "share")],
+                          claims.verdict_row(claims.studies_file("shared-bottleneck"), "CMT/RPv2 shares")["band"],
+                          "CMT/RPv2")
         self.assertAlmostEqual(s[("off", "droptail", "share")], 0.5, delta=0.08, msg="two single-path flows share evenly")
         total = s[("cmt", "droptail", "cmt_goodput")] + s[("cmt", "droptail", "reference_goodput")]
         self.assertGreater(total, 0.85 * 10.0 * PAYLOAD, "the two flows fill the bottleneck")
@@ -175,7 +204,8 @@ class QuickStudies(unittest.TestCase):
         finally:
             loader.restore()
         self.assertGreater(s[("reno", "share")], 0.58, "uncoupled subflows take about 2/3")
-        self.assertLess(s[("npm_rpv2", "share")], 0.56, "coupled subflows take about 1/2")
+        rule = claims.verdict_row(claims.studies_file("shared-bottleneck-mptcp"), "MPTCP with the RPv2")
+        claims.fair_share(s[("npm_rpv2", "share")], rule["band"], "MPTCP with npm_rpv2")
 
     def test_exclusive_paths(self):
         # Dreibholz et al. (TCP-friendly CMT), Fig. 3 left: over two disjoint paths used alone,
@@ -239,34 +269,45 @@ class QuickStudies(unittest.TestCase):
 
     @unittest.skipUnless(BUNDLED, "smart fast retransmission is the bundled SCTP stack's patch 0005")
     def test_smart_fast_retransmit(self):
-        # Fig. 5 right at delta = 50 ms: the mechanism at work -- acknowledgements left out of the
-        # fast-retransmit decisions with smartfr=on (measured 8, 42 and 42 in three runs; 58 to
-        # 61 in the full form's 30-s runs, 190 to 642 in its first form with 1452-byte messages),
-        # none without; in at least one run, as a 12-s run may see no moved chunk acknowledged.
-        # Not asserted (studies/README.md): that it improves goodput (full form: no paired
-        # interval excludes 0).
-        r = runs(self.run_study("smart-fast-retransmit"), "delta", "variant", "aqm")
-        self.assert_mechanism_acts(r[("50", "nrsack+smartfr", "droptail")], r[("50", "nrsack", "droptail")],
-                                   "smartfr_ignored_acks",
-                                   every=False)
+        # Fig. 5 right at delta = 50 ms, DAC off and on, each queue: the mechanism at work --
+        # acknowledgements left out of the fast-retransmit decisions with smartfr=on (measured 8,
+        # 42 and 42 in three runs; 58 to 61 in the full form's 30-s runs, 190 to 642 in its first
+        # form with 1452-byte messages; 0, 237, 172 with the rescaled 8-packet queues), in at
+        # least one run, as a 12-s run may see no moved chunk acknowledged -- and the situation it
+        # is for in both arms: fast retransmissions in every run (the per-path counter counts with
+        # and without the knob; 234 to 517 per run, where the first quick form's 80-packet queues
+        # gave none). Not asserted (studies/README.md): that it improves goodput or makes the fast
+        # retransmissions fewer (the full form, before the rescaling: no paired interval excludes
+        # 0; the study's rules judge both in its full form).
+        r = runs(self.run_study("smart-fast-retransmit"), "delta", "variant", "aqm", "dac")
+        for aqm in ("droptail", "red"):
+            for dac in ("off", "on"):
+                with self.subTest(aqm=aqm, dac=dac):
+                    claims.smart_fr_acts(r[("50", "nrsack+smartfr", aqm, dac)],
+                                         r[("50", "nrsack", aqm, dac)])
 
     @unittest.skipUnless(BUNDLED, "packet-drop reporting that acts is the bundled SCTP stack's patch 0009")
     def test_packet_drop_reporting(self):
         # Fig. 5 middle at epsilon = 5e-6 on path 2: packet-drop reporting improves on NR-SACK.
-        # Asserted: above 0, run by run (measured +0.95 [-0.09, +1.98] with 1444-byte messages,
-        # pairs +1.19, +0.46, +1.19, and +1.00 [+0.78, +1.23] in the full form; with 1452-byte
-        # ones, two packets per message, +2.29 [+0.70, +3.88] in the quick form and +2.27 [+1.62,
-        # +2.91] in the full one), chunks marked by drop reports in every run with pktdrop=on
-        # (measured 406 to 449) and in none without. Not reproduced, not asserted: plain CMT's
-        # collapse; NR-SACK's gain over plain CMT (direction only in the full form, -0.87
-        # [-1.10, -0.64] at 5e-6) is not in the quick form, which runs NR-SACK's variants only.
+        # Asserted: the lab's verdict on the study's rule shows it in both cells (droptail, red),
+        # each by an exact sign-flip test of 6 pairs at Holm's level (false pass under the null at
+        # most 5 %; the mean above 0 of 3 pairs, asserted before, passed half the time; the power
+        # from the shipped spread in test_studies_claims.py); measured before the rescaling +0.95
+        # [-0.09, +1.98] with 1444-byte messages, pairs +1.19, +0.46, +1.19, and +1.00 [+0.78,
+        # +1.23] in the full form; with 1452-byte ones, two packets per message, +2.29 [+0.70,
+        # +3.88] in the quick form and +2.27 [+1.62, +2.91] in the full one. And chunks marked by
+        # drop reports in every run with pktdrop=on (measured 406 to 449) and in none without.
+        # Not reproduced, not asserted: plain CMT's collapse; NR-SACK's gain over plain CMT
+        # (direction only in the full form, -0.87 [-1.10, -0.64] at 5e-6) is not in the quick
+        # form, which runs NR-SACK's variants only.
         out = self.run_study("packet-drop-reporting")
         d = paired(out, "epsilon", "aqm", "variant")
         r = runs(out, "epsilon", "variant", "aqm")
         (epsilon,) = {key[0] for key in r}
-        n, gain, _, _ = d[(epsilon, "droptail", "nrsack+pktdrop", "goodput")]
-        self.assertEqual(n, 3)
-        self.assertGreater(gain, 0, "packet-drop reporting improves on NR-SACK under bit errors")
+        self.assertEqual(d[(epsilon, "droptail", "nrsack+pktdrop", "goodput")][0], 6)
+        rule = claims.verdict_row(claims.studies_file("packet-drop-reporting"),
+                                  "packet-drop reporting improves")
+        claims.verdict_shows_direction(verdicts(out), rule["key"])
         self.assert_mechanism_acts(r[(epsilon, "nrsack+pktdrop", "droptail")], r[(epsilon, "nrsack", "droptail")],
                                    "drop_reported_chunks")
 

@@ -1,4 +1,5 @@
-"""netperfmeter-lab: list | run STUDY|FILE | preflight STUDY|FILE | plot DIR | db DIR. See netperfmeter-lab(1)."""
+"""netperfmeter-lab: list | run STUDY|FILE | preflight STUDY|FILE | plot DIR | db DIR | convergence DIR. See
+netperfmeter-lab(1)."""
 
 import argparse
 import json
@@ -8,7 +9,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import evidence, hosts, preflight, regime, resultsdb, testbed, topology
+from . import convergence, evidence, hosts, preflight, regime, resultsdb, testbed, topology
 from .errors import Interrupted, LabError
 from .runner import (FAILED_ATTEMPTS, Runner, Tools, duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence)
@@ -383,8 +384,19 @@ def main(argv, config):
     plot.add_argument("directory")
     db = sub.add_parser("db", help="summarise existing results again and write results.sqlite (no plots)")
     db.add_argument("directory")
+    conv = sub.add_parser("convergence", help="when each run's running mean of goodput settles within a tolerance "
+                          "of its final value (runs with per-flow vectors)")
+    conv.add_argument("directory")
+    conv.add_argument("--tolerance", type=float, default=2.0, metavar="PERCENT", help="the band (default 2)")
+    conv.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="goodput per interval (default 1)")
+    conv.add_argument("--length", type=float, metavar="SECONDS", help="say whether runs measuring this long settle")
     args = parser.parse_args(argv)
     try:
+        if args.command == "convergence":
+            try:
+                return convergence.command(args.directory, args.tolerance, args.interval, args.length)
+            except ValueError as e:  # bad input, an unreadable vector or study
+                return _fail(str(e))
         return {"list": cmd_list, "run": cmd_run, "preflight": cmd_preflight, "plot": cmd_plot,
                 "db": cmd_plot}[args.command](args, config)
     except (studymod.StudyError, LabError) as e:

@@ -676,7 +676,8 @@ def _parse_sweep_rules(checker, study, data):
         for k, v in rule.items():
             if k not in study.sweep:
                 checker.fail("exclude", f"\"{k}\" is not a variable of the sweep")
-            if str(v) not in map(str, study.sweep[k]):
+            # a value of the study's own sweep: a quick form that narrows it leaves the rule idle
+            if str(v) not in map(str, full_sweep.get(k, study.sweep[k])):
                 checker.fail("exclude", f"\"{v}\" is not a value of {k}")
     study.exclude = exclude
     if not any(True for _ in study.combinations()):
