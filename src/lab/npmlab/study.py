@@ -440,7 +440,8 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict",
+             "traces"}
 
 
 def _expect(checker, key, value, kinds, what):
@@ -671,6 +672,8 @@ def load(path, quick=False):
     _parse_regime(checker, study, data, full_sweep)
     from . import verdict  # verdict uses this module's helpers
     verdict.parse(checker, study, data, full_sweep)
+    from . import traces  # [traces]: the window traces of a representative run per cell
+    traces.parse(checker, study, data)
 
     if "compare" in data:
         compare = _expect(checker, "compare", data["compare"], dict, "a table (variable, baseline)")
