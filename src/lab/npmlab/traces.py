@@ -123,7 +123,7 @@ def plot(runner, valid):
         config = os.path.join(run_dir, f"f{t.flow}", "run.config")
         pdf = os.path.join(out_dir, f"{name}.pdf")
         chosen = dict(measured)[rep]
-        title = (f"{study.name}: {', '.join(f'{k} = {v}' for k, v in values.items())} -- run r{rep}, the median of "
+        title = (f"{study.name}: {', '.join(f'{k} = {v}' for k, v in values.items())}\nrun r{rep}, the median of "
                  f"{len(runs)} by {t.metric} ({chosen:.4g})")
         cmd = [runner.tools["plot-netperfmeter-results"], config, "--traces", "-o", pdf, "-q", f"--title={title}"]
         if t.time_range:
