@@ -8,4 +8,6 @@ utils::globalVariables(c(
   "Delay", "Description", "Flow", "FlowID", "FrameRate", "Interval", "Jitter", "Label",
   "Local", "Lost", "Loss", "Lower", "Mean", "Metric", "Name", "Node", "NodeLabel", "Object",
   "Path", "PathLabel", "Received", "RelBytes", "RelFrames", "RelPackets", "RelTime", "Remote",
-  "RTT", "Series", "Throughput", "Upper", "Value", "V1"))
+  "RTT", "Series", "Throughput", "Upper", "Value", "V1", "AbsTime", "BytesAcked", "File",
+  "Line", "Panel", "Pending", "Quantity", "Rwnd", "Ssthresh", "Unacked", "i.Label", "n", "n_paths",
+  "..keep"))

@@ -9,10 +9,10 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import convergence, evidence, hosts, preflight, regime, resultsdb, testbed, topology
+from . import convergence, evidence, hosts, preflight, regime, resultsdb, testbed, topology, traces
 from .errors import Interrupted, LabError
 from .runner import (FAILED_ATTEMPTS, Runner, Tools, duration, check_command_lines,
-                     failed_attempts, label, run_attempts, run_evidence)
+                     failed_attempts, label, run_attempts, run_evidence, run_validity)
 
 PROGRAM = "netperfmeter-lab"
 
@@ -314,7 +314,7 @@ def _run(runner, study, args, path, out):
                      "--resume continues", 130)
     summary = runner.summarize()
     resultsdb.write(runner)
-    pdfs = [] if args.no_plot else runner.plot()
+    pdfs = [] if args.no_plot else runner.plot() + _traces(runner)
     _report(runner, summary, pdfs, out)
     return 0
 
@@ -339,8 +339,13 @@ def cmd_plot(args, config):
                     seed=meta.get("seed"))
     summary = runner.summarize()
     resultsdb.write(runner)
-    _report(runner, summary, runner.plot() if args.command == "plot" else [], args.directory)
+    _report(runner, summary, runner.plot() + _traces(runner) if args.command == "plot" else [], args.directory)
     return 0
+
+
+def _traces(runner):
+    """The window traces of a study with [traces] (npmlab/traces.py): its valid runs only."""
+    return traces.plot(runner, lambda run_dir: run_validity(run_evidence(run_dir)) == "valid")
 
 
 def main(argv, config):

@@ -456,7 +456,8 @@ class Study:
 
 _TOP_KEYS = {"name", "description", "reproduces", "topology", "runtime", "warmup", "repetitions", "min_repetitions",
              "max_repetitions", "sweep", "paths", "flows", "metrics", "netperfmeter", "plot", "quick", "sysctl",
-             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict"}
+             "bottleneck", "compare", "exclude", "derive", "paper", "capture", "hosts", "regime", "verdict",
+             "traces"}
 
 
 def load(path, quick=False):
@@ -491,6 +492,8 @@ def load(path, quick=False):
     _parse_regime(checker, study, data, full_sweep)
     from . import verdict  # verdict uses this module's helpers
     verdict.parse(checker, study, data, full_sweep)
+    from . import traces  # [traces]: the window traces of a representative run per cell
+    traces.parse(checker, study, data)
     _parse_compare(checker, study, data)
     _parse_plot(checker, study, data)
     _finish(study, data)
