@@ -487,7 +487,7 @@ def load(path, quick=False):
     _parse_flows(checker, study, data)
     _parse_options(checker, study, data)
     _parse_metrics(checker, study, data)
-    _parse_sweep_rules(checker, study, data)
+    _parse_sweep_rules(checker, study, data, full_sweep)
     _parse_paper(checker, study, data, full_sweep)
     _parse_regime(checker, study, data, full_sweep)
     from . import verdict  # verdict uses this module's helpers
@@ -653,7 +653,7 @@ def _parse_metrics(checker, study, data):
         study.metrics.append(Metric(name, formula, m.get("unit", ""), tree, bimodal))
 
 
-def _parse_sweep_rules(checker, study, data):
+def _parse_sweep_rules(checker, study, data, full_sweep):
     """[derive.VARIABLE] and [[exclude]]."""
     derive = checker.expect("derive", data.get("derive", {}), dict, "a table of [derive.VARIABLE]")
     for var, table in derive.items():
