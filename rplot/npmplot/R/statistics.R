@@ -163,7 +163,7 @@ npm_summarise <- function(data, y, by = character(0), level = 0.95, ci = "t", mi
     for (b in c("low", "high"))
       if (!is.numeric(data[[given[[b]]]]) && !all(is.na(data[[given[[b]]]])))
         npm_stop("column %s of the given interval is not numeric", given[[b]])
-    cols <- c(y, unlist(given))
+    cols <- unique(c(y, unlist(given)))
   }
   point <- function(sd, bys) {
     key <- if (length(bys)) paste(names(bys), vapply(bys, as.character, ""), sep = "=", collapse = ", ") else ""
