@@ -705,6 +705,11 @@ class Runs(unittest.TestCase):
         self.assertLess(tcp, 10.0)
         self.assertGreater(mptcp, 11.0, "MPTCP uses the second path (the passive announces it)")
         self.assertTrue(os.path.getsize(os.path.join(self.out, "goodput.pdf")) > 1000)
+        # the figure draws summary.csv's intervals: here none, for the reason summary.csv gives
+        with open(os.path.join(self.out, "tables", "lab-goodput-plotted.csv")) as f:
+            plotted = {row["proto"]: row for row in csv.DictReader(f)}
+        self.assertEqual({p: (row["N"], row["Lower"], row["Upper"], row["Interval"]) for p, row in plotted.items()},
+                         {p: (row[2], "NA", "NA", row[6]) for p, row in by_proto.items()})
         self.assertTrue(os.path.exists(os.path.join(self.out, "tables", "passive.flow-ReceivedBitRate.data.bz2")))
         with open(os.path.join(self.out, "tables", "lab-goodput-paper.data")) as f:
             self.assertEqual(f.read(), "proto goodput bound\ntcp 9.5 value\n")

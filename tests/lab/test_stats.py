@@ -15,9 +15,14 @@ LAB, LAB_SRC = sys.argv[1:3]
 del sys.argv[1:3]
 sys.path.insert(0, LAB_SRC)
 from npmlab import stats, study, verdict  # noqa: E402
+from npmlab.runner import Runner, Tools, label as runner_label  # noqa: E402
+from npmlab.topology import LabError  # noqa: E402
 
+import csv  # noqa: E402
 import glob  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -287,6 +292,75 @@ band = [-0.3, 0.3]
                 judged = verdict.apply(s, [], 1)
                 self.assertTrue(all(j["cells"] for j in judged), [j["key"] for j in judged if not j["cells"]])
                 self.assertTrue(all(j["verdict"] == "inconclusive" for j in judged))
+
+
+class Figures(unittest.TestCase):
+    """The lab's figures draw the intervals of summary.csv: write_summaries() on synthetic runs (a
+    cell of 12 runs, one of 5, one whose 12 runs measured the same value), then plot() with the real
+    plotter; the error bars it drew (its --dump, the data of its error-bar layer) against
+    summary.csv's ci_low and ci_high, and none where summary.csv has none."""
+
+    def test_the_figure_draws_summary_csvs_intervals(self):
+        with open(LAB) as f:
+            plotter = re.search(r'"plot-netperfmeter-summary": "([^"]*)"', f.read()).group(1)
+        if not shutil.which("Rscript") or not os.path.exists(plotter):
+            self.skipTest(f"no plotter ({plotter}) or no Rscript (r-base-core)")
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(TWO_ARMS)
+        self.addCleanup(os.unlink, f.name)
+        s = study.load(f.name)
+        out = tempfile.mkdtemp(prefix="npmlab-figures-")
+        self.addCleanup(shutil.rmtree, out, True)
+        rows = [(values, rep, dict(metrics), validity, problems)
+                for values, rep, metrics, validity, problems in runs(1.0, 0.3, 12, seed=5)
+                if not (values == {"rho": 10, "variant": "a"} and rep > 5)]
+        for values, _, metrics, _, _ in rows:
+            if values == {"rho": 5, "variant": "b"}:
+                metrics["goodput"] = 4.5
+        runner = Runner(s, out, Tools({"plot-netperfmeter-summary": plotter}), seed=7)
+        runner.write_summaries(rows, {(runner_label(values), rep): 0 for values, rep, _, _, _ in rows})
+        try:
+            pdfs = runner.plot()
+        except LabError as e:
+            if "cannot find the R package npmplot" in str(e) or "needs the R package" in str(e):
+                self.skipTest(str(e))
+            raise
+        self.assertEqual(pdfs, [os.path.join(out, "goodput.pdf")])
+        with open(os.path.join(out, "summary.csv")) as f:
+            summary = {(r["rho"], r["variant"]): r for r in csv.DictReader(f) if r["metric"] == "goodput"}
+        with open(os.path.join(out, "tables", "lab-goodput-plotted.csv")) as f:
+            plotted = {(r["rho"], r["variant"]): r for r in csv.DictReader(f)}
+        self.assertEqual(set(plotted), set(summary))
+        procedures = {k: r["procedure"] for k, r in summary.items()}
+        self.assertEqual(procedures, {("5", "a"): "bca(4000)", ("5", "b"): "no spread (all 12 runs equal)",
+                                      ("10", "a"): "too few runs (n = 5 < 10)", ("10", "b"): "bca(4000)"})
+        for key, row in summary.items():
+            got = plotted[key]
+            self.assertEqual((got["N"], got["Interval"]), (row["n"], row["procedure"]), key)
+            self.assertAlmostEqual(float(got["Mean"]), float(row["mean"]), delta=1e-12 * abs(float(row["mean"])))
+            if row["ci_low"] == "NA":
+                self.assertEqual((got["Lower"], got["Upper"]), ("NA", "NA"), key)
+            else:
+                for mine, theirs in ((got["Lower"], row["ci_low"]), (got["Upper"], row["ci_high"])):
+                    self.assertAlmostEqual(float(mine), float(theirs), delta=1e-12 * abs(float(theirs)), msg=key)
+        # the error-bar layer of the same figure draws exactly the dumped intervals, at those points
+        lib = os.path.join(os.path.dirname(plotter), "library")
+        r = subprocess.run(["Rscript", "-e", """
+            a <- commandArgs(TRUE)
+            suppressPackageStartupMessages(library(npmplot, lib.loc = a[1]))
+            d <- npm_read_summary(a[2])
+            p <- npm_plot_summary(d, x = "rho", y = "goodput", colour = "variant", ci = "given", runs = TRUE)
+            b <- ggplot2::ggplot_build(p)
+            bars <- Filter(function(l) all(c("ymin", "ymax") %in% names(l)), b$data)[[1]]
+            write.csv(data.frame(x = bars$x, ymin = bars$ymin, ymax = bars$ymax), stdout(), row.names = FALSE)
+            cat(gsub("\n", " ", p$labels$caption), "\n", file = stderr())
+            """, lib, os.path.join(out, "tables", "lab-goodput.data.bz2")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        bars = sorted((round(float(b["ymin"]), 9), round(float(b["ymax"]), 9)) for b in csv.DictReader(r.stdout.splitlines()))
+        want = sorted((round(float(row["ci_low"]), 9), round(float(row["ci_high"]), 9))
+                      for row in summary.values() if row["ci_low"] != "NA")
+        self.assertEqual(bars, want)
+        self.assertIn("none at 2 of 4 points: no spread (all 12 runs equal); too few runs (n = 5 < 10).", r.stderr)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ check_svg "$work/fig.svg"
   --y-scale=1e-6 --dump "$work/dump.csv" -o "$work/filtered.pdf" -q
 check_pdf_pages "$work/filtered.pdf" 1
 [[ $(wc -l <"$work/dump.csv") -eq $((2 * 6 * 2 + 1)) ]] || fail "dump rows"
-grep -qx "rhoDFN,Gamma,active.flow,N,Mean,SD,Lower,Upper" <<<"$(head -1 "$work/dump.csv" | tr -d '"')" || fail "dump header"
+grep -qx "rhoDFN,Gamma,active.flow,N,Mean,SD,Lower,Upper,Interval" <<<"$(head -1 "$work/dump.csv" | tr -d '"')" || fail "dump header"
 # The dumped interval is t.test()'s (90 %) of the filtered rows.
 Rscript -e '
   d <- read.table(pipe(paste("bzcat", shQuote(commandArgs(TRUE)[1]))), header = TRUE, check.names = FALSE)
@@ -43,11 +43,11 @@ Rscript -e '
   ci <- t.test(v, conf.level = 0.9)$conf.int
   stopifnot(s$N == 5, abs(s$Mean - mean(v)) < 1e-9, abs(s$Lower - ci[1]) < 1e-9, abs(s$Upper - ci[2]) < 1e-9)
 ' "$table" "$work/dump.csv" || fail "dumped statistics differ from t.test()"
-# One repetition only: drawn without intervals.
+# One repetition only: drawn without intervals, the caption saying so.
 "$prog" "$table" -x rhoDFN -c Gamma -F "Repetition == 1 & active.flow == 0" -o "$work/one.pdf" \
   --dump "$work/one.csv" -q
 check_pdf_pages "$work/one.pdf" 1
-grep -q ",1,.*,NA,NA,NA$" "$work/one.csv" || fail "single repetition should have no interval"
+tr -d '"' <"$work/one.csv" | grep -q ",1,.*,NA,NA,NA,single run$" || fail "single repetition should have no interval"
 
 # Option values as separate words; -y defaults to the last column (not --y-unit's value).
 "$prog" "$table" -x rhoDFN --y-unit bit/s:Gbit/s -c Gamma -o "$work/words.pdf" -q

@@ -1,8 +1,11 @@
-# The parameter-study figure: means and t-intervals over repetitions.
+# The parameter-study figure: means and confidence intervals over repetitions.
 # Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
 
-# Plot means and t-intervals of y over x, one curve per colour/linetype group, facets
-# by rows/cols. Labels may use markup (see npm_markup_to_plotmath); value_labels is a
+# Plot means and confidence intervals of y over x, one curve per colour/linetype group, facets
+# by rows/cols. ci: "t" (t.test()'s), "bca" (bootstrap BCa of the mean, as netperfmeter-lab;
+# resamples, seed, min_runs), "given" (the table's ci_low/ci_high or Lower/Upper columns, see
+# npm_given_columns()) or "none"; a point without an interval (a single run, fewer than
+# min_runs, no spread, none given) has no bar, and the caption says how many and why. Labels may use markup (see npm_markup_to_plotmath); value_labels is a
 # list column -> c(value = "label") for legend entries and strips. x_unit/y_unit
 # ("bit/s:Mbit/s") convert units on top of x_scale/y_scale. The axis titles are xlab/ylab,
 # else the metric a column holds with its unit (the converted one), else the column's name.
@@ -15,7 +18,8 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                              grey = FALSE, points = TRUE, base_size = 12,
                              legend_position = "bottom", x_limits = NULL, y_limits = NULL,
                              x_log = FALSE, y_log = FALSE, runs = FALSE, reference = NULL,
-                             caption = NULL, x_unit = NULL, y_unit = NULL) {
+                             caption = NULL, x_unit = NULL, y_unit = NULL, ci = "t",
+                             min_runs = NULL, resamples = NPM_BCA_RESAMPLES, seed = 1L) {
   data <- as.data.table(data)
   if (!is.null(x_unit)) x_scale <- x_scale * npm_parse_unit_conversion(x_unit)
   if (!is.null(y_unit)) y_scale <- y_scale * npm_parse_unit_conversion(y_unit)
@@ -42,7 +46,8 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                a, a)
   }
 
-  s <- npm_summarise(data, y, groups, level)
+  given <- if (identical(ci, "given")) npm_given_columns(data, c(y, groups))
+  s <- npm_summarise(data, y, groups, level, ci, min_runs, resamples, seed, given)
   for (v in c("Mean", "SD", "Lower", "Upper")) set(s, j = v, value = s[[v]] * y_scale)
   xnum <- is.numeric(s[[x]])
   # Categories in the order the table first names them (a study's sweep order), not sorted:
@@ -137,13 +142,13 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     p <- p + geom_point(run_aes, data = r, size = 1.3, alpha = 0.55, shape = 16, position = jitter,
                         inherit.aes = FALSE, show.legend = FALSE)
   }
-  ci <- s[!is.na(Lower)]
-  if (nrow(ci)) {
+  with_ci <- s[!is.na(Lower)]
+  if (nrow(with_ci)) {
     xr <- if (xnum) diff(range(s$.x, na.rm = TRUE)) else 1
     w <- if (xnum) (if (xr > 0) xr / 50 else 0.1) else 0.25
     eb_aes <- aes(ymin = Lower, ymax = Upper)
     if (!is.null(colour)) eb_aes$colour <- quote(.col)
-    p <- p + geom_errorbar(eb_aes, data = ci, width = w, linewidth = 0.5, linetype = "solid",
+    p <- p + geom_errorbar(eb_aes, data = with_ci, width = w, linewidth = 0.5, linetype = "solid",
                            position = dodge)
   }
 
@@ -192,8 +197,7 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
                 y = npm_label(ylab %||% npm_axis_label(y, y_scale, y_unit)),
                 title = npm_label(title),
                 # plain text (no markup: it names columns like failed_attempts), wrapped to the page
-                caption = if (!is.null(caption) && nzchar(caption))
-                  paste(strwrap(caption, width = 100), collapse = "\n")) +
+                caption = npm_caption(c(caption, npm_interval_note(s, ci, level, resamples, given)))) +
     npm_theme(base_size, legend_position) +
     theme(plot.caption = element_text(hjust = 0), plot.caption.position = "plot")
   if (length(grp_cols) == 0L || (is.null(colour) && is.null(lt_col))) {
@@ -215,4 +219,11 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     p <- p + coord_cartesian(xlim = x_limits, ylim = y_limits)
   attr(p, "summary") <- s[, !c(".x", ".grp", intersect(names(s), c(".col", ".lt"))), with = FALSE]
   p
+}
+
+# Caption paragraphs as plain text, each wrapped at 100 characters; NULL when there are none.
+npm_caption <- function(parts) {
+  parts <- parts[!is.na(parts) & nzchar(parts)]
+  if (length(parts) == 0L) return(NULL)
+  paste(vapply(parts, function(t) paste(strwrap(t, width = 100), collapse = "\n"), ""), collapse = "\n")
 }

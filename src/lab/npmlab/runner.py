@@ -49,10 +49,12 @@ Layout of a results directory DIR:
   DIR/runs/.failed-*           a run that failed every attempt, each attempt's directory in it
   DIR/results.summary          createsummary's input; DIR/tables/ its tables
   DIR/runs.csv                 every run's metrics and validity; DIR/summary.csv means with
-                               t-based CIs of the valid runs; DIR/paired.csv paired differences
+                               BCa intervals of the valid runs; DIR/paired.csv paired differences
   DIR/results.sqlite           all of it as one SQLite database: runs, every scalar, the metrics
                                per run, summary.csv (resultsdb.py)
-  DIR/<metric>.pdf             one plot per metric (plot-netperfmeter-summary), runs as points
+  DIR/<metric>.pdf             one plot per metric (plot-netperfmeter-summary), runs as points,
+                               summary.csv's intervals as error bars (what is drawn:
+                               DIR/tables/lab-<metric>-plotted.csv)
 """
 
 import bz2
@@ -1034,6 +1036,17 @@ class Statistics:
             metrics.update(self.recorded_metrics(run_dir))
             rows.append((values, rep, metrics, run_validity(judged), "; ".join(judged.get("problems", []))))
             attempts[(label(values), rep)] = failed_attempts(run_dir)
+        return self.write_summaries(rows, attempts)
+
+    def write_summaries(self, rows, attempts):
+        """runs.csv, summary.csv, paired.csv, verdicts.json and the plotter's tables from the runs'
+        rows [(values, repetition, metrics, validity, problems)] and their failed attempts
+        {(label, repetition): n or None}; returns [(values, metric, n, mean, low, high, procedure)]
+        of the study's metrics."""
+        study = self.study
+        variables = study.variables
+        tables = os.path.join(self.outdir, "tables")
+        os.makedirs(tables, exist_ok=True)
         names = [m.name for m in study.metrics]
         recorded = sorted({k for _, _, m, _, _ in rows for k in m} - set(names))
         with open(os.path.join(self.outdir, "runs.csv"), "w", newline="") as f:
@@ -1045,6 +1058,7 @@ class Statistics:
                            [repr(metrics[n]) if n in metrics else "NA" for n in names + recorded] +
                            ["NA" if failures is None else failures, validity, problems])
         summary = []
+        intervals = {}  # (label, metric) -> (low, high, procedure) as summary.csv has them
         bimodal = {m.name for m in study.metrics if m.bimodal}
         with open(os.path.join(self.outdir, "summary.csv"), "w", newline="") as f:
             w = csv.writer(f)
@@ -1074,23 +1088,29 @@ class Statistics:
                                [procedure, invalid, repr(median(samples))] + modes + [failures])
                     if name in names:
                         summary.append((values, name, n, mean, low, high, procedure))
+                        intervals[(label(values), name)] = (low, high, procedure)
         if study.compare:
             self._paired(rows)
         # the study file's verdict rules (fixed before the runs) applied to the valid runs
         self.verdicts = verdict.apply(study, rows, self.seed)
         if study.verdicts:
             verdict.write(os.path.join(self.outdir, "verdicts.json"), self.verdicts, self.seed)
-        # per metric a table for the plotter: the variables, the repetition, the value (valid runs),
-        # in the study's sweep order, which the plotter keeps for categories ("none", "50", "100")
+        # per metric a table for the plotter: the variables, the repetition, the combination's interval
+        # as summary.csv has it (ci_low, ci_high, procedure: the same on each of its rows), the value
+        # (valid runs), in the study's sweep order, which the plotter keeps for categories ("none",
+        # "50", "100"); the plotter draws these intervals (--ci=given), so figure and table agree
         order = {tuple(str(v) for v in c.values()): i for i, c in enumerate(study.combinations())}
         in_order = sorted(rows, key=lambda r: (order.get(tuple(str(r[0][v]) for v in variables), len(order)), r[1]))
         for m in study.metrics:
             path = os.path.join(tables, f"lab-{m.name}.data.bz2")
             with bz2.open(path, "wt") as f:
-                f.write(" ".join(variables + ["Repetition", m.name]) + "\n")
+                f.write(" ".join(variables + ["Repetition", "ci_low", "ci_high", "procedure", m.name]) + "\n")
                 for values, rep, metrics, validity, _ in in_order:
                     if validity != "invalid":
-                        f.write(" ".join(str(values[v]) for v in variables) + f" {rep} {metrics[m.name]!r}\n")
+                        low, high, procedure = intervals[(label(values), m.name)]
+                        bounds = "NA NA" if math.isnan(low) else f"{low!r} {high!r}"
+                        f.write(" ".join(str(values[v]) for v in variables) +
+                                f' {rep} {bounds} "{procedure}" {metrics[m.name]!r}\n')
         return summary
 
     def _paired(self, rows):
@@ -1199,8 +1219,12 @@ class Report:
                 if sum(1 for _ in f) < 2:
                     continue  # no valid run: nothing to draw (the summary says which runs were left out)
             reference = self._paper_table(m, x, colour)
+            # the intervals of summary.csv (the table's ci_low/ci_high), none where it has none; what
+            # is drawn is also written to tables/lab-<metric>-plotted.csv
+            plotted = os.path.join(self.outdir, "tables", f"lab-{m.name}-plotted.csv")
             cmd = [self.tools["plot-netperfmeter-summary"], table,
-                   "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}", "--runs",
+                   "-x", x, "-y", m.name, "-o", pdf, f"--confidence={LEVEL}", "--ci=given", f"--dump={plotted}",
+                   "--runs",
                    f"--ylab={m.name.replace('_', ' ')}" + (f" [{m.unit}]" if m.unit else ""),
                    f"--title={study.name}: {m.name.replace('_', ' ')}"]
             if colour:

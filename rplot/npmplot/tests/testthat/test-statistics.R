@@ -13,14 +13,126 @@ test_that("mean and interval equal t.test() at several levels", {
   }
 })
 
-test_that("one repetition has no interval, constant values a zero-width one", {
+test_that("one repetition and constant values have no interval (never a zero-width one)", {
   r <- npm_mean_ci(42)
   expect_equal(r$Mean, 42)
   expect_true(is.na(r$Lower) && is.na(r$Upper))
   r <- npm_mean_ci(c(5, 5, 5))
-  expect_equal(c(r$Lower, r$Mean, r$Upper), c(5, 5, 5))
+  expect_equal(r$Mean, 5)
+  expect_true(is.na(r$Lower) && is.na(r$Upper))
   r <- npm_mean_ci(c(1, NA, 3))
   expect_equal(r$N, 2)
+})
+
+test_that("BCa bounds on the exact bootstrap of three values are the ones worked out by hand", {
+  # The lab's test_stats.py works this example out by hand: x = 1, 2, 6, all 27 ordered resamples;
+  # z0 = qnorm(14/27), a = 0.057270; at 90 % the low bound is the 2nd/3rd order statistic
+  # (both 4/3), the high one 14/3 + 0.758 * 4/3 = 5.6772.
+  x <- c(1, 2, 6)
+  reps <- rowMeans(as.matrix(expand.grid(x, x, x)))
+  jack <- (sum(x) - x) / 2
+  b <- npm_bca_bounds(3, reps, jack, 0.90)
+  expect_equal(b[1], 4 / 3, tolerance = 1e-9)
+  expect_equal(b[2], 14 / 3 + (25.75790586568832 - 25) * 4 / 3, tolerance = 1e-6)
+  # symmetric: no bias correction, no acceleration; the percentile interval
+  y <- c(-1, 0, 1)
+  b <- npm_bca_bounds(0, rowMeans(as.matrix(expand.grid(y, y, y))), (sum(y) - y) / 2, 0.90)
+  expect_equal(b[1], -b[2], tolerance = 1e-12)
+})
+
+test_that("the resampled BCa interval approaches the exact one, is seeded and keeps the caller's RNG", {
+  x <- c(1, 2, 6, 2.5, 9)
+  exact <- rowMeans(as.matrix(expand.grid(x, x, x, x, x)))        # all 3125 ordered resamples
+  want <- npm_bca_bounds(mean(x), exact, (sum(x) - x) / 4, 0.95)
+  # The means of resamples of these values lie on a grid of 0.1 (the exact bounds are 1.8 and
+  # 7.1): 40000 resamples put a bound at most one step away (measured: seeds 1-6 give 1.8 or 1.9,
+  # 7.1 to 7.14; stats.py's bootstrap_bca gives 1.8 or 1.9, 7.1 or 7.2).
+  for (seed in 1:3) {
+    got <- npm_bca_mean(x, 0.95, resamples = 40000, seed = seed)
+    expect_lte(max(abs(got - want)), 0.1 + 1e-9)
+  }
+  expect_identical(npm_bca_mean(x, resamples = 500, seed = 7), npm_bca_mean(x, resamples = 500, seed = 7))
+  expect_false(identical(npm_bca_mean(x, resamples = 500, seed = 7), npm_bca_mean(x, resamples = 500, seed = 8)))
+  set.seed(99); before <- runif(1); set.seed(99)
+  npm_bca_mean(x, seed = 3)
+  expect_identical(runif(1), before)
+})
+
+test_that("no interval for one run, too few runs, no spread; the reason is said", {
+  d <- data.table(g = rep(c("one", "few", "flat", "many"), c(1, 5, 12, 12)),
+                  v = c(3, 1:5, rep(7, 12), c(10, 10.2, 9.8, 10.1, 4.5, 9.9, 10.3, 10, 9.7, 10.4, 4.6, 10.1)))
+  for (ci in c("t", "bca")) {
+    s <- npm_summarise(d, "v", "g", ci = ci)
+    r <- setNames(s$Interval, s$g)
+    expect_equal(unname(r["one"]), "single run")
+    expect_equal(unname(r["flat"]), "no spread (all 12 runs equal)")
+    expect_true(all(is.na(s[g != "many" & (ci == "bca" | g != "few"), c(Lower, Upper)])))
+    expect_true(s[g == "many", Lower < Mean & Mean < Upper])
+  }
+  s <- npm_summarise(d, "v", "g", ci = "bca")
+  expect_equal(s[g == "few", Interval], "too few runs (n = 5 < 10)")
+  expect_equal(s[g == "many", Interval], "bca(4000)")
+  expect_equal(npm_summarise(d, "v", "g", ci = "t")[g == "few", Interval], "t")
+  expect_equal(npm_summarise(d, "v", "g", ci = "t", min_runs = 6)[g == "few", Interval],
+               "too few runs (n = 5 < 6)")
+  expect_true(all(is.na(npm_summarise(d, "v", "g", ci = "none")$Lower)))
+  # a point's resamples depend on the seed and its own values, not on the other points
+  expect_equal(npm_summarise(d, "v", "g", ci = "bca", seed = 4)[g == "many", Lower],
+               npm_summarise(d[g == "many"], "v", "g", ci = "bca", seed = 4)$Lower)
+  expect_false(npm_summarise(d, "v", "g", ci = "bca", seed = 4)[g == "many", Lower] ==
+               npm_summarise(d, "v", "g", ci = "bca", seed = 5)[g == "many", Lower])
+  expect_error(npm_summarise(d, "v", "g", ci = "z"), "unknown interval z", class = "npm_error")
+  expect_error(npm_summarise(d, "v", "g", min_runs = 1), "at least 2", class = "npm_error")
+})
+
+test_that("given intervals are drawn as given, none where NA, of no width, or for one run", {
+  d <- data.table(rho = rep(1:4, c(3, 3, 1, 3)), v = c(1, 2, 3, 4, 5, 6, 7, 8, 8.5, 9),
+                  ci_low = rep(c(0.5, NA, 6, 8), c(3, 3, 1, 3)), ci_high = rep(c(3.5, NA, 8, 8), c(3, 3, 1, 3)),
+                  procedure = rep(c("bca(4000)", "too few runs (n = 3 < 10)", "x", "y"), c(3, 3, 1, 3)))
+  p <- npm_plot_summary(d, x = "rho", y = "v", ci = "given", y_scale = 2)
+  s <- attr(p, "summary")
+  expect_equal(s$Lower, c(1, NA, NA, NA))         # scaled as y
+  expect_equal(s$Upper, c(7, NA, NA, NA))
+  expect_equal(s$Interval, c("bca(4000)", "too few runs (n = 3 < 10)", "single run", "zero-width interval given"))
+  # the drawn error bars are exactly these: one bar, at x = 1
+  b <- ggplot_build(p)
+  bars <- Filter(function(l) all(c("ymin", "ymax") %in% names(l)) && !("shape" %in% names(l)), b$data)
+  expect_length(bars, 1L)
+  expect_equal(bars[[1]]$x, 1)
+  expect_equal(c(bars[[1]]$ymin, bars[[1]]$ymax), c(1, 7))
+  cap <- gsub("\n", " ", p$labels$caption)
+  expect_match(cap, "the table's intervals (ci_low, ci_high: bca(4000)); none at 3 of 4 points", fixed = TRUE)
+  expect_match(cap, "too few runs (n = 3 < 10); single run; zero-width interval given.", fixed = TRUE)
+  # Lower/Upper (a --dump) with its N: a point of one row with an interval of 5 runs
+  dump <- data.table(rho = 1:2, N = c(5, 1), Mean = c(2, 3), Lower = c(1, NA), Upper = c(3, NA))
+  s <- attr(npm_plot_summary(dump, x = "rho", y = "Mean", ci = "given"), "summary")
+  expect_equal(s$N, c(5, 1))
+  expect_equal(s$Lower, c(1, NA))
+  expect_equal(s$Interval, c("given", "none given"))
+  expect_error(npm_plot_summary(d[, !c("ci_low")], x = "rho", y = "v", ci = "given"), "needs the columns ci_low",
+               class = "npm_error")
+  expect_error(npm_plot_summary(d, y = "v", x = "procedure", ci = "given"), NA)
+  bad <- copy(d)[1, ci_low := 0]
+  expect_error(npm_plot_summary(bad, x = "rho", y = "v", ci = "given"), "ci_low holds 2 different values at rho=1",
+               class = "npm_error")
+  bad <- copy(d)[rho == 1, ci_low := 5]
+  expect_error(npm_plot_summary(bad, x = "rho", y = "v", ci = "given"), "low bound is above its high one",
+               class = "npm_error")
+})
+
+test_that("the caption says what the bars are and where there are none", {
+  d <- data.table(rho = rep(1:3, c(12, 12, 1)), v = c(seq(1, 12), seq(2, 13), 5))
+  cap <- function(...) gsub("\n", " ", npm_plot_summary(d, x = "rho", y = "v", ...)$labels$caption)
+  expect_equal(cap(ci = "bca"), paste("Error bars: 95 % bootstrap BCa intervals of the mean (4000 resamples);",
+                                      "none at 1 of 3 points: single run."))
+  expect_equal(cap(ci = "t", caption = "2 runs left out"),
+               "2 runs left out Error bars: 95 % t intervals of the mean; none at 1 of 3 points: single run.")
+  expect_null(npm_plot_summary(d[rho < 3], x = "rho", y = "v")$labels$caption)  # t everywhere: as before
+  expect_equal(gsub("\n", " ", npm_plot_summary(d[rho < 3], x = "rho", y = "v", ci = "bca", level = 0.9)$labels$caption),
+               "Error bars: 90 % bootstrap BCa intervals of the mean (4000 resamples).")
+  expect_equal(cap(ci = "bca", min_runs = 13),
+               "No error bars: no interval at any of the 3 points: too few runs (n = 12 < 13) (2 points); single run.")
+  expect_null(npm_plot_summary(d, x = "rho", y = "v", ci = "none")$labels$caption)
 })
 
 make_table <- function() {
