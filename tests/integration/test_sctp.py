@@ -531,6 +531,28 @@ class MultipathSctp(unittest.TestCase):
         self.assertGreater(number(path2[-1]["CwndCutsT3"]), 0, "path 2's timeouts did not cut its cwnd")
         self.assertEqual(number(path1[-1]["CwndCutsT3"]), 0, "path 1, which never failed, has a T3 cut")
 
+    @unittest.skipUnless(BUNDLED, "the cwnd's reductions by cause are the bundled stack's patch 0013")
+    def test_slow_path_cut_only_for_its_own_losses(self):
+        """cmt-dissimilar's CMT flow (unordered, 1 MB send and 500 kB receive buffer, buffer
+        splitting) over 10 Mbit/s with a 15-kB queue, which overflows, and 800 kbit/s with a 30-kB
+        one, which seldom does. A fast-retransmit cut of the slow path's cwnd needs a loss on the
+        slow path: its FR cuts (patch 0013) are at most the packets its router's queue dropped,
+        plus 2 (a chunk can be struck by reordering once in a while). Without patch 0014 the fast
+        path's recovery struck the chunks in flight on the slow path and cut its cwnd dozens of
+        times with no loss there (printed: FR cuts against drops of both paths)."""
+        self.build(("10mbit", 10 * 1024, 15000), ("800kbit", 4 * 1024, 30000))
+        before = [self.topo.path_counters("active", i)["drops"] for i in (0, 1)]
+        self.run_flow("const0:const1444:unordered=1:sndbuf=1000000:rcvbuf=500000:cmt=cmt:bufsplit=both:rtomin=200",
+                      runtime=8)
+        drops = [self.topo.path_counters("active", i)["drops"] - before[i] for i in (0, 1)]
+        fast, slow = self.cut_paths()
+        self.check_cut_counts("dissimilar", (fast, slow))
+        cuts = [number(rows[-1]["CwndCutsFR"]) for rows in (fast, slow)]
+        print(f"dissimilar: FR cuts of the cwnd {cuts[0]:.0f} (fast path) and {cuts[1]:.0f} (slow path); packets "
+              f"dropped at the routers' queues {drops[0]} and {drops[1]}")
+        self.assertGreater(drops[0], 0, "the fast path's queue never overflowed: no fast recovery to test")
+        self.assertLessEqual(cuts[1], drops[1] + 2, "the slow path's cwnd was cut by fast retransmit without its losses")
+
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
 @unittest.skipUnless(os.geteuid() == 0, "namespaces and captures need root")
 class PacketDropReporting(unittest.TestCase):
