@@ -467,6 +467,92 @@ class MultipathSctp(unittest.TestCase):
                                "the chunks that path 2's timeouts moved to path 1 count there as timer retransmissions")
 
 
+    CUT_CAUSES = ("FR", "T3", "Restart", "ECN", "PktDrop", "Burst", "Resched", "Other")
+
+    def cut_paths(self):
+        """Path 1's and path 2's rows of the active's per-path vector."""
+        paths = read_paths(os.path.join(self.dir, "run-paths-active-00000000-0000.vec"))
+        by_address = {rows[-1]["Remote"].rsplit(":", 1)[0]: rows for rows in paths.values()}
+        return [by_address[self.topo.address("passive", i)] for i in (0, 1)]
+
+    def check_cut_counts(self, label, paths):
+        """What holds in every run: no decrease the stack's watch saw went uncounted, the watch saw
+        no more decreases than the causes counted (several cuts can fall between two of its
+        points, so not equality), and each cause's count comes with its bytes."""
+        for name, rows in zip(("path 1", "path 2"), paths):
+            last = rows[-1]
+            counted = {cause: number(last["CwndCuts" + cause]) for cause in self.CUT_CAUSES}
+            cut = {cause: number(last["CwndCutBytes" + cause]) for cause in self.CUT_CAUSES}
+            print(f"{label}, {name}: cwnd cuts by cause {counted}, bytes {cut}; seen {last['CwndCutsSeen']}, "
+                  f"unattributed {last['CwndCutsUnattributed']}; retransmissions fast {last['FastRetrans']}, "
+                  f"timer {last['TimerRetrans']}")
+            for r in rows:
+                self.assertEqual(number(r["CwndCutsUnattributed"]), 0,
+                                 f"{label}, {name}: the cwnd went down where no cause is counted (at {r['RelTime']} s)")
+            self.assertLessEqual(number(last["CwndCutsSeen"]), sum(counted.values()),
+                                 f"{label}, {name}: the watch saw more decreases than the causes counted")
+            for cause in self.CUT_CAUSES:
+                self.assertEqual(counted[cause] > 0, cut[cause] > 0, f"{label}, {name}: {cause} count and bytes")
+
+    @unittest.skipUnless(BUNDLED, "the cwnd's reductions by cause are the bundled stack's patch 0013")
+    def test_cwnd_cuts_by_cause(self):
+        """The stack's count of the cwnd's reductions by cause (patch 0013), per path in the
+        active's vector, over two 10 Mbit/s paths. (1) A saturated CMT flow: the routers' 15-kB
+        queues overflow, and the losses cut the cwnd by fast retransmit (FR) on both paths.
+        (2) A CMT flow of 2.2 Mbit/s, which fills neither path, with path 2 failed from about 3 s
+        to 5 s (as in test_failover): path 2's timeouts cut its cwnd (T3), none before the
+        failure; path 1, which neither fails nor loses, has no T3 cut. (Under saturation path 1
+        has T3 cuts of its own during such an outage: the chunks path 2's timeouts move to it
+        are lost again at its full queue.) In both runs every decrease the stack's watch saw was
+        counted for a cause."""
+        self.build(("10mbit", 10 * 1024, 15000), ("10mbit", 10 * 1024, 15000))
+        self.run_flow(f"const0:const1400:cmt=cmt:{self.TUNED}", runtime=6)
+        lossy = self.cut_paths()
+        self.check_cut_counts("saturated", lossy)
+        self.assertGreater(sum(number(rows[-1]["FastRetrans"]) for rows in lossy), 0, "no fast retransmission")
+        for name, rows in zip(("path 1", "path 2"), lossy):
+            self.assertGreater(number(rows[-1]["CwndCutsFR"]), 0, f"{name}: losses at its full queue without an FR cut")
+
+        marks = {}
+
+        def outage():
+            time.sleep(3)
+            marks["down"] = time.time()
+            self.topo.set_path(1, False)
+            time.sleep(2)
+            self.topo.set_path(1, True)
+
+        self.run_flow(f"const200:const1400:cmt=cmt:{self.TUNED}", runtime=9, during=outage)
+        down = marks["down"] * 1e6  # vectors' AbsTime: µs
+        path1, path2 = self.cut_paths()
+        self.check_cut_counts("outage of path 2", (path1, path2))
+        self.assertEqual(max(number(r["CwndCutsT3"]) for r in path2 if int(r["AbsTime"]) < down), 0,
+                         "path 2 had a T3 cut before it failed")
+        self.assertGreater(number(path2[-1]["CwndCutsT3"]), 0, "path 2's timeouts did not cut its cwnd")
+        self.assertEqual(number(path1[-1]["CwndCutsT3"]), 0, "path 1, which never failed, has a T3 cut")
+
+    @unittest.skipUnless(BUNDLED, "the cwnd's reductions by cause are the bundled stack's patch 0013")
+    def test_slow_path_cut_only_for_its_own_losses(self):
+        """cmt-dissimilar's CMT flow (unordered, 1 MB send and 500 kB receive buffer, buffer
+        splitting) over 10 Mbit/s with a 15-kB queue, which overflows, and 800 kbit/s with a 30-kB
+        one, which seldom does. A fast-retransmit cut of the slow path's cwnd needs a loss on the
+        slow path: its FR cuts (patch 0013) are at most the packets its router's queue dropped,
+        plus 2 (a chunk can be struck by reordering once in a while). Without patch 0014 the fast
+        path's recovery struck the chunks in flight on the slow path and cut its cwnd dozens of
+        times with no loss there (printed: FR cuts against drops of both paths)."""
+        self.build(("10mbit", 10 * 1024, 15000), ("800kbit", 4 * 1024, 30000))
+        before = [self.topo.path_counters("active", i)["drops"] for i in (0, 1)]
+        self.run_flow("const0:const1444:unordered=1:sndbuf=1000000:rcvbuf=500000:cmt=cmt:bufsplit=both:rtomin=200",
+                      runtime=8)
+        drops = [self.topo.path_counters("active", i)["drops"] - before[i] for i in (0, 1)]
+        fast, slow = self.cut_paths()
+        self.check_cut_counts("dissimilar", (fast, slow))
+        cuts = [number(rows[-1]["CwndCutsFR"]) for rows in (fast, slow)]
+        print(f"dissimilar: FR cuts of the cwnd {cuts[0]:.0f} (fast path) and {cuts[1]:.0f} (slow path); packets "
+              f"dropped at the routers' queues {drops[0]} and {drops[1]}")
+        self.assertGreater(drops[0], 0, "the fast path's queue never overflowed: no fast recovery to test")
+        self.assertLessEqual(cuts[1], drops[1] + 2, "the slow path's cwnd was cut by fast retransmit without its losses")
+
 @unittest.skipUnless(shutil.which("tshark"), "tshark is not installed")
 @unittest.skipUnless(os.geteuid() == 0, "namespaces and captures need root")
 class PacketDropReporting(unittest.TestCase):
