@@ -879,6 +879,9 @@ class Runner:
     def summarize(self):
         return self.statistics.summarize()
 
+    def write_summaries(self, rows, attempts):
+        return self.statistics.write_summaries(rows, attempts)
+
     def caption(self):
         return self.report.caption()
 
