@@ -130,8 +130,10 @@ std::string IntervalLines::header() {
 std::string IntervalLines::format(std::uint64_t now, std::uint64_t start,
                                   const std::vector<measure::FlowSnapshot>& flows) {
   std::string out;
-  if (last_ == 0) {  // the start: the base of the first interval
-    previous_ = flows;
+  if (last_ == 0) {  // the start: the first interval's times begin here, its counts at zero
+    // What arrived between START and this first snapshot (the passive sends from START on;
+    // the vector's block at 0 s) is in the first line, so that the lines add up to the totals.
+    previous_.assign(flows.size(), measure::FlowSnapshot{});
     last_ = now;
     return out;
   }

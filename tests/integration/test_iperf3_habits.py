@@ -51,9 +51,16 @@ def interval_rows(output):
 
 
 def vector_blocks(path, flow, action):
-    """The rows of one flow and action of a measurement vector, after the first (the base)."""
+    """The rows of one flow and action of a measurement vector after the first, the block at the
+    start of the measurement: what arrived between START and then, which the first interval line
+    counts (so that the lines add up to the totals), is added to the first block after it."""
     rows = [r for r in read_vector(path, MEASUREMENT_COLUMNS) if r["FlowID"] == str(flow) and r["Action"] == f'"{action}"']
-    return rows[1:]
+    if len(rows) < 2:
+        return []
+    first = dict(rows[1])
+    for column in ("RelBytes", "RelFrames"):
+        first[column] = str(int(rows[0][column]) + int(rows[1][column]))
+    return [first] + rows[2:]
 
 
 class IntervalLines(unittest.TestCase):

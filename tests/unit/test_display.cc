@@ -33,15 +33,14 @@ std::vector<std::string> linesOf(const std::string& text) {
 TEST_CASE("interval lines: per flow and direction the interval's bytes, rate, frames, loss and the sender's state") {
   IntervalLines lines({{0, true, false}, {7, true, true}});
   const std::uint64_t start = 1000000000;
-  FlowSnapshot tcp = snapshot(1000, 1, 0, 0, 0);
+  FlowSnapshot tcp = snapshot(0, 0, 0, 0, 0);
   tcp.srttMs = 0.25;
   tcp.cwnd = 65536;
-  tcp.retransmissions = 2;
   CHECK(lines.format(start, start, {tcp, snapshot(0, 0, 0, 0, 0)}).empty());  // the base
-  FlowSnapshot tcp2 = snapshot(1000 + 1250000, 1001, 0, 0, 0);
+  FlowSnapshot tcp2 = snapshot(1250000, 1000, 0, 0, 0);
   tcp2.srttMs = 0.5;
   tcp2.cwnd = 131072;
-  tcp2.retransmissions = 5;
+  tcp2.retransmissions = 3;
   const std::string text = lines.format(start + 1000000, start, {tcp2, snapshot(500000, 500, 300000, 300, 100)});
   const auto rows = linesOf(text);
   REQUIRE(rows.size() == 5);  // two header lines, flow 0 out, flow 7 out and in
@@ -56,4 +55,15 @@ TEST_CASE("interval lines: per flow and direction the interval's bytes, rate, fr
   REQUIRE(next.size() == 3);
   CHECK(npm::collapseBlanks(next[0]) == "0 out 1.00-1.50 0.000 B 0.000 bit/s 0 0.50 128.0 KiB 0");
   CHECK(npm::collapseBlanks(next[2]) == "7 in 1.00-1.50 97.66 KiB 1.600 Mbit/s 100 0 0.00% 0.00");
+}
+
+TEST_CASE("interval lines: the first line counts what arrived before the first snapshot") {
+  // The passive sends from START on: what arrived before the measurement's first snapshot (the
+  // vector's block at 0 s) is in the first line, so that a flow's lines add up to its totals.
+  IntervalLines lines({{3, false, true}});
+  const std::uint64_t start = 1000000000;
+  CHECK(lines.format(start, start, {snapshot(0, 0, 1400, 1, 2)}).empty());
+  const auto rows = linesOf(lines.format(start + 1000000, start, {snapshot(0, 0, 140000, 100, 10)}));
+  REQUIRE(rows.size() == 3);
+  CHECK(npm::collapseBlanks(rows[2]) == "3 in 0.00-1.00 136.7 KiB 1.120 Mbit/s 100 10 9.09% 0.00");
 }
