@@ -12,7 +12,6 @@
 #include "common/fileio.h"
 #include "common/json.h"
 #include "common/text.h"
-#include "transport/path_sample.h"
 
 namespace npm::measure {
 
@@ -120,19 +119,6 @@ void pathFigures(json::Writer& w, const Side& path) {
                          std::pair{"drop_reported_chunks", "Drop-Reported Chunks"},
                          std::pair{"smartfr_ignored_acks", "Smart FR Ignored Acks"}}) {
     if (path.has(name)) path.field(w, k, name);
-  }
-  // The cwnd's reductions by cause (SCTP, the bundled stack's patch 0013).
-  if (path.has("Cwnd Cuts Seen")) {
-    w.key("cwnd_cuts").beginObject();
-    for (const char* cause : transport::PathSample::kCwndCutCauses) {
-      w.key(keyOf(cause)).beginObject();
-      path.field(w, "count", std::string("Cwnd Cuts ") + cause);
-      path.field(w, "bytes", std::string("Cwnd Cut Bytes ") + cause);
-      w.endObject();
-    }
-    path.field(w, "seen", "Cwnd Cuts Seen");
-    path.field(w, "unattributed", "Cwnd Cuts Unattributed");
-    w.endObject();
   }
 }
 

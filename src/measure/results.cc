@@ -304,24 +304,11 @@ void FlowVectorWriter::flush(unsigned threads) {
   spool_.clear();
 }
 
-namespace {
-// The columns of the cwnd's reductions by cause (patch 0013), after the reference's and our
-// older columns: CwndCuts<cause>..., CwndCutBytes<cause>..., CwndCutsSeen, CwndCutsUnattributed.
-std::string cwndCutColumns() {
-  std::string s;
-  for (const char* kind : {"CwndCuts", "CwndCutBytes"}) {
-    for (const char* cause : transport::PathSample::kCwndCutCauses) s += std::string("\t") + kind + cause;
-  }
-  return s + "\tCwndCutsSeen\tCwndCutsUnattributed";
-}
-}  // namespace
-
 PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
   file_.write(
       "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
       "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\t"
-      "Pending\tFastRetrans\tTimerRetrans\tRescheduled\tDropReported\tSmartFrIgnored" +
-      cwndCutColumns() + "\n");
+      "Pending\tFastRetrans\tTimerRetrans\tRescheduled\tDropReported\tSmartFrIgnored\n");
 }
 
 namespace {
@@ -360,16 +347,6 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
       s += '\t';
       appendValue(s, v, 0);
     }
-    for (const auto* values : {&p.cwndCuts.count, &p.cwndCuts.bytes}) {
-      for (double v : *values) {
-        s += '\t';
-        appendValue(s, v, 0);
-      }
-    }
-    for (double v : {p.cwndCuts.seen, p.cwndCuts.unattributed}) {
-      s += '\t';
-      appendValue(s, v, 0);
-    }
     s += '\n';
   }
 }
@@ -398,7 +375,6 @@ void PathSummary::add(const transport::PathSample& s) {
   rescheduled = s.rescheduled;
   dropReported = s.dropReported;
   smartFrIgnored = s.smartFrIgnored;
-  cwndCuts = s.cwndCuts;
 }
 
 void PathSummary::restart() {
@@ -413,7 +389,6 @@ void PathSummary::restart() {
   baseRescheduled = rescheduled;
   baseDropReported = dropReported;
   baseSmartFrIgnored = smartFrIgnored;
-  baseCwndCuts = cwndCuts;
 }
 
 bool hasPaths(npmp::Protocol protocol) {

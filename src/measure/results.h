@@ -63,7 +63,6 @@ struct PathSummary {
          fastRetransmissions = transport::PathSample::kNone, timerRetransmissions = transport::PathSample::kNone,
          rescheduled = transport::PathSample::kNone, dropReported = transport::PathSample::kNone,
          smartFrIgnored = transport::PathSample::kNone;
-  transport::PathSample::CwndCuts cwndCuts;
   void add(const transport::PathSample& s);
   // The end of a warm-up: the means start afresh, the counters count from here.
   void restart();
@@ -73,7 +72,6 @@ struct PathSummary {
          baseFastRetransmissions = transport::PathSample::kNone, baseTimerRetransmissions = transport::PathSample::kNone,
          baseRescheduled = transport::PathSample::kNone, baseDropReported = transport::PathSample::kNone,
          baseSmartFrIgnored = transport::PathSample::kNone;
-  transport::PathSample::CwndCuts baseCwndCuts;
 };
 
 struct FlowResult {

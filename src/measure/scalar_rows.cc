@@ -92,22 +92,11 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
           {"Rescheduled Chunks", p.rescheduled, p.baseRescheduled},
           {"Drop-Reported Chunks", p.dropReported, p.baseDropReported},
           {"Smart FR Ignored Acks", p.smartFrIgnored, p.baseSmartFrIgnored}};
-      auto counter = [&](const std::string& name, double value, double base) {
-        if (std::isnan(value)) return;
+      for (const auto& [name, value, base] : counters) {
+        if (std::isnan(value)) continue;
         const double since = std::isnan(base) ? value : std::max(0.0, value - base);
         out.add(path, name, static_cast<std::uint64_t>(since));
-      };
-      for (const auto& [name, value, base] : counters) counter(name, value, base);
-      // The cwnd's reductions by cause (SCTP, the bundled stack's patch 0013).
-      const auto& cuts = p.cwndCuts;
-      const auto& baseCuts = p.baseCwndCuts;
-      for (std::size_t i = 0; i < cuts.count.size(); ++i) {
-        const std::string cause = transport::PathSample::kCwndCutCauses[i];
-        counter("Cwnd Cuts " + cause, cuts.count[i], baseCuts.count[i]);
-        counter("Cwnd Cut Bytes " + cause, cuts.bytes[i], baseCuts.bytes[i]);
       }
-      counter("Cwnd Cuts Seen", cuts.seen, baseCuts.seen);
-      counter("Cwnd Cuts Unattributed", cuts.unattributed, baseCuts.unattributed);
     }
     totalTx += tx.total;
     totalRx += f.received;

@@ -575,7 +575,7 @@ public:
     // address, in the same order): bytes sent (retransmissions included, as TCP counts them),
     // acknowledged, and DATA chunks retransmitted (in all, fast, after a timeout and, patch 0006,
     // rescheduled); patch 0007: chunks a packet-drop report marked, acknowledgements smart fast
-    // retransmission ignored; patch 0013: the cwnd's reductions by cause.
+    // retransmission ignored.
     std::size_t index = first;
     forEachPacked(addrs, n, [&](const sockaddr* sa, std::size_t length) {
       if (index >= out.size()) return;
@@ -598,18 +598,6 @@ public:
 #if USRSCTP_NPM_PATCHLEVEL >= 7
         s.dropReported = static_cast<double>(c.spc_chunks_drop_reported);
         s.smartFrIgnored = static_cast<double>(c.spc_acks_smart_fr_ignored);
-#endif
-#if USRSCTP_NPM_PATCHLEVEL >= 13
-        static_assert(SCTP_NPM_CWND_CUT_CAUSES == transport::PathSample::CwndCuts::kCauses &&
-                      SCTP_NPM_CWND_CUT_FR == 0 && SCTP_NPM_CWND_CUT_T3 == 1 && SCTP_NPM_CWND_CUT_RESTART == 2 &&
-                      SCTP_NPM_CWND_CUT_ECN == 3 && SCTP_NPM_CWND_CUT_PKTDROP == 4 && SCTP_NPM_CWND_CUT_BURST == 5 &&
-                      SCTP_NPM_CWND_CUT_RESCHEDULE == 6 && SCTP_NPM_CWND_CUT_OTHER == 7);
-        for (std::size_t i = 0; i < transport::PathSample::CwndCuts::kCauses; ++i) {
-          s.cwndCuts.count[i] = static_cast<double>(c.spc_cwnd_cuts[i]);
-          s.cwndCuts.bytes[i] = static_cast<double>(c.spc_cwnd_cut_bytes[i]);
-        }
-        s.cwndCuts.seen = static_cast<double>(c.spc_cwnd_cuts_seen);
-        s.cwndCuts.unattributed = static_cast<double>(c.spc_cwnd_cuts_unattributed);
 #endif
       }
       ++index;

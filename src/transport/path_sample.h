@@ -5,9 +5,7 @@
 // (written as NA). Units: bytes, milliseconds, bit/s.
 #pragma once
 
-#include <array>
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -41,21 +39,6 @@ struct PathSample {
   // here that a packet-drop report marked for retransmission, and acknowledgements of chunks
   // moved here that smart fast retransmission kept out of the fast-retransmit decision.
   double dropReported = kNone, smartFrIgnored = kNone;
-  // Every reduction of this path's congestion window, by its cause (SCTP, the bundled stack's
-  // patch 0013; cumulative): how many and the bytes taken off. Causes, in kCwndCutCauses' order:
-  // fast retransmit, retransmission timeout, restart (leaving potentially-failed), ECN echo,
-  // packet-drop report, cwnd-based max burst, chunk rescheduling, other. seen: the intervals
-  // between the stack's watch points in which the cwnd went down; unattributed: those of them
-  // in which no cause was counted (0 unless the stack lowers the cwnd where nothing counts it).
-  struct CwndCuts {
-    static constexpr std::size_t kCauses = 8;
-    std::array<double, kCauses> count{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};
-    std::array<double, kCauses> bytes{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};
-    double seen = kNone, unattributed = kNone;
-  } cwndCuts;
-  // The causes' names, as the vector's columns and the scalars spell them.
-  static constexpr std::array<const char*, CwndCuts::kCauses> kCwndCutCauses{
-      "FR", "T3", "Restart", "ECN", "PktDrop", "Burst", "Resched", "Other"};
   bool connection() const { return id == kConnection; }
 };
 

@@ -461,11 +461,7 @@ MEASUREMENT_COLUMNS = ["AbsTime", "RelTime", "Interval", "FlowID", "Description"
 PATH_COLUMNS = ["AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh", "RTT", "RTTVar", "RTO",
                 "MTU", "BytesSent", "BytesAcked", "BytesReceived", "Retransmissions", "Lost", "Unacked",
                 "DeliveryRate", "PacingRate", "Rwnd", "Pending", "FastRetrans", "TimerRetrans", "Rescheduled",
-                "DropReported", "SmartFrIgnored",
-                "CwndCutsFR", "CwndCutsT3", "CwndCutsRestart", "CwndCutsECN", "CwndCutsPktDrop", "CwndCutsBurst",
-                "CwndCutsResched", "CwndCutsOther", "CwndCutBytesFR", "CwndCutBytesT3", "CwndCutBytesRestart",
-                "CwndCutBytesECN", "CwndCutBytesPktDrop", "CwndCutBytesBurst", "CwndCutBytesResched",
-                "CwndCutBytesOther", "CwndCutsSeen", "CwndCutsUnattributed"]
+                "DropReported", "SmartFrIgnored"]
 CONNECTION = -1  # the Path of the rows of a whole MPTCP connection or SCTP association
 
 

@@ -12,11 +12,7 @@ NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", 
                       "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
                       "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
                       "Pending", "FastRetrans", "TimerRetrans", "Rescheduled", "DropReported",
-                      "SmartFrIgnored",
-                      "CwndCutsFR", "CwndCutsT3", "CwndCutsRestart", "CwndCutsECN", "CwndCutsPktDrop",
-                      "CwndCutsBurst", "CwndCutsResched", "CwndCutsOther", "CwndCutBytesFR", "CwndCutBytesT3",
-                      "CwndCutBytesRestart", "CwndCutBytesECN", "CwndCutBytesPktDrop", "CwndCutBytesBurst",
-                      "CwndCutBytesResched", "CwndCutBytesOther", "CwndCutsSeen", "CwndCutsUnattributed")
+                      "SmartFrIgnored")
 # Path ID of the rows of a whole MPTCP connection or SCTP association.
 NPM_CONNECTION_PATH <- -1L
 
@@ -34,15 +30,14 @@ npm_vector_columns <- function(header, path, expected, what) {
 # line number per row, NA where the transport does not tell. Files of netperfmeter 2.1.0 before
 # the connection rows lack the last seven columns, those before the separate fast and timer
 # retransmissions the last five, those before chunk rescheduling the last three, those before the
-# mechanisms' counts the last two, and those before the cwnd's reductions by cause the last 18
-# (all these counted after the reductions' 18; read as NA). NULL when the file has no rows.
+# mechanisms' counts the last two (read as NA). NULL when the file has no rows.
 npm_read_path_vector <- function(path) {
   what <- "per-path vector"
   plain <- npm_plain_file(path, what)
   on.exit(npm_plain_done(plain, path))
   start <- npm_vector_start(plain, path, what)
   cols <- strsplit(start$header, "\t")[[1]]
-  older <- any(vapply(c(25L, 23L, 21L, 20L, 18L), function(n) identical(cols, head(NPM_PATH_COLUMNS, -n)), logical(1)))
+  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(NPM_PATH_COLUMNS, -n)), logical(1)))
   if (!identical(cols, NPM_PATH_COLUMNS) && !older)
     npm_stop("%s %s lacks column(s) %s", what, path,
              paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))
