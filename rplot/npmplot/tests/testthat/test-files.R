@@ -231,13 +231,11 @@ test_that("one PDF per plot on request", {
   expect_true(all(file.exists(f)))
 })
 
-test_that("per-path vectors: connection rows, fast, timer and rescheduled retransmissions, mechanisms, cwnd cuts, older files", {
+test_that("per-path vectors: connection rows, fast, timer and rescheduled retransmissions, mechanisms, older files", {
   row <- "000001\t1795272048342367\t0.100000\t1\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED\t14480\tNA\t4.250\tNA\t204.000\t1500\t1000\tNA\tNA\t7\t0\t0\tNA\tNA"
   conn <- "000002\t1795272048342367\t0.100000\t-1\t-\t10.0.2.2:9000\tESTABLISHED\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\t12\tNA\tNA\t65536\t3\tNA\tNA"
-  # the cwnd's reductions by cause: 8 causes in count and bytes, then seen and unattributed
-  cuts <- paste(c(3, 0, 0, 0, 0, 1, 0, 0, 4500, 0, 0, 0, 0, 1400, 0, 0, 4, 0), collapse = "\t")
-  f <- write_text(c(paste(NPM_PATH_COLUMNS, collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1\t4\t9\t", cuts),
-                    paste0(conn, "\tNA\tNA\tNA\t", paste(rep("NA", 18), collapse = "\t"))),
+  f <- write_text(c(paste(NPM_PATH_COLUMNS, collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1\t4\t9"),
+                    paste0(conn, "\tNA\tNA\tNA")),
                   tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(f)
   expect_equal(d$Path, c(1, NPM_CONNECTION_PATH))
@@ -249,39 +247,29 @@ test_that("per-path vectors: connection rows, fast, timer and rescheduled retran
   expect_equal(d$Rescheduled, c(1, NA))
   expect_equal(d$DropReported, c(4, NA))
   expect_equal(d$SmartFrIgnored, c(9, NA))
-  cut_columns <- tail(NPM_PATH_COLUMNS, 18L)
-  expect_equal(unlist(d[1, ..cut_columns], use.names = FALSE),
-               c(3, 0, 0, 0, 0, 1, 0, 0, 4500, 0, 0, 0, 0, 1400, 0, 0, 4, 0))
-  expect_true(all(is.na(unlist(d[2, ..cut_columns]))))
-  # before the cwnd's reductions by cause
-  nocuts <- write_text(c(paste(head(NPM_PATH_COLUMNS, -18L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1\t4\t9")),
-                       tempfile(fileext = ".vec"))
-  d <- npm_read_path_vector(nocuts)
-  expect_equal(d$SmartFrIgnored, 9)
-  expect_true(all(is.na(unlist(d[, ..cut_columns]))))
-  # before the mechanisms' counts (and the cuts after them), before chunk rescheduling, before the separate retransmissions
+  # before the mechanisms' counts, before chunk rescheduling, before the separate retransmissions
   # (2.1.0 with the connection rows), and before those rows
-  counts <- write_text(c(paste(head(NPM_PATH_COLUMNS, -20L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1")),
+  counts <- write_text(c(paste(head(NPM_PATH_COLUMNS, -2L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1")),
                        tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(counts)
   expect_equal(d$Rescheduled, 1)
   expect_true(is.na(d$DropReported) && is.na(d$SmartFrIgnored))
-  before <- write_text(c(paste(head(NPM_PATH_COLUMNS, -21L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2")),
+  before <- write_text(c(paste(head(NPM_PATH_COLUMNS, -3L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2")),
                        tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(before)
   expect_equal(d$FastRetrans, 5)
   expect_true(is.na(d$Rescheduled))
-  older <- write_text(c(paste(head(NPM_PATH_COLUMNS, -23L), collapse = "\t"), paste0(row, "\tNA\tNA")),
+  older <- write_text(c(paste(head(NPM_PATH_COLUMNS, -5L), collapse = "\t"), paste0(row, "\tNA\tNA")),
                       tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(older)
   expect_equal(nrow(d), 1L)
   expect_true(is.na(d$FastRetrans) && is.na(d$TimerRetrans))
-  oldest <- write_text(c(paste(head(NPM_PATH_COLUMNS, -25L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  oldest <- write_text(c(paste(head(NPM_PATH_COLUMNS, -7L), collapse = "\t"), row), tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(oldest)
   expect_equal(nrow(d), 1L)
   expect_true(all(is.na(d$Rwnd)) && all(is.na(d$Pending)) && all(is.na(d$TimerRetrans)))
   expect_equal(names(d), NPM_PATH_COLUMNS)
-  bad <- write_text(c(paste(head(NPM_PATH_COLUMNS, -26L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  bad <- write_text(c(paste(head(NPM_PATH_COLUMNS, -8L), collapse = "\t"), row), tempfile(fileext = ".vec"))
   expect_error(npm_read_path_vector(bad), "lacks column", class = "npm_error")
 })
 
