@@ -33,7 +33,7 @@ asio::awaitable<void> Measurement::start(std::uint64_t now, std::chrono::millise
     if (vector_) vector_->writeBlock(now, start_, first);
   }
   if (!running_) co_return;  // stopped while the flows were starting
-  nextBlock_ = std::chrono::steady_clock::now();
+  nextBlock_ = TimerClock::now();
   scheduleBlock();
   if (!warmingUp_) co_return;
   warmupTimer_.expires_at(steady + warmup);
