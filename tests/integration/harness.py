@@ -16,6 +16,9 @@ import tempfile
 import time
 import unittest
 
+# The tests' shared modules (tests/lib: the NPMP codec).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
 NETPERFMETER = os.environ.get("NETPERFMETER", "netperfmeter")
 
 
