@@ -140,7 +140,7 @@ std::unique_ptr<sctp::InitRateFilter> loadOrSkip(const InitRateLimit& limit) {
 
 }  // namespace
 
-TEST_CASE("--sctp-init-rate values") {
+TEST_CASE("option --sctp-init-rate, its values") {
   CHECK(sctp::parseInitRateLimit("500") == InitRateLimit{500, 500});
   CHECK(sctp::parseInitRateLimit("20/5") == InitRateLimit{20, 5});
   CHECK(sctp::parseInitRateLimit("1/1000000") == InitRateLimit{1, 1000000});
