@@ -18,3 +18,11 @@ def read_fields(path, display_filter, fields, decode=(), error=RuntimeError):
     if r.returncode != 0:
         raise error(f"tshark could not read {path}: {r.stderr.strip().splitlines()[-1:]}")
     return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+
+
+def copy_matching(path, display_filter, out, error=RuntimeError):
+    """Writes the packets of capture `path` that match `display_filter` to `out`."""
+    r = subprocess.run(["tshark", "-n", "-r", path, "-Y", display_filter, "-w", out],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise error(f"tshark could not filter {path}: {r.stderr.strip().splitlines()[-1:]}")
