@@ -511,17 +511,12 @@ for i in range({n}):
         topo = self.build(rate=rate)
         work = tempfile.mkdtemp(prefix="npmlab-rate-")
         self.addCleanup(shutil.rmtree, work, True)
-        passive = subprocess.Popen(["ip", "netns", "exec", topo.P, NETPERFMETER, "9000", "-nodisplay"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
+        harness.NETPERFMETER = NETPERFMETER
+        with harness.Passive(9000, netns=topo.P):  # ready when it says so
             r = subprocess.run(["ip", "netns", "exec", topo.A, NETPERFMETER, "10.250.1.2:9000", "-control-over-tcp",
                                 "-runtime=8", "-scalar=run.sca", "-nodisplay", "-tcp", "const0:const1400:const0:const0"],
                                cwd=work, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        finally:
-            passive.send_signal(signal.SIGINT)
-            passive.wait(timeout=10)
         goodput = stats.read_scalars(os.path.join(work, "run-passive.sca"), "passive")[
             ("passive", 0, "Received Bit Rate")]
         # Every segment is full (saturated, one packet per frame): MSS = MTU - IPv4 - TCP - timestamps,
@@ -806,7 +801,11 @@ class Runs(unittest.TestCase):
 
     def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
         proc, _ = self.start_until_the_second_run()
-        time.sleep(0.7)  # inside the second run
+        # inside the second run: once its netperfmeter processes run in the namespaces
+        deadline = time.monotonic() + 30
+        while not any("netperfmeter" in p for p in our_processes(f"npmlab{proc.pid}-")):
+            self.assertLess(time.monotonic(), deadline, "the second run started no netperfmeter")
+            time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 130, err)
