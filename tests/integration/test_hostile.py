@@ -194,13 +194,15 @@ class Lockout(unittest.TestCase):
                 served = []
                 begin = time.monotonic()
                 with tempfile.TemporaryDirectory() as d:
-                    while time.monotonic() - begin < 40:  # past 5 s quiet grace many times over
+                    # 20 s: past the 5 s quiet grace four times over (40 s before: the same
+                    # slowest run, twice as many of them)
+                    while time.monotonic() - begin < 20:
                         t0 = time.monotonic()
                         r = run_active(f"127.0.0.1:{port}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d, check=False,
                                        *["-tcp", "const50:const500:const50:const500"])
                         served.append((time.monotonic() - t0, r.returncode, r.stderr[-300:]))
                         self.assertEqual(r.returncode, 0, f"run {len(served)} was not served:\n{r.stderr[-1500:]}")
-                        time.sleep(2)
+                        time.sleep(1)
                 connects = sum(counts.values())
                 grown_log = len(passive.output()) - baseline_log
                 grown_rss = rss_mib(passive.proc.pid) - baseline_rss
@@ -211,7 +213,7 @@ class Lockout(unittest.TestCase):
             slowest = max(s for s, _, _ in served)
             print(f"{len(served)} runs of 1 s served, the slowest in {slowest:.2f} s; the attackers opened "
                   f"{connects} sessions; log +{grown_log} bytes, memory {grown_rss:+.1f} MiB")
-            self.assertGreaterEqual(len(served), 8)
+            self.assertGreaterEqual(len(served), 6)
             self.assertLess(slowest, 8.0, served)
             self.assertGreater(connects, 20 * len(self.ATTACKERS) * 2)  # they did keep reconnecting
             # Rate-limited: a few lines per kind and 10 s, whatever the attack's rate.
