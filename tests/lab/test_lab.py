@@ -107,6 +107,27 @@ def in_ns(ns, script, timeout=60):
     return r.stdout
 
 
+def descendant_names(pid):
+    """The command names (comm) of the processes below `pid`."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            parents[int(entry)] = (int(rest[1]), name)
+    names, below = [], {pid}
+    for _ in range(10):  # depth
+        for p, (ppid, name) in parents.items():
+            if ppid in below and p not in below:
+                below.add(p)
+                names.append(name)
+    return names
+
+
 def our_processes(marker):
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
@@ -803,7 +824,7 @@ class Runs(unittest.TestCase):
         proc, _ = self.start_until_the_second_run()
         # inside the second run: once its netperfmeter processes run in the namespaces
         deadline = time.monotonic() + 30
-        while not any("netperfmeter" in p for p in our_processes(f"npmlab{proc.pid}-")):
+        while "netperfmeter" not in descendant_names(proc.pid):
             self.assertLess(time.monotonic(), deadline, "the second run started no netperfmeter")
             time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
