@@ -132,9 +132,10 @@ case "${1:-}" in
     cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=address,undefined \
       -DNPM_USRSCTP=system >/dev/null
     timed "build ($sanitize_dir)" cmake --build "$sanitize_dir" -j "$jobs"
-    # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan.
+    # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan, with the
+    # unit tests of state shared between threads (tagged [tsan]).
     cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=thread >/dev/null
-    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter
+    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter npm_unit_tests
     status=0
     # The gating suite: everything but the long tier and the release checks (labels "long",
     # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), two at a time; tests

@@ -5,6 +5,8 @@
 #include <sys/timex.h>
 #include <time.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace npm {
@@ -14,6 +16,26 @@ inline std::uint64_t nowMicros() {
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
 }
+
+// The clock of a measurement's own timers (the vector blocks, the end of the warm-up): the
+// steady clock, which a test moves forward (advance) to make a timer due at once instead of
+// sleeping until it is. Its time points are the steady clock's; the offset is 0 unless a test
+// moved it.
+struct TimerClock {
+  using duration = std::chrono::steady_clock::duration;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::steady_clock::time_point;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept { return std::chrono::steady_clock::now() + duration(offset().load()); }
+  static void advance(duration by) noexcept { offset() += by.count(); }
+
+private:
+  static std::atomic<rep>& offset() noexcept {
+    static std::atomic<rep> value{0};
+    return value;
+  }
+};
 
 // What the kernel says about the wall clock's discipline (adjtimex(2), read only).
 struct ClockStatus {

@@ -35,7 +35,7 @@ asio::awaitable<void> Measurement::start(std::uint64_t now, std::chrono::millise
     if (reporting) report_(now, first, false);  // the base of the first interval
   }
   if (!running_) co_return;  // stopped while the flows were starting
-  const auto base = std::chrono::steady_clock::now();
+  const auto base = TimerClock::now();
   nextBlock_ = base + std::chrono::seconds(1);
   if (reporting) nextInterval_ = base + interval_;
   scheduleBlock();

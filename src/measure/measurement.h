@@ -2,8 +2,8 @@
 // that interval, and the measurement vector (a block every second and a final one at STOP).
 #pragma once
 
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/clock.h"
 #include "measure/cpu.h"
 #include "measure/flow.h"
 #include "measure/results.h"
@@ -69,14 +70,14 @@ private:
   std::uint64_t id_;
   std::vector<std::shared_ptr<Flow>> flows_;
   std::optional<MeasurementVectorWriter> vector_;
-  asio::steady_timer timer_;
+  asio::basic_waitable_timer<TimerClock> timer_;
   CpuSampler cpu_;
   CpuTimes cpuStart_;
   ProcessTimes processStart_;
   std::uint64_t start_ = 0;
   std::chrono::steady_clock::time_point steadyStart_;
   std::uint64_t scalarsFrom_ = 0;  // µs: START, or the end of the warm-up
-  asio::steady_timer warmupTimer_;
+  asio::basic_waitable_timer<TimerClock> warmupTimer_;
   std::chrono::milliseconds warmup_{0};
   bool warmingUp_ = false;
   bool running_ = false;

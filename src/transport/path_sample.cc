@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -200,12 +201,13 @@ bool SocketPathSampler::sample(int fd, std::vector<PathSample>& out) {
     return true;
   }
   if (mptcp) {
-    static bool said = false;
-    if (!said) {
-      said = true;
+    // Once per process, whichever of the flow threads (--threads) samples first.
+    const int error = errno;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true, std::memory_order_relaxed)) {
       log::warning(std::string("MPTCP flows have no per-path statistics: this kernel gives no MPTCP_FULL_INFO "
                                "(Linux 6.5 and later) and no TCP_INFO for an MPTCP connection (") +
-                   std::strerror(errno) + ")");
+                   std::strerror(error) + ")");
     }
   }
   return false;

@@ -130,12 +130,20 @@ class Topo:
                     p.kill()
                     p.wait()
 
+    def _open_sockets(self):
+        """The TCP sockets of both sides that are neither listening nor in TIME_WAIT (those
+        hold their congestion control)."""
+        return "".join(self.lab.ns(ns, "ss", "-tanH", "state", "connected", "exclude", "time-wait", check=False)
+                       for ns in (self.C, self.S)).strip()
+
     def down(self):
-        # traffic first, then give RST/FIN a moment to cross the still
-        # running delay lines, so no socket (holding a CC) outlives the test
+        # traffic first, then let RST/FIN cross the still running delay lines,
+        # so no socket (holding a CC) outlives the test
         self._stop(self.procs)
         if self.lab.created:
-            time.sleep(0.3)
+            deadline = time.monotonic() + 5
+            while self._open_sockets() and time.monotonic() < deadline:
+                time.sleep(0.02)
         self.procs = []
         self.lab.down()
 

@@ -15,6 +15,11 @@ import time
 
 from cc_netns import Loader, arm_watchdog, log, require_root_btf_mptcp
 
+# The integration tests' harness: ports from this process's own block, a passive that is ready
+# when it says so.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+import harness  # noqa: E402
+
 KNOWN = ("npm_lia", "npm_olia", "npm_rpv1", "npm_rpv2", "reno", "cubic", "bbr")
 
 
@@ -32,7 +37,16 @@ def congestion_controls(ss_out, port):
         found.append(next((w for w in info if w in KNOWN), "?"))
     return found
 
-PORT = 21700
+
+def sockets_with_cc(ports_ccs, timeout=30.0):
+    """`ss -tinH` once both ends of every data connection (port, cc) show a congestion control
+    (or the last one taken when `timeout` is over)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ss = subprocess.run(["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
+        if all(len(congestion_controls(ss, port)) >= 2 for port, _ in ports_ccs) or time.monotonic() > deadline:
+            return ss
+        time.sleep(0.05)
 
 
 def main():
@@ -42,33 +56,29 @@ def main():
     require_root_btf_mptcp()
     arm_watchdog(120)
     loader = Loader(loader_path)
-    passive = None
+    harness.NETPERFMETER = npm
     failures = []
     try:
         loader.start()
         workdir = tempfile.mkdtemp(prefix="npm-cc-flows-")
-        passive = subprocess.Popen([npm, str(PORT), "-nodisplay", "-X"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-        active = subprocess.Popen([npm, f"127.0.0.1:{PORT}", "-y", "-nodisplay", "-runtime=4", "-scalar=run.sca",
-                                   "-tcp", "const0:const1400:const0:const1400:cc=npm_lia",
-                                   "-mptcp", "const0:const1400:cc=npm_olia"],
-                                  cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        time.sleep(2)
-        ss = subprocess.run(["ss", "-tinH"], capture_output=True, text=True, check=True).stdout
-        _, err = active.communicate(timeout=60)
+        port, _ = harness.free_base_port()
+        with harness.Passive(port, "-X"):
+            active = subprocess.Popen([npm, f"127.0.0.1:{port}", "-y", "-nodisplay", "-runtime=4", "-scalar=run.sca",
+                                       "-tcp", "const0:const1400:const0:const1400:cc=npm_lia",
+                                       "-mptcp", "const0:const1400:cc=npm_olia"],
+                                      cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            flows = ((port, "npm_lia"), (port - 1, "npm_olia"))
+            ss = sockets_with_cc(flows)
+            _, err = active.communicate(timeout=60)
         if active.returncode != 0:
             failures.append("netperfmeter failed: " + err)
-        for port, cc in ((PORT, "npm_lia"), (PORT - 1, "npm_olia")):
+        for port, cc in flows:
             seen = congestion_controls(ss, port)
             log(f"port {port}: congestion controls {seen}")
             # both ends of the data connection (TCP), or of every subflow (MPTCP)
             if len(seen) < 2 or any(name != cc for name in seen):
                 failures.append(f"port {port}: expected {cc} on every socket at both ends, got {seen}")
     finally:
-        if passive:
-            passive.terminate()
-            passive.wait()
         loader.restore()
     for f in failures:
         log("FAIL  " + f)

@@ -2,8 +2,8 @@
 """Crafted pcaps for the NPMP dissector tests (Python standard library only).
 
 Writes classic libpcap files (Ethernet/IPv4) with NPMP messages over TCP,
-UDP, SCTP over UDP (RFC 6951, port 9899) and DCCP.  The message encoders
-follow reference section 3.3 byte for byte.
+UDP, SCTP over UDP (RFC 6951, port 9899) and DCCP.  The NPMP messages
+come from the tests' codec (tests/lib/npmp.py, reference section 3.3).
 
     python3 npmp_pcap.py OUTDIR      # writes tcp.pcap, sctp.pcap, dccp.pcap, warmup.pcap
 
@@ -15,7 +15,8 @@ import random
 import struct
 import sys
 
-MAGIC = 0x4BCDF3AA303C6774
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from npmp import MAGIC  # noqa: E402
 MEAS = 0x0123456789ABCDEF     # measurement ID of the crafted runs
 MEAS2 = 0x1122334455667788    # a second measurement (unknown flows)
 TS0 = 1_700_000_000_000_000   # sender time stamp base, microseconds
@@ -25,50 +26,10 @@ PASSIVE = "10.0.0.2"
 
 
 # ---------------------------------------------------------------- NPMP ----
-def hdr(mtype, flags, length):
-    return struct.pack("!BBH", mtype, flags, length)
-
-
-def ack(flow, meas, stream=0, status=0):
-    return hdr(1, 0, 24) + struct.pack("!IQHHI", flow, meas, stream, 0, status)
-
-
-def dbl(v):
-    return struct.pack("!d", v)
-
-
-def add_flow(flow, meas, stream=0, protocol=6, description=b"", flags=0,
-             ordered=0xFFFFFFFF, reliable=0xFFFFFFFF, retrans=0xFFFFFFFF,
-             rate=(0.0, 0.0, 0.0, 0.0), size=(0.0, 0.0, 0.0, 0.0),
-             rate_rng=0, size_rng=0, rcvbuf=233016, sndbuf=233016,
-             maxmsgsize=16000, cmt=0, ccid=0, cc=b"default",
-             events=(), length=None, n_events=None, ndiffports=0, runtime=0, mechanisms=0, seed=0):
-    """events: list of (rng, flags, (v1, v2, v3, v4))."""
-    body = struct.pack("!IQH", flow, meas, stream)
-    body += struct.pack("<H", protocol)            # the one little-endian field
-    body += description.ljust(32, b"\0")[:32]
-    body += struct.pack("!III", ordered, reliable, retrans)
-    body += b"".join(dbl(v) for v in rate)
-    body += b"".join(dbl(v) for v in size)
-    body += struct.pack("!BBIIHBB", rate_rng, size_rng, rcvbuf, sndbuf, maxmsgsize, cmt, ccid)
-    body += struct.pack("!H", ndiffports)           # NDiffPorts: here SCTP RTO.min (bits 0-14), DAC (15)
-    body += b"\0" * 16                              # PathMgr
-    body += cc.ljust(16, b"\0")[:16]                # CongestionControl
-    body += struct.pack("!IIQ", runtime, mechanisms, seed)  # Scheduler: runtime, SCTP mechanisms, seed
-    body += struct.pack("!H", len(events) if n_events is None else n_events)
-    for rng, eflags, values in events:
-        body += struct.pack("!BBH", rng, eflags, 0) + b"".join(dbl(v) for v in values)
-    real = 4 + len(body)
-    assert real == 194 + 36 * len(events)
-    return hdr(2, flags, real if length is None else length) + body
-
-
-def remove_flow(flow, meas, stream=0):
-    return hdr(3, 0, 18) + struct.pack("!IQH", flow, meas, stream)
-
-
-def identify(flow, meas, stream=0, flags=0, magic=MAGIC):
-    return hdr(4, flags, 26) + struct.pack("!IQQH", flow, magic, meas, stream)
+# The tests' one NPMP codec (tests/lib/npmp.py).
+from npmp import (ack, add_flow, auth_challenge, auth_hello, auth_response, header as hdr,  # noqa: E402,F401
+                  identify, plausible_header, remove_flow, results, start, stop)
+import npmp  # noqa: E402
 
 
 def payload_pattern(n, active=True):
@@ -79,39 +40,12 @@ def payload_pattern(n, active=True):
 
 def data(flow, meas, seq, stream=0, frame=None, byteseq=None, payload_len=0,
          flags=0x03, ts=None, active=True):
-    frame = seq if frame is None else frame
-    byteseq = seq * (48 + payload_len) if byteseq is None else byteseq
     ts = TS0 + seq * 1000 if ts is None else ts
-    body = struct.pack("!IQHHIQQQ", flow, meas, stream, 0, frame, seq, byteseq, ts)
-    return hdr(5, flags, 48 + payload_len) + body + payload_pattern(payload_len, active)
-
-
-def start(meas, flags=0, warmup=0):
-    """warmup: milliseconds at offset 4 (the reference's Padding, always 0 there)."""
-    return hdr(6, flags, 16) + struct.pack("!IQ", warmup, meas)
-
-
-def stop(meas):
-    return hdr(7, 0, 16) + struct.pack("!IQ", 0, meas)
-
-
-def results(chunk, eof=False):
-    return hdr(8, 1 if eof else 0, 4 + len(chunk)) + chunk
+    return npmp.data(flow, meas, seq, stream=stream, frame=frame, byteseq=byteseq, ts=ts,
+                     payload=payload_pattern(payload_len, active), flags=flags)
 
 
 # ------------------------------------------------------------- packets ----
-def auth_hello(nonce):
-    return hdr(9, 0, 36) + nonce
-
-
-def auth_challenge(nonce, mac):
-    return hdr(10, 0, 68) + nonce + mac
-
-
-def auth_response(mac):
-    return hdr(11, 0, 36) + mac
-
-
 def csum16(data):
     if len(data) % 2:
         data += b"\0"
@@ -215,18 +149,6 @@ def write_pcap(path, frames):
             sec = int(ts)
             usec = int(round((ts - sec) * 1e6))
             f.write(struct.pack("<IIII", sec, usec, len(fr), len(fr)) + fr)
-
-
-def plausible_header(b):
-    """Mirror of the dissectors' port-level plausibility check."""
-    if len(b) < 4:
-        return False
-    t, fl, ln = struct.unpack("!BBH", b[:4])
-    return ((t == 1 and fl == 0 and ln == 24) or
-            (t == 2 and fl & ~7 == 0 and ln >= 194 and (ln - 194) % 36 == 0) or
-            (t == 3 and fl == 0 and ln == 18) or (t == 4 and fl & ~3 == 0 and ln == 26) or
-            (t == 5 and fl & ~3 == 0 and ln >= 48) or (t == 6 and fl & ~15 == 0 and ln == 16) or
-            (t == 7 and fl == 0 and ln == 16) or (t == 8 and fl & ~1 == 0 and ln <= 1404))
 
 
 def random_garbage(seed, n):

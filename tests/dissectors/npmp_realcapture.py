@@ -25,6 +25,10 @@ import subprocess
 import sys
 import time
 
+# The test harness of the integration tests: its Capture (tshark, ready when it takes packets).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+import harness  # noqa: E402
+
 # Flows of the command line: (option, spec, protocol number, data port offset,
 # outbound message size, inbound message size or None)
 FLOWS = [
@@ -108,39 +112,36 @@ def stop_process(proc, sig=signal.SIGINT, timeout=10):
         proc.wait()
 
 
-def run_captured(work, bpf, passive_cmd, ready, active_cmd, skip, keep=None, env=None, settle=0.0):
-    """Captures lo (tshark -f bpf) into work/run.pcapng while a passive netperfmeter
-    (passive_cmd) runs and, once ready() says its listeners are up (and settle seconds
-    more), the active (active_cmd, environment env).  Returns (pcap, active output);
-    raises RuntimeError when the capture, the passive or the active fails."""
+def run_captured(work, bpf, passive_cmd, ready, active_cmd, skip, keep=None, env=None):
+    """Captures lo (tshark -f bpf, the test harness's Capture) into work/run.pcapng while a
+    passive netperfmeter (passive_cmd) runs and, once ready() says its listeners are up and its
+    log says it waits for connections (every listener open), the active (active_cmd,
+    environment env). Returns (pcap, active output); raises RuntimeError when the capture, the
+    passive or the active fails."""
     pcap = os.path.join(work, "run.pcapng")
-    cap_err = open(os.path.join(work, "capture.err"), "w+")
-    cap = subprocess.Popen(["tshark", "-i", "lo", "-q", "-f", bpf, "-w", pcap],
-                           stdout=subprocess.DEVNULL, stderr=cap_err)
+    try:
+        capture = harness.Capture(pcap, bpf)
+    except FileNotFoundError:
+        skip("no tshark")
     passive = None
     plog_name = os.path.join(work, "passive.log")
     try:
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            cap_err.seek(0)
-            if "Capturing on" in cap_err.read():
-                break
-            if cap.poll() is not None:
-                cap_err.seek(0)
-                skip("cannot capture on lo: " + cap_err.read().strip())
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("tshark capture did not start")
-        time.sleep(0.5)
+        try:
+            capture.__enter__()
+        except RuntimeError as e:
+            if capture.proc.poll() is not None:  # tshark gave up: no capture on lo here
+                skip("cannot capture on lo: " + str(e))
+            raise
         with open(plog_name, "w") as plog:
             passive = subprocess.Popen(passive_cmd, stdout=plog, stderr=subprocess.STDOUT, cwd=work)
         deadline = time.time() + 15
-        while time.time() < deadline and not ready():
+        while not (ready() and "waiting for incoming connections" in harness.read_text(plog_name)):
             if passive.poll() is not None:
                 raise RuntimeError("passive netperfmeter exited with %d:\n%s"
                                    % (passive.returncode, open(plog_name).read()))
-            time.sleep(0.1)
-        time.sleep(settle)
+            if time.time() > deadline:
+                raise RuntimeError("passive netperfmeter did not get ready:\n" + open(plog_name).read())
+            time.sleep(0.02)
         print("active:", " ".join(active_cmd))
         act = subprocess.run(active_cmd, capture_output=True, text=True, timeout=120, cwd=work,
                              env=dict(os.environ, **(env or {})))
@@ -148,13 +149,11 @@ def run_captured(work, bpf, passive_cmd, ready, active_cmd, skip, keep=None, env
         if act.returncode != 0:
             raise RuntimeError("active netperfmeter exited with %d:\n%s\n--- passive log ---\n%s"
                                % (act.returncode, out[-4000:], open(plog_name).read()[-4000:]))
-        time.sleep(1.0)
     finally:
         stop_process(passive)
-        time.sleep(0.5)
-        stop_process(cap, signal.SIGINT, 20)
-        cap_err.close()
+        capture.__exit__(None, None, None)  # once everything sent is in the file
         if os.path.exists(pcap):
+            capture.without_markers()
             os.chmod(pcap, 0o644)
             if keep:
                 shutil.copy(pcap, keep)

@@ -105,12 +105,11 @@ def capture_run(args, work, skip):
     os.makedirs(outdir)
     active_cmd = build_active_cmd(args.netperfmeter, base, outdir, [
         "--sctp-stack=userland", "--sctp-remote-udp-port=%d" % args.sctp_udp_port], FLOWS)
-    # settle: the userland SCTP listeners come up with the TCP ones
     pcap, out = run_captured(work, "udp port %d or tcp portrange %d-%d" % (args.sctp_udp_port, base - 1, base + 1),
                              [args.netperfmeter, str(base), "-nodisplay", "-loglevel=1",
                               "--sctp-stack=userland", "--sctp-udp-port=%d" % args.sctp_udp_port],
                              lambda: listening(base) and udp_bound(args.sctp_udp_port), active_cmd, skip,
-                             keep=args.keep, settle=0.3)
+                             keep=args.keep)
     return pcap, base, out
 
 

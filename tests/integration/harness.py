@@ -16,6 +16,9 @@ import tempfile
 import time
 import unittest
 
+# The tests' shared modules (tests/lib: the NPMP codec).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
 NETPERFMETER = os.environ.get("NETPERFMETER", "netperfmeter")
 
 
@@ -273,19 +276,23 @@ class Capture:
             self.proc.kill()
             self.proc.wait()
 
+    def without_markers(self):
+        """Takes the marker datagrams out of the capture file, once it is written (for checks
+        that count every datagram)."""
+        if LAB_SRC not in sys.path:
+            sys.path.insert(0, LAB_SRC)
+        from npmlab import tshark
+        clean = self.path + ".clean"
+        tshark.copy_matching(self.path, f"!(udp.port == {self.marker})", clean, error=AssertionError)
+        os.replace(clean, self.path)
+
     def fields(self, display_filter, *fields, decode=()):
         """Rows (lists of strings, one per field) of the packets that match `display_filter`;
         `decode`: tshark -d rules (e.g. "udp.port==9899,sctp")."""
-        cmd = ["tshark", "-n", "-r", self.path]
-        for rule in decode:
-            cmd += ["-d", rule]
-        cmd += ["-Y", display_filter, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
-        for f in fields:
-            cmd += ["-e", f]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise AssertionError(f"tshark failed: {r.stderr.strip()}")
-        return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+        if LAB_SRC not in sys.path:
+            sys.path.insert(0, LAB_SRC)
+        from npmlab import tshark  # the lab's and the tests' one tshark reader
+        return tshark.read_fields(self.path, display_filter, fields, decode, error=AssertionError)
 
 
 def active_args(target, args):

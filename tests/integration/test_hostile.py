@@ -24,8 +24,9 @@ import unittest
 from harness import (Active, descriptors, free_base_port, NETPERFMETER, Passive, descriptors_while_killed, run_active,
                      settled, settled_descriptors, wait_for_text)
 
+import npmp  # noqa: E402  (tests/lib, on the path through harness)
+
 PORT, _ = free_base_port(span=175)  # this test's ports: PORT - 1 .. PORT + 176, its own
-MAGIC = 0x4BCDF3AA303C6774
 
 
 # A sanitizer's allocator keeps freed memory in quarantine: memory figures mean nothing there.
@@ -50,15 +51,9 @@ def connect_from(source, port, timeout=2):
 
 def add_flow(flow_id, measurement_id, frame_rate, frame_size, protocol=6):
     """ADD_FLOW asking the passive to send frames of `frame_size` bytes at `frame_rate` (const)."""
-    body = struct.pack("!IQH", flow_id, measurement_id, 0) + struct.pack("<H", protocol)
-    body += b"hostile".ljust(32, b"\0")
-    body += struct.pack("!III", 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
-    body += struct.pack("!d", frame_rate) + b"\0" * 24 + struct.pack("!d", frame_size) + b"\0" * 24
-    body += bytes([0, 0]) + struct.pack("!IIH", 0, 0, 16000) + bytes([0, 0]) + b"\0" * 2 + b"\0" * 16
-    body += b"\0" * 16 + b"\0" * 16 + struct.pack("!H", 0)
-    message = struct.pack("!BBH", 2, 0, 4 + len(body)) + body
-    assert len(message) == 194, len(message)
-    return message
+    return npmp.add_flow(flow_id, measurement_id, protocol=protocol, description=b"hostile",
+                         rate=(frame_rate, 0.0, 0.0, 0.0), size=(frame_size, 0.0, 0.0, 0.0), rcvbuf=0, sndbuf=0,
+                         cc=b"")
 
 
 def recv_exact(sock, n):
@@ -72,13 +67,13 @@ def recv_exact(sock, n):
 
 
 def ack_status(sock):
-    reply = recv_exact(sock, 24)
-    assert reply[0] == 1, reply
-    return struct.unpack("!I", reply[20:24])[0]
+    reply = npmp.decode(recv_exact(sock, 24))
+    assert reply["kind"] == npmp.ACKNOWLEDGE, reply
+    return reply["status"]
 
 
 def start_message(measurement_id, flags=0):
-    return struct.pack("!BBHIQ", 6, flags, 16, 0, measurement_id)
+    return npmp.start(measurement_id, flags)
 
 
 def drain(sock):
@@ -199,13 +194,15 @@ class Lockout(unittest.TestCase):
                 served = []
                 begin = time.monotonic()
                 with tempfile.TemporaryDirectory() as d:
-                    while time.monotonic() - begin < 40:  # past 5 s quiet grace many times over
+                    # 20 s: past the 5 s quiet grace four times over (40 s before: the same
+                    # slowest run, twice as many of them)
+                    while time.monotonic() - begin < 20:
                         t0 = time.monotonic()
                         r = run_active(f"127.0.0.1:{port}", "-y", "-runtime=1", "-scalar=run.sca", cwd=d, check=False,
                                        *["-tcp", "const50:const500:const50:const500"])
                         served.append((time.monotonic() - t0, r.returncode, r.stderr[-300:]))
                         self.assertEqual(r.returncode, 0, f"run {len(served)} was not served:\n{r.stderr[-1500:]}")
-                        time.sleep(2)
+                        time.sleep(1)
                 connects = sum(counts.values())
                 grown_log = len(passive.output()) - baseline_log
                 grown_rss = rss_mib(passive.proc.pid) - baseline_rss
@@ -216,7 +213,7 @@ class Lockout(unittest.TestCase):
             slowest = max(s for s, _, _ in served)
             print(f"{len(served)} runs of 1 s served, the slowest in {slowest:.2f} s; the attackers opened "
                   f"{connects} sessions; log +{grown_log} bytes, memory {grown_rss:+.1f} MiB")
-            self.assertGreaterEqual(len(served), 8)
+            self.assertGreaterEqual(len(served), 6)
             self.assertLess(slowest, 8.0, served)
             self.assertGreater(connects, 20 * len(self.ATTACKERS) * 2)  # they did keep reconnecting
             # Rate-limited: a few lines per kind and 10 s, whatever the attack's rate.
@@ -268,7 +265,7 @@ class Exhaustion(unittest.TestCase):
             control.sendall(add_flow(1, 77, 0.0, 1e12))  # saturated, frames of 10^12 bytes
             self.assertEqual(ack_status(control), 0)
             data = socket.create_connection(("127.0.0.1", PORT + 30), timeout=5)
-            data.sendall(struct.pack("!BBHIQQH", 4, 0, 26, 1, MAGIC, 77, 0))
+            data.sendall(npmp.identify(1, 77))
             self.assertEqual(ack_status(control), 0)
             control.sendall(start_message(77))
             self.assertEqual(ack_status(control), 0)  # acknowledged at once
@@ -290,7 +287,7 @@ class Exhaustion(unittest.TestCase):
             baseline = rss_mib(passive.proc.pid)
             control = socket.create_connection(("127.0.0.1", PORT + 41), timeout=5)
             control.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            stops = struct.pack("!BBHIQ", 7, 0, 16, 0, 12345) * 4096  # STOP of an unknown measurement
+            stops = npmp.stop(12345) * 4096  # STOP of an unknown measurement
             sent = 0
             try:
                 for _ in range(400):  # 1.6 M STOPs, each answered with a 24-byte ACK nobody reads
@@ -391,22 +388,24 @@ class HostilePassive(unittest.TestCase):
             control, _ = control_listener.accept()
             data = None
             while not stop.is_set():
-                header = recv_exact(control, 4)
-                kind, length = header[0], struct.unpack("!H", header[2:4])[0]
-                body = recv_exact(control, length - 4)
-                if kind == 2:  # ADD_FLOW
-                    flow, measurement, stream = struct.unpack("!IQH", body[:14])
-                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, flow, measurement, stream, 0, 0))
+                m = npmp.read_message(control)
+                if not m:
+                    raise AssertionError("the active closed its control connection")
+                message = npmp.decode(m)
+                kind = message["kind"]
+                if kind == npmp.ADD_FLOW:
+                    flow, measurement, stream = message["flow"], message["meas"], message["stream"]
+                    control.sendall(npmp.ack(flow, measurement, stream))
                     data, _ = data_listener.accept()
                     identify = recv_exact(data, 26)
-                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, flow, measurement, stream, 0, 0))
+                    control.sendall(npmp.ack(flow, measurement, stream))
                     threading.Thread(target=drain, args=(data,), daemon=True).start()
                     del identify
-                elif kind in (6, 7):  # START, STOP
-                    measurement = struct.unpack("!Q", body[4:12])[0]
-                    control.sendall(struct.pack("!BBHIQHHI", 1, 0, 24, 0, measurement, 0, 0, 0))
-                    if kind == 7:
-                        chunk = struct.pack("!BBH", 8, 0, 4 + len(results_chunk)) + results_chunk
+                elif kind in (npmp.START, npmp.STOP):
+                    measurement = message["meas"]
+                    control.sendall(npmp.ack(0, measurement))
+                    if kind == npmp.STOP:
+                        chunk = npmp.results(results_chunk)
                         try:
                             while not stop.is_set():
                                 control.sendall(chunk * 64)
@@ -500,24 +499,23 @@ class DataConnectionsEndBeforeStop(unittest.TestCase):
             control.sendall(add_flow(1, 79, 0.0, 0.0))
             self.assertEqual(ack_status(control), 0)
             data = socket.create_connection(("127.0.0.1", PORT + 160), timeout=5)
-            data.sendall(struct.pack("!BBHIQQH", 4, 0, 26, 1, MAGIC, 79, 0))
+            data.sendall(npmp.identify(1, 79))
             self.assertEqual(ack_status(control), 0)
             control.sendall(start_message(79))
             self.assertEqual(ack_status(control), 0)
             reset(data)
             time.sleep(1)
-            control.sendall(struct.pack("!BBHIQ", 7, 0, 16, 0, 79))  # STOP
+            control.sendall(npmp.stop(79))
             self.assertEqual(ack_status(control), 0, passive.output())
             time.sleep(3.5)  # past the grace period: the stopped session stays
             # The session still answers: REMOVE_FLOW of a flow it does not have gets ERROR
             # (after the RESULTS messages of the result files it uploads).
-            control.sendall(struct.pack("!BBHIQH", 3, 0, 18, 2, 79, 0))
+            control.sendall(npmp.remove_flow(2, 79))
             while True:
-                header = recv_exact(control, 4)
-                body = recv_exact(control, struct.unpack("!H", header[2:4])[0] - 4)
-                if header[0] != 8:
+                reply = npmp.decode(npmp.read_message(control))
+                if reply["kind"] != npmp.RESULTS:
                     break
-            self.assertEqual((header[0], struct.unpack("!I", body[16:20])[0]), (1, 1), passive.output())
+            self.assertEqual((reply["kind"], reply["status"]), (npmp.ACKNOWLEDGE, 1), passive.output())
             self.assertNotIn("every data connection of measurement", passive.output())
             control.close()
             self.assertTrue(passive.alive())
@@ -601,14 +599,14 @@ class Authentication(unittest.TestCase):
 
             def handshake(response=None):
                 c = socket.create_connection(("127.0.0.1", PORT + 151), timeout=5)
-                c.sendall(struct.pack("!BBH", 9, 0, 36) + nonce)
+                c.sendall(npmp.auth_hello(nonce))
                 challenge = recv_exact(c, 68)
                 self.assertEqual(challenge[0], 10)
                 np_, mac = challenge[4:36], challenge[36:68]
                 self.assertEqual(mac, hmac.new(key, b"NPMP passive" + nonce + np_, hashlib.sha256).digest())
                 if response is None:
                     response = hmac.new(key, b"NPMP active" + np_ + nonce, hashlib.sha256).digest()
-                c.sendall(struct.pack("!BBH", 11, 0, 36) + response)
+                c.sendall(npmp.auth_response(response))
                 status = ack_status(c)
                 c.close()
                 return status, response

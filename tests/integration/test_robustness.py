@@ -4,7 +4,6 @@ own results when the passive goes away; SIGINT on the active collects everything
 import os
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -12,12 +11,15 @@ import unittest
 
 from harness import Active, free_base_port, NETPERFMETER, Passive, read_scalars, run_active, wait_for_text
 
+import npmp  # noqa: E402  (tests/lib, on the path through harness)
+
 PORT, _ = free_base_port(span=42)  # this test's ports: PORT - 1 .. PORT + 43, its own
-MAGIC = 0x4BCDF3AA303C6774
+# An ADD_FLOW's fields all 0 where these tests give nothing.
+NOTHING = dict(protocol=0, ordered=0, reliable=0, retrans=0, rcvbuf=0, sndbuf=0, maxmsgsize=0, cc=b"")
 
 
 def header(kind, length, flags=0):
-    return struct.pack("!BBH", kind, flags, length)
+    return npmp.header(kind, flags, length)
 
 
 def tcp_send(port, data, linger=0.2):
@@ -43,26 +45,23 @@ class HostilePeers(unittest.TestCase):
             self.assertEqual(tcp_send(control, header(2, 194) + b"\0" * 20), None)  # waits for the rest, then we close
             self.assertEqual(tcp_send(control, header(2, 60000) + b"x" * 100), b"")  # no ADD_FLOW has that length
             self.assertEqual(tcp_send(control, header(2, 194 + 36 * 1000) + b"x" * 100), None)  # plausible: waits
-            self.assertEqual(tcp_send(control, header(4, 26) + struct.pack("!IQQH", 0, MAGIC, 1, 0)), b"")
-            add = bytearray(194)
-            add[0:4] = header(2, 194)
-            add[192:194] = struct.pack("!H", 3)  # claims 3 on/off events that are not there
-            self.assertEqual(tcp_send(control, bytes(add)), b"")
+            self.assertEqual(tcp_send(control, npmp.identify(0, 1)), b"")
+            lying = npmp.add_flow(0, 0, n_events=3, **NOTHING)  # claims 3 on/off events that are not there
+            self.assertEqual(tcp_send(control, lying), b"")
             # REMOVE_FLOW / STOP for unknown things: answered with status ERROR, connection stays.
-            reply = tcp_send(control, header(3, 18) + struct.pack("!IQH", 5, 77, 0))
-            self.assertEqual(reply[:4], header(1, 24))
-            self.assertEqual(struct.unpack("!I", reply[20:24])[0], 1)
+            reply = npmp.decode(tcp_send(control, npmp.remove_flow(5, 77)))
+            self.assertEqual((reply["kind"], reply["status"]), (npmp.ACKNOWLEDGE, 1))
             # Data: garbage, a DATA before IDENTIFY, an IDENTIFY for an unknown flow, a bad magic.
             self.assertEqual(tcp_send(data, os.urandom(2000)), b"")
             self.assertEqual(tcp_send(data, header(5, 48) + b"\0" * 44), b"")
-            self.assertEqual(tcp_send(data, header(4, 26) + struct.pack("!IQQH", 1, MAGIC, 2, 0)), b"")
-            self.assertEqual(tcp_send(data, header(4, 26) + struct.pack("!IQQH", 1, MAGIC ^ 1, 2, 0)), b"")
+            self.assertEqual(tcp_send(data, npmp.identify(1, 2)), b"")
+            self.assertEqual(tcp_send(data, npmp.identify(1, 2, magic=npmp.MAGIC ^ 1)), b"")
             self.assertEqual(tcp_send(PORT - 1, os.urandom(500)), b"")  # MPTCP listener
             # UDP: garbage and IDENTIFY for unknown flows.
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
                 for _ in range(200):
                     u.sendto(os.urandom(64), ("127.0.0.1", data))
-                u.sendto(header(4, 26) + struct.pack("!IQQH", 1, MAGIC, 2, 0), ("127.0.0.1", data))
+                u.sendto(npmp.identify(1, 2), ("127.0.0.1", data))
             # Connections that never speak, left open during the measurement below.
             silent = [socket.create_connection(("127.0.0.1", p)) for p in (control, data, data)]
             self.assertTrue(passive.alive())
@@ -85,21 +84,13 @@ class HostilePeers(unittest.TestCase):
         with Passive(PORT + 10) as passive:
             # A control connection from 127.0.0.1 adds a UDP flow ...
             c = socket.create_connection(("127.0.0.1", PORT + 11), source_address=("127.0.0.1", 0))
-            add = bytearray(194)
-            add[0:4] = header(2, 194)
-            add[4:8] = struct.pack("!I", 3)
-            add[8:16] = struct.pack("!Q", 99)
-            add[18:20] = struct.pack("<H", 17)
-            add[138:140] = struct.pack("!H", 1000)
-            add[160:167] = b"default"
-            c.sendall(bytes(add))
+            c.sendall(npmp.add_flow(3, 99, **dict(NOTHING, protocol=17, maxmsgsize=1000, cc=b"default")))
             c.settimeout(2)
-            ack = c.recv(24)
-            self.assertEqual(struct.unpack("!I", ack[20:24])[0], 0)
+            self.assertEqual(npmp.decode(npmp.read_message(c))["status"], 0)
             # ... and an IDENTIFY for it arrives from another address (127.0.0.2).
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
                 u.bind(("127.0.0.2", 0))
-                u.sendto(header(4, 26) + struct.pack("!IQQH", 3, MAGIC, 99, 0), ("127.0.0.1", PORT + 10))
+                u.sendto(npmp.identify(3, 99), ("127.0.0.1", PORT + 10))
             c.settimeout(1)
             with self.assertRaises(socket.timeout):
                 c.recv(24)

@@ -5,7 +5,6 @@ decodes IDENTIFY and DATA without malformed packets, and every message of every 
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import time
@@ -13,8 +12,9 @@ import unittest
 
 from harness import Capture, free_base_port, Passive, run_active
 
+import npmp  # noqa: E402  (tests/lib, on the path through harness)
+
 PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
-MAGIC = 0x4BCDF3AA303C6774
 PROTOCOLS = {6, 17, 33, 132, 261, 262}
 SEED = 0x123456789ABCD  # -seed, which ADD_FLOW carries in bytes 184-191
 
@@ -85,74 +85,67 @@ class WireFormat(unittest.TestCase):
         counts = {}
 
         def messages(data):
-            offset = 0
-            while offset < len(data):
-                self.assertGreaterEqual(len(data) - offset, 4, "truncated header")
-                kind, flags, length = struct.unpack_from("!BBH", data, offset)
-                self.assertGreaterEqual(length, 4)
-                self.assertLessEqual(offset + length, len(data), "message runs past the stream")
-                yield kind, flags, data[offset:offset + length]
-                offset += length
+            """(kind, flags, the message, its fields) of each message of a stream."""
+            try:
+                for m in npmp.split(data):
+                    f = npmp.decode(m)  # the lengths of every type checked against the layout
+                    yield f["kind"], f["flags"], m, f
+            except ValueError as e:
+                self.fail(str(e))
 
         measurement = None
-        for kind, flags, m in messages(control_up[0]):
+        for kind, flags, m, f in messages(control_up[0]):
             counts[kind] = counts.get(kind, 0) + 1
-            if kind == 2:  # ADD_FLOW
-                self.assertGreaterEqual(len(m), 194)
-                events = struct.unpack_from("!H", m, 192)[0]
-                self.assertEqual(len(m), 194 + 36 * events)
-                flow, mid, stream = struct.unpack_from("!IQH", m, 4)
-                protocol = struct.unpack_from("<H", m, 18)[0]  # little-endian
+            if kind == npmp.ADD_FLOW:
+                self.assertEqual(len(m), npmp.ADD_FLOW_LENGTH + npmp.EVENT_LENGTH * f["n_events"])
+                flow, protocol = f["flow"], f["protocol"]  # protocol: little-endian
                 self.assertIn(protocol, PROTOCOLS)
-                self.assertEqual(stream, 0)
-                measurement = measurement or mid
-                self.assertEqual(mid, measurement)
-                self.assertIn(m[128], range(6))
-                self.assertIn(m[129], range(6))
-                self.assertEqual(m[142:160], b"\0" * 18)  # NDiffPorts + PathMgr (obsolete)
-                self.assertEqual(m[160:176].rstrip(b"\0"), b"default")
+                self.assertEqual(f["stream"], 0)
+                measurement = measurement or f["meas"]
+                self.assertEqual(f["meas"], measurement)
+                self.assertIn(f["rate_rng"], range(6))
+                self.assertIn(f["size_rng"], range(6))
+                self.assertEqual((f["ndiffports"], f["pathmgr"]), (0, b"\0" * 16))  # obsolete
+                self.assertEqual(f["cc"], b"default")
                 # Scheduler (obsolete): this project's runtime in its first 4 bytes, the CMT-SCTP
                 # mechanisms (none here) in the next 4, and the run's seed (-seed) in the last 8
-                self.assertEqual(struct.unpack_from("!I", m, 176)[0], 2000)
-                self.assertEqual(m[180:184], b"\0" * 4)
-                self.assertEqual(struct.unpack_from("!Q", m, 184)[0], SEED)
+                self.assertEqual(f["runtime"], 2000)
+                self.assertEqual(f["mechanisms"], 0)
+                self.assertEqual(f["seed"], SEED)
                 if flow == 5:
                     self.assertEqual(protocol, 262)
-                    self.assertEqual(events, 2)
-                    self.assertEqual(m[194 + 1] & 1, 0)   # 0.2: absolute
-                    self.assertEqual(m[230 + 1] & 1, 1)   # +1: relative
-                    self.assertEqual(struct.unpack_from("!d", m, 198)[0], 0.2)
+                    self.assertEqual(f["n_events"], 2)
+                    (_, first, values), (_, second, _) = f["events"]
+                    self.assertEqual(first & 1, 0)   # 0.2: absolute
+                    self.assertEqual(second & 1, 1)  # +1: relative
+                    self.assertEqual(values[0], 0.2)
                 if flow == 0:
-                    self.assertEqual(m[20:23], b"tcp")
-                    self.assertEqual(struct.unpack_from("!H", m, 138)[0], 1400)
-                    self.assertEqual(struct.unpack_from("!d", m, 64)[0], 20.0)   # inbound rate
-                    self.assertEqual(struct.unpack_from("!d", m, 96)[0], 800.0)  # inbound size
-            elif kind in (6, 7):  # START / STOP
-                self.assertEqual(len(m), 16)
-                self.assertEqual(m[4:8], b"\0\0\0\0")
-                self.assertEqual(struct.unpack_from("!Q", m, 8)[0], measurement)
-                if kind == 6:
+                    self.assertEqual(f["description"], b"tcp")
+                    self.assertEqual(f["maxmsgsize"], 1400)
+                    self.assertEqual(f["rate"][0], 20.0)  # inbound rate
+                    self.assertEqual(f["size"][0], 800.0)  # inbound size
+            elif kind in (npmp.START, npmp.STOP):
+                self.assertEqual(f["warmup"], 0)
+                self.assertEqual(f["meas"], measurement)
+                if kind == npmp.START:
                     self.assertEqual(flags, 0x02)  # COMPRESS_SCALARS (vectors plain)
-            elif kind == 3:  # REMOVE_FLOW
-                self.assertEqual(len(m), 18)
+            elif kind == npmp.REMOVE_FLOW:
+                pass
             else:
                 self.fail(f"unexpected message type {kind} towards the passive")
         self.assertEqual((counts.get(2), counts.get(6), counts.get(7), counts.get(3)), (3, 1, 1, 3))
 
         acks, results_eof, path_vectors = 0, 0, []
-        for kind, flags, m in messages(control_down[0]):
-            if kind == 1:
-                self.assertEqual(len(m), 24)
-                self.assertEqual(m[18:20], b"\0\0")
-                status = struct.unpack_from("!I", m, 20)[0]
+        for kind, flags, m, f in messages(control_down[0]):
+            if kind == npmp.ACKNOWLEDGE:
+                self.assertEqual(f["pad"], 0)
                 # OK, or (this implementation's extension) OK with the per-path vector following
                 # the per-flow vector, for the REMOVE_FLOW of a TCP or MPTCP flow.
-                self.assertIn(status, (0, 5))
-                if status == 5:
-                    path_vectors.append(struct.unpack_from("!I", m, 4)[0])
+                self.assertIn(f["status"], (0, 5))
+                if f["status"] == 5:
+                    path_vectors.append(f["flow"])
                 acks += 1
-            elif kind == 8:
-                self.assertLessEqual(len(m), 1404)
+            elif kind == npmp.RESULTS:
                 results_eof += flags & 1
             else:
                 self.fail(f"unexpected message type {kind} towards the active")
@@ -173,36 +166,33 @@ class WireFormat(unittest.TestCase):
                 # reassembly is by TCP sequence number, so such a repeat is skipped here.
                 mptcp = PORT - 1 in key[1:]
                 seen = set()
-                for kind, flags, m in messages(data):
+                for kind, flags, m, f in messages(data):
                     if mptcp:
-                        if bytes(m) in seen:
+                        if m in seen:
                             continue
-                        seen.add(bytes(m))
+                        seen.add(m)
                     if first and direction is data_up:
-                        self.assertEqual(kind, 4)
-                        self.assertEqual(len(m), 26)
-                        flow, magic, mid, stream = struct.unpack_from("!IQQH", m, 4)
-                        self.assertEqual(magic, MAGIC)
+                        self.assertEqual(kind, npmp.IDENTIFY)
+                        flow = f["flow"]
+                        self.assertEqual(f["magic"], npmp.MAGIC)
                         # plain vectors, and the per-path vector asked for (0x04: this
                         # implementation's; the reference's passive ignores the bit)
                         self.assertEqual(flags, 0x04)
-                        self.assertEqual(mid, measurement)
+                        self.assertEqual(f["meas"], measurement)
                         first = False
                         continue
                     first = False
-                    self.assertEqual(kind, 5)
-                    self.assertGreaterEqual(len(m), 48)
-                    f, mid, stream, pad, frame, s, bs, ts = struct.unpack_from("!IQHHIQQQ", m, 4)
-                    self.assertEqual(mid, measurement)
-                    self.assertEqual(pad, 0)
+                    self.assertEqual(kind, npmp.DATA)
+                    self.assertEqual(f["meas"], measurement)
+                    self.assertEqual(f["pad"], 0)
                     if flow is not None:
-                        self.assertEqual(f, flow)
+                        self.assertEqual(f["flow"], flow)
                     if seq is not None:
-                        self.assertEqual(s, seq + 1)
-                        self.assertEqual(bs, byteseq)
-                    seq, byteseq = s, bs + len(m)
-                    self.assertGreater(ts, 1.6e15)
-                    pattern = m[48:56]
+                        self.assertEqual(f["seq"], seq + 1)
+                        self.assertEqual(f["byteseq"], byteseq)
+                    seq, byteseq = f["seq"], f["byteseq"] + len(m)
+                    self.assertGreater(f["ts"], 1.6e15)
+                    pattern = f["payload"][:8]
                     if pattern:
                         up = direction is data_up
                         self.assertEqual(pattern[0], 30 if up else 127)

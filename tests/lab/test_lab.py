@@ -107,6 +107,27 @@ def in_ns(ns, script, timeout=60):
     return r.stdout
 
 
+def descendant_names(pid):
+    """The command names (comm) of the processes below `pid`."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            parents[int(entry)] = (int(rest[1]), name)
+    names, below = [], {pid}
+    for _ in range(10):  # depth
+        for p, (ppid, name) in parents.items():
+            if ppid in below and p not in below:
+                below.add(p)
+                names.append(name)
+    return names
+
+
 def our_processes(marker):
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
@@ -533,17 +554,12 @@ for i in range({n}):
         topo = self.build(rate=rate)
         work = tempfile.mkdtemp(prefix="npmlab-rate-")
         self.addCleanup(shutil.rmtree, work, True)
-        passive = subprocess.Popen(["ip", "netns", "exec", topo.P, NETPERFMETER, "9000", "-nodisplay"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
+        harness.NETPERFMETER = NETPERFMETER
+        with harness.Passive(9000, netns=topo.P):  # ready when it says so
             r = subprocess.run(["ip", "netns", "exec", topo.A, NETPERFMETER, "10.250.1.2:9000", "-control-over-tcp",
                                 "-runtime=8", "-scalar=run.sca", "-nodisplay", "-tcp", "const0:const1400:const0:const0"],
                                cwd=work, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        finally:
-            passive.send_signal(signal.SIGINT)
-            passive.wait(timeout=10)
         goodput = stats.read_scalars(os.path.join(work, "run-passive.sca"), "passive")[
             ("passive", 0, "Received Bit Rate")]
         # Every segment is full (saturated, one packet per frame): MSS = MTU - IPv4 - TCP - timestamps,
@@ -832,7 +848,11 @@ class Runs(unittest.TestCase):
 
     def test_sigint_keeps_finished_runs_and_removes_everything_else(self):
         proc, _ = self.start_until_the_second_run()
-        time.sleep(0.7)  # inside the second run
+        # inside the second run: once its netperfmeter processes run in the namespaces
+        deadline = time.monotonic() + 30
+        while "netperfmeter" not in descendant_names(proc.pid):
+            self.assertLess(time.monotonic(), deadline, "the second run started no netperfmeter")
+            time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 130, err)

@@ -10,7 +10,7 @@ namespace {
 boost::asio::ip::address a(const char* text) { return boost::asio::ip::make_address(text); }
 }  // namespace
 
-TEST_CASE("--allow ranges: IPv4, IPv6, single hosts, IPv4-mapped addresses") {
+TEST_CASE("option --allow, ranges: IPv4, IPv6, single hosts, IPv4-mapped addresses") {
   const auto ranges = transport::parsePrefixList("192.0.2.0/24,2001:db8::/32,198.51.100.7,[::1]");
   INFO(ranges.error());
   REQUIRE(ranges);
@@ -32,7 +32,7 @@ TEST_CASE("--allow ranges: IPv4, IPv6, single hosts, IPv4-mapped addresses") {
   CHECK_FALSE((*odd)[1].contains(a("2001:db8::1")));
 }
 
-TEST_CASE("--allow ranges: one clear line for a bad one") {
+TEST_CASE("option --allow, ranges: one clear line for a bad one") {
   CHECK_THAT(transport::parsePrefixList("192.0.2.0/33").error(), Catch::Contains("0 to 32"));
   CHECK_THAT(transport::parsePrefixList("2001:db8::/129").error(), Catch::Contains("0 to 128"));
   CHECK_THAT(transport::parsePrefixList("example.org").error(), Catch::Contains("not an address range"));

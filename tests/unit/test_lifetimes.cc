@@ -10,8 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include <thread>
-
 #include "common/clock.h"
 #include "measure/measurement.h"
 #include "transport/data_channel.h"
@@ -25,10 +23,11 @@ TEST_CASE("a measurement destroyed while its vector-block handler is queued") {
   io.poll();  // started (no flows: at once); the first block's timer is set
   std::weak_ptr<measure::Measurement> watch = measurement;
 
-  // The first block is due after 1 s: let it expire while the loop does not run, then queue
-  // the owner's teardown ahead of it. The loop's first turn moves the expired timer's
-  // handler into the queue behind the teardown, so the teardown runs first.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  // The first block is due after 1 s: let it expire while the loop does not run (the timers'
+  // clock moved on by 1.05 s), then queue the owner's teardown ahead of it. The loop's first
+  // turn moves the expired timer's handler into the queue behind the teardown, so the teardown
+  // runs first.
+  TimerClock::advance(std::chrono::milliseconds(1050));
   boost::asio::post(io, [&measurement] {
     measurement->abandon();  // as a session that ends
     measurement.reset();

@@ -106,7 +106,7 @@ TEST_CASE("Passive limits: QUIC's Retry begins at a sixteenth of --max-quic-conn
                                                                       "-tcp", "const1:const100"})));
 }
 
-TEST_CASE("-N takes counts beyond 4096 (10000 flows)") {
+TEST_CASE("option -N takes counts beyond 4096 (10000 flows)") {
   const auto o = active({"127.0.0.1:9000", "-N", "10000", "-tcp", "const10:const100"});
   CHECK(o.flows.size() == 10000);
   auto bad = app::parseCommandLine({"127.0.0.1:9000", "-N", "1000001", "-tcp", "const10:const100"});

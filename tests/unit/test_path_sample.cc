@@ -6,10 +6,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "common/log.h"
 #include "transport/path_sample.h"
 
 using npm::transport::PathSample;
@@ -137,4 +143,42 @@ TEST_CASE("a socket's path sampler keeps its addresses and samples the live stat
     CHECK(p->state == "ESTABLISHED");
   }
   CHECK(second[0].bytesSent >= first[0].bytesSent + 100000);  // not a cached sample
+}
+
+// The flows of --threads sample on threads of their own; a kernel that tells nothing about an
+// MPTCP connection is said once per process, by whichever thread finds out first (the flag it
+// keeps is shared by all of them: TSan checks it, label tsan). A sampler that has seen an MPTCP
+// socket and samples a socket that is gone gets neither MPTCP_FULL_INFO nor TCP_INFO.
+TEST_CASE("a kernel without MPTCP statistics is said once, from any number of flow threads", "[tsan]") {
+  Fd probe{::socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)};
+  if (probe.fd < 0) {
+    WARN("this kernel has no MPTCP: not tested");
+    return;
+  }
+  char path[] = "/tmp/npm-path-sample-XXXXXX";
+  const int logFd = ::mkstemp(path);
+  REQUIRE(logFd >= 0);
+  ::close(logFd);
+  REQUIRE(npm::log::setFile(path, false));
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> nothing{0};
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&nothing] {
+      npm::transport::SocketPathSampler sampler;
+      std::vector<PathSample> paths;
+      Fd mptcp{::socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)};
+      if (!sampler.sample(mptcp.fd, paths)) return;  // learns that the socket is MPTCP
+      if (!sampler.sample(-1, paths)) ++nothing;     // a socket that is gone
+    });
+  }
+  for (auto& t : threads) t.join();
+  REQUIRE(npm::log::setFile("/dev/stderr", true));
+  std::ifstream in(path);
+  std::string line;
+  int said = 0;
+  while (std::getline(in, line)) said += line.find("MPTCP flows have no per-path statistics") != std::string::npos;
+  ::unlink(path);
+  CHECK(nothing == kThreads);
+  CHECK(said == 1);
 }

@@ -79,7 +79,7 @@ TEST_CASE("distribution names for FLOWSPEC and config files") {
   CHECK(std::string(configName(5)) == "truncnormal");
 }
 
-TEST_CASE("-seed: derived seeds repeat, differ per side, flow, stream and use, and are never 0") {
+TEST_CASE("option -seed: derived seeds repeat, differ per side, flow, stream and use, and are never 0") {
   std::set<std::uint64_t> seen;
   for (std::uint64_t run : {std::uint64_t{1}, std::uint64_t{2}, kMaxRunSeed}) {
     for (Side side : {Side::Active, Side::Passive}) {

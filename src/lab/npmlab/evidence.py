@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 
+from . import tshark
 from .study import CAPTURE_SECONDS, spec_options
 from .errors import LabError
 
@@ -85,16 +86,7 @@ class Capture:
 
 
 def _tshark(path, display_filter, fields, decode=()):
-    cmd = ["tshark", "-n", "-r", path]
-    for rule in decode:
-        cmd += ["-d", rule]
-    cmd += ["-Y", display_filter, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
-    for f in fields:
-        cmd += ["-e", f]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise LabError(f"tshark could not read {path}: {r.stderr.strip().splitlines()[-1:]}")
-    return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+    return tshark.read_fields(path, display_filter, fields, decode, error=LabError)
 
 
 def _ints(text):
