@@ -99,6 +99,14 @@ def label(values):
     return "-".join(f"{k}={v}" for k, v in values.items()) or "run"
 
 
+def run_plotter(cmd, what):
+    """Runs one of rplot's programs; a failure is a LabError with its last line of output."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr or r.stdout).strip().splitlines()[-1:]
+        raise LabError(f"{os.path.basename(cmd[0])} failed for {what}: {last[0] if last else 'no output'}")
+
+
 def duration(seconds):
     seconds = int(max(0, seconds))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
@@ -1242,9 +1250,6 @@ class Report:
                 cmd += ["-k", facets[1]]
             if "xlab" in study.plot and x == study.plot.get("x"):
                 cmd.append(f"--xlab={study.plot['xlab']}")
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                last = (r.stderr or r.stdout).strip().splitlines()[-1:]
-                raise LabError(f"plot-netperfmeter-summary failed for {m.name}: {last[0] if last else 'no output'}")
+            run_plotter(cmd, m.name)
             written.append(pdf)
         return written

@@ -22,9 +22,8 @@ rule, and per cell every valid run's value and the run chosen).
 import json
 import os
 import re
-import subprocess
 
-from .topology import LabError
+from .runner import run_plotter
 
 KEYS = {"metric", "flow", "path_interval_ms", "time_range", "quantities"}
 QUANTITIES = ("cwnd", "unacked", "sent_acked", "rtt", "rwnd", "sendbuf", "recvqueue")
@@ -130,10 +129,7 @@ def plot(runner, valid):
             cmd.append(f"--time-range={t.time_range}")
         if t.quantities:
             cmd.append(f"--quantities={','.join(t.quantities)}")
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            last = (r.stderr or r.stdout).strip().splitlines()[-1:]
-            raise LabError(f"plot-netperfmeter-results --traces failed for {name}: {last[0] if last else 'no output'}")
+        run_plotter(cmd, f"{name} (--traces)")
         written.append(pdf)
         record["cells"][name] = {"values": values, "runs": {f"r{k}": v for k, v in sorted(measured)},
                                  "chosen": f"r{rep}", "value": chosen, "run": os.path.relpath(run_dir, runner.outdir),
