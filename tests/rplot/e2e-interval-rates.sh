@@ -26,12 +26,7 @@ port=$(free_port "$port")
 "$npm" "$port" -nodisplay --sctp-udp-port=$((port + 1)) >passive.log 2>&1 &
 passive=$!
 trap 'kill "$passive" 2>/dev/null || true; wait "$passive" 2>/dev/null || true' EXIT
-for ((i = 0; i < 100; i++)); do
-  grep -q "waiting for incoming connections" passive.log && break
-  kill -0 "$passive" 2>/dev/null || fail "passive netperfmeter exited: $(tail -3 passive.log)"
-  sleep 0.1
-done
-grep -q "waiting for incoming connections" passive.log || fail "the passive is not listening after 10 s: $(tail -3 passive.log)"
+wait_passive passive.log "$passive"
 
 # FRAMES/S:BYTES outbound (active to passive), then inbound
 tcp_out=(500 1000) tcp_in=(400 1200) udp_out=(400 500) udp_in=(450 800)

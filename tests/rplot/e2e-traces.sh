@@ -32,12 +32,7 @@ udp=$((port + 50))
 
 ip netns exec "$ns" "$npm" "$port" -nodisplay --sctp-udp-port=$udp >passive.log 2>&1 &
 passive=$!
-for ((i = 0; i < 100; i++)); do
-  grep -qs "waiting for incoming connections" passive.log && break
-  kill -0 "$passive" 2>/dev/null || fail "passive netperfmeter exited: $(tail -3 passive.log)"
-  sleep 0.1
-done
-grep -q "waiting for incoming connections" passive.log || fail "the passive is not listening after 10 s: $(tail -3 passive.log)"
+wait_passive passive.log "$passive"
 timeout 60 ip netns exec "$ns" "$npm" "127.0.0.1:$port" -control-over-tcp -runtime=3 -nodisplay \
   --sctp-remote-udp-port=$udp -L127.0.0.1,127.0.0.2 --path-interval=20 \
   -config=run.config -vector=run.vec.bz2 -scalar=run.sca.bz2 \

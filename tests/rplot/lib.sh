@@ -79,3 +79,15 @@ free_port() {
   done
   fail "no free port from $1 on"
 }
+
+# wait_passive LOG PID: until the passive netperfmeter writing LOG listens (at most 10 s);
+# fails when it exits first or does not listen in time.
+wait_passive() {
+  local log=$1 pid=$2 i
+  for ((i = 0; i < 100; i++)); do
+    grep -qs "waiting for incoming connections" "$log" && return 0
+    kill -0 "$pid" 2>/dev/null || fail "passive netperfmeter exited: $(tail -3 "$log")"
+    sleep 0.1
+  done
+  fail "the passive is not listening after 10 s: $(tail -3 "$log")"
+}
