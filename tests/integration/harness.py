@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -302,6 +303,69 @@ def active_args(target, args):
     if port.isdigit() and int(port) in _passive_udp and not any(a.startswith("--sctp-remote-udp-port") for a in args):
         return [*args, f"--sctp-remote-udp-port={_passive_udp[int(port)]}"]
     return list(args)
+
+
+class WithPassive(unittest.TestCase):
+    """Test classes whose tests share one passive (default options) on ports of their own
+    (cls.port), and a scratch directory (cls.dir, named with DIR_PREFIX)."""
+
+    DIR_PREFIX = "npm-test-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port, _ = free_base_port()
+        cls.dir = tempfile.mkdtemp(prefix=cls.DIR_PREFIX)
+        cls.passive = Passive(cls.port).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.passive.__exit__(None, None, None)
+
+
+def rss_mib(pid):
+    """The resident memory of process `pid` in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+class Attackers:
+    """Threads that run attack(source, stop, counts) for each of `sources` (stop: a
+    threading.Event to return at; counts: a dict the attack counts its connections in, by
+    source) for as long as the with-block lasts. mark() takes the passive's log length and
+    memory; leaving the block, before the attackers stop, log_growth and rss_growth are what
+    they grew since, and opened what the attackers opened."""
+
+    def __init__(self, passive, attack, sources):
+        self.passive, self.stop, self.counts = passive, threading.Event(), {}
+        self.threads = [threading.Thread(target=attack, args=(source, self.stop, self.counts), daemon=True)
+                        for source in sources]
+        self.base = None
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def opened_so_far(self):
+        return sum(self.counts.values())
+
+    def mark(self):
+        self.base = (len(self.passive.output()), rss_mib(self.passive.proc.pid))
+
+    def __exit__(self, *exc):
+        self.opened = self.opened_so_far()
+        try:
+            if self.base is not None and self.passive.alive():
+                self.log_growth = len(self.passive.output()) - self.base[0]
+                self.rss_growth = rss_mib(self.passive.proc.pid) - self.base[1]
+        finally:
+            self.stop.set()
+            for t in self.threads:
+                t.join(10)
+        return False
 
 
 def wait_for_text(read, text, timeout=15.0, proc=None, count=1):

@@ -9,6 +9,7 @@
   acknowledgement queue that grows while the peer never reads.
 * Access control (--allow): a refused active learns why, others keep being served."""
 
+import functools
 import os
 import re
 import select
@@ -21,8 +22,8 @@ import threading
 import time
 import unittest
 
-from harness import (Active, descriptors, free_base_port, NETPERFMETER, Passive, descriptors_while_killed, run_active,
-                     settled, settled_descriptors, wait_for_text)
+from harness import (Active, Attackers, descriptors, free_base_port, NETPERFMETER, Passive, descriptors_while_killed,
+                     rss_mib, run_active, settled, settled_descriptors, wait_for_text)
 
 import npmp  # noqa: E402  (tests/lib, on the path through harness)
 
@@ -31,14 +32,6 @@ PORT, _ = free_base_port(span=175)  # this test's ports: PORT - 1 .. PORT + 176,
 
 # A sanitizer's allocator keeps freed memory in quarantine: memory figures mean nothing there.
 memory_figures = unittest.skipIf(os.environ.get("NPM_SANITIZE"), "memory figures under a sanitizer's allocator")
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 def connect_from(source, port, timeout=2):
@@ -181,16 +174,11 @@ class Lockout(unittest.TestCase):
     def test_silent_reconnecting_peers_of_many_addresses_lock_nobody_out(self):
         port = PORT + 160
         with Passive(port, "-loglevel=3") as passive:
-            stop, counts = threading.Event(), {}
-            attackers = [threading.Thread(target=self.attack, args=(port, a, stop, counts), daemon=True)
-                         for a in self.ATTACKERS]
-            try:
-                for t in attackers:
-                    t.start()
+            attack = functools.partial(self.attack, port)
+            with Attackers(passive, attack, self.ATTACKERS) as attackers:
                 # The attack holds the passive: its network's sessions are full.
                 wait_for_text(passive.output, "sessions of this network", timeout=30, proc=passive.proc)
-                baseline_rss = rss_mib(passive.proc.pid)
-                baseline_log = len(passive.output())
+                attackers.mark()
                 served = []
                 begin = time.monotonic()
                 with tempfile.TemporaryDirectory() as d:
@@ -203,13 +191,7 @@ class Lockout(unittest.TestCase):
                         served.append((time.monotonic() - t0, r.returncode, r.stderr[-300:]))
                         self.assertEqual(r.returncode, 0, f"run {len(served)} was not served:\n{r.stderr[-1500:]}")
                         time.sleep(1)
-                connects = sum(counts.values())
-                grown_log = len(passive.output()) - baseline_log
-                grown_rss = rss_mib(passive.proc.pid) - baseline_rss
-            finally:
-                stop.set()
-                for t in attackers:
-                    t.join(10)
+            connects, grown_log, grown_rss = attackers.opened, attackers.log_growth, attackers.rss_growth
             slowest = max(s for s, _, _ in served)
             print(f"{len(served)} runs of 1 s served, the slowest in {slowest:.2f} s; the attackers opened "
                   f"{connects} sessions; log +{grown_log} bytes, memory {grown_rss:+.1f} MiB")

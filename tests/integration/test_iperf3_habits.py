@@ -22,8 +22,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (MEASUREMENT_COLUMNS, NETPERFMETER, Capture, Passive, free_base_port, main, read_scalars,
-                     read_vector, run_active, tool_available)
+from harness import (MEASUREMENT_COLUMNS, NETPERFMETER, Capture, Passive, WithPassive, free_base_port, main,
+                     read_scalars, read_vector, run_active, tool_available)
 
 ROW = re.compile(r"^\s*(\d+) (out|in)\s+([\d.]+)-([\d.]+)\s+([\d.]+ \S*B)\s+([\d.]+ \S*bit/s)\s+(\d+)\s+(\S+)"
                  r"\s+([\d.]+ \S*B|\S+)\s+(\S+)\s*$")
@@ -63,16 +63,8 @@ def vector_blocks(path, flow, action):
     return [first] + rows[2:]
 
 
-class IntervalLines(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.port, _ = free_base_port()
-        cls.dir = tempfile.mkdtemp(prefix="npm-interval-")
-        cls.passive = Passive(cls.port).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.passive.__exit__(None, None, None)
+class IntervalLines(WithPassive):
+    DIR_PREFIX = "npm-interval-"
 
     def assertSameAsVector(self, printed, blocks, what):
         """Each printed interval against the vector's block for it: times, frames exactly; bytes
@@ -162,16 +154,8 @@ class IntervalLines(unittest.TestCase):
         self.assertIn("--interval", r.stderr)
 
 
-class FixedSizeTransfer(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.port, _ = free_base_port()
-        cls.dir = tempfile.mkdtemp(prefix="npm-transfer-")
-        cls.passive = Passive(cls.port).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.passive.__exit__(None, None, None)
+class FixedSizeTransfer(WithPassive):
+    DIR_PREFIX = "npm-transfer-"
 
     def received(self, name, flow):
         s = read_scalars(os.path.join(self.dir, f"{name}-passive.sca"))

@@ -21,7 +21,8 @@ import tempfile
 import time
 import unittest
 
-from harness import Active, Capture, Passive, bundled_usrsctp, free_base_port, main, number, read_paths, run_active
+from harness import (Active, Capture, Passive, WithPassive, bundled_usrsctp, free_base_port, main, number, read_paths,
+                     run_active)
 
 # usrsctp's default receive buffer (sb_hiwat of a new socket): what a_rwnd starts from without rcvbuf=.
 USRSCTP_DEFAULT_RCVBUF = 128 * 1024
@@ -240,19 +241,11 @@ class UserlandSctpKnobs(unittest.TestCase):
 
 @unittest.skipUnless(os.geteuid() == 0, "capturing on lo needs root")
 @unittest.skipUnless(tshark_available(), "tshark is not installed")
-class StreamKnobs(unittest.TestCase):
+class StreamKnobs(WithPassive):
     """TCP and MPTCP: rcvbuf= is the receiver's window on both sides, cc= the congestion control
     of the connection (every subflow) on both sides."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.port, _ = free_base_port()
-        cls.dir = tempfile.mkdtemp(prefix="npm-knobs-")
-        cls.passive = Passive(cls.port).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.passive.__exit__(None, None, None)
+    DIR_PREFIX = "npm-knobs-"
 
     def windows(self, protocol, spec):
         """{side: [advertised windows in bytes]} while a bidirectional saturated flow runs."""

@@ -9,21 +9,12 @@ import os
 import re
 import socket
 import tempfile
-import threading
 import time
 import unittest
 
-from harness import Passive, free_base_port, run_active
+from harness import Attackers, Passive, free_base_port, run_active
 
 PORT, _ = free_base_port(span=5)
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 class SilentDataConnections(unittest.TestCase):
@@ -66,18 +57,13 @@ class SilentDataConnections(unittest.TestCase):
 
     def test_silent_data_connections_of_many_addresses_lock_nobody_out(self):
         with Passive(PORT, "-loglevel=3") as passive:
-            stop, counts = threading.Event(), {}
-            attackers = [threading.Thread(target=self.attack, args=(a, stop, counts), daemon=True)
-                         for a in self.ATTACKERS]
-            try:
-                for t in attackers:
-                    t.start()
+            with Attackers(passive, self.attack, self.ATTACKERS) as attackers:
                 # The table is full (ten addresses at their per-host limit) and the attackers churn.
                 deadline = time.monotonic() + 30
-                while sum(counts.values()) < 4 * 1024 and time.monotonic() < deadline:
-                    stop.wait(0.05)
-                self.assertGreaterEqual(sum(counts.values()), 4 * 1024, "the attack did not get going")
-                baseline_rss, baseline_log = rss_mib(passive.proc.pid), len(passive.output())
+                while attackers.opened_so_far() < 4 * 1024 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.assertGreaterEqual(attackers.opened_so_far(), 4 * 1024, "the attack did not get going")
+                attackers.mark()
                 served = []
                 with tempfile.TemporaryDirectory() as d:
                     begin = time.monotonic()
@@ -94,13 +80,7 @@ class SilentDataConnections(unittest.TestCase):
                                                        f.read()))
                         self.assertEqual(set(received), {"flow[0]", "flow[1]"}, received)
                         self.assertTrue(all(int(v) > 0 for v in received.values()), received)
-                connects = sum(counts.values())
-                grown_log = len(passive.output()) - baseline_log
-                grown_rss = rss_mib(passive.proc.pid) - baseline_rss
-            finally:
-                stop.set()
-                for t in attackers:
-                    t.join(10)
+            connects, grown_log, grown_rss = attackers.opened, attackers.log_growth, attackers.rss_growth
             print(f"{len(served)} runs of 1 s (3 data connections each) served, the slowest in {max(served):.2f} s; "
                   f"the attackers opened {connects} data connections; log +{grown_log} bytes, memory "
                   f"{grown_rss:+.1f} MiB")

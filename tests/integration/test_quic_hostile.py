@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from harness import Active, Passive, descriptors, free_base_port, main, run_active, settled
+from harness import Active, Passive, descriptors, free_base_port, main, rss_mib, run_active, settled
 
 QUIC = os.environ.get("NPM_QUIC_BUILT") == "ON"
 PORT, _ = free_base_port(span=20)  # this test's ports: PORT - 1 .. PORT + 21 (six passives), its own
@@ -42,11 +42,6 @@ SANITIZED = bool(os.environ.get("NPM_SANITIZE"))
 def make_certificates(directory):
     from test_quic import make_certificates as make
     return make(directory)
-
-
-def rss_mib(pid):
-    from test_hostile import rss_mib as rss
-    return rss(pid)
 
 
 def harvest_initial(port, files, cwd):
