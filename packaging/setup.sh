@@ -135,7 +135,7 @@ case "${1:-}" in
     # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan, with the
     # unit tests of state shared between threads (tagged [tsan]).
     cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" -DNPM_SANITIZE=thread >/dev/null
-    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter npm_unit_tests
+    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter npm_tsan_unit_tests
     status=0
     # The gating suite: everything but the long tier and the release checks (labels "long",
     # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), two at a time; tests

@@ -14,7 +14,7 @@ from harness import free_base_port, NETPERFMETER, Passive, read_scalars, run_act
 
 PORT, _ = free_base_port(span=22)  # this test's ports: PORT - 1 .. PORT + 23, its own
 SANITIZED = bool(os.environ.get("NPM_SANITIZE"))
-RUNTIME = 3
+RUNTIME = 2
 
 # Flow 0 and 2 saturated, 1 saturated in both directions, 3 rate-driven both ways, 4 on/off,
 # 5 UDP (on the passive's shared socket, its main thread), 6 rate-driven one way.
@@ -41,8 +41,8 @@ def thread_cpu(pid):
 
 
 def vector_rows(path):
-    with bz2.open(path, "rt") as f:
-        return sum(1 for _ in f) - 1  # the header
+    with bz2.open(path, "rb") as f:  # lines counted in blocks: text lines one by one took 16 s here
+        return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b"")) - 1  # the header
 
 
 class SpreadFlows(unittest.TestCase):

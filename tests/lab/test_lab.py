@@ -86,7 +86,24 @@ unit = "bit/s"
 
 # The lab's mechanics (runs, resume, summaries, interruption) are tested beside other tests of
 # the gating suite: their load must not make these runs invalid (--max-other-load).
-OTHER_LOAD = "--max-other-load=1000"
+# The limits that depend on the host's load (other work, the processes' own CPU, the delay line's
+# lateness) off: these tests run beside others, and what they check is not the load.
+OTHER_LOAD = ("--max-other-load=1000", "--max-process-load=1000", "--max-lateness=1e12")
+
+
+def invalid_runs(out):
+    """{run: its evidence's problems} of a study's invalid runs (for a failing assertion's message)."""
+    found = {}
+    for run in sorted(os.listdir(os.path.join(out, "runs"))):
+        try:
+            with open(os.path.join(out, "runs", run, "evidence.json")) as f:
+                judged = json.load(f)
+        except (OSError, ValueError) as e:
+            found[run] = [f"no evidence.json: {e}"]
+            continue
+        if not judged.get("valid"):
+            found[run] = judged.get("problems")
+    return found
 
 
 def lab(*args, timeout=300):
@@ -630,7 +647,7 @@ class Quic(unittest.TestCase):
         path, out = os.path.join(work, "quic.toml"), os.path.join(work, "out")
         with open(path, "w") as f:
             f.write(QUIC_STUDY)
-        r = lab("run", path, OTHER_LOAD, "-o", out, "--no-plot")
+        r = lab("run", path, *OTHER_LOAD, "-o", out, "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         run = os.path.join(out, "runs", "rate=20mbit-r1")
         # QUIC flows 0 and 2 in pair 0 (one -quic option), TCP flow 1 in pair 1
@@ -703,7 +720,7 @@ class Runs(unittest.TestCase):
         self.assertEqual([e for e in os.listdir(os.path.join(self.out, "runs")) if e.startswith(".partial")], [])
 
     def test_run_summary_resume_and_plot(self):
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out)
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out)
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         with open(os.path.join(self.out, "summary.csv")) as f:
             rows = [line.split(",") for line in f.read().splitlines()]
@@ -714,7 +731,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(set(by_proto), {"tcp", "mptcp"})
         for proto, row in by_proto.items():
             # two runs make no interval (stats.MIN_RUNS): none is drawn, the procedure says why
-            self.assertEqual((int(row[2]), row[4], row[5]), (2, "NA", "NA"))
+            self.assertEqual((int(row[2]), row[4], row[5]), (2, "NA", "NA"), invalid_runs(self.out))
             self.assertEqual(row[6], f"too few runs (n = 2 < {stats.MIN_RUNS})")
         tcp, mptcp = float(by_proto["tcp"][3]), float(by_proto["mptcp"][3])
         print(f"TCP on the 10 Mbit/s path: {tcp:.2f} Mbit/s; MPTCP over 10 + 5 Mbit/s: {mptcp:.2f} Mbit/s")
@@ -770,10 +787,10 @@ class Runs(unittest.TestCase):
         mtimes = {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
                   for e in os.listdir(os.path.join(self.out, "runs"))}
         # a second run without --resume refuses to mix; with --resume it re-runs nothing
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out)
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out)
         self.assertEqual(r.returncode, 1)
         self.assertIn("--resume", r.stderr)
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out, "--resume")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 4, r.stderr)
         self.assertEqual(mtimes, {e: os.stat(os.path.join(self.out, "runs", e)).st_mtime_ns
@@ -805,14 +822,14 @@ class Runs(unittest.TestCase):
 
         # A loose target: the pilot of two runs (min_repetitions) already gives it.
         loose = os.path.join(self.dir, "loose")
-        r = lab("run", self.study, OTHER_LOAD, "-o", loose, "--ci-target=50")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", loose, "--ci-target=50")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         self.assertEqual(summary(loose), (2, "stein(n0=2)"))
         self.assertNotIn("needs more than max_repetitions", r.stdout)
         # A target no measurement meets: the pilot asks for more than max_repetitions; the
         # maximum is run and the combination named.
         tight = os.path.join(self.dir, "tight")
-        r = lab("run", self.study, OTHER_LOAD, "-o", tight, "--ci-target=0.000001")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", tight, "--ci-target=0.000001")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         self.assertEqual(summary(tight), (3, "stein(n0=2)"))
         self.assertIn("the wanted half-width needs more than max_repetitions runs: proto=udp", r.stdout)
@@ -820,7 +837,7 @@ class Runs(unittest.TestCase):
                          ["proto=udp-r1", "proto=udp-r2", "proto=udp-r3"])
 
     def test_the_run_order_is_blocked_and_drawn_from_the_seed(self):
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--seed=7", "--no-plot")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out, "--seed=7", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
         order = re.findall(r"\] ETA \S+ (proto=\w+ r\d)", r.stderr)
         self.assertEqual(len(order), 4, r.stderr)
@@ -836,7 +853,7 @@ class Runs(unittest.TestCase):
 
     def start_until_the_second_run(self, *args):
         """The lab running the study, once it has begun its second run; (process, its stderr so far)."""
-        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--no-plot", *args],
+        proc = subprocess.Popen([LAB, "run", self.study, *OTHER_LOAD, "-o", self.out, "--no-plot", *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = []
         while True:
@@ -862,7 +879,7 @@ class Runs(unittest.TestCase):
         self.assertEqual(len(kept), 1, kept)
         self.assertRegex(kept[0], r"^proto=(tcp|mptcp)-r1$")
         # --resume runs the three missing ones only
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 1, r.stderr)
         self.assertEqual(r.stderr.count(": done in"), 3, r.stderr)
@@ -870,7 +887,7 @@ class Runs(unittest.TestCase):
     def test_failing_run_reports_and_cleans_up(self):
         with open(self.study, "w") as f:
             f.write(TINY.format(runtime=1.5, repetitions=1).replace("const0:const1400:const0:const0", "const0:const1400:const0:const0:bogus=1"))
-        proc = subprocess.Popen([LAB, "run", self.study, OTHER_LOAD, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([LAB, "run", self.study, *OTHER_LOAD, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 1, err)
@@ -922,7 +939,7 @@ exec {real_plot} "$@"
         os.chmod(wrapped, 0o755)
 
         def run(*args):
-            return subprocess.run([wrapped, "run", self.study, OTHER_LOAD, "-o", self.out, "--seed=3", *args],
+            return subprocess.run([wrapped, "run", self.study, *OTHER_LOAD, "-o", self.out, "--seed=3", *args],
                                   capture_output=True, text=True, timeout=300)
 
         # Every attempt fails (--retries=1: two): the study stops, both attempts kept.
@@ -997,7 +1014,7 @@ exec {real_plot} "$@"
         kept = [e for e in os.listdir(os.path.join(self.out, "runs")) if not e.startswith(".")]
         self.assertEqual(len(kept), 1, kept)
         # the complete run is intact: --resume keeps it and runs the rest
-        r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
+        r = lab("run", self.study, *OTHER_LOAD, "-o", self.out, "--resume", "--no-plot")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("complete, kept"), 1, r.stderr)
         self.assertEqual(r.stderr.count(": done in"), 3, r.stderr)
@@ -1007,7 +1024,7 @@ exec {real_plot} "$@"
         for ns in (stale, foreign):
             subprocess.run(["ip", "netns", "add", ns], check=True)
         try:
-            r = lab("run", self.study, OTHER_LOAD, "-o", self.out, "--repetitions=1", "--no-plot")
+            r = lab("run", self.study, *OTHER_LOAD, "-o", self.out, "--repetitions=1", "--no-plot")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f"removed the leftover namespace {stale}", r.stderr)
             names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

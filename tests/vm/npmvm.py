@@ -126,8 +126,12 @@ class VM:
             cmd = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-m", str(self.memory),
                    "-smp", str(self.cpus), "-nographic", "-no-reboot", "-nic", "none",
                    "-kernel", self.vmlinuz, "-initrd", self.initrd,
+                   # cache=loose: the guest keeps what it read of the host's root (read-only,
+                   # unchanged while a guest runs) in its page cache. Without it every exec read
+                   # the program and its libraries over 9p again: about a second per command under
+                   # software emulation, a boot 33 s instead of 14 s.
                    "-append", "console=ttyS0 root=hostroot rootfstype=9p "
-                              "rootflags=trans=virtio,version=9p2000.L,msize=262144 ro "
+                              "rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro "
                               f"init={HERE}/guest-init.sh panic=-1 quiet",
                    "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
                    "-virtfs", f"local,path={work},mount_tag=out,security_model=none"]

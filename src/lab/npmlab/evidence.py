@@ -38,9 +38,11 @@ def _on(value):
 
 # ------------------------------------------------------------------------------------ capture
 class Capture:
-    """tshark in the passive's namespace on all its path interfaces for the first seconds of
-    a run (CAPTURE_SECONDS, or what the study's `capture` says; it ends by itself), headers only
-    (SNAPLEN bytes of each packet); nothing when tshark is not installed."""
+    """dumpcap (tshark's capture engine) in the passive's namespace on all its path interfaces
+    for the first seconds of a run (CAPTURE_SECONDS, or what the study's `capture` says; it ends
+    by itself, or with the run when that is shorter: finish()), headers only (SNAPLEN bytes of
+    each packet); nothing when tshark is not installed. dumpcap itself captures as soon as it
+    says so; tshark loads every dissector first (about 0.4 s a run here)."""
 
     def __init__(self, topo, path, seconds=CAPTURE_SECONDS):
         self.path = path
@@ -49,7 +51,8 @@ class Capture:
         self.interfaces = [topo.device("passive", i) for i in range(len(topo.paths))]
         if shutil.which("tshark") is None:
             return
-        cmd = ["ip", "netns", "exec", topo.P, "tshark", "-q", "-s", str(SNAPLEN), "-a", f"duration:{seconds:g}",
+        engine = "dumpcap" if shutil.which("dumpcap") else "tshark"
+        cmd = ["ip", "netns", "exec", topo.P, engine, "-q", "-s", str(SNAPLEN), "-a", f"duration:{seconds:g}",
                "-w", path, "-f", "tcp or udp"]
         for dev in self.interfaces:
             cmd += ["-i", dev]
@@ -58,12 +61,13 @@ class Capture:
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             if "Capturing on" in line:
-                time.sleep(0.3)  # tshark takes packets a moment after it says so
+                if engine == "tshark":
+                    time.sleep(0.3)  # tshark takes packets a moment after it says so
                 return
             if not line and self.proc.poll() is not None:
                 break
         self.stop()
-        raise LabError("tshark did not start capturing in the passive's namespace")
+        raise LabError(f"{engine} did not start capturing in the passive's namespace")
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -74,12 +78,11 @@ class Capture:
                 self.proc.kill()
                 self.proc.wait()
 
-    def wait(self):
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=self.seconds + 30)
-            except subprocess.TimeoutExpired:
-                self.stop()
+    def finish(self):
+        """After the run: the capture ends now if it is still going (a run shorter than the
+        capture has nothing more to show; waiting for its duration cost each short run over a
+        second)."""
+        self.stop()
 
     def available(self):
         return self.proc is not None and os.path.exists(self.path)
