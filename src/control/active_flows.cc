@@ -30,7 +30,10 @@ using asio::ip::udp;
 using npmp::Protocol;
 
 asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const flowspec::FlowSpec& spec) {
-  if (auto it = associations_.find(spec.association); it != associations_.end()) co_return it->second;
+  if (auto it = associations_.find(spec.association); it != associations_.end()) {
+    json_.sctpAddresses(*spec.flowId, it->second->socket().localAddresses(), it->second->socket().peerAddresses());
+    co_return it->second;
+  }
   const sctp::Tuning tuning = sctpTuning(spec);
   const sctp::Stack stack = sctp::resolve(options_.sctpStack, tuning.needsUserland());
   if (options_.sctpStack == sctp::StackChoice::Auto && stack == sctp::Stack::Userland && sctp::kernelAvailable()) {
@@ -69,7 +72,9 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   socket->connect(options_.remotes, options_.port);  // connectx: every address the peer's name has
   auto association = std::make_shared<sctp::Association>(io_, std::move(socket), name);
   co_await waitConnected(*association, kConnectTimeout);
-  if (const auto peers = association->socket().peerAddresses(); onLoopback && peers.size() > 1) {
+  const auto peers = association->socket().peerAddresses();
+  json_.sctpAddresses(*spec.flowId, association->socket().localAddresses(), peers);
+  if (onLoopback && peers.size() > 1) {
     // The passive bound more than loopback and offered its other addresses: said, as they are
     // paths of their own in the per-path results.
     log::warning("Flow #" + std::to_string(*spec.flowId) + ": the SCTP association to " + name + " has " +

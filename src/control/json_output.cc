@@ -65,6 +65,18 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   }
 }
 
+void JsonOutput::sctpAddresses(std::uint32_t flowId, const std::vector<asio::ip::address>& local,
+                               const std::vector<asio::ip::address>& peer) {
+  for (auto& f : info_.flows) {
+    if (f.flowId != flowId) continue;
+    f.hasSctpAddresses = true;
+    f.sctpLocalAddresses.clear();
+    f.sctpPeerAddresses.clear();
+    for (const auto& a : local) f.sctpLocalAddresses.push_back(a.to_string());
+    for (const auto& a : peer) f.sctpPeerAddresses.push_back(a.to_string());
+  }
+}
+
 std::FILE* JsonOutput::humanOut() const { return options_.jsonFile == "-" || options_.jsonStream ? stderr : stdout; }
 
 void JsonOutput::error(const std::string& message) {

@@ -39,6 +39,9 @@ public:
   void error(const std::string& message);
   void control(std::string protocol, std::string local, std::string remote);
   void sctpStack(const char* name) { info_.sctpStack = name; }
+  // The addresses of flow `flowId`'s SCTP association once it is up (its paths).
+  void sctpAddresses(std::uint32_t flowId, const std::vector<asio::ip::address>& local,
+                     const std::vector<asio::ip::address>& peer);
   // The passive's scalar file as uploaded (bzip2 or plain).
   std::string& passiveScalars() { return passiveScalars_; }
 

@@ -263,6 +263,16 @@ void flowMembers(json::Writer& w, const JsonFlowInfo& f) {
   w.key("description").value(f.description);
   textOrNull(w, "flowspec", f.flowspec);
   textOrNull(w, "congestion_control", f.congestionControl);
+  if (f.hasSctpAddresses) {
+    w.key("sctp_addresses").beginObject();
+    w.key("local").beginArray();
+    for (const auto& a : f.sctpLocalAddresses) w.value(a);
+    w.endArray();
+    w.key("peer").beginArray();
+    for (const auto& a : f.sctpPeerAddresses) w.value(a);
+    w.endArray();
+    w.endObject();
+  }
 }
 
 // What every stream record starts with: its type, the schema's version, the measurement, when.

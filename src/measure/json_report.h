@@ -26,6 +26,11 @@ struct JsonFlowInfo {
   std::string description;
   std::string flowspec;           // as given on the command line; empty: not known (a stream sample)
   std::string congestionControl;  // at the active; empty: none (UDP) or not known
+  // SCTP: the addresses of the association at the active once it is up (its paths: one per
+  // peer address; without -L both sides bind every address of their host, so an association
+  // to loopback has more). hasSctpAddresses false: not SCTP, or it never came up.
+  bool hasSctpAddresses = false;
+  std::vector<std::string> sctpLocalAddresses, sctpPeerAddresses;
 };
 
 // The host the active ran on.

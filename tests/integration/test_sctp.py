@@ -3,6 +3,7 @@ an association of three streams next to a TCP flow on loopback; CMT-SCTP over tw
 paths in network namespaces; failover; tshark on SCTP over UDP; the kernel stack where the
 kernel has SCTP."""
 
+import json
 import os
 import shutil
 import signal
@@ -47,15 +48,26 @@ class LoopbackSctp(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             with Passive(PORT, "--sctp-stack=userland", *PASSIVE_SCTP):
                 r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1",
-                               "-scalar=run.sca", "-sctp", "const50:const500", cwd=d)
+                               "-scalar=run.sca", "--json=run.json", "-sctp", "const50:const500", cwd=d)
             active_paths = {k[0] for k in read_scalars(os.path.join(d, "run-active.sca")) if ".path[" in k[0]}
             warned = [l for l in r.stderr.splitlines() if "paths, to the passive's addresses" in l]
             self.assertEqual(len(warned), 1 if len(active_paths) > 1 else 0, r.stderr)
             if warned:
                 self.assertIn("give both -L 127.0.0.1 to keep to loopback", warned[0])
+            # The results name the association's addresses too: one peer address per path row.
+            with open(os.path.join(d, "run.json")) as f:
+                addresses = json.load(f)["flows"][0]["sctp_addresses"]
+            self.assertIn("127.0.0.1", addresses["peer"])
+            self.assertEqual(len(addresses["peer"]), len(active_paths), addresses)
+            self.assertGreaterEqual(len(addresses["local"]), 1, addresses)
+            if warned:
+                for peer in addresses["peer"]:
+                    self.assertIn(peer, warned[0])
             with Passive(PORT, "--sctp-stack=userland", "-L", "127.0.0.1", *PASSIVE_SCTP):
                 r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1", "-L",
-                               "127.0.0.1", "-scalar=loop.sca", "-sctp", "const50:const500", cwd=d)
+                               "127.0.0.1", "-scalar=loop.sca", "--json=loop.json", "-sctp", "const50:const500", cwd=d)
+            with open(os.path.join(d, "loop.json")) as f:
+                self.assertEqual(json.load(f)["flows"][0]["sctp_addresses"], {"local": ["127.0.0.1"], "peer": ["127.0.0.1"]})
             for role in ("active", "passive"):
                 paths = {k[0] for k in read_scalars(os.path.join(d, f"loop-{role}.sca")) if ".path[" in k[0]}
                 self.assertEqual(len(paths), 1, (role, paths))
