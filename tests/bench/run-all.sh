@@ -3,8 +3,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
-echo "== netperfmeter vs iperf3: saturated TCP goodput and CPU"
-python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3
+echo "== netperfmeter vs iperf3 and iperf 2: saturated TCP goodput and CPU, 1 and 2 flows"
+python3 "$here/throughput.py" "$build/src/app/netperfmeter" --seconds 4 --rounds 5 --flows 1,2
 echo
 echo "== network threads: 2 and 4 saturated TCP flows, --threads=1 and 2"
 python3 "$here/threads.py" "$build/src/app/netperfmeter" --seconds 5 --rounds 3

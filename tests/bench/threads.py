@@ -15,35 +15,14 @@ where each side has cores of its own.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from benchlib import stop_servers, wait_port
+from benchlib import passive_total, stop_servers, wait_port
 from throughput import run_client
-
-
-def passive_total(scalar_file):
-    """(received bytes, bit/s) of all flows in a passive's scalar file, over the receptions."""
-    received, first, last = 0.0, None, None
-    with open(scalar_file) as f:
-        for line in f:
-            m = re.match(r'scalar "netPerfMeter\.passive\.flow\[\d+\]" "([^"]+)"\s+(\S+)', line)
-            if not m:
-                continue
-            name, value = m.group(1), float(m.group(2))
-            if name == "Received Bytes":
-                received += value
-            elif name == "First Reception" and value > 0:
-                first = value if first is None else min(first, value)
-            elif name == "Last Reception" and value > 0:
-                last = value if last is None else max(last, value)
-    if not received or first is None or last is None or last <= first:
-        raise SystemExit(f"{scalar_file}: no reception recorded")
-    return received, received * 8 / ((last - first) / 1e6)
 
 
 def netperfmeter_round(npm, port, flows, threads, size, seconds, workdir, server_pid):
