@@ -30,7 +30,7 @@ struct JsonFlowInfo {
   // peer address; without -L both sides bind every address of their host, so an association
   // to loopback has more). hasSctpAddresses false: not SCTP, or it never came up.
   bool hasSctpAddresses = false;
-  std::vector<std::string> sctpLocalAddresses, sctpPeerAddresses;
+  std::vector<std::string> sctpLocalAddresses{}, sctpPeerAddresses{};
 };
 
 // The host the active ran on.
