@@ -62,6 +62,7 @@ struct Settings {
   std::string activeOnly;    // the first option given that only an active takes, as spelled
   bool validateOnly = false; // --validate: check the command line, run nothing
   unsigned threads = 0;      // --threads; 0 = one per core
+  std::vector<unsigned> cpus;  // --cpus: the CPUs this process runs on; empty: those it was started with
   // -tls-key, -tls-cert (passive), -tls-ca (both), -tls-hostname (active): QUIC's TLS.
   std::string tlsKey, tlsCert, tlsCa, tlsHostName;
   bool startAtUnsynchronised = false;  // --start-at-unsynchronised
@@ -375,6 +376,29 @@ std::optional<CliError> setThreads(Settings& s, const Parsed& p) {
   return std::nullopt;
 }
 
+// --cpus=LIST: CPU numbers and ranges (0,2-3), as taskset -c takes them.
+std::optional<CliError> setCpus(Settings& s, const Parsed& p) {
+  constexpr std::uint64_t kMax = 1023;  // CPU_SETSIZE - 1
+  const auto fail = [&] { return bad(p, "expected CPU numbers and ranges from 0 to 1023, e.g. 0 or 0,2-3"); };
+  std::vector<unsigned> cpus;
+  std::size_t from = 0;
+  while (from <= p.value.size()) {
+    const std::size_t comma = std::min(p.value.find(',', from), p.value.size());
+    const std::string item = p.value.substr(from, comma - from);
+    const std::size_t dash = item.find('-');
+    const auto first = parseNumber(item.substr(0, dash), kMax);
+    const auto last = dash == std::string::npos ? first : parseNumber(item.substr(dash + 1), kMax);
+    if (!first || !last) return fail();
+    if (*last < *first) return bad(p, "the range " + item + " runs backwards");
+    for (auto c = *first; c <= *last; ++c) cpus.push_back(static_cast<unsigned>(c));
+    from = comma + 1;
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  s.cpus = std::move(cpus);
+  return std::nullopt;
+}
+
 std::optional<CliError> setJson(Settings& s, const Parsed& p) {
   if (p.value.empty()) return bad(p, "expected --json (standard output) or --json=FILE");
   s.active.jsonFile = p.value;
@@ -479,6 +503,7 @@ constexpr OptionDef kOptions[] = {
     {"json", 0, Arg::Optional, setJson},
     {"json-stream", 0, Arg::None, NPM_SET(s.active.jsonStream = true)},
     {"threads", 0, Arg::Required, setThreads},
+    {"cpus", 0, Arg::Required, setCpus},
     {"validate", 0, Arg::None, NPM_SET(s.validateOnly = true)},
 };
 
@@ -687,6 +712,7 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.allow = std::move(s.allow);
   c.options.authKey = std::move(s.authKey);
   c.options.threads = s.threads;
+  c.cpus = s.cpus;
   c.options.limits = control::deriveLimits(s.limits, s.givenLimits);
   c.runtime = s.runtime;
   c.display = s.display;
@@ -883,6 +909,7 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   c.options.flows = std::move(flows);
   c.options.authKey = std::move(s.authKey);
   c.options.threads = s.threads;
+  c.cpus = s.cpus;
   c.options.tlsCaFile = s.tlsCa;
   // The name in the passive's certificate: -tls-hostname, else the passive's host as given.
   c.options.tlsHostName = s.tlsHostName.empty() ? host : s.tlsHostName;
@@ -935,6 +962,8 @@ std::string usage() {
          "  --json-stream                JSON lines on standard output: start, one per second, end with the document\n"
          "  --threads=N                  network threads (default: one per core); the active spreads its flows over\n"
          "                               them, the passive its TCP and MPTCP data connections\n"
+         "  --cpus=LIST                  run on these CPUs only (0,2-3; as taskset -c), all threads; e.g. the active\n"
+         "                               on one core and the passive on another for a single flow on loopback\n"
          "  -A, --activenodename=NAME    -P, --passivenodename=NAME   node names for the config file\n"
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --interval=SECONDS           active: a persistent line per flow and direction every SECONDS (0.1 to\n"

@@ -22,6 +22,7 @@ struct LogSettings {
 
 struct PassiveCommand {
   control::PassiveOptions options;
+  std::vector<unsigned> cpus;  // --cpus: the CPUs the process runs on; empty: those it was started with
   std::optional<double> runtime;
   bool display = true;
   LogSettings log;
@@ -30,6 +31,7 @@ struct PassiveCommand {
 
 struct ActiveCommand {
   control::ActiveOptions options;
+  std::vector<unsigned> cpus;  // --cpus
   LogSettings log;
   std::vector<std::string> warnings;
 };

@@ -6,6 +6,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -104,6 +107,27 @@ int runPassive(const app::PassiveCommand& c) {
   return 0;
 }
 
+// --cpus: this process and every thread it starts after this (network threads, usrsctp's) on
+// those CPUs only; false after saying why.
+bool applyCpus(const std::vector<unsigned>& cpus) {
+  if (cpus.empty()) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string list;
+  for (const unsigned c : cpus) {
+    CPU_SET(c, &set);
+    list += (list.empty() ? "" : ",") + std::to_string(c);
+  }
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    const int error = errno;
+    std::fprintf(stderr, "netperfmeter: --cpus=%s: %s (this host has CPUs 0 to %ld)\n", list.c_str(),
+                 std::strerror(error), sysconf(_SC_NPROCESSORS_CONF) - 1);
+    return false;
+  }
+  log::info("Running on CPUs " + list + " (--cpus)");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,13 +143,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (const auto* passive = std::get_if<app::PassiveCommand>(&command)) {
-    if (!applyLog(passive->log)) return 1;
+    if (!applyLog(passive->log) || !applyCpus(passive->cpus)) return 1;
     log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - passive mode on port " + std::to_string(passive->options.port));
     for (const auto& warning : passive->warnings) log::warning(warning);
     return runPassive(*passive);
   }
   const auto& active = std::get<app::ActiveCommand>(command);
-  if (!applyLog(active.log)) return 1;
+  if (!applyLog(active.log) || !applyCpus(active.cpus)) return 1;
   log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - active mode");
   for (const auto& warning : active.warnings) log::warning(warning);
   return control::runActive(active.options);

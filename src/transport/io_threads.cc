@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <exception>
@@ -16,6 +17,10 @@
 namespace npm::transport {
 
 unsigned defaultThreads() {
+  // The CPUs this process may run on (--cpus, taskset, a cgroup's cpuset), not the host's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
   const unsigned cores = std::thread::hardware_concurrency();
   return cores == 0 ? 1 : cores;
 }

@@ -198,6 +198,44 @@ class CommandLine(unittest.TestCase):
             with self.subTest(args=args):
                 self.assertRejected(args, fragment)
 
+    def test_cpus(self):
+        """--cpus=LIST (as taskset -c): checked before anything connects; the process and all its
+        threads then run on those CPUs, and --threads' default is one per CPU it may use."""
+        for value, fragment in [("", "expected CPU numbers and ranges"), ("x", "expected CPU numbers"),
+                                ("1,", "expected CPU numbers"), ("3-1", "the range 3-1 runs backwards"),
+                                ("1024", "from 0 to 1023"), ("1023", "--cpus=1023: Invalid argument (this host has CPUs 0 to")]:
+            with self.subTest(value=value):
+                self.assertRejected([f"--cpus={value}", "-tcp", "const10:const100"], fragment)
+        last = os.cpu_count() - 1
+        passive = subprocess.Popen([NETPERFMETER, str(PORT + 10), f"--cpus={last}", "-nodisplay", "-loglevel=2"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # its control listener
+                try:
+                    socket.create_connection(("127.0.0.1", PORT + 11), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            tasks = os.listdir(f"/proc/{passive.pid}/task")
+            names = []
+            for tid in tasks:
+                with open(f"/proc/{passive.pid}/task/{tid}/comm") as f:
+                    names.append(f.read().strip())
+                with open(f"/proc/{passive.pid}/task/{tid}/status") as f:
+                    allowed = [line.split()[1] for line in f if line.startswith("Cpus_allowed_list:")]
+                self.assertEqual(allowed, [str(last)], f"thread {tid}")
+            result = run(f"127.0.0.1:{PORT + 10}", "--cpus=0", "-runtime=0.5", "-tcp", "const10:const100")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("Running on CPUs 0 (--cpus)", result.stderr)
+        finally:
+            passive.terminate()
+            passive.wait()
+        self.assertIn(f"Running on CPUs {last} (--cpus)", passive.stderr.read())
+        # --threads' default, one network thread per CPU it may use: none beside the main thread's
+        # (npm-net1, npm-net2, ... are the others), not one per core of the host.
+        self.assertEqual([n for n in names if n.startswith("npm-net")], [], names)
+
     def test_a_passive_refuses_what_only_an_active_takes(self):
         for option in ("-scalar=run.sca", "-vector=run.vec", "-config=run.config", "--max-download=10",
                        "-activenodename=a", "-passivenodename=b"):
