@@ -120,21 +120,20 @@ def main():
     # default of the passive's spool limit (--max-spool, 2 GiB).
     spool = ["--max-spool=16384", "--max-spool-total=16384"] if args.vectors else []
     passive = subprocess.Popen([npm, str(args.port), "-nodisplay", "-q", *spool], **quiet)
-    servers, ports, rounds = {}, {}, {}
-    for i, name in enumerate(peers):
-        ports[name] = args.port + 10 * (i + 1)
+    reference = os.path.abspath(args.reference) if args.reference else None
+    ports = {name: args.port + 10 * (i + 1) for i, name in enumerate(peers)}
+    servers = {}
+    for name, port in ports.items():
+        cmd = [reference, str(port), "-nodisplay", "-q"] if name == "reference" else [programs[name], "-s", "-p", str(port)]
+        servers[name] = subprocess.Popen(cmd, **quiet)
+
+    def peer_round(name, size, flows):
+        port, pid = ports[name], servers[name].pid
         if name == "iperf3":
-            servers[name] = subprocess.Popen(["iperf3", "-s", "-p", str(ports[name])], **quiet)
-            rounds[name] = lambda size, flows, n=name: iperf3_round(ports[n], size, flows, args.seconds, servers[n].pid)
-        elif name == "iperf2":
-            servers[name] = subprocess.Popen(["iperf", "-s", "-p", str(ports[name])], **quiet)
-            rounds[name] = lambda size, flows, n=name: iperf2_round(ports[n], size, flows, args.seconds, servers[n].pid)
-        else:
-            servers[name] = subprocess.Popen([os.path.abspath(args.reference), str(ports[name]), "-nodisplay", "-q"],
-                                             **quiet)
-            rounds[name] = lambda size, flows, n=name: netperfmeter_round(
-                os.path.abspath(args.reference), ports[n], size, flows, args.seconds, workdir, servers[n].pid,
-                args.vectors)
+            return iperf3_round(port, size, flows, args.seconds, pid)
+        if name == "iperf2":
+            return iperf2_round(port, size, flows, args.seconds, pid)
+        return netperfmeter_round(reference, port, size, flows, args.seconds, workdir, pid, args.vectors)
     try:
         wait_port(args.port + 1)
         for name in peers:
@@ -161,7 +160,7 @@ def main():
                     cpus["netperfmeter"].append(cpu)
                     after.append(beyond)
                     for name in peers:
-                        rate, cpu, _ = rounds[name](size, flows)
+                        rate, cpu, _ = peer_round(name, size, flows)
                         rates[name].append(rate)
                         cpus[name].append(cpu)
                 ours = statistics.median(rates["netperfmeter"])

@@ -9,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from harness import free_base_port, NETPERFMETER
+from harness import free_base_port, NETPERFMETER, Passive
 
 PORT, _ = free_base_port(span=22)  # this test's ports: PORT - 1 .. PORT + 23, its own
 
@@ -207,31 +207,18 @@ class CommandLine(unittest.TestCase):
             with self.subTest(value=value):
                 self.assertRejected([f"--cpus={value}", "-tcp", "const10:const100"], fragment)
         last = os.cpu_count() - 1
-        passive = subprocess.Popen([NETPERFMETER, str(PORT + 10), f"--cpus={last}", "-nodisplay", "-loglevel=2"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:  # its control listener
-                try:
-                    socket.create_connection(("127.0.0.1", PORT + 11), timeout=0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            tasks = os.listdir(f"/proc/{passive.pid}/task")
+        with Passive(PORT + 10, f"--cpus={last}") as passive:
             names = []
-            for tid in tasks:
-                with open(f"/proc/{passive.pid}/task/{tid}/comm") as f:
+            for tid in os.listdir(f"/proc/{passive.proc.pid}/task"):
+                with open(f"/proc/{passive.proc.pid}/task/{tid}/comm") as f:
                     names.append(f.read().strip())
-                with open(f"/proc/{passive.pid}/task/{tid}/status") as f:
+                with open(f"/proc/{passive.proc.pid}/task/{tid}/status") as f:
                     allowed = [line.split()[1] for line in f if line.startswith("Cpus_allowed_list:")]
                 self.assertEqual(allowed, [str(last)], f"thread {tid}")
             result = run(f"127.0.0.1:{PORT + 10}", "--cpus=0", "-runtime=0.5", "-tcp", "const10:const100")
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("Running on CPUs 0 (--cpus)", result.stderr)
-        finally:
-            passive.terminate()
-            passive.wait()
-        self.assertIn(f"Running on CPUs {last} (--cpus)", passive.stderr.read())
+            self.assertIn(f"Running on CPUs {last} (--cpus)", passive.output())
         # --threads' default, one network thread per CPU it may use: none beside the main thread's
         # (npm-net1, npm-net2, ... are the others), not one per core of the host.
         self.assertEqual([n for n in names if n.startswith("npm-net")], [], names)

@@ -152,7 +152,7 @@ class Bottlenecks(Testbed):
         self.active(topo, 9000, "-runtime=10", "-scalar=run.sca", "-L" + ",".join(topo.active_addresses()),
                     "-sctp", "const0:const1444:cmt=cmt:rtomin=200:bufsplit=both:sndbuf=1000000:rcvbuf=500000")
         after = {side: evidence.nstat(topo, side) for side in ("active", "passive")}
-        capture.finish()
+        capture.stop()
         errors = {side: after[side].get("UdpSndbufErrors", 0) - before[side].get("UdpSndbufErrors", 0)
                   for side in after}
         sent = {i: topo.path_counters("active", i)["packets"] for i in (0, 1)}

@@ -38,21 +38,19 @@ def _on(value):
 
 # ------------------------------------------------------------------------------------ capture
 class Capture:
-    """dumpcap (tshark's capture engine) in the passive's namespace on all its path interfaces
-    for the first seconds of a run (CAPTURE_SECONDS, or what the study's `capture` says; it ends
-    by itself, or with the run when that is shorter: finish()), headers only (SNAPLEN bytes of
-    each packet); nothing when tshark is not installed. dumpcap itself captures as soon as it
-    says so; tshark loads every dissector first (about 0.4 s a run here)."""
+    """dumpcap (tshark's capture engine, installed with it) in the passive's namespace on all its
+    path interfaces for the first seconds of a run (CAPTURE_SECONDS, or what the study's
+    `capture` says; it ends by itself, or with stop() when the run is shorter), headers only
+    (SNAPLEN bytes of each packet); nothing when tshark is not installed. dumpcap captures as
+    soon as it says so; tshark itself would load every dissector first (about 0.4 s a run)."""
 
     def __init__(self, topo, path, seconds=CAPTURE_SECONDS):
         self.path = path
-        self.seconds = seconds
         self.proc = None
         self.interfaces = [topo.device("passive", i) for i in range(len(topo.paths))]
         if shutil.which("tshark") is None:
             return
-        engine = "dumpcap" if shutil.which("dumpcap") else "tshark"
-        cmd = ["ip", "netns", "exec", topo.P, engine, "-q", "-s", str(SNAPLEN), "-a", f"duration:{seconds:g}",
+        cmd = ["ip", "netns", "exec", topo.P, "dumpcap", "-q", "-s", str(SNAPLEN), "-a", f"duration:{seconds:g}",
                "-w", path, "-f", "tcp or udp"]
         for dev in self.interfaces:
             cmd += ["-i", dev]
@@ -61,15 +59,15 @@ class Capture:
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             if "Capturing on" in line:
-                if engine == "tshark":
-                    time.sleep(0.3)  # tshark takes packets a moment after it says so
                 return
             if not line and self.proc.poll() is not None:
                 break
         self.stop()
-        raise LabError(f"{engine} did not start capturing in the passive's namespace")
+        raise LabError("dumpcap did not start capturing in the passive's namespace")
 
     def stop(self):
+        """Ends the capture now if it is still going (after a run shorter than the capture:
+        waiting out its duration cost each short run over a second)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -77,12 +75,6 @@ class Capture:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-    def finish(self):
-        """After the run: the capture ends now if it is still going (a run shorter than the
-        capture has nothing more to show; waiting for its duration cost each short run over a
-        second)."""
-        self.stop()
 
     def available(self):
         return self.proc is not None and os.path.exists(self.path)

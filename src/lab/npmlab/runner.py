@@ -680,7 +680,7 @@ class Runner:
                 env.write(f"exit status: {' '.join(map(str, codes))}\n")  # of each pair's active
             cpu.stop()
             if capture is not None:
-                capture.finish()
+                capture.stop()
             after = topo.counters()
             record = topo.record()
             if record is not None:  # the delay lines: seeds, drops by cause, lateness of the run
