@@ -58,10 +58,10 @@ struct Settings {
   control::PassiveLimits limits;
   control::GivenLimits givenLimits;  // the others follow the totals (deriveLimits)
   std::optional<control::AuthKey> authKey;
-  bool passiveOnly = false;  // an option that only a passive takes was given
-  std::string activeOnly;    // the first option given that only an active takes, as spelled
-  bool validateOnly = false; // --validate: check the command line, run nothing
-  unsigned threads = 0;      // --threads; 0 = one per core
+  bool passiveOnly = false;    // an option that only a passive takes was given
+  std::string activeOnly;      // the first option given that only an active takes, as spelled
+  bool validateOnly = false;   // --validate: check the command line, run nothing
+  unsigned threads = 0;        // --threads; 0 = one per core
   std::vector<unsigned> cpus;  // --cpus: the CPUs this process runs on; empty: those it was started with
   // -tls-key, -tls-cert (passive), -tls-ca (both), -tls-hostname (active): QUIC's TLS.
   std::string tlsKey, tlsCert, tlsCa, tlsHostName;
@@ -95,26 +95,32 @@ CliError bad(const Parsed& p, const std::string& why) { return CliError{"option 
 // meaning of the letter (or a letter the reference does not have); empty for the others.
 std::string iperf3Hint(char letter) {
   switch (letter) {
-    case 't': return "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is -runtime=SECONDS";
+    case 't':
+      return "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is -runtime=SECONDS";
     case 'J': return "-J is -tls-cert FILE here; iperf3's -J (JSON output) is --json or --json=FILE";
     case 'P': return "-P is -passivenodename NAME here; iperf3's -P N (parallel flows) is -N N or N FLOWSPEC options";
-    case 'i': return "-i is -rcvbuf BYTES here (the receive buffer); iperf3's -i SECONDS (the report interval) is "
-                     "--interval=SECONDS";
+    case 'i':
+      return "-i is -rcvbuf BYTES here (the receive buffer); iperf3's -i SECONDS (the report interval) is "
+             "--interval=SECONDS";
     case 's': return "-s is -sctp FLOWSPEC here; iperf3's -s (server) is a passive: netperfmeter PORT";
     case 'u': return "-u is -udp FLOWSPEC here (e.g. -udp const1000:const1400)";
-    case 'l': return "-l is -controllocal ADDRESSES here; iperf3's -l BYTES is the frame size in the FLOWSPEC "
-                     "(const0:constBYTES)";
-    case 'w': return "-w is -control-over-mptcp here; iperf3's -w BYTES is -i/-o BYTES or rcvbuf=/sndbuf= in a FLOWSPEC";
+    case 'l':
+      return "-l is -controllocal ADDRESSES here; iperf3's -l BYTES is the frame size in the FLOWSPEC "
+             "(const0:constBYTES)";
+    case 'w':
+      return "-w is -control-over-mptcp here; iperf3's -w BYTES is -i/-o BYTES or rcvbuf=/sndbuf= in a FLOWSPEC";
     case 'C': return "-C is -config FILE here; iperf3's -C ALGO is cc=ALGO in a FLOWSPEC";
     case 'V': return "-V is -vector FILE here; iperf3's -V (verbose) is -verbose or -loglevel=1";
     case 'T': return "-T is -runtime SECONDS here; iperf3's -T (title) has no counterpart (description= names a flow)";
     case 'c': return "iperf3's -c HOST is HOST:PORT here (the active), with a FLOWSPEC option per flow";
     case 'p': return "iperf3's -p PORT is part of HOST:PORT here (and the passive's PORT)";
-    case 'b': return "iperf3's -b RATE is the frame rate of a FLOWSPEC here (constN frames/s, or rate=RATE in bit/s, "
-                     "e.g. -udp const0:const1400:rate=10M)";
+    case 'b':
+      return "iperf3's -b RATE is the frame rate of a FLOWSPEC here (constN frames/s, or rate=RATE in bit/s, "
+             "e.g. -udp const0:const1400:rate=10M)";
     case 'R': return "iperf3's -R (reverse) is the inbound half of a FLOWSPEC here (out rate:out size:in rate:in size)";
-    case 'n': return "iperf3's -n BYTES is transfer=BYTES in a FLOWSPEC (e.g. -tcp const0:const1400:transfer=100M; "
-                     "frames=N for iperf3's -k N)";
+    case 'n':
+      return "iperf3's -n BYTES is transfer=BYTES in a FLOWSPEC (e.g. -tcp const0:const1400:transfer=100M; "
+             "frames=N for iperf3's -k N)";
     case 'O': return "iperf3's -O SECONDS (omit) is --warmup=SECONDS here";
     case 'S': return "-S is -scalar FILE here; iperf3's -S TOS is tos=TOS (or dscp=DSCP) in a FLOWSPEC";
     default: return {};
@@ -127,9 +133,7 @@ CliError badWithHint(const Parsed& p, const std::string& why) {
   return CliError{"option \"" + p.spelled + "\": " + why + (hint.empty() ? std::string() : " (" + hint + ")")};
 }
 
-bool plainNumber(const std::string& v) {
-  return !v.empty() && v.find_first_not_of("0123456789.") == std::string::npos;
-}
+bool plainNumber(const std::string& v) { return !v.empty() && v.find_first_not_of("0123456789.") == std::string::npos; }
 
 // -------------------------------------------------------------- option handlers
 
@@ -156,7 +160,8 @@ std::optional<CliError> setBuffer(Settings& s, const Parsed& p) {  // -o, -i
   const auto b = parseNumber(p.value, 0x7FFFFFFF);
   if (!b) return badWithHint(p, "expected a buffer size in bytes");
   // No buffer of under 1 KiB is meant (the kernel's minimum is larger): iperf3's -i SECONDS.
-  if (*b > 0 && *b < kSmallBuffer) return badWithHint(p, "a buffer of " + std::to_string(*b) + " bytes is too small to be meant");
+  if (*b > 0 && *b < kSmallBuffer)
+    return badWithHint(p, "a buffer of " + std::to_string(*b) + " bytes is too small to be meant");
   (p.def->shortName == 'o' ? s.defaultSndBuf : s.defaultRcvBuf) = static_cast<std::uint32_t>(*b);
   return std::nullopt;
 }
@@ -174,7 +179,8 @@ std::optional<CliError> setTls(Settings& s, const Parsed& p) {
   if (::access(p.value.c_str(), R_OK) != 0) return bad(p, "cannot read \"" + p.value + "\": " + std::strerror(errno));
   (name == "tls-key" ? s.tlsKey : name == "tls-cert" ? s.tlsCert : s.tlsCa) = p.value;
 #else
-  s.warnings.push_back("option \"" + p.spelled + "\" is for QUIC flows (-quic), which this build does not have; ignored");
+  s.warnings.push_back("option \"" + p.spelled +
+                       "\" is for QUIC flows (-quic), which this build does not have; ignored");
 #endif
   return std::nullopt;
 }
@@ -194,7 +200,8 @@ std::optional<CliError> setCount(Settings& s, const Parsed& p) {
 
 template <Protocol P>
 std::optional<CliError> addFlow(Settings& s, const Parsed& p) {
-  if (plainNumber(p.value)) return badWithHint(p, "\"" + p.value + "\" is no FLOWSPEC (out rate:out size[:in rate:in size])");
+  if (plainNumber(p.value))
+    return badWithHint(p, "\"" + p.value + "\" is no FLOWSPEC (out rate:out size[:in rate:in size])");
   s.specs.emplace_back(P, p.value);
   return std::nullopt;
 }
@@ -220,10 +227,14 @@ std::optional<CliError> setLogFile(Settings& s, const Parsed& p) {  // --logfile
 
 std::optional<CliError> setSctpStack(Settings& s, const Parsed& p) {
   const std::string& v = p.value;
-  if (v == "auto") s.sctpStack = sctp::StackChoice::Auto;
-  else if (v == "kernel") s.sctpStack = sctp::StackChoice::Kernel;
-  else if (v == "userland") s.sctpStack = sctp::StackChoice::Userland;
-  else return bad(p, "expected auto, kernel or userland");
+  if (v == "auto")
+    s.sctpStack = sctp::StackChoice::Auto;
+  else if (v == "kernel")
+    s.sctpStack = sctp::StackChoice::Kernel;
+  else if (v == "userland")
+    s.sctpStack = sctp::StackChoice::Userland;
+  else
+    return bad(p, "expected auto, kernel or userland");
   return std::nullopt;
 }
 
@@ -311,8 +322,9 @@ std::optional<CliError> setStartAt(Settings& s, const Parsed& p) {
   const auto seconds = parseNumber(whole, std::uint64_t{1} << 40);
   const bool digits = std::all_of(fraction.begin(), fraction.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (whole.empty() || !seconds || !digits || fraction.size() > 6 || (point != std::string::npos && fraction.empty())) {
-    return bad(p, "expected the start time in seconds since the epoch, with at most six decimals "
-                  "(e.g. $(($(date +%s) + 10)) or 1764300000.250)");
+    return bad(p,
+               "expected the start time in seconds since the epoch, with at most six decimals "
+               "(e.g. $(($(date +%s) + 10)) or 1764300000.250)");
   }
   std::uint64_t micros = *seconds * 1000000;
   if (!fraction.empty()) micros += std::stoull(fraction + std::string(6 - fraction.size(), '0'));
@@ -338,19 +350,32 @@ std::optional<CliError> setLimit(Settings& s, const Parsed& p) {
     return bad(p, "expected a whole number from " + std::to_string(least) + " to " + std::to_string(most));
   }
   auto& limits = s.limits;
-  if (name == "max-sessions") limits.sessions = *n;
-  else if (name == "max-sessions-per-host") limits.sessionsPerHost = *n, s.givenLimits.sessionsPerHost = true;
-  else if (name == "max-sessions-per-prefix") limits.sessionsPerPrefix = *n, s.givenLimits.sessionsPerPrefix = true;
-  else if (name == "max-flows") limits.flowsPerSession = *n;
-  else if (name == "max-pending") limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
-  else if (name == "max-pending-per-host") limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
-  else if (name == "max-pending-per-prefix") limits.pendingPerPrefix = *n, s.givenLimits.pendingPerPrefix = true;
-  else if (name == "max-quic-connections") limits.quicConnections = *n;
-  else if (name == "max-quic-connections-per-prefix") limits.quicPerPrefix = *n, s.givenLimits.quicPerPrefix = true;
-  else if (name == "quic-retry-above") limits.quicRetryAbove = *n, s.givenLimits.quicRetryAbove = true;
-  else if (name == "max-spool") limits.spoolPerSession = *n << 20;
-  else if (name == "max-spool-total") limits.spoolTotal = *n << 20;
-  else limits.idleTimeout = std::chrono::seconds(*n);
+  if (name == "max-sessions")
+    limits.sessions = *n;
+  else if (name == "max-sessions-per-host")
+    limits.sessionsPerHost = *n, s.givenLimits.sessionsPerHost = true;
+  else if (name == "max-sessions-per-prefix")
+    limits.sessionsPerPrefix = *n, s.givenLimits.sessionsPerPrefix = true;
+  else if (name == "max-flows")
+    limits.flowsPerSession = *n;
+  else if (name == "max-pending")
+    limits.pendingConnections = *n, s.givenLimits.pendingConnections = true;
+  else if (name == "max-pending-per-host")
+    limits.pendingPerHost = *n, s.givenLimits.pendingPerHost = true;
+  else if (name == "max-pending-per-prefix")
+    limits.pendingPerPrefix = *n, s.givenLimits.pendingPerPrefix = true;
+  else if (name == "max-quic-connections")
+    limits.quicConnections = *n;
+  else if (name == "max-quic-connections-per-prefix")
+    limits.quicPerPrefix = *n, s.givenLimits.quicPerPrefix = true;
+  else if (name == "quic-retry-above")
+    limits.quicRetryAbove = *n, s.givenLimits.quicRetryAbove = true;
+  else if (name == "max-spool")
+    limits.spoolPerSession = *n << 20;
+  else if (name == "max-spool-total")
+    limits.spoolTotal = *n << 20;
+  else
+    limits.idleTimeout = std::chrono::seconds(*n);
   s.passiveOnly = true;
   return std::nullopt;
 }
@@ -406,17 +431,19 @@ std::optional<CliError> setJson(Settings& s, const Parsed& p) {
 }
 
 // Handlers of options that only set a field.
-#define NPM_SET(expression) [](Settings& s, const Parsed& p) -> std::optional<CliError> { \
-    (void)p;                                                                              \
-    expression;                                                                           \
-    return std::nullopt;                                                                  \
+#define NPM_SET(expression)                                     \
+  [](Settings& s, const Parsed& p) -> std::optional<CliError> { \
+    (void)p;                                                    \
+    expression;                                                 \
+    return std::nullopt;                                        \
   }
 
 // ... of an option that only the active takes: a passive refuses it (Settings::activeOnly).
-#define NPM_ACTIVE(expression) [](Settings& s, const Parsed& p) -> std::optional<CliError> { \
-    if (s.activeOnly.empty()) s.activeOnly = p.spelled;                                     \
-    expression;                                                                             \
-    return std::nullopt;                                                                    \
+#define NPM_ACTIVE(expression)                                  \
+  [](Settings& s, const Parsed& p) -> std::optional<CliError> { \
+    if (s.activeOnly.empty()) s.activeOnly = p.spelled;         \
+    expression;                                                 \
+    return std::nullopt;                                        \
   }
 
 constexpr Handler kIgnore = [](Settings&, const Parsed&) -> std::optional<CliError> { return std::nullopt; };
@@ -444,7 +471,8 @@ constexpr OptionDef kOptions[] = {
     {"passivenodename", 'P', Arg::Required,
      [](Settings& s, const Parsed& p) -> std::optional<CliError> {
        // A node name that is a number is iperf3's -P N.
-       if (plainNumber(p.value)) return badWithHint(p, "a node name that is a number (\"" + p.value + "\") is not meant");
+       if (plainNumber(p.value))
+         return badWithHint(p, "a node name that is a number (\"" + p.value + "\") is not meant");
        if (s.activeOnly.empty()) s.activeOnly = p.spelled;
        s.active.passiveNodeName = p.value;
        return std::nullopt;
@@ -597,8 +625,8 @@ std::optional<CliError> scanArguments(const std::vector<std::string>& args, std:
       std::string nextName = next.substr(next.rfind('-', 1) + 1);
       nextName = nextName.substr(0, nextName.find('='));
       if (next.size() > 1 && next[0] == '-' && !std::isdigit(static_cast<unsigned char>(next[1])) &&
-          ((nextName.size() == 1 && findShort(nextName[0]) != nullptr) || (nextName.size() > 1 && findLong(nextName).ok() &&
-                                                                            *findLong(nextName) != nullptr))) {
+          ((nextName.size() == 1 && findShort(nextName[0]) != nullptr) ||
+           (nextName.size() > 1 && findLong(nextName).ok() && *findLong(nextName) != nullptr))) {
         return CliError{"option \"" + a + "\" needs a value, but the option \"" + next + "\" follows" + why};
       }
       value = args[++i];
@@ -623,11 +651,12 @@ Result<void> checkWritable(const std::string& path, const char* what) {
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return Failure{std::string("cannot write the ") + what + " files: directory \"" + dir.string() + "\" does not exist"};
+    return Failure{std::string("cannot write the ") + what + " files: directory \"" + dir.string() +
+                   "\" does not exist"};
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return Failure{std::string("cannot write the ") + what + " files into \"" + dir.string() + "\": " +
-                   std::strerror(errno)};
+    return Failure{std::string("cannot write the ") + what + " files into \"" + dir.string() +
+                   "\": " + std::strerror(errno)};
   }
   return {};
 }
@@ -650,9 +679,10 @@ std::optional<CliError> checkStartAt(const std::optional<std::uint64_t>& startAt
   }
   const ClockStatus clock = clockStatus();
   if (!clock.synchronised && !unsynchronisedOk) {
-    return CliError{"--start-at: the local clock is not synchronised (the kernel's STA_UNSYNC is set: is chrony, "
-                    "ntpd or systemd-timesyncd running?); hosts would start apart by their clocks' offset "
-                    "(--start-at-unsynchronised: every active runs on this host's clock)"};
+    return CliError{
+        "--start-at: the local clock is not synchronised (the kernel's STA_UNSYNC is set: is chrony, "
+        "ntpd or systemd-timesyncd running?); hosts would start apart by their clocks' offset "
+        "(--start-at-unsynchronised: every active runs on this host's clock)"};
   }
   return std::nullopt;
 }
@@ -662,17 +692,20 @@ std::optional<CliError> checkStartAt(const std::optional<std::uint64_t>& startAt
 Command passiveCommand(Settings& s, const std::string& where) {
   const auto port = *parseNumber(where, 0xFFFFFFFF);
   if (port < 2 || port > 65534) {
-    return CliError{"port " + where + " is out of range: the passive uses PORT-1, PORT and PORT+1, so PORT is 2 to 65534"};
+    return CliError{"port " + where +
+                    " is out of range: the passive uses PORT-1, PORT and PORT+1, so PORT is 2 to 65534"};
   }
   if (!s.specs.empty()) return CliError{"flows are given to the active side (HOST:PORT), not to a passive PORT"};
   if (!s.activeOnly.empty()) {
-    return CliError{"option \"" + s.activeOnly + "\" is an option of the active side (HOST:PORT); a passive writes no "
+    return CliError{"option \"" + s.activeOnly +
+                    "\" is an option of the active side (HOST:PORT); a passive writes no "
                     "result files or node names of its own (its actives download and name them)"};
   }
   if (s.active.warmup.count() > 0) {
     return CliError{"--warmup is given to the active side (HOST:PORT); a passive takes it from the active's START"};
   }
-  if (!s.active.jsonFile.empty() || s.active.jsonStream) return CliError{"--json and --json-stream are options of the active side"};
+  if (!s.active.jsonFile.empty() || s.active.jsonStream)
+    return CliError{"--json and --json-stream are options of the active side"};
   if (s.active.seed != 0) {
     return CliError{"-seed is given to the active side (HOST:PORT); a passive takes it from the active's ADD_FLOW"};
   }
@@ -681,7 +714,8 @@ Command passiveCommand(Settings& s, const std::string& where) {
   }
   if (s.noSctp && s.noTcp) return CliError{"at least one control channel protocol must be enabled (-X and -Y given)"};
   if (s.tlsKey.empty() != s.tlsCert.empty()) {
-    return CliError{"-tls-key and -tls-cert go together: the passive serves QUIC with both, or without either refuses it"};
+    return CliError{
+        "-tls-key and -tls-cert go together: the passive serves QUIC with both, or without either refuses it"};
   }
   if (!s.tlsHostName.empty()) {
     return CliError{"-tls-hostname is an option of the active side (the name it checks in the passive's certificate)"};
@@ -691,8 +725,9 @@ Command passiveCommand(Settings& s, const std::string& where) {
   c.options.tlsCertFile = s.tlsCert;
   if (!s.tlsCa.empty()) {
     // As the reference's passive: it asks actives for no certificate, so it has no use for CAs.
-    s.warnings.push_back("-tls-ca: the passive asks actives for no certificate, so it checks none; the CA file is "
-                         "for actives (-tls-ca with -quic)");
+    s.warnings.push_back(
+        "-tls-ca: the passive asks actives for no certificate, so it checks none; the CA file is "
+        "for actives (-tls-ca with -quic)");
   }
   c.options.controlOverSctp = !s.noSctp;
   c.options.sctpStack = s.sctpStack;
@@ -754,7 +789,8 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
                                    std::vector<flowspec::FlowSpec>& group) {
   std::vector<std::string> texts;
   std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) texts.push_back(text.substr(start, nl - start));
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    texts.push_back(text.substr(start, nl - start));
   texts.push_back(text.substr(start));
   for (const auto& t : texts) {
     auto r = flowspec::parse(t, protocol);
@@ -764,14 +800,16 @@ std::optional<CliError> parseGroup(const Settings& s, Protocol protocol, const s
       if (r->sndBufferSize == 0) r->sndBufferSize = s.defaultSndBuf;
     }
     r->streamId = static_cast<std::uint16_t>(group.size());
-    if (!group.empty() && protocol == Protocol::SCTP &&
-        control::sctpTuning(*r) != control::sctpTuning(group[0])) {
-      return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one SCTP association share its cmt=, sctpcc=, "
-                      "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= settings (give "
-                      "them on every stream or on none)"};
+    if (!group.empty() && protocol == Protocol::SCTP && control::sctpTuning(*r) != control::sctpTuning(group[0])) {
+      return CliError{
+          "invalid FLOWSPEC \"" + t +
+          "\": all streams of one SCTP association share its cmt=, sctpcc=, "
+          "bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= settings (give "
+          "them on every stream or on none)"};
     }
     if (!group.empty() && protocol == Protocol::QUIC && r->congestionControl != group[0].congestionControl) {
-      return CliError{"invalid FLOWSPEC \"" + t + "\": all streams of one QUIC connection share its congestion control "
+      return CliError{"invalid FLOWSPEC \"" + t +
+                      "\": all streams of one QUIC connection share its congestion control "
                       "(give the same cc= on every stream or on none)"};
     }
     group.push_back(*r);
@@ -812,7 +850,8 @@ std::optional<CliError> buildFlows(const Settings& s, std::vector<flowspec::Flow
     } else if (const auto held = *sctp::processWideOf(control::sctpTuning(*first)); !(*wanted == held)) {
       return CliError{"flows #" + std::to_string(*first->flowId) + " and #" + std::to_string(*f.flowId) +
                       " are CMT-SCTP flows with different process-wide settings (" + sctp::describe(held) + ", " +
-                      sctp::describe(*wanted) + "), which usrsctp has only once per process; run them in separate "
+                      sctp::describe(*wanted) +
+                      "), which usrsctp has only once per process; run them in separate "
                       "netperfmeter processes"};
     }
   }
@@ -857,12 +896,14 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
   if (s.specs.empty()) return CliError{"no flows specified (e.g. -tcp const0:const1400:const0:const1400)"};
   if (s.noSctp || s.noTcp || s.noMptcp) return CliError{"-X, -Y and -W are options of the passive side"};
   if (s.passiveOnly) {
-    return CliError{"--allow, --max-*, --idle-timeout, --quic-retry-above and --sctp-init-rate are options of the passive "
-                    "side"};
+    return CliError{
+        "--allow, --max-*, --idle-timeout, --quic-retry-above and --sctp-init-rate are options of the passive "
+        "side"};
   }
   if (!s.tlsKey.empty() || !s.tlsCert.empty()) {
-    return CliError{"-tls-key and -tls-cert are options of the passive side (an active checks the passive's "
-                    "certificate with -tls-ca and -tls-hostname)"};
+    return CliError{
+        "-tls-key and -tls-cert are options of the passive side (an active checks the passive's "
+        "certificate with -tls-ca and -tls-hostname)"};
   }
   auto& active = s.active;
   active.commandLine = args;
@@ -890,7 +931,8 @@ Command activeCommand(Settings& s, const std::string& where, const std::vector<s
 
   if (s.runtime && active.warmup.count() > 0 && static_cast<double>(active.warmup.count()) >= *s.runtime * 1000.0) {
     char text[160];
-    std::snprintf(text, sizeof(text), "--warmup (%g s) must be shorter than --runtime (%g s): the scalars would cover nothing",
+    std::snprintf(text, sizeof(text),
+                  "--warmup (%g s) must be shorter than --runtime (%g s): the scalars would cover nothing",
                   static_cast<double>(active.warmup.count()) / 1000.0, *s.runtime);
     return CliError{text};
   }
@@ -928,7 +970,8 @@ std::string usage() {
          "Flows (FLOWSPEC = out_rate:out_size:in_rate:in_size[:option...], rates in frames/s, sizes in bytes,\n"
          "each a number or const|uniform|exp|pareto|normal|truncnormal with parameters; rate 0 = saturated):\n"
          "  -tcp FLOWSPEC  -mptcp FLOWSPEC  -udp FLOWSPEC  -dccp FLOWSPEC  -sctp FLOWSPEC [FLOWSPEC...]\n"
-         "  -quic FLOWSPEC [FLOWSPEC...]  (-k, --quic: one QUIC connection to PORT-1, a stream per FLOWSPEC; cc=reno|cubic)\n"
+         "  -quic FLOWSPEC [FLOWSPEC...]  (-k, --quic: one QUIC connection to PORT-1, a stream per FLOWSPEC; "
+         "cc=reno|cubic)\n"
          "  flow options: id= description= maxmsgsize= defragtimeout= ordered= unordered= reliable=\n"
          "    unreliable= rtx_timeout= rtx_trials= rcvbuf= sndbuf= cmt= ccid= error_on_abort=on|off\n"
          "    nodelay=on|off debug=on|off v6only cc=NAME onoff=[+]T,[+]T,...[,repeat]\n"
@@ -940,7 +983,8 @@ std::string usage() {
          "  -x, --control-over-sctp      control over SCTP (the default; without -x it falls back to TCP)\n"
          "  -y, --control-over-tcp       control over TCP          -w, --control-over-mptcp  control over MPTCP\n"
          "  -X, -Y, -W                   passive: disable the SCTP / TCP / MPTCP control listener\n"
-         "  -L, --local=A[,B...]         local data address(es)    -l, --controllocal=A[,B...]  local control address(es)\n"
+         "  -L, --local=A[,B...]         local data address(es)    -l, --controllocal=A[,B...]  local control "
+         "address(es)\n"
          "  -6, --v6only                 IPv6 sockets accept IPv6 only\n"
          "  -T, --runtime=SECONDS        measurement duration (active) / lifetime (passive)\n"
          "  -o, --sndbuf=BYTES           default SO_SNDBUF of data sockets\n"
@@ -953,14 +997,16 @@ std::string usage() {
          "                               into NAME-paths-active/passive-FLOW-STREAM.vec (100; 0 = none)\n"
          "  --warmup=SECONDS             leave the first SECONDS out of both sides' scalars (vectors keep them)\n"
          "  --seed=N                     the run's seed (1 to 2^53-1): repeats every random choice of both sides\n"
-         "                               (rates, sizes, on/off, SCTP per-message); without it one is drawn and recorded\n"
+         "                               (rates, sizes, on/off, SCTP per-message); without it one is drawn and "
+         "recorded\n"
          "  --start-at=EPOCH[.FRACTION]  send START at this wall-clock time (synchronised start of several actives);\n"
          "                               refused when it is past or the clock is not synchronised\n"
          "  --start-at-unsynchronised    allow --start-at on an unsynchronised clock (all actives on this host)\n"
          "  --json[=FILE]                the result document as JSON into FILE (\"-\" or none: standard output;\n"
          "                               the status line then goes to standard error)\n"
          "  --json-stream                JSON lines on standard output: start, one per second, end with the document\n"
-         "  --threads=N                  network threads (default: one per CPU it may use); the active spreads its flows\n"
+         "  --threads=N                  network threads (default: one per CPU it may use); the active spreads its "
+         "flows\n"
          "                               over them, the passive its TCP and MPTCP data connections\n"
          "  --cpus=LIST                  run on these CPUs only (0,2-3; as taskset -c), all threads; e.g. the active\n"
          "                               on one core and the passive on another for a single flow on loopback\n"
@@ -968,19 +1014,26 @@ std::string usage() {
          "  --display, --nodisplay       the one-second status line (default: on)\n"
          "  --interval=SECONDS           active: a persistent line per flow and direction every SECONDS (0.1 to\n"
          "                               3600), as iperf3's -i, instead of the status line; -quiet: none\n"
-         "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked for)\n"
+         "  --sctp-stack=auto|kernel|userland   SCTP stack (auto: the kernel's if it has SCTP and no CMT is asked "
+         "for)\n"
          "  --sctp-udp-port=PORT         local UDP port of userland SCTP (passive default 9899, active: any)\n"
          "  --sctp-remote-udp-port=PORT  the passive's UDP port of userland SCTP (default 9899)\n"
          "  --sctp-init-rate=N[/BURST]   passive: answer at most N SCTP INITs per second on that UDP port, BURST\n"
-         "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n"
-         + std::string(kQuicBuilt
-             ? "  -K, --tls-key=FILE  -J, --tls-cert=FILE   passive: its TLS key and certificate chain (PEM); with both\n"
-               "                               it serves QUIC on UDP port PORT-1, without them it refuses QUIC flows\n"
-               "  -I, --tls-ca=FILE            active: the CAs that sign the passive's certificate (default: the system's)\n"
-               "  -H, --tls-hostname=NAME      active: the name the passive's certificate must carry, and SNI\n"
-               "                               (default: the passive's host as given)\n"
-             : "  -k, --quic=FLOWSPEC, --tls-key, --tls-cert, --tls-ca, --tls-hostname   the reference's QUIC options:\n"
-               "                               this build has no QUIC (-quic is refused, -tls-* warn and do nothing)\n") +
+         "                               at once (500/1000; 0 = unlimited); a BPF socket filter, needs root\n" +
+         std::string(
+             kQuicBuilt
+                 ? "  -K, --tls-key=FILE  -J, --tls-cert=FILE   passive: its TLS key and certificate chain (PEM); with "
+                   "both\n"
+                   "                               it serves QUIC on UDP port PORT-1, without them it refuses QUIC "
+                   "flows\n"
+                   "  -I, --tls-ca=FILE            active: the CAs that sign the passive's certificate (default: the "
+                   "system's)\n"
+                   "  -H, --tls-hostname=NAME      active: the name the passive's certificate must carry, and SNI\n"
+                   "                               (default: the passive's host as given)\n"
+                 : "  -k, --quic=FLOWSPEC, --tls-key, --tls-cert, --tls-ca, --tls-hostname   the reference's QUIC "
+                   "options:\n"
+                   "                               this build has no QUIC (-quic is refused, -tls-* warn and do "
+                   "nothing)\n") +
          "Passive access control and limits (per passive; per host; per control connection):\n"
          "  --allow=CIDR[,CIDR...]       only these hosts may control the passive and send it data (repeatable)\n"
          "  --max-sessions=N (256)  --max-sessions-per-host=N (32; not given: max-sessions/8)\n"
@@ -998,7 +1051,8 @@ std::string usage() {
          "  --quic-retry-above=N (not given: max-quic-connections/16)  QUIC handshakes under way from which on\n"
          "                               a new client must prove its address with a Retry first (0 = always)\n"
          "  --max-spool=MIB (2048) per session, --max-spool-total=MIB (8192): per-flow vectors awaiting upload\n"
-         "  --validate                   check the whole command line (as before a run) and exit: 0 and \"valid: ...\"\n"
+         "  --validate                   check the whole command line (as before a run) and exit: 0 and \"valid: "
+         "...\"\n"
          "                               on standard output, or 1 and the one-line error; nothing connects\n"
          "  --max-download=MIB           active: the largest result file it accepts from the passive\n"
          "                               (default: what the run could need: its flows, duration, rows)\n"
@@ -1018,8 +1072,8 @@ Command parse(const std::vector<std::string>& args) {
   for (const auto& p : options) {
     if (p.def->shortName == 'h') return InfoCommand{usage()};
     if (p.def->shortName == 'v') {
-      return InfoCommand{std::string("NetPerfMeter ") + NPM_VERSION + "\nuserland SCTP: " +
-                         sctp::userlandStackDescription() + "\n"};
+      return InfoCommand{std::string("NetPerfMeter ") + NPM_VERSION +
+                         "\nuserland SCTP: " + sctp::userlandStackDescription() + "\n"};
     }
   }
   if (positional.size() != 1) {

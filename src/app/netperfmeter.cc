@@ -41,7 +41,8 @@ bool applyLog(const app::LogSettings& s) {
 int runPassive(const app::PassiveCommand& c) {
   // A descriptor per data connection: the soft limit (often 1024) up to the hard one.
   const auto descriptors = transport::raiseDescriptorLimit();
-  if (descriptors.soft != 0 && descriptors.soft < c.options.limits.flowsPerSession + control::PassiveLimits::kReservedDescriptors) {
+  if (descriptors.soft != 0 &&
+      descriptors.soft < c.options.limits.flowsPerSession + control::PassiveLimits::kReservedDescriptors) {
     // A warning when the user asked for more flows than that; with the default --max-flows a
     // common hard limit (4096) is no mistake, and a run beyond it is refused clearly (status 7).
     const std::string line = "This process may open only " + std::to_string(descriptors.soft) +
@@ -64,7 +65,8 @@ int runPassive(const app::PassiveCommand& c) {
   // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int signalled = 0;
-  std::function<void(const boost::system::error_code&, int)> onSignal = [&](const boost::system::error_code& ec, int n) {
+  std::function<void(const boost::system::error_code&, int)> onSignal = [&](const boost::system::error_code& ec,
+                                                                            int n) {
     if (ec) return;
     if (++signalled > 1) std::_Exit(1);
     std::fprintf(stderr, "\n*** Break ***    Signal #%d\n", n);
@@ -80,7 +82,8 @@ int runPassive(const app::PassiveCommand& c) {
   }
   boost::asio::steady_timer lifetime(io);
   if (c.runtime) {
-    lifetime.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*c.runtime)));
+    lifetime.expires_after(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*c.runtime)));
     lifetime.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       log::info("Runtime is over; the passive exits");
@@ -144,7 +147,8 @@ int main(int argc, char** argv) {
   }
   if (const auto* passive = std::get_if<app::PassiveCommand>(&command)) {
     if (!applyLog(passive->log) || !applyCpus(passive->cpus)) return 1;
-    log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - passive mode on port " + std::to_string(passive->options.port));
+    log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - passive mode on port " +
+              std::to_string(passive->options.port));
     for (const auto& warning : passive->warnings) log::warning(warning);
     return runPassive(*passive);
   }

@@ -24,14 +24,12 @@
 #include "npm_cc.skel.h"
 
 #define NPM_CC_COUNT 4
-static const char *const cc_names[NPM_CC_COUNT] = {
-	"npm_lia", "npm_olia", "npm_rpv1", "npm_rpv2"
-};
+static const char *const cc_names[NPM_CC_COUNT] = { "npm_lia", "npm_olia", "npm_rpv1", "npm_rpv2" };
 static const char *const stat_names[3] = { "coupled", "reno-fallback", "walk-truncated" };
 
 #define AVAILABLE_PATH "/proc/sys/net/ipv4/tcp_available_congestion_control"
-#define ALLOWED_PATH   "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
-#define BTF_PATH       "/sys/kernel/btf/vmlinux"
+#define ALLOWED_PATH "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+#define BTF_PATH "/sys/kernel/btf/vmlinux"
 #define MIN_MAJOR 6
 #define MIN_MINOR 2
 
@@ -145,22 +143,25 @@ static int check_env(int need_load)
 	if (!btf)
 		btf = BTF_PATH;
 	if (need_load && access(btf, R_OK) != 0) {
-		fprintf(stderr, "netperfmeter-cc-loader: no kernel BTF (%s missing): "
-			"the kernel needs CONFIG_DEBUG_INFO_BTF=y\n", btf);
+		fprintf(stderr,
+			"netperfmeter-cc-loader: no kernel BTF (%s missing): "
+			"the kernel needs CONFIG_DEBUG_INFO_BTF=y\n",
+			btf);
 		return 2;
 	}
 	if (!release && uname(&u) == 0)
 		release = u.release;
 	if (release && sscanf(release, "%d.%d", &major, &minor) == 2 &&
 	    (major < MIN_MAJOR || (major == MIN_MAJOR && minor < MIN_MINOR))) {
-		fprintf(stderr, "netperfmeter-cc-loader: kernel %s too old: need >= %d.%d "
+		fprintf(stderr,
+			"netperfmeter-cc-loader: kernel %s too old: need >= %d.%d "
 			"(BPF struct_ops tcp_congestion_ops, TCP kfuncs, bpf_rdonly_cast)\n",
 			release, MIN_MAJOR, MIN_MINOR);
 		return 2;
 	}
 	if (!have_cap(CAP_SYS_ADMIN) && !(have_cap(CAP_BPF) && have_cap(CAP_PERFMON))) {
 		fprintf(stderr, "netperfmeter-cc-loader: no CAP_BPF: registering a congestion "
-			"control needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); run as root\n");
+				"control needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); run as root\n");
 		return 4;
 	}
 	return 0;
@@ -203,8 +204,8 @@ static int allow_all(void)
 	snprintf(next, sizeof(next), "%s", cur);
 	for (i = 0; i < NPM_CC_COUNT; i++) {
 		char avail[1024];
-		if (read_line(AVAILABLE_PATH, avail, sizeof(avail)) != 0 ||
-		    !in_list(avail, cc_names[i]) || in_list(next, cc_names[i]))
+		if (read_line(AVAILABLE_PATH, avail, sizeof(avail)) != 0 || !in_list(avail, cc_names[i]) ||
+		    in_list(next, cc_names[i]))
 			continue;
 		size_t l = strlen(next);
 		snprintf(next + l, sizeof(next) - l, "%s%s", l ? " " : "", cc_names[i]);
@@ -214,8 +215,7 @@ static int allow_all(void)
 		return 0;
 	f = fopen(ALLOWED_PATH, "w");
 	if (!f || fprintf(f, "%s\n", next) < 0 || fclose(f) != 0) {
-		fprintf(stderr, "netperfmeter-cc-loader: cannot update %s: %s\n",
-			ALLOWED_PATH, strerror(errno));
+		fprintf(stderr, "netperfmeter-cc-loader: cannot update %s: %s\n", ALLOWED_PATH, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -271,20 +271,19 @@ static int scan_cb(int fd, const struct bpf_map_info *info, void *arg)
 			if (s->do_unregister) {
 				int zero = 0;
 				if (bpf_map_delete_elem(fd, &zero) == 0) {
-					printf("unregistered %s (struct_ops map id %u)\n",
-					       cc_names[i], info->id);
+					printf("unregistered %s (struct_ops map id %u)\n", cc_names[i], info->id);
 					s->unregistered++;
-				} else if (errno != ENOENT && errno != EINVAL &&
-					   errno != EINPROGRESS) {
+				} else if (errno != ENOENT && errno != EINVAL && errno != EINPROGRESS) {
 					/* ENOENT/EINPROGRESS: an older registration
 					 * that is already being torn down */
-					fprintf(stderr, "netperfmeter-cc-loader: cannot unregister "
-						"%s (map id %u): %s\n", cc_names[i], info->id,
-						strerror(errno));
+					fprintf(stderr,
+						"netperfmeter-cc-loader: cannot unregister "
+						"%s (map id %u): %s\n",
+						cc_names[i], info->id, strerror(errno));
 					s->errors++;
 				}
 			} else if (info->id > s->map_id[i]) {
-				s->map_id[i] = info->id;  /* newest; older ones may be dying */
+				s->map_id[i] = info->id; /* newest; older ones may be dying */
 			}
 		}
 	} else if (info->type == BPF_MAP_TYPE_ARRAY && strcmp(info->name, "npm_cc_b.bss") == 0 &&
@@ -330,9 +329,8 @@ static int cmd_status(void)
 	printf("available: %s\nallowed:   %s\n", avail, allowed);
 	if (s.have_stats)
 		for (i = 0; i < NPM_CC_COUNT; i++)
-			printf("stats %s: %s=%llu %s=%llu %s=%llu\n", cc_names[i],
-			       stat_names[0], (unsigned long long)s.stats[i][0],
-			       stat_names[1], (unsigned long long)s.stats[i][1],
+			printf("stats %s: %s=%llu %s=%llu %s=%llu\n", cc_names[i], stat_names[0],
+			       (unsigned long long)s.stats[i][0], stat_names[1], (unsigned long long)s.stats[i][1],
 			       stat_names[2], (unsigned long long)s.stats[i][2]);
 	return registered == NPM_CC_COUNT ? 0 : 3;
 }
@@ -352,8 +350,7 @@ static int cmd_stop(void)
 	read_line(AVAILABLE_PATH, avail, sizeof(avail));
 	for (i = 0; i < NPM_CC_COUNT; i++)
 		if (in_list(avail, cc_names[i])) {
-			fprintf(stderr, "netperfmeter-cc-loader: %s is still registered\n",
-				cc_names[i]);
+			fprintf(stderr, "netperfmeter-cc-loader: %s is still registered\n", cc_names[i]);
 			left++;
 		}
 	if (!s.unregistered && !left)
@@ -366,7 +363,7 @@ static int cmd_start(void)
 	char avail[1024] = "";
 	struct npm_cc_bpf *skel = NULL;
 	struct bpf_object *obj;
-	const char *path = getenv("NPM_CC_LOADER_OBJECT");  /* test hook */
+	const char *path = getenv("NPM_CC_LOADER_OBJECT"); /* test hook */
 	int i, rc, err, todo = 0;
 	int need[NPM_CC_COUNT];
 
@@ -385,15 +382,16 @@ static int cmd_start(void)
 			obj = bpf_object__open_file(path, NULL);
 			err = libbpf_get_error(obj);
 			if (err) {
-				fprintf(stderr, "netperfmeter-cc-loader: cannot open %s: %s\n",
-					path, strerror(-err));
+				fprintf(stderr, "netperfmeter-cc-loader: cannot open %s: %s\n", path, strerror(-err));
 				return 1;
 			}
 		} else {
 			skel = npm_cc_bpf__open();
 			if (!skel) {
-				fprintf(stderr, "netperfmeter-cc-loader: cannot open the BPF "
-					"object: %s\n", strerror(errno));
+				fprintf(stderr,
+					"netperfmeter-cc-loader: cannot open the BPF "
+					"object: %s\n",
+					strerror(errno));
 				return 1;
 			}
 			obj = skel->obj;
@@ -402,24 +400,30 @@ static int cmd_start(void)
 		if (err) {
 			int e = -err;
 			if (log_buf && strstr(log_buf, "not found in kernel BTF")) {
-				fprintf(stderr, "netperfmeter-cc-loader: kernel too old: a kfunc "
+				fprintf(stderr,
+					"netperfmeter-cc-loader: kernel too old: a kfunc "
 					"or type used by the congestion controls is missing "
-					"(need Linux >= %d.%d with MPTCP)\n", MIN_MAJOR, MIN_MINOR);
+					"(need Linux >= %d.%d with MPTCP)\n",
+					MIN_MAJOR, MIN_MINOR);
 				print_verifier_tail(5);
 				rc = 2;
 			} else if (e == EPERM) {
 				fprintf(stderr, "netperfmeter-cc-loader: no CAP_BPF: permission "
-					"denied loading the BPF programs (need CAP_BPF and "
-					"CAP_PERFMON, or CAP_SYS_ADMIN)\n");
+						"denied loading the BPF programs (need CAP_BPF and "
+						"CAP_PERFMON, or CAP_SYS_ADMIN)\n");
 				rc = 4;
 			} else if (log_buf && strstr(log_buf, "PROG LOAD LOG")) {
-				fprintf(stderr, "netperfmeter-cc-loader: verifier rejected "
-					"program '%s': %s\n", failed_prog(), strerror(e));
+				fprintf(stderr,
+					"netperfmeter-cc-loader: verifier rejected "
+					"program '%s': %s\n",
+					failed_prog(), strerror(e));
 				print_verifier_tail(15);
 				rc = 5;
 			} else {
-				fprintf(stderr, "netperfmeter-cc-loader: loading the BPF object "
-					"failed: %s\n", strerror(e));
+				fprintf(stderr,
+					"netperfmeter-cc-loader: loading the BPF object "
+					"failed: %s\n",
+					strerror(e));
 				print_verifier_tail(10);
 				rc = 1;
 			}
@@ -433,15 +437,17 @@ static int cmd_start(void)
 				continue;
 			map = bpf_object__find_map_by_name(obj, cc_names[i]);
 			if (!map) {
-				fprintf(stderr, "netperfmeter-cc-loader: %s missing in the BPF "
-					"object\n", cc_names[i]);
+				fprintf(stderr,
+					"netperfmeter-cc-loader: %s missing in the BPF "
+					"object\n",
+					cc_names[i]);
 				rc = 1;
 				continue;
 			}
 			link = bpf_map__attach_struct_ops(map);
 			if (!link) {
-				fprintf(stderr, "netperfmeter-cc-loader: registering %s failed: %s\n",
-					cc_names[i], strerror(errno));
+				fprintf(stderr, "netperfmeter-cc-loader: registering %s failed: %s\n", cc_names[i],
+					strerror(errno));
 				rc = 1;
 				continue;
 			}
@@ -464,13 +470,13 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: netperfmeter-cc-loader [--verbose] start|stop|status\n"
-		"  start   register npm_lia npm_olia npm_rpv1 npm_rpv2 and allow them\n"
-		"  stop    unregister them\n"
-		"  status  show what is registered and allowed (exit 3 if not all)\n"
-		"options:\n"
-		"  --verbose      print libbpf's messages\n"
-		"  -h, --help     this help\n"
-		"  -v, --version  version\n");
+		   "  start   register npm_lia npm_olia npm_rpv1 npm_rpv2 and allow them\n"
+		   "  stop    unregister them\n"
+		   "  status  show what is registered and allowed (exit 3 if not all)\n"
+		   "options:\n"
+		   "  --verbose      print libbpf's messages\n"
+		   "  -h, --help     this help\n"
+		   "  -v, --version  version\n");
 }
 
 int main(int argc, char **argv)

@@ -25,13 +25,12 @@ char _license[] SEC("license") = "GPL";
 
 #define NPM_TCP_CONG_NON_RESTRICTED 0x1
 #define NPM_TCP_ESTABLISHED 1
-#define NPM_TCP_CLOSE_WAIT  8
-#define NPM_CA_MAGIC 0x4e504d43u   /* "NPMC": sibling runs one of ours */
+#define NPM_TCP_CLOSE_WAIT 8
+#define NPM_CA_MAGIC 0x4e504d43u /* "NPMC": sibling runs one of ours */
 
 /* libbpf 1.1 has no bpf_core_cast(): the kfunc exists since Linux 6.2. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-#define npm_cast(ptr, type) \
-	((type *)bpf_rdonly_cast((const void *)(ptr), bpf_core_type_id_kernel(type)))
+#define npm_cast(ptr, type) ((type *)bpf_rdonly_cast((const void *)(ptr), bpf_core_type_id_kernel(type)))
 
 /* TCP congestion-control kfuncs (Linux >= 5.13). */
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
@@ -41,10 +40,10 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 /* Private per-subflow state in icsk_ca_priv (<= ICSK_CA_PRIV_SIZE). */
 struct npm_ca {
 	__u32 magic;
-	__u32 l1;      /* OLIA: segments between the last two losses */
-	__u32 since;   /* OLIA: segments ACKed since the last loss   */
+	__u32 l1;    /* OLIA: segments between the last two losses */
+	__u32 since; /* OLIA: segments ACKed since the last loss   */
 	__u32 rsv;
-	__s64 acc;     /* fixed-point fraction of a segment          */
+	__s64 acc; /* fixed-point fraction of a segment          */
 };
 
 enum { NPM_LIA = 0, NPM_OLIA = 1, NPM_RPV1 = 2, NPM_RPV2 = 3 };
@@ -64,11 +63,19 @@ static __always_inline void npm_launder(struct npm_cc_acc *a)
 {
 	__u32 z = npm_opaque_zero;
 
-	a->sum_x += z; a->sum_cwnd += z; a->sum_ss += z; a->n += z;
-	a->b_cwnd += z; a->b_rtt += z; a->max_w += z; a->cnt_m += z;
-	a->best_ell += z; a->best_rtt += z; a->cnt_b += z; a->cnt_bm += z;
+	a->sum_x += z;
+	a->sum_cwnd += z;
+	a->sum_ss += z;
+	a->n += z;
+	a->b_cwnd += z;
+	a->b_rtt += z;
+	a->max_w += z;
+	a->cnt_m += z;
+	a->best_ell += z;
+	a->best_rtt += z;
+	a->cnt_b += z;
+	a->cnt_bm += z;
 }
-
 
 /*
  * The arithmetic runs in global BPF functions: the verifier checks each of
@@ -81,31 +88,37 @@ __noinline int npm_acc_add(struct npm_cc_acc *a, const struct npm_cc_path *p, __
 	if (!a || !p)
 		return 0;
 	switch (algo) {
-	case NPM_LIA:  npm_cc_acc_add(a, p, NPM_LIA_ACC);  break;
-	case NPM_OLIA: npm_cc_acc_add(a, p, NPM_OLIA_ACC); break;
-	default:       npm_cc_acc_add(a, p, NPM_ACC_SUMS); break;
+	case NPM_LIA:
+		npm_cc_acc_add(a, p, NPM_LIA_ACC);
+		break;
+	case NPM_OLIA:
+		npm_cc_acc_add(a, p, NPM_OLIA_ACC);
+		break;
+	default:
+		npm_cc_acc_add(a, p, NPM_ACC_SUMS);
+		break;
 	}
 	return 0;
 }
 
 /* Fixed-point increase per ACKed segment (ss: in slow start, RP only). */
-__noinline __s64 npm_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self,
-			    __u32 algo, __u32 ss)
+__noinline __s64 npm_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self, __u32 algo, __u32 ss)
 {
 	if (!a || !self)
 		return 0;
 	switch (algo) {
-	case NPM_LIA:  return (__s64)npm_lia_inc_fp(a, self);
-	case NPM_OLIA: return npm_olia_inc_fp(a, self);
-	case NPM_RPV1: return ss ? (__s64)npm_rpv1_ss_inc_fp(a, self)
-				 : (__s64)npm_rpv1_inc_fp(a, self);
-	default:       return ss ? (__s64)npm_rpv2_ss_inc_fp(a, self)
-				 : (__s64)npm_rpv2_inc_fp(a, self);
+	case NPM_LIA:
+		return (__s64)npm_lia_inc_fp(a, self);
+	case NPM_OLIA:
+		return npm_olia_inc_fp(a, self);
+	case NPM_RPV1:
+		return ss ? (__s64)npm_rpv1_ss_inc_fp(a, self) : (__s64)npm_rpv1_inc_fp(a, self);
+	default:
+		return ss ? (__s64)npm_rpv2_ss_inc_fp(a, self) : (__s64)npm_rpv2_inc_fp(a, self);
 	}
 }
 
-__noinline __u32 npm_rp_ssthresh(const struct npm_cc_acc *a, const struct npm_cc_path *self,
-				 __u32 algo)
+__noinline __u32 npm_rp_ssthresh(const struct npm_cc_acc *a, const struct npm_cc_path *self, __u32 algo)
 {
 	if (!a || !self)
 		return 2;
@@ -145,8 +158,7 @@ static __always_inline int npm_cwnd_limited(const struct sock *sk)
  * One bounded pass over the subflows of the own MPTCP connection.
  * Returns the number of usable subflows (0 on plain TCP).
  */
-static __always_inline __u32 npm_collect(struct sock *sk, struct npm_cc_acc *acc,
-					 __u32 what, int algo)
+static __always_inline __u32 npm_collect(struct sock *sk, struct npm_cc_acc *acc, __u32 what, int algo)
 {
 	struct tcp_sock *tp = npm_tcp_sk(sk);
 	struct mptcp_subflow_context *sf;
@@ -200,7 +212,7 @@ static __always_inline __u32 npm_collect(struct sock *sk, struct npm_cc_acc *acc
 			p.ell = (__u32)npm_cc_sel(ours, npm_olia_ell((__u32)(w0 >> 32), (__u32)w1), 0);
 		}
 		if (p.rtt_us == 0)
-			continue;   /* no RTT sample yet */
+			continue; /* no RTT sample yet */
 		npm_acc_add(acc, &p, algo);
 	}
 	if (i == NPM_CC_MAX_SUBFLOWS && pos && pos != head)
@@ -234,10 +246,14 @@ static __always_inline void npm_init_common(struct sock *sk)
 static __always_inline __u32 npm_acc_mask(int algo)
 {
 	switch (algo) {
-	case NPM_LIA:  return NPM_LIA_ACC;
-	case NPM_OLIA: return NPM_OLIA_ACC;
-	case NPM_RPV1: return NPM_RPV1_ACC;
-	default:       return NPM_RPV2_ACC;
+	case NPM_LIA:
+		return NPM_LIA_ACC;
+	case NPM_OLIA:
+		return NPM_OLIA_ACC;
+	case NPM_RPV1:
+		return NPM_RPV1_ACC;
+	default:
+		return NPM_RPV2_ACC;
 	}
 }
 
@@ -278,8 +294,7 @@ static __always_inline void npm_cong_avoid(struct sock *sk, __u32 acked, int alg
 				return;
 		} else {
 			inc = npm_inc_fp(&acc, &self, algo, 1);
-			cwnd = npm_cc_apply(tp->snd_cwnd, &ca->acc, inc, acked,
-					    tp->snd_cwnd_clamp);
+			cwnd = npm_cc_apply(tp->snd_cwnd, &ca->acc, inc, acked, tp->snd_cwnd_clamp);
 			if (cwnd > tp->snd_ssthresh)
 				cwnd = tp->snd_ssthresh;
 			tp->snd_cwnd = cwnd;
@@ -306,8 +321,7 @@ static __always_inline __u32 npm_ssthresh(struct sock *sk, int algo)
 	if (algo == NPM_LIA)
 		return npm_reno_ssthresh(tp->snd_cwnd);
 	/* the walk is cheap with the OLIA mask reduced to the sums */
-	if (npm_collect(sk, &acc, algo == NPM_OLIA ? NPM_ACC_SUMS : npm_acc_mask(algo),
-			algo) < 2)
+	if (npm_collect(sk, &acc, algo == NPM_OLIA ? NPM_ACC_SUMS : npm_acc_mask(algo), algo) < 2)
 		return npm_reno_ssthresh(tp->snd_cwnd);
 	npm_self(sk, &self);
 	if (algo == NPM_OLIA)
@@ -315,38 +329,38 @@ static __always_inline __u32 npm_ssthresh(struct sock *sk, int algo)
 	return npm_rp_ssthresh(&acc, &self, algo);
 }
 
-#define NPM_DEFINE_CC(NAME, ALGO)                                              \
-SEC("struct_ops/" #NAME "_init")                                               \
-void BPF_PROG(NAME##_bpf_init, struct sock *sk)                                    \
-{                                                                              \
-	npm_init_common(sk);                                                   \
-}                                                                              \
-SEC("struct_ops/" #NAME "_ssthresh")                                           \
-__u32 BPF_PROG(NAME##_bpf_ssthresh, struct sock *sk)                               \
-{                                                                              \
-	return npm_ssthresh(sk, ALGO);                                         \
-}                                                                              \
-SEC("struct_ops/" #NAME "_cong_avoid")                                         \
-void BPF_PROG(NAME##_bpf_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)      \
-{                                                                              \
-	npm_cong_avoid(sk, acked, ALGO);                                       \
-}                                                                              \
-SEC("struct_ops/" #NAME "_undo_cwnd")                                          \
-__u32 BPF_PROG(NAME##_bpf_undo_cwnd, struct sock *sk)                              \
-{                                                                              \
-	return tcp_reno_undo_cwnd(sk);                                         \
-}                                                                              \
-SEC(".struct_ops")                                                             \
-struct tcp_congestion_ops NAME = {                                             \
-	.init       = (void *)NAME##_bpf_init,                                     \
-	.ssthresh   = (void *)NAME##_bpf_ssthresh,                                 \
-	.cong_avoid = (void *)NAME##_bpf_cong_avoid,                               \
-	.undo_cwnd  = (void *)NAME##_bpf_undo_cwnd,                                \
-	.flags      = NPM_TCP_CONG_NON_RESTRICTED,                             \
-	.name       = #NAME,                                                   \
-};
+#define NPM_DEFINE_CC(NAME, ALGO)                                                     \
+	SEC("struct_ops/" #NAME "_init")                                              \
+	void BPF_PROG(NAME##_bpf_init, struct sock *sk)                               \
+	{                                                                             \
+		npm_init_common(sk);                                                  \
+	}                                                                             \
+	SEC("struct_ops/" #NAME "_ssthresh")                                          \
+	__u32 BPF_PROG(NAME##_bpf_ssthresh, struct sock *sk)                          \
+	{                                                                             \
+		return npm_ssthresh(sk, ALGO);                                        \
+	}                                                                             \
+	SEC("struct_ops/" #NAME "_cong_avoid")                                        \
+	void BPF_PROG(NAME##_bpf_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) \
+	{                                                                             \
+		npm_cong_avoid(sk, acked, ALGO);                                      \
+	}                                                                             \
+	SEC("struct_ops/" #NAME "_undo_cwnd")                                         \
+	__u32 BPF_PROG(NAME##_bpf_undo_cwnd, struct sock *sk)                         \
+	{                                                                             \
+		return tcp_reno_undo_cwnd(sk);                                        \
+	}                                                                             \
+	SEC(".struct_ops")                                                            \
+	struct tcp_congestion_ops NAME = {                                            \
+		.init = (void *)NAME##_bpf_init,                                      \
+		.ssthresh = (void *)NAME##_bpf_ssthresh,                              \
+		.cong_avoid = (void *)NAME##_bpf_cong_avoid,                          \
+		.undo_cwnd = (void *)NAME##_bpf_undo_cwnd,                            \
+		.flags = NPM_TCP_CONG_NON_RESTRICTED,                                 \
+		.name = #NAME,                                                        \
+	};
 
-NPM_DEFINE_CC(npm_lia,  NPM_LIA)
+NPM_DEFINE_CC(npm_lia, NPM_LIA)
 NPM_DEFINE_CC(npm_olia, NPM_OLIA)
 NPM_DEFINE_CC(npm_rpv1, NPM_RPV1)
 NPM_DEFINE_CC(npm_rpv2, NPM_RPV2)

@@ -27,8 +27,7 @@ NPM_CC_INLINE npm_u64 npm_lia_alpha_fp(const struct npm_cc_acc *a)
 }
 
 /* Per-ACKed-segment increase of subflow 'self' in congestion avoidance. */
-NPM_CC_INLINE npm_u64 npm_lia_inc_fp(const struct npm_cc_acc *a,
-				     const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_lia_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	return npm_cc_min_u64(npm_lia_coupled_fp(a), npm_reno_inc_fp(self->cwnd));
 }

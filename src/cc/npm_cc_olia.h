@@ -27,16 +27,14 @@
  * alpha_r as sign (-1, 0, +1) and magnitude 1/(|P| k) (unsigned fixed
  * point): BPF has no signed division.
  */
-NPM_CC_INLINE int npm_olia_alpha_sign(const struct npm_cc_acc *a,
-				      const struct npm_cc_path *self, npm_u64 *mag_fp)
+NPM_CC_INLINE int npm_olia_alpha_sign(const struct npm_cc_acc *a, const struct npm_cc_path *self, npm_u64 *mag_fp)
 {
 	npm_u32 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u32 r = npm_cc_clamp_rtt(self->rtt_us);
 	npm_u32 l = npm_cc_min_u32(self->ell, NPM_CC_ELL_CAP);
 	npm_u32 collected = a->cnt_b > a->cnt_bm ? a->cnt_b - a->cnt_bm : 0;
 	npm_u32 in_m = c == a->max_w;
-	npm_u32 in_b = (npm_u64)l * a->best_rtt * a->best_rtt ==
-		       (npm_u64)a->best_ell * r * r;
+	npm_u32 in_b = (npm_u64)l * a->best_rtt * a->best_rtt == (npm_u64)a->best_ell * r * r;
 
 	*mag_fp = 0;
 	if (collected == 0 || a->n == 0)
@@ -53,8 +51,7 @@ NPM_CC_INLINE int npm_olia_alpha_sign(const struct npm_cc_acc *a,
 }
 
 /* alpha_r, fixed point (signed). */
-NPM_CC_INLINE npm_s64 npm_olia_alpha_fp(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_s64 npm_olia_alpha_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 mag;
 	int sign = npm_olia_alpha_sign(a, self, &mag);
@@ -62,8 +59,7 @@ NPM_CC_INLINE npm_s64 npm_olia_alpha_fp(const struct npm_cc_acc *a,
 }
 
 /* Per-ACKed-segment increase of path 'self' in congestion avoidance. */
-NPM_CC_INLINE npm_s64 npm_olia_inc_fp(const struct npm_cc_acc *a,
-				      const struct npm_cc_path *self)
+NPM_CC_INLINE npm_s64 npm_olia_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_s64 t1 = (npm_s64)npm_cc_c_over_t2_fp(self->cwnd, npm_cc_t8(a, self->rtt_us));
 	npm_u64 mag;
@@ -76,8 +72,7 @@ NPM_CC_INLINE npm_s64 npm_olia_inc_fp(const struct npm_cc_acc *a,
  * path squeezed to 2 segments by alpha would recover losses only by RTO. */
 NPM_CC_INLINE npm_u32 npm_olia_ssthresh(const struct npm_cc_path *self)
 {
-	return npm_cc_max_u32(npm_reno_ssthresh(self->cwnd),
-			      npm_cc_min_u32(NPM_OLIA_MIN_CWND, self->cwnd));
+	return npm_cc_max_u32(npm_reno_ssthresh(self->cwnd), npm_cc_min_u32(NPM_OLIA_MIN_CWND, self->cwnd));
 }
 
 /* ell_r = max(l1, l2) from the loss-interval counters. */

@@ -17,8 +17,7 @@
 #define NPM_RPV1_ACC (NPM_ACC_SUMS)
 
 /* s_P/S, fixed point. */
-NPM_CC_INLINE npm_u64 npm_rpv1_share_fp(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv1_share_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 s = npm_cc_eff_ssthresh(self->ssthresh, npm_cc_clamp_cwnd(self->cwnd));
 	npm_u64 S = npm_cc_max_u64(a->sum_ss, s);
@@ -26,22 +25,19 @@ NPM_CC_INLINE npm_u64 npm_rpv1_share_fp(const struct npm_cc_acc *a,
 }
 
 /* Slow start: increase per ACKed segment. */
-NPM_CC_INLINE npm_u64 npm_rpv1_ss_inc_fp(const struct npm_cc_acc *a,
-					 const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv1_ss_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	return npm_rpv1_share_fp(a, self);
 }
 
 /* Congestion avoidance: increase per ACKed segment. */
-NPM_CC_INLINE npm_u64 npm_rpv1_inc_fp(const struct npm_cc_acc *a,
-				      const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv1_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	return npm_rpv1_share_fp(a, self) / npm_cc_clamp_cwnd(self->cwnd);
 }
 
 /* The paper's decrease (eq. 5/7 resp. its RPv2 analogue), in segments, >= 1. */
-NPM_CC_INLINE npm_u32 npm_rpv1_decrease(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u32 npm_rpv1_decrease(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u64 half = npm_cc_max_u64(a->sum_cwnd, c) / 2;
@@ -53,8 +49,7 @@ NPM_CC_INLINE npm_u32 npm_rpv1_decrease(const struct npm_cc_acc *a,
 	return (npm_u32)v;
 }
 /* ssthresh handed to Linux: once per congestion event, at least NPM_RP_MIN_SSTHRESH. */
-NPM_CC_INLINE npm_u32 npm_rpv1_ssthresh(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u32 npm_rpv1_ssthresh(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	if (npm_cc_rp_same_event(a, self))
 		return npm_cc_max_u32(npm_cc_clamp_cwnd(self->cwnd), NPM_RP_MIN_SSTHRESH);

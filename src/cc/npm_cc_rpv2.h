@@ -18,8 +18,7 @@
 #define NPM_RPV2_ACC (NPM_ACC_SUMS)
 
 /* Bandwidth share i_P, fixed point (<= 1). */
-NPM_CC_INLINE npm_u64 npm_rpv2_share_fp(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv2_share_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u64 t8 = npm_cc_t8(a, self->rtt_us);
@@ -30,14 +29,12 @@ NPM_CC_INLINE npm_u64 npm_rpv2_share_fp(const struct npm_cc_acc *a,
 	return npm_cc_min_u64(v, NPM_CC_FP_ONE);
 }
 
-NPM_CC_INLINE npm_u64 npm_rpv2_ss_inc_fp(const struct npm_cc_acc *a,
-					 const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv2_ss_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	return npm_rpv2_share_fp(a, self);
 }
 
-NPM_CC_INLINE npm_u64 npm_rpv2_inc_fp(const struct npm_cc_acc *a,
-				      const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u64 npm_rpv2_inc_fp(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 t8 = npm_cc_t8(a, self->rtt_us);
 	npm_u64 reno = npm_reno_inc_fp(self->cwnd);
@@ -48,8 +45,7 @@ NPM_CC_INLINE npm_u64 npm_rpv2_inc_fp(const struct npm_cc_acc *a,
 }
 
 /* The paper's decrease (eq. 5/7 resp. its RPv2 analogue), in segments, >= 1. */
-NPM_CC_INLINE npm_u32 npm_rpv2_decrease(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u32 npm_rpv2_decrease(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	npm_u64 c = npm_cc_clamp_cwnd(self->cwnd);
 	npm_u64 half_t = npm_cc_t8(a, self->rtt_us) >> (NPM_CC_T_SHIFT + 1);
@@ -59,8 +55,7 @@ NPM_CC_INLINE npm_u32 npm_rpv2_decrease(const struct npm_cc_acc *a,
 	return (npm_u32)v;
 }
 /* ssthresh handed to Linux: once per congestion event, at least NPM_RP_MIN_SSTHRESH. */
-NPM_CC_INLINE npm_u32 npm_rpv2_ssthresh(const struct npm_cc_acc *a,
-					const struct npm_cc_path *self)
+NPM_CC_INLINE npm_u32 npm_rpv2_ssthresh(const struct npm_cc_acc *a, const struct npm_cc_path *self)
 {
 	if (npm_cc_rp_same_event(a, self))
 		return npm_cc_max_u32(npm_cc_clamp_cwnd(self->cwnd), NPM_RP_MIN_SSTHRESH);

@@ -39,8 +39,8 @@ private:
 
 // What the kernel says about the wall clock's discipline (adjtimex(2), read only).
 struct ClockStatus {
-  bool synchronised = false;   // STA_UNSYNC clear: an NTP/PTP daemon disciplines the clock
-  long maxErrorMicros = 0;     // the kernel's maximum error estimate
+  bool synchronised = false;  // STA_UNSYNC clear: an NTP/PTP daemon disciplines the clock
+  long maxErrorMicros = 0;    // the kernel's maximum error estimate
   long estimatedErrorMicros = 0;
 };
 

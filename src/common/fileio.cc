@@ -39,9 +39,7 @@ constexpr std::size_t kBufferSize = 256 * 1024;
 
 }  // namespace
 
-bool hasBz2Suffix(std::string_view name) {
-  return name.size() >= 4 && name.substr(name.size() - 4) == ".bz2";
-}
+bool hasBz2Suffix(std::string_view name) { return name.size() >= 4 && name.substr(name.size() - 4) == ".bz2"; }
 
 // ---------------------------------------------------------------- OutputFile
 

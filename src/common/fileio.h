@@ -80,9 +80,7 @@ public:
   void compressInParallel(ThreadPool& pool, std::size_t pieceBytes = kPieceBytes);
 
   void write(std::string_view data);
-  void write(const void* data, std::size_t length) {
-    write(std::string_view(static_cast<const char*>(data), length));
-  }
+  void write(const void* data, std::size_t length) { write(std::string_view(static_cast<const char*>(data), length)); }
   // printf-style formatted write.
   void printf(const char* format, ...) __attribute__((format(printf, 2, 3)));
 

@@ -16,16 +16,21 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
   std::size_t n;
   std::uint32_t cp;
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (std::size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (byte(i + k) & 0x3F);
   }
-  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;
   return n;
 }
 
@@ -119,7 +124,8 @@ void Writer::separate() {
 }
 
 Writer& Writer::key(std::string_view name) {
-  if (stack_.empty() || !stack_.back().object || afterKey_) throw std::logic_error("json::Writer: a key outside an object");
+  if (stack_.empty() || !stack_.back().object || afterKey_)
+    throw std::logic_error("json::Writer: a key outside an object");
   Level& level = stack_.back();
   if (level.members++ > 0) out_ += ',';
   if (indent_) newline(stack_.size());

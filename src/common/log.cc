@@ -63,8 +63,8 @@ void write(int level, const std::string& text) {
   const std::size_t n = std::strftime(stamp, sizeof(stamp), "%d-%b-%Y %H:%M:%S", &local);
   std::snprintf(stamp + n, sizeof(stamp) - n, ".%04ld", static_cast<long>(tv.tv_usec / 100));
   const bool colour = gColour && !gFile && ::isatty(STDERR_FILENO);
-  std::fprintf(out(), "%s%s: %s%s%s\n", colour ? colourOf(level) : "", stamp, prefixOf(level),
-               text.c_str(), colour ? "\x1b[0m" : "");
+  std::fprintf(out(), "%s%s: %s%s%s\n", colour ? colourOf(level) : "", stamp, prefixOf(level), text.c_str(),
+               colour ? "\x1b[0m" : "");
   std::fflush(out());
 }
 
@@ -111,7 +111,7 @@ void Repeated::summarise() {
     char text[64];
     std::snprintf(text, sizeof(text), "%g", seconds);
     write(level_, what_ + ": " + std::to_string(unsaid_) + " more in the last " + text + " s (" +
-            std::to_string(count_) + " in all)");
+                      std::to_string(count_) + " in all)");
   }
   unsaid_ = 0;
   open_ = false;

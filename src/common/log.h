@@ -39,8 +39,7 @@ class Repeated {
 public:
   static constexpr std::chrono::seconds kInterval{10};
   // `what` names the event in the summary line, said at `level` (that of the full lines).
-  explicit Repeated(std::string what, int level = Warning,
-                    std::chrono::steady_clock::duration interval = kInterval);
+  explicit Repeated(std::string what, int level = Warning, std::chrono::steady_clock::duration interval = kInterval);
   ~Repeated();  // says what is left unsaid
   Repeated(const Repeated&) = delete;
   Repeated& operator=(const Repeated&) = delete;

@@ -25,8 +25,8 @@ struct LongMatch {
 // (nullptr: it has none); `same(a, b)` tells whether two entries are one option under two
 // names (they never make an abbreviation ambiguous). An empty `word` abbreviates every name.
 template <class Option, class Name, class Same>
-LongMatch<Option> findLongOption(std::span<const Option> options, std::string_view word, Abbreviations rule,
-                                 Name name, Same same) {
+LongMatch<Option> findLongOption(std::span<const Option> options, std::string_view word, Abbreviations rule, Name name,
+                                 Same same) {
   auto begins = [](std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; };
   std::size_t matches = 0;
   for (const Option& o : options) {

@@ -27,7 +27,7 @@ struct Failure {
 template <class T>
 class [[nodiscard]] Result {
 public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: a value is a success
+  Result(T value) : value_(std::move(value)) {}                  // NOLINT: a value is a success
   Result(Failure failure) : error_(std::move(failure.error)) {}  // NOLINT: so is a Failure
 
   explicit operator bool() const { return value_.has_value(); }

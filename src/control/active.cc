@@ -65,9 +65,9 @@ Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::u
   const std::uint64_t needed = descriptorsNeeded(o);
   if (soft == 0 || needed <= soft) return {};
   return Failure{std::to_string(o.flows.size()) + " flows need up to " + std::to_string(needed) +
-         " file descriptors, but this process may open only " + std::to_string(soft) + " (hard limit " +
-         std::to_string(hard) + "): raise it (e.g. ulimit -Hn " + std::to_string(needed) +
-         " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows"};
+                 " file descriptors, but this process may open only " + std::to_string(soft) + " (hard limit " +
+                 std::to_string(hard) + "): raise it (e.g. ulimit -Hn " + std::to_string(needed) +
+                 " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows"};
 }
 
 Active::Active(transport::IoThreads& threads, const ActiveOptions& o)
@@ -223,15 +223,15 @@ asio::awaitable<void> Active::runMeasurement() {
   if (intervals) {
     std::vector<IntervalLines::Flow> shown;
     for (const auto& f : flows_) shown.push_back({*f.spec.flowId, f.spec.outbound.enabled(), f.spec.inbound.enabled()});
-    measurement_->reportIntervals(
-        options_.interval, [lines = std::make_shared<IntervalLines>(std::move(shown)), out = json_.humanOut(),
-                            measurement = std::weak_ptr<measure::Measurement>(measurement_)](
-                               std::uint64_t now, const std::vector<measure::FlowSnapshot>& flows, bool) {
-          const auto m = measurement.lock();
-          const std::string text = lines->format(now, m ? m->startTime() : now, flows);
-          std::fwrite(text.data(), 1, text.size(), out);
-          std::fflush(out);
-        });
+    measurement_->reportIntervals(options_.interval,
+                                  [lines = std::make_shared<IntervalLines>(std::move(shown)), out = json_.humanOut(),
+                                   measurement = std::weak_ptr<measure::Measurement>(measurement_)](
+                                      std::uint64_t now, const std::vector<measure::FlowSnapshot>& flows, bool) {
+                                    const auto m = measurement.lock();
+                                    const std::string text = lines->format(now, m ? m->startTime() : now, flows);
+                                    std::fwrite(text.data(), 1, text.size(), out);
+                                    std::fflush(out);
+                                  });
   }
   co_await measurement_->start(nowMicros(), options_.warmup, runtime);
   json_.start(measurementId_, measurement_->startTime());
@@ -342,4 +342,3 @@ int runActive(const ActiveOptions& options) {
 }
 
 }  // namespace npm::control
-

@@ -27,16 +27,19 @@ asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to
   });
   boost::system::error_code ec;
   co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
-  if (deadline.expired()) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
+  if (deadline.expired())
+    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
   if (ec == asio::error::connection_refused && !ifRefused.empty()) {
     throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ifRefused);
   }
-  if (ec) throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
+  if (ec)
+    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
 }
 
 std::optional<std::string> busyText(std::uint32_t status) {
-  const char* why = status == npmp::kStatusBusy       ? "as many sessions as it admits in all (its --max-sessions)"
-                    : status == npmp::kStatusBusyHost ? "as many sessions of this host as it admits (its --max-sessions-per-host)"
+  const char* why = status == npmp::kStatusBusy ? "as many sessions as it admits in all (its --max-sessions)"
+                    : status == npmp::kStatusBusyHost
+                        ? "as many sessions of this host as it admits (its --max-sessions-per-host)"
                     : status == npmp::kStatusBusyPrefix
                         ? "as many sessions of this host's network as it admits (its --max-sessions-per-prefix)"
                         : nullptr;
@@ -71,10 +74,10 @@ asio::awaitable<void> Active::connectControl() {
   const tcp::endpoint to(options_.remote, static_cast<std::uint16_t>(options_.port + 1));
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
-  co_await connectWithin(socket, to, kConnectTimeout,
-                         "connection refused: nothing listens on the passive's control port (PORT+1 = " +
-                             std::to_string(to.port()) + "); is \"netperfmeter " + std::to_string(options_.port) +
-                             "\" running there?");
+  co_await connectWithin(
+      socket, to, kConnectTimeout,
+      "connection refused: nothing listens on the passive's control port (PORT+1 = " + std::to_string(to.port()) +
+          "); is \"netperfmeter " + std::to_string(options_.port) + "\" running there?");
   boost::system::error_code ignored;
   const auto local = socket.local_endpoint(ignored);
   json_.control(npmp::protocolName(protocol), ignored ? "" : transport::endpointName(local.address(), local.port()),
@@ -107,8 +110,10 @@ asio::awaitable<void> Active::authenticate() {
     co_return *decoded;
   };
   auto refused = [&](const npmp::Acknowledge& a) -> ActiveError {
-    if (a.status == npmp::kStatusError) return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
-    if (a.status == npmp::kStatusNotAllowed) return ActiveError(passive + " refused the key (wrong key, or its --allow list)");
+    if (a.status == npmp::kStatusError)
+      return ActiveError(passive + " does not use authentication (it has no --auth-key-file)");
+    if (a.status == npmp::kStatusNotAllowed)
+      return ActiveError(passive + " refused the key (wrong key, or its --allow list)");
     if (const auto busy = busyText(a.status)) return ActiveError(passive + " " + *busy);
     return ActiveError(passive + " refused the authentication (status " + std::to_string(a.status) + ")");
   };
@@ -135,7 +140,7 @@ namespace {
 // SCTP, from a connected socket: when nothing listens there, the ICMP port unreachable that
 // comes back within a round trip reports the refusal. The probe ends when its socket is closed.
 std::shared_ptr<asio::ip::udp::socket> probeRefusal(asio::io_context& io, const asio::ip::udp::endpoint& to,
-                                                     std::function<void(Result<void>)> report) {
+                                                    std::function<void(Result<void>)> report) {
   auto socket = std::make_shared<asio::ip::udp::socket>(io);
   boost::system::error_code ec;
   socket->open(to.protocol(), ec);
@@ -143,11 +148,12 @@ std::shared_ptr<asio::ip::udp::socket> probeRefusal(asio::io_context& io, const 
   if (!ec) socket->send(asio::const_buffer(nullptr, 0), 0, ec);
   if (ec) return socket;  // no probe: the association's own outcome decides
   auto byte = std::make_shared<char>();
-  socket->async_receive(asio::buffer(byte.get(), 1), [socket, byte, to, report](const boost::system::error_code& e, std::size_t) {
-    if (e == asio::error::connection_refused) {
-      report(Failure{"nothing listens on UDP port " + std::to_string(to.port()) + " (userland SCTP) there"});
-    }
-  });
+  socket->async_receive(
+      asio::buffer(byte.get(), 1), [socket, byte, to, report](const boost::system::error_code& e, std::size_t) {
+        if (e == asio::error::connection_refused) {
+          report(Failure{"nothing listens on UDP port " + std::to_string(to.port()) + " (userland SCTP) there"});
+        }
+      });
   return socket;
 }
 
@@ -246,7 +252,8 @@ asio::awaitable<npmp::Acknowledge> Active::awaitAck(std::uint32_t flowId, std::u
 // session and closes the data associations itself.
 asio::awaitable<void> Active::endAssociations() {
   if (!control_->shutdown()) co_return;
-  co_await pollUntil(io_.get_executor(), [this] { return control_->failed(); }, std::chrono::seconds(2));
+  co_await pollUntil(
+      io_.get_executor(), [this] { return control_->failed(); }, std::chrono::seconds(2));
 }
 
 }  // namespace npm::control

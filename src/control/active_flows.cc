@@ -43,8 +43,8 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   json_.sctpStack(sctp::stackName(stack));
   auto socket = sctp::open(stack, io_, family, sctpSettings());
   sctp::SocketOptions options;
-  options.streams = static_cast<std::uint16_t>(
-      std::count_if(options_.flows.begin(), options_.flows.end(), [&](const auto& f) {
+  options.streams =
+      static_cast<std::uint16_t>(std::count_if(options_.flows.begin(), options_.flows.end(), [&](const auto& f) {
         return f.protocol == Protocol::SCTP && f.association == spec.association;
       }));
   options.rcvBufferSize = spec.rcvBufferSize;
@@ -83,13 +83,16 @@ asio::awaitable<std::shared_ptr<sctp::Association>> Active::association(const fl
   }
   if (const auto nrSack = association->socket().nrSackNegotiated(); tuning.nrSack && nrSack && !*nrSack) {
     // Offered by this side and not by the peer (e.g. a passive on another SCTP stack).
-    log::warning("Flow #" + std::to_string(*spec.flowId) + ": nrsack=on was asked for, but the passive's SCTP "
+    log::warning("Flow #" + std::to_string(*spec.flowId) +
+                 ": nrsack=on was asked for, but the passive's SCTP "
                  "stack did not agree to NR-SACK; the association uses plain SACKs");
   }
   if (const auto held = association->socket().tuningInForce()) {
-    log::info("Flow #" + std::to_string(*spec.flowId) + ": SCTP association up, the stack holds " + sctp::describe(*held));
+    log::info("Flow #" + std::to_string(*spec.flowId) + ": SCTP association up, the stack holds " +
+              sctp::describe(*held));
     if (tuning.pktDrop && !held->pktDrop) {
-      log::warning("Flow #" + std::to_string(*spec.flowId) + ": pktdrop=on was asked for, but the passive's SCTP "
+      log::warning("Flow #" + std::to_string(*spec.flowId) +
+                   ": pktdrop=on was asked for, but the passive's SCTP "
                    "stack did not agree to packet-drop reporting");
     }
   }
@@ -111,8 +114,8 @@ asio::awaitable<std::shared_ptr<quic::Connection>> Active::quicConnection(const 
   client.hostName = options_.tlsHostName;
   if (!options_.localAddresses.empty()) client.local = options_.localAddresses.front();  // -L, as TCP's
   client.v6only = spec.v6only || options_.v6only;  // -6 and v6only, as TCP's (IPv6 sockets only)
-  client.limits.congestionControl =
-      spec.congestionControl == "cubic" ? quic::Limits::CongestionControl::Cubic : quic::Limits::CongestionControl::Reno;
+  client.limits.congestionControl = spec.congestionControl == "cubic" ? quic::Limits::CongestionControl::Cubic
+                                                                      : quic::Limits::CongestionControl::Reno;
   log::info("Flow #" + std::to_string(*spec.flowId) + ": connecting QUIC connection (" +
             (spec.congestionControl == "cubic" ? "CUBIC" : "Reno") + ") to " + name + " from " +
             (client.local ? client.local->to_string() : std::string("(any)")) + ", certificate name " +
@@ -205,8 +208,8 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
     case Protocol::DCCP: {
       udp::endpoint to(options_.remote, port);  // only for its sockaddr
       if (::connect(fd.get(), to.data(), static_cast<socklen_t>(to.size())) != 0 && errno != EINPROGRESS) {
-        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) +
-                          ": " + std::strerror(errno));
+        throw ActiveError("cannot connect the DCCP socket to " + transport::endpointName(options_.remote, port) + ": " +
+                          std::strerror(errno));
       }
       asio::posix::stream_descriptor waiter(io_, fd.release());  // owns it while it waits
       boost::system::error_code ec;
@@ -225,8 +228,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
       }
       co_return transport::makeDccpChannel(owner, fd.release(), transport::endpointName(options_.remote, port));
     }
-    default:
-      throw ActiveError(std::string(npmp::protocolName(protocol)) + " flows are not supported yet");
+    default: throw ActiveError(std::string(npmp::protocolName(protocol)) + " flows are not supported yet");
   }
 }
 
@@ -255,9 +257,8 @@ asio::awaitable<void> Active::sendOnData(transport::DataChannel& channel, const 
   outgoing->buffers = {asio::buffer(outgoing->message), asio::const_buffer()};  // (header, payload)
   Completion<boost::system::error_code> sent(executor);
   auto report = sent.reporter();
-  channel.send(outgoing->buffers, 1, [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) {
-    report(ec);
-  });
+  channel.send(outgoing->buffers, 1,
+               [report, outgoing](const boost::system::error_code& ec, std::size_t, std::size_t) { report(ec); });
   const auto result = co_await sent.wait(Clock::now() + kAckTimeout);
   if (!result) {
     channel.close();
@@ -285,7 +286,8 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   if (added.status == npmp::kStatusNotAllowed) {
     throw ActiveError("the passive at " + control_->peerName() + " does not allow this host (its --allow list)");
   }
-  if (const auto busy = busyText(added.status)) throw ActiveError("the passive at " + control_->peerName() + " " + *busy);
+  if (const auto busy = busyText(added.status))
+    throw ActiveError("the passive at " + control_->peerName() + " " + *busy);
   if (added.status == npmp::kStatusUnsupported && spec.protocol == Protocol::QUIC) {
     throw ActiveError("the passive at " + control_->peerName() + " refused QUIC flow #" + std::to_string(flowId) +
                       ": it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)");
@@ -350,7 +352,8 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
     co_await sendIdentify(*channel, identifyMessage, owner);
     const auto a = co_await awaitAck(flowId, spec.streamId, "IDENTIFY_FLOW");
     if (a.status == npmp::kStatusProcessWideConflict) throw processWideConflict(flowId);
-    if (a.status != npmp::kStatusOk) throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
+    if (a.status != npmp::kStatusOk)
+      throw ActiveError("the passive rejected the data connection of flow #" + std::to_string(flowId));
     co_return;
   }
   // Datagrams may be lost: repeat IDENTIFY with growing intervals (≈10 s in all).
@@ -358,7 +361,8 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   for (int attempt = 1;; ++attempt) {
     co_await sendIdentify(*channel, identifyMessage, owner);
     if (const auto a = co_await nextAck(flowId, 0, "IDENTIFY_FLOW", interval)) {
-      if (a->status != npmp::kStatusOk) throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
+      if (a->status != npmp::kStatusOk)
+        throw ActiveError("the passive rejected the data of flow #" + std::to_string(flowId));
       co_return;
     }
     if (attempt == 7) {
@@ -388,9 +392,8 @@ std::size_t Active::fixedSizeFlows() const {
 // As iperf3's -n: the run ends when the fixed-size transfers are sent, if nothing else runs (a
 // flow without a limit, or traffic from the passive, which nothing limits).
 bool Active::endsWithTransfers() const {
-  return !options_.flows.empty() && std::all_of(options_.flows.begin(), options_.flows.end(), [](const auto& f) {
-    return f.fixedSize() && !f.inbound.enabled();
-  });
+  return !options_.flows.empty() && std::all_of(options_.flows.begin(), options_.flows.end(),
+                                                [](const auto& f) { return f.fixedSize() && !f.inbound.enabled(); });
 }
 
 std::vector<std::shared_ptr<measure::Flow>> Active::flowPointers() const {

@@ -108,7 +108,7 @@ private:
   // all threads.
   asio::io_context& ownerFor(const flowspec::FlowSpec& spec);
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec,
-                                                                      asio::io_context& owner);
+                                                                       asio::io_context& owner);
   asio::awaitable<void> setupFlow(FlowRun& run);
   ActiveError processWideConflict(std::uint32_t flowId) const;  // the one line for kStatusProcessWideConflict
   // Sends one message on a flow's channel, on the channel's own thread.
@@ -167,7 +167,7 @@ private:
   std::unique_ptr<StatusLine> status_;
   std::unique_ptr<asio::steady_timer> statusTimer_;
   bool statusRunning_ = false;
-  std::uint64_t lastStatus_ = 0;  // when the last status (and stream) line was taken
+  std::uint64_t lastStatus_ = 0;                          // when the last status (and stream) line was taken
   static constexpr std::uint64_t kLastStatusGap = 50000;  // microseconds
   JsonOutput json_;
 };

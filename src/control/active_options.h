@@ -23,7 +23,7 @@ struct ActiveOptions {
   std::string remoteName;  // as given, for messages
   asio::ip::address remote;
   std::vector<asio::ip::address> remotes;  // every address of the host (SCTP connects to all)
-  std::uint16_t port = 9000;  // BASE
+  std::uint16_t port = 9000;               // BASE
   ControlProtocol control = ControlProtocol::Default;
   std::vector<asio::ip::address> localAddresses;    // -L
   std::vector<asio::ip::address> controlAddresses;  // -l

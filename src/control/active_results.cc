@@ -38,8 +38,8 @@ void Active::writeConfig() {
 
 asio::awaitable<void> Active::openOwnFiles() {
   if (!options_.vectorPattern.empty()) {
-    measurement_->setVector(
-        measure::MeasurementVectorWriter(measure::openResultFile(measure::resultFileName(options_.vectorPattern, "active"))));
+    measurement_->setVector(measure::MeasurementVectorWriter(
+        measure::openResultFile(measure::resultFileName(options_.vectorPattern, "active"))));
   }
   // On each flow's own thread, which may already be receiving.
   const auto flows = flowPointers();
@@ -49,8 +49,8 @@ asio::awaitable<void> Active::openOwnFiles() {
     f.setVector(measure::FlowVectorWriter(
         measure::openResultFile(measure::resultFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
     if (recordsPaths(f.parameters().protocol)) {
-      f.setPathVector(measure::PathVectorWriter(
-          measure::openResultFile(measure::pathVectorFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
+      f.setPathVector(measure::PathVectorWriter(measure::openResultFile(
+          measure::pathVectorFileName(options_.vectorPattern, "active", f.flowId(), f.streamId()))));
     }
   });
 }
@@ -65,7 +65,8 @@ std::uint64_t Active::downloadLimit(Download kind, const FlowRun* flow) const {
   if (options_.maxDownloadBytes != 0) return options_.maxDownloadBytes;
   constexpr std::uint64_t kBase = 1 << 20, kRowBytes = 512, kFlowSecondBytes = 8 << 10, kFlowScalarBytes = 256 << 10,
                           kPathsPerFlow = 64, kSlackSeconds = 60;
-  const std::uint64_t seconds = (nowMicros() - std::min(nowMicros(), measurement_->startTime())) / 1000000 + kSlackSeconds;
+  const std::uint64_t seconds =
+      (nowMicros() - std::min(nowMicros(), measurement_->startTime())) / 1000000 + kSlackSeconds;
   switch (kind) {
     case Download::Scalars: return kBase + flows_.size() * kFlowScalarBytes;
     case Download::Vector: return kBase + seconds * flows_.size() * kFlowSecondBytes;
@@ -85,7 +86,8 @@ std::uint64_t Active::downloadLimit(Download kind, const FlowRun* flow) const {
 asio::awaitable<void> Active::download(const std::string& fileName, const char* what, std::uint64_t limit,
                                        std::string* keep) {
   // No file name: kept in memory only (`keep`).
-  log::info(std::string("Downloading ") + what + " results" + (fileName.empty() ? std::string() : " [" + fileName + "]"));
+  log::info(std::string("Downloading ") + what + " results" +
+            (fileName.empty() ? std::string() : " [" + fileName + "]"));
   // The passive compresses as the name asks (START, IDENTIFY); a reference passive has no gzip
   // and uploads such a file uncompressed, which is compressed here as it arrives.
   OutputFile out;
@@ -120,12 +122,13 @@ asio::awaitable<void> Active::download(const std::string& fileName, const char* 
                         (decoded ? npmp::typeName((*message)[0]) : decoded.error()));
     }
     if (bytes + r->data.size() > limit) {
-      const std::string mib = limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
-                                                      : std::to_string(limit) + " bytes";
-      throw ActiveError("the passive sends more than " + mib + " for " + name +
-                        (options_.maxDownloadBytes != 0
-                             ? std::string(" (--max-download)")
-                             : std::string(", more than this run could make it write (--max-download=MIB raises the limit)")));
+      const std::string mib =
+          limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit) + " bytes";
+      throw ActiveError(
+          "the passive sends more than " + mib + " for " + name +
+          (options_.maxDownloadBytes != 0
+               ? std::string(" (--max-download)")
+               : std::string(", more than this run could make it write (--max-download=MIB raises the limit)")));
     }
     if (!decided) open(r->data);
     if (out.isOpen()) out.write(r->data.data(), r->data.size());
@@ -182,8 +185,8 @@ asio::awaitable<bool> Active::downloadPassiveResults() {
         }
       } else {
         json_.error("Flow #" + std::to_string(f.flow->flowId()) +
-                   ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
-                   "passive's log)");
+                    ": the passive could not keep its per-flow vector (a full disk or its spool limit; see the "
+                    "passive's log)");
         passiveVectorLost = true;
       }
     }
@@ -223,12 +226,12 @@ void Active::printStatistics(const measure::MeasurementResult& own) const {
       const double seconds = to > from ? static_cast<double>(to - from) / 1e6 : 0.0;
       const double s = seconds > 0 ? seconds : 1.0;
       char b[512];
-      std::snprintf(b, sizeof(b),
-                    "  - %-12s %llu bytes (%s, %s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s",
-                    what, static_cast<unsigned long long>(c.bytes), scaledBytes(c.bytes).c_str(),
-                    scaledBitRate(seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s : 0.0).c_str(),
-                    static_cast<unsigned long long>(c.packets), seconds > 0 ? static_cast<double>(c.packets) / s : 0.0,
-                    static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
+      std::snprintf(
+          b, sizeof(b), "  - %-12s %llu bytes (%s, %s), %llu packets (%1.1f/s), %llu frames (%1.1f/s) in %1.3f s", what,
+          static_cast<unsigned long long>(c.bytes), scaledBytes(c.bytes).c_str(),
+          scaledBitRate(seconds > 0 ? 8.0 * static_cast<double>(c.bytes) / s : 0.0).c_str(),
+          static_cast<unsigned long long>(c.packets), seconds > 0 ? static_cast<double>(c.packets) / s : 0.0,
+          static_cast<unsigned long long>(c.frames), seconds > 0 ? static_cast<double>(c.frames) / s : 0.0, seconds);
       return std::string(b);
     };
     log::debug("Flow #" + std::to_string(f.flowId) + " (" + npmp::protocolName(spec.protocol) + ", \"" + f.description +

@@ -33,7 +33,7 @@ Result<AuthKey> readAuthKey(const std::string& path) {
   auto fail = [&](const std::string& why) { return Failure{"--auth-key-file=" + path + ": " + why}; };
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return fail(std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return fail("not a regular file");
   if ((st.st_mode & 077) != 0) {
     char mode[8];

@@ -42,11 +42,12 @@ public:
   }
 
   void write(const npmp::Bytes& message, std::function<void(Result<void>)> done) override {
-    asio::async_write(socket_, asio::buffer(message),
-                      [self = shared_from_this(), done = std::move(done)](const boost::system::error_code& ec, std::size_t) {
-                        if (!ec) return done({});
-                        done(Failure{ec.message()});
-                      });
+    asio::async_write(
+        socket_, asio::buffer(message),
+        [self = shared_from_this(), done = std::move(done)](const boost::system::error_code& ec, std::size_t) {
+          if (!ec) return done({});
+          done(Failure{ec.message()});
+        });
   }
 
   void close() override {
@@ -61,22 +62,23 @@ public:
 private:
   void readHeader() {
     message_.assign(4, 0);
-    asio::async_read(socket_, asio::buffer(message_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-      if (self->closed_) return;
-      if (ec) return self->onEnd_(ChannelEnd::ofRead(ec));
-      if (auto header = npmp::checkHeader(self->message_.data(), self->incoming_); !header) {
-        return self->onEnd_(ChannelEnd::protocolViolation(header.error()));
-      }
-      const std::size_t length = *npmp::declaredLength(self->message_);  // checked: at least 4
-      self->message_.resize(length);
-      if (length == 4) return self->deliver();
-      asio::async_read(self->socket_, asio::buffer(self->message_.data() + 4, length - 4),
-                       [self](const boost::system::error_code& ec2, std::size_t) {
-                         if (self->closed_) return;
-                         if (ec2) return self->onEnd_(ChannelEnd::ofRead(ec2, true));
-                         self->deliver();
-                       });
-    });
+    asio::async_read(socket_, asio::buffer(message_),
+                     [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                       if (self->closed_) return;
+                       if (ec) return self->onEnd_(ChannelEnd::ofRead(ec));
+                       if (auto header = npmp::checkHeader(self->message_.data(), self->incoming_); !header) {
+                         return self->onEnd_(ChannelEnd::protocolViolation(header.error()));
+                       }
+                       const std::size_t length = *npmp::declaredLength(self->message_);  // checked: at least 4
+                       self->message_.resize(length);
+                       if (length == 4) return self->deliver();
+                       asio::async_read(self->socket_, asio::buffer(self->message_.data() + 4, length - 4),
+                                        [self](const boost::system::error_code& ec2, std::size_t) {
+                                          if (self->closed_) return;
+                                          if (ec2) return self->onEnd_(ChannelEnd::ofRead(ec2, true));
+                                          self->deliver();
+                                        });
+                     });
   }
 
   void deliver() {

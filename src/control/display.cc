@@ -16,7 +16,8 @@ namespace npm::control {
 // The terminal's columns (at least 80 where it says fewer or is no terminal, e.g. a file).
 std::size_t StatusLine::terminalWidth() const {
   winsize w{};
-  if (colour_ && ::ioctl(::fileno(out_), TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return std::max<std::size_t>(w.ws_col, 40);
+  if (colour_ && ::ioctl(::fileno(out_), TIOCGWINSZ, &w) == 0 && w.ws_col > 0)
+    return std::max<std::size_t>(w.ws_col, 40);
   return 80;
 }
 
@@ -77,14 +78,17 @@ void StatusLine::update(std::size_t flows, std::size_t measurements, const measu
   // Extras where they fit: totals, then the cores.
   for (const std::string* extra : {&sentTotal, &receivedTotal, static_cast<const std::string*>(&cores)}) {
     if (line.size() + extra->size() > width - 1) continue;
-    if (extra == &sentTotal) line.insert(line.find(received), *extra);
-    else if (extra == &receivedTotal) line.insert(line.find(received) + received.size(), *extra);
-    else line.insert(line.find(selfText), *extra);
+    if (extra == &sentTotal)
+      line.insert(line.find(received), *extra);
+    else if (extra == &receivedTotal)
+      line.insert(line.find(received) + received.size(), *extra);
+    else
+      line.insert(line.find(selfText), *extra);
   }
   if (line.size() > width - 1) line.resize(width - 1);
   // On a terminal the line rewrites itself; into a file or pipe it is one line per second.
-  std::fprintf(out_, "%s%s%s%s%s", colour_ ? "\r" : "", colour_ ? "\x1b[34m" : "", line.c_str(), colour_ ? "\x1b[0m" : "",
-               colour_ ? "\x1b[0K" : "\n");
+  std::fprintf(out_, "%s%s%s%s%s", colour_ ? "\r" : "", colour_ ? "\x1b[34m" : "", line.c_str(),
+               colour_ ? "\x1b[0m" : "", colour_ ? "\x1b[0K" : "\n");
   std::fflush(out_);
   printed_ = true;
 }
@@ -158,15 +162,17 @@ std::string IntervalLines::format(std::uint64_t now, std::uint64_t start,
       const double retransmissions =
           std::isnan(f.retransmissions) ? f.retransmissions
                                         : f.retransmissions - (std::isnan(p.retransmissions) ? 0.0 : p.retransmissions);
-      out += row(id, "out", interval, scaledBytes(bytes), rate(bytes), std::to_string(minus(f.sent.frames, p.sent.frames)),
-                 number(f.srttMs, "%.2f"), std::isnan(f.cwnd) ? "-" : scaledBytes(static_cast<std::uint64_t>(f.cwnd)),
-                 number(std::max(retransmissions, 0.0), "%.0f"));
+      out +=
+          row(id, "out", interval, scaledBytes(bytes), rate(bytes), std::to_string(minus(f.sent.frames, p.sent.frames)),
+              number(f.srttMs, "%.2f"), std::isnan(f.cwnd) ? "-" : scaledBytes(static_cast<std::uint64_t>(f.cwnd)),
+              number(std::max(retransmissions, 0.0), "%.0f"));
     }
     if (flows_[i].in) {
       const std::uint64_t bytes = minus(f.received.bytes, p.received.bytes);
       const std::uint64_t frames = minus(f.received.frames, p.received.frames);
       const std::uint64_t lost = minus(f.lost.frames, p.lost.frames);
-      const double share = frames + lost > 0 ? 100.0 * static_cast<double>(lost) / static_cast<double>(frames + lost) : 0.0;
+      const double share =
+          frames + lost > 0 ? 100.0 * static_cast<double>(lost) / static_cast<double>(frames + lost) : 0.0;
       out += row(id, "in", interval, scaledBytes(bytes), rate(bytes), std::to_string(frames), std::to_string(lost),
                  number(share, "%.2f%%"), number(f.jitterMs, "%.2f"));
     }

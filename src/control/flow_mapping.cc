@@ -72,9 +72,9 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
                         std::uint64_t runSeed) {
   const sctp::Tuning tuning = sctpTuning(spec);
   npmp::AddFlow add;
-  add.flags = static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) |
-                                        (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
-                                        (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0) | sctpTuningFlags(tuning));
+  add.flags =
+      static_cast<std::uint8_t>((spec.debug ? npmp::kAddFlowDebug : 0) | (spec.noDelay ? npmp::kAddFlowNoDelay : 0) |
+                                (spec.repeatOnOff ? npmp::kAddFlowRepeatOnOff : 0) | sctpTuningFlags(tuning));
   add.flowId = spec.flowId.value_or(0);
   add.measurementId = measurementId;
   add.streamId = spec.streamId;
@@ -122,8 +122,8 @@ measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std
 
 sctp::StreamPolicy activeStreamPolicy(const flowspec::FlowSpec& spec, std::uint64_t runSeed) {
   sctp::StreamPolicy policy = sctp::streamPolicy(spec.ordered, spec.reliable, spec.retransmissionTrials);
-  policy.seed = flowSeed(runSeed, flowspec::Side::Active, spec.flowId.value_or(0), spec.streamId,
-                         flowspec::SeedUse::Messages);
+  policy.seed =
+      flowSeed(runSeed, flowspec::Side::Active, spec.flowId.value_or(0), spec.streamId, flowspec::SeedUse::Messages);
   return policy;
 }
 

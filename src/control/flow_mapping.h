@@ -36,19 +36,19 @@ sctp::StreamPolicy activeStreamPolicy(const flowspec::FlowSpec& spec, std::uint6
 
 // What a passive is asked to run by one ADD_FLOW.
 struct FlowRequest {
-  measure::FlowParameters parameters;     // the passive's sending (the active's inbound)
+  measure::FlowParameters parameters;      // the passive's sending (the active's inbound)
   transport::SocketOptions socketOptions;  // buffers, TCP_NODELAY, congestion control, DCCP CCID
   sctp::Tuning sctpTuning;                 // CMT and its tuning (SCTP)
-  sctp::StreamPolicy streamPolicy;    // per-message delivery of the passive's sending (SCTP)
-  std::uint32_t runtimeMs = 0;        // no frame due after START + this (0: until STOP)
+  sctp::StreamPolicy streamPolicy;         // per-message delivery of the passive's sending (SCTP)
+  std::uint32_t runtimeMs = 0;             // no frame due after START + this (0: until STOP)
 };
 FlowRequest fromAddFlow(const npmp::AddFlow& m);
 
 // The SCTP tuning a flow spec asks for, and its place on the wire.
 sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec);
-std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning);      // ADD_FLOW flag bits 3–7
-std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning);    // ADD_FLOW NDiffPorts
-std::uint32_t sctpMechanisms(const sctp::Tuning& tuning);      // ADD_FLOW SctpMechanisms
+std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning);    // ADD_FLOW flag bits 3–7
+std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning);  // ADD_FLOW NDiffPorts
+std::uint32_t sctpMechanisms(const sctp::Tuning& tuning);    // ADD_FLOW SctpMechanisms
 sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac,
                                 std::uint32_t mechanisms);
 

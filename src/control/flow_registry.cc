@@ -85,8 +85,7 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
   switch (m.protocol) {
     case Protocol::TCP:
     case Protocol::MPTCP:
-    case Protocol::UDP:
-      break;
+    case Protocol::UDP: break;
     case Protocol::SCTP:
       if (!sctp_) {
         refusedFlows_.say("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
@@ -97,9 +96,9 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       if (!quic_) {
         refusedFlows_.say("ADD_FLOW for a QUIC flow rejected" + from +
 #ifdef NPM_QUIC_BUILT
-                     ": this passive serves QUIC only when started with -tls-key and -tls-cert");
+                          ": this passive serves QUIC only when started with -tls-key and -tls-cert");
 #else
-                     ": this passive was built without QUIC");
+                          ": this passive was built without QUIC");
 #endif
         return npmp::kStatusUnsupported;
       }
@@ -183,8 +182,9 @@ void FlowRegistry::adoptConnection(std::shared_ptr<transport::DataChannel> chann
         const auto decoded = npmp::decode(message);
         const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr) {
-          self->brokenConnections_.say("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
-                       (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
+          self->brokenConnections_.say("Closing data connection from " + channel->peerName() +
+                                       ": expected IDENTIFY_FLOW, got " +
+                                       (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
           channel->close();
           return;
         }
@@ -218,8 +218,9 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
         const auto decoded = npmp::decode(message);
         const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
         if (id == nullptr || id->streamId != stream) {
-          self->brokenConnections_.say("Closing SCTP association from " + association->peerName() + ": expected IDENTIFY_FLOW on stream " +
-                       std::to_string(stream) + ", got " + (decoded ? npmp::typeName(message[0]) : decoded.error()));
+          self->brokenConnections_.say("Closing SCTP association from " + association->peerName() +
+                                       ": expected IDENTIFY_FLOW on stream " + std::to_string(stream) + ", got " +
+                                       (decoded ? npmp::typeName(message[0]) : decoded.error()));
           association->close();
           self->pendingAssociations_.take(raw);
           return;
@@ -241,14 +242,14 @@ void FlowRegistry::adoptAssociation(std::shared_ptr<sctp::Association> associati
             // The system's usrsctp: settings another CMT association holds process-wide; any
             // stack: an option the stack refused, or does not hold after setting it.
             const bool conflict = !sctp::processWideCompatible(entry->request.sctpTuning);
-            self->refuseIdentify(key, *entry, std::string("SCTP association from ") + association->peerName() + ": " +
-                                                  e.what(), conflict ? npmp::kStatusProcessWideConflict : npmp::kStatusError);
+            self->refuseIdentify(key, *entry,
+                                 std::string("SCTP association from ") + association->peerName() + ": " + e.what(),
+                                 conflict ? npmp::kStatusProcessWideConflict : npmp::kStatusError);
             return;
           }
         }
         const auto peers = association->socket().peerAddresses();
-        self->identify(*id,
-                       association->stream(stream, entry ? entry->request.streamPolicy : sctp::StreamPolicy{}),
+        self->identify(*id, association->stream(stream, entry ? entry->request.streamPolicy : sctp::StreamPolicy{}),
                        Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front(), std::nullopt);
         // Identified at least once: no longer pending; closed with its last flow.
         if (association->hasClaims()) self->pendingAssociations_.take(raw);
@@ -284,7 +285,7 @@ void FlowRegistry::adoptQuic(std::shared_ptr<quic::Connection> connection) {
     channel->expect(npmp::MessageSet::DataFirst);
     channel->receive(
         [weak, weakConnection, weakUnidentified, raw, stream, peer](std::span<const std::uint8_t> message,
-                                                                     std::uint64_t) {
+                                                                    std::uint64_t) {
           auto self = weak.lock();
           auto connection = weakConnection.lock();
           auto waiting = weakUnidentified.lock();
@@ -297,8 +298,9 @@ void FlowRegistry::adoptQuic(std::shared_ptr<quic::Connection> connection) {
           const auto* id = decoded ? std::get_if<npmp::IdentifyFlow>(&*decoded) : nullptr;
           if (id == nullptr || id->streamId != stream) {
             self->brokenConnections_.say("Closing stream " + std::to_string(stream) + " of the QUIC connection from " +
-                         connection->peerName() + ": expected IDENTIFY_FLOW with stream " + std::to_string(stream) +
-                         ", got " + (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
+                                         connection->peerName() + ": expected IDENTIFY_FLOW with stream " +
+                                         std::to_string(stream) + ", got " +
+                                         (decoded ? std::string(npmp::typeName(message[0])) : decoded.error()));
             channel->close();
             return;
           }
@@ -354,12 +356,13 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
                             Protocol protocol, const asio::ip::address& from, std::optional<udp::endpoint> udpPeer) {
   const FlowKey key{id.measurementId, id.flowId, id.streamId};
   auto entry = find(key);
-  const std::string where = " on " + std::string(npmp::protocolName(protocol)) + " from " +
-                            (channel ? channel->peerName() : transport::endpointName(udpPeer->address(), udpPeer->port()));
+  const std::string where =
+      " on " + std::string(npmp::protocolName(protocol)) + " from " +
+      (channel ? channel->peerName() : transport::endpointName(udpPeer->address(), udpPeer->port()));
   auto reject = [&](const std::string& why) {
     if (rejected_.next()) {
-      log::warning("Rejected IDENTIFY for " + keyName(key) + where + ": " + why + " (" + std::to_string(rejected_.count()) +
-                   " rejected so far)");
+      log::warning("Rejected IDENTIFY for " + keyName(key) + where + ": " + why + " (" +
+                   std::to_string(rejected_.count()) + " rejected so far)");
     }
     if (channel) channel->close();
   };
@@ -400,8 +403,8 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
   flow->attach(channel);
   // The active asks for per-path sampling (for the scalars, and the per-path vector if it
   // records vectors).
-  const bool samplePaths = (id.flags & npmp::kIdentifyPathVectors) && session->pathInterval().count() > 0 &&
-                           measure::hasPaths(protocol);
+  const bool samplePaths =
+      (id.flags & npmp::kIdentifyPathVectors) && session->pathInterval().count() > 0 && measure::hasPaths(protocol);
   if (samplePaths) flow->samplePathsEvery(session->pathInterval());
   if (!(id.flags & npmp::kIdentifyNoVectors)) {
     const Compression compression =
@@ -423,20 +426,20 @@ void FlowRegistry::identify(const npmp::IdentifyFlow& id, std::shared_ptr<transp
       }
     }
   }
-  flow->onFailure([key, peer = channel->peerName(),
-                   weak = std::weak_ptr<FlowOwner>(session)](const transport::ChannelEnd& end) {
-    // An orderly close is what a reference active does with its data connections just before
-    // STOP (the session warns if the measurement is not stopped soon after); and once the
-    // measurement is stopped, the peer may end them as it likes. Neither is a warning.
-    const auto session = weak.lock();
-    const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + end.text();
-    if (end.byPeer() || (session && !session->measuring(key.measurementId))) {
-      log::info(line);
-    } else {
-      log::warning(line);
-    }
-    if (session) session->flowFailed(key.measurementId);
-  });
+  flow->onFailure(
+      [key, peer = channel->peerName(), weak = std::weak_ptr<FlowOwner>(session)](const transport::ChannelEnd& end) {
+        // An orderly close is what a reference active does with its data connections just before
+        // STOP (the session warns if the measurement is not stopped soon after); and once the
+        // measurement is stopped, the peer may end them as it likes. Neither is a warning.
+        const auto session = weak.lock();
+        const std::string line = "Data connection of " + keyName(key) + " from " + peer + ": " + end.text();
+        if (end.byPeer() || (session && !session->measuring(key.measurementId))) {
+          log::info(line);
+        } else {
+          log::warning(line);
+        }
+        if (session) session->flowFailed(key.measurementId);
+      });
   if (!udpPeer) {
     channel->expect(npmp::MessageSet::Data);
     measure::tellOwner(flow, [](measure::Flow& f) { f.startReceiving(); });

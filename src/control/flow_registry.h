@@ -62,7 +62,7 @@ public:
 struct FlowEntry {
   std::shared_ptr<measure::Flow> flow;
   std::weak_ptr<FlowOwner> session;  // whose control connection added it
-  FlowRequest request;             // socket options, SCTP tuning and policy from ADD_FLOW
+  FlowRequest request;               // socket options, SCTP tuning and policy from ADD_FLOW
   bool identified = false;
   std::optional<asio::ip::udp::endpoint> udpPeer;
 };
@@ -109,9 +109,8 @@ public:
   [[nodiscard]] asio::awaitable<FlowTraffic> traffic() const;
 
 private:
-  void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel,
-                npmp::Protocol protocol, const asio::ip::address& from,
-                std::optional<asio::ip::udp::endpoint> udpPeer);
+  void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol,
+                const asio::ip::address& from, std::optional<asio::ip::udp::endpoint> udpPeer);
 
   bool refuse(const asio::ip::address& peer, const std::string& what);
   // An IDENTIFY this passive cannot serve: said in the log and acknowledged with `status`.

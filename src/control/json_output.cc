@@ -60,8 +60,8 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.remote = o.remoteName;
   for (const auto& a : o.localAddresses) info_.localAddresses.push_back(a.to_string());
   for (const auto& f : o.flows) {
-    info_.flows.push_back({*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description, f.text,
-                           congestionControlOf(f)});
+    info_.flows.push_back(
+        {*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description, f.text, congestionControlOf(f)});
   }
 }
 
@@ -169,8 +169,10 @@ int JsonOutput::finish(int exitCode, std::uint64_t measurementId, const measure:
     written = 1;
   }
   std::string line;
-  if (toStdout) line = document(true);
-  else if (options_.jsonStream) line = measure::streamEndLine(measurementId, nowMicros(), written, error_, document(false));
+  if (toStdout)
+    line = document(true);
+  else if (options_.jsonStream)
+    line = measure::streamEndLine(measurementId, nowMicros(), written, error_, document(false));
   if (!line.empty()) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     if (std::fflush(stdout) != 0) {

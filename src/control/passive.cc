@@ -56,9 +56,12 @@ PassiveState::Admission PassiveState::admit(const asio::ip::address& peer) {
       ++perNetwork[network(s->peerAddress())];
     }
     Admission full = Admission::Admitted;
-    if (perHost[host] >= limits.sessionsPerHost) full = Admission::HostFull;
-    else if (perNetwork[net] >= limits.sessionsPerPrefix) full = Admission::PrefixFull;
-    else if (sessions_.size() >= limits.sessions) full = Admission::SessionsFull;
+    if (perHost[host] >= limits.sessionsPerHost)
+      full = Admission::HostFull;
+    else if (perNetwork[net] >= limits.sessionsPerPrefix)
+      full = Admission::PrefixFull;
+    else if (sessions_.size() >= limits.sessions)
+      full = Admission::SessionsFull;
     if (full == Admission::Admitted) return full;
     // What the newcomer's network and host would hold with it, against what a session's hold
     // (inside one network only the hosts are compared; inside one host, nothing).
@@ -82,9 +85,10 @@ PassiveState::Admission PassiveState::admit(const asio::ip::address& peer) {
       }
     }
     if (victim == nullptr) return full;
-    evicted.say("Closing control connection from " + victim->peerName() + " (no measurement under way, quiet for " +
-                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - victim->lastMessage()).count()) +
-                " ms) to make room for " + host.to_string() + ": " + refusalText(full));
+    evicted.say(
+        "Closing control connection from " + victim->peerName() + " (no measurement under way, quiet for " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - victim->lastMessage()).count()) +
+        " ms) to make room for " + host.to_string() + ": " + refusalText(full));
     victim->evict();  // leaves the state at once
   }
 }

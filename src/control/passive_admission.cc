@@ -7,8 +7,8 @@
 
 namespace npm::control {
 
-void sendAcknowledge(ControlChannel& control, std::uint32_t flowId, std::uint64_t measurementId,
-                     std::uint16_t streamId, std::uint32_t status) {
+void sendAcknowledge(ControlChannel& control, std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
+                     std::uint32_t status) {
   npmp::Bytes b;
   npmp::encode(npmp::Acknowledge{flowId, measurementId, streamId, status}, b);
   control.send(std::move(b));

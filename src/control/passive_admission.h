@@ -13,8 +13,8 @@
 namespace npm::control {
 
 // Sends ACKNOWLEDGE (flow, measurement, stream, status) on the control connection.
-void sendAcknowledge(ControlChannel& control, std::uint32_t flowId, std::uint64_t measurementId,
-                     std::uint16_t streamId, std::uint32_t status);
+void sendAcknowledge(ControlChannel& control, std::uint32_t flowId, std::uint64_t measurementId, std::uint16_t streamId,
+                     std::uint32_t status);
 
 // Answers the connection's first message (waited for at most `timeout`) with ACKNOWLEDGE
 // `status` for its flow, measurement and stream; returns once that is sent.

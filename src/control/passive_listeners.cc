@@ -122,7 +122,8 @@ bool Listeners::openQuic() {
   }
 #ifdef NPM_QUIC_BUILT
   const int family = this->family(options_.localAddresses);
-  const asio::ip::address address = options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front();
+  const asio::ip::address address =
+      options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front();
   quic::ServerOptions o;
   o.keyFile = options_.tlsKeyFile;
   o.certFile = options_.tlsCertFile;
@@ -205,19 +206,19 @@ void Listeners::acceptControl(std::shared_ptr<tcp::acceptor> acceptor) {
 }
 
 void Listeners::acceptData(std::shared_ptr<tcp::acceptor> acceptor, Protocol protocol) {
-  acceptor->async_accept([weak = weak_from_this(), acceptor, protocol](const boost::system::error_code& ec,
-                                                                        tcp::socket socket) {
-    auto self = weak.lock();
-    if (!self || self->closed_ || ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      self->handlers_.connection(transport::makeStreamChannel(std::move(socket)), protocol);
-    } else {
-      backoff().failed("a data connection", ec);
-    }
-    acceptAgain(self->io_, ec.failed(), [weak, acceptor, protocol] {
-      if (auto self = weak.lock()) self->acceptData(acceptor, protocol);
-    });
-  });
+  acceptor->async_accept(
+      [weak = weak_from_this(), acceptor, protocol](const boost::system::error_code& ec, tcp::socket socket) {
+        auto self = weak.lock();
+        if (!self || self->closed_ || ec == asio::error::operation_aborted) return;
+        if (!ec) {
+          self->handlers_.connection(transport::makeStreamChannel(std::move(socket)), protocol);
+        } else {
+          backoff().failed("a data connection", ec);
+        }
+        acceptAgain(self->io_, ec.failed(), [weak, acceptor, protocol] {
+          if (auto self = weak.lock()) self->acceptData(acceptor, protocol);
+        });
+      });
 }
 
 void Listeners::openUdp() {
@@ -229,8 +230,8 @@ void Listeners::openUdp() {
   o.rcvBufferSize = options_.rcvBufferSize;
   o.sndBufferSize = options_.sndBufferSize;
   transport::configureSocket(fd.get(), Protocol::UDP, family, o);
-  transport::bindSocket(fd.get(), options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
-                        options_.port);
+  transport::bindSocket(
+      fd.get(), options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(), options_.port);
   udp_.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd.release());
   udp_.non_blocking(true);  // drainUdp() reads until would_block
   udpBuffer_.resize(65536);
@@ -257,9 +258,7 @@ void Listeners::drainUdp() {
   }
 }
 
-void Listeners::openDccp() {
-  openDccp(this->family(options_.localAddresses));
-}
+void Listeners::openDccp() { openDccp(this->family(options_.localAddresses)); }
 
 void Listeners::openDccp(int family) {
   UniqueFd fd;
@@ -269,7 +268,8 @@ void Listeners::openDccp(int family) {
     o.reuseAddress = true;
     if (family == AF_INET6) o.v6only = options_.v6only;
     transport::configureSocket(fd.get(), Protocol::DCCP, family, o);
-    transport::bindSocket(fd.get(), options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
+    transport::bindSocket(fd.get(),
+                          options_.localAddresses.empty() ? anyAddress(family) : options_.localAddresses.front(),
                           options_.port);
     if (::listen(fd.get(), SOMAXCONN) != 0) {
       throw transport::TransportError(std::string("listen: ") + std::strerror(errno));
@@ -289,30 +289,31 @@ void Listeners::openDccp(int family) {
 }
 
 void Listeners::acceptDccp() {
-  dccp_->async_wait(asio::posix::stream_descriptor::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self || self->closed_) return;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    const int fd = ::accept4(self->dccp_->native_handle(), reinterpret_cast<sockaddr*>(&ss), &len,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
-    const bool failed = fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED;
-    if (fd >= 0) {
-      asio::ip::tcp::endpoint peer;
-      if (len <= peer.capacity()) {
-        std::memcpy(peer.data(), &ss, len);
-        peer.resize(len);
-      }
-      self->handlers_.connection(
-          transport::makeDccpChannel(self->io_, fd, transport::endpointName(peer.address(), peer.port())),
-          Protocol::DCCP);
-    } else if (failed) {
-      backoff().failed("a DCCP connection", boost::system::error_code(errno, boost::system::system_category()));
-    }
-    acceptAgain(self->io_, failed, [weak] {
-      if (auto self = weak.lock()) self->acceptDccp();
-    });
-  });
+  dccp_->async_wait(
+      asio::posix::stream_descriptor::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->closed_) return;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof(ss);
+        const int fd = ::accept4(self->dccp_->native_handle(), reinterpret_cast<sockaddr*>(&ss), &len,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+        const bool failed = fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED;
+        if (fd >= 0) {
+          asio::ip::tcp::endpoint peer;
+          if (len <= peer.capacity()) {
+            std::memcpy(peer.data(), &ss, len);
+            peer.resize(len);
+          }
+          self->handlers_.connection(
+              transport::makeDccpChannel(self->io_, fd, transport::endpointName(peer.address(), peer.port())),
+              Protocol::DCCP);
+        } else if (failed) {
+          backoff().failed("a DCCP connection", boost::system::error_code(errno, boost::system::system_category()));
+        }
+        acceptAgain(self->io_, failed, [weak] {
+          if (auto self = weak.lock()) self->acceptDccp();
+        });
+      });
 }
 
 // With --sctp-stack=auto on a kernel with SCTP, both stacks listen: the kernel's for what
@@ -344,8 +345,7 @@ void Listeners::openSctp() {
 
 void Listeners::openSctp(sctp::Stack stack) {
   const int family = this->family(options_.localAddresses);
-  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort,
-                                     options_.sctpInitRate};
+  const sctp::StackSettings settings{options_.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort, options_.sctpInitRate};
   std::vector<std::shared_ptr<sctp::Socket>> opened;
   try {
     for (const bool control : {true, false}) {

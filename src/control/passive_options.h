@@ -20,9 +20,8 @@ namespace asio = boost::asio;
 
 // What one passive grants its peers, in all and per host (documented in netperfmeter(1)).
 struct PassiveLimits {
-  static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kSessionsPerPrefix = 64,
-                               kFlowsPerSession = 4096, kPendingConnections = 1024, kPendingPerHost = 128,
-                               kPendingPerPrefix = 256;
+  static constexpr std::size_t kSessions = 256, kSessionsPerHost = 32, kSessionsPerPrefix = 64, kFlowsPerSession = 4096,
+                               kPendingConnections = 1024, kPendingPerHost = 128, kPendingPerPrefix = 256;
   std::size_t sessions = kSessions;  // control connections at once
   std::size_t sessionsPerHost = kSessionsPerHost;
   // ... of one network: the addresses that share their first prefixV4 (IPv4) or prefixV6 (IPv6)
@@ -35,7 +34,7 @@ struct PassiveLimits {
   std::chrono::seconds quietGrace{5};
   std::size_t flowsPerSession = kFlowsPerSession;
   std::size_t measurementsPerSession = 16;
-  std::size_t onOffEventsPerSession = 65536;  // over all its flows' ADD_FLOWs
+  std::size_t onOffEventsPerSession = 65536;             // over all its flows' ADD_FLOWs
   std::size_t pendingConnections = kPendingConnections;  // data connections accepted, not identified yet
   std::size_t pendingPerHost = kPendingPerHost;
   std::size_t pendingPerPrefix = kPendingPerPrefix;  // of one network (prefixV4, prefixV6)
@@ -43,10 +42,10 @@ struct PassiveLimits {
   // a new client must prove its address with a Retry token first (0: every client).
   std::size_t quicConnections = 1024;
   std::size_t quicRetryAbove = 64;
-  std::size_t quicPerPrefix = 256;  // QUIC connections of one network (prefixV4, prefixV6)
-  std::chrono::seconds firstMessageTimeout{10};  // a control connection that says nothing
-  std::chrono::seconds idleTimeout{120};  // a session without a running measurement
-  std::size_t controlQueueBytes = 4 << 20;  // unsent control bytes before the peer counts as not reading
+  std::size_t quicPerPrefix = 256;                         // QUIC connections of one network (prefixV4, prefixV6)
+  std::chrono::seconds firstMessageTimeout{10};            // a control connection that says nothing
+  std::chrono::seconds idleTimeout{120};                   // a session without a running measurement
+  std::size_t controlQueueBytes = 4 << 20;                 // unsent control bytes before the peer counts as not reading
   std::uint64_t spoolPerSession = std::uint64_t{2} << 30;  // per-flow vectors waiting for upload (bytes)
   std::uint64_t spoolTotal = std::uint64_t{8} << 30;
   // The soft limit of open files (set when the passive starts; 0: not checked): ADD_FLOW is
@@ -59,14 +58,14 @@ struct PassiveLimits {
 
 // Which of the derived limits the command line gave.
 struct GivenLimits {
-  bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false, pendingPerPrefix = false,
-       quicRetryAbove = false, quicPerPrefix = false;
+  bool sessionsPerHost = false, sessionsPerPrefix = false, pendingConnections = false, pendingPerHost = false,
+       pendingPerPrefix = false, quicRetryAbove = false, quicPerPrefix = false;
 };
 
 // The limits that were not given follow those that were raised: what one host may have is an
-// eighth of the totals (--max-sessions, --max-pending), one network a quarter of the sessions, and the data connections waiting for
-// their IDENTIFY a quarter of --max-flows; never less than the defaults. QUIC's Retry begins at
-// a sixteenth of --max-quic-connections (at least 1).
+// eighth of the totals (--max-sessions, --max-pending), one network a quarter of the sessions, and the data connections
+// waiting for their IDENTIFY a quarter of --max-flows; never less than the defaults. QUIC's Retry begins at a sixteenth
+// of --max-quic-connections (at least 1).
 PassiveLimits deriveLimits(PassiveLimits limits, const GivenLimits& given);
 
 struct PassiveOptions {
@@ -81,8 +80,8 @@ struct PassiveOptions {
   sctp::StackChoice sctpStack = sctp::StackChoice::Auto;
   std::uint16_t sctpUdpPort = sctp::kDefaultUdpEncapsulationPort;
   sctp::InitRateLimit sctpInitRate = sctp::kDefaultInitRateLimit;  // --sctp-init-rate
-  std::vector<transport::AddressPrefix> allow;  // --allow: who may use the passive (empty: everyone)
-  std::optional<std::vector<std::uint8_t>> authKey;  // --auth-key-file: actives must prove it
+  std::vector<transport::AddressPrefix> allow;                     // --allow: who may use the passive (empty: everyone)
+  std::optional<std::vector<std::uint8_t>> authKey;                // --auth-key-file: actives must prove it
   PassiveLimits limits;
   // --threads: network threads for the TCP and MPTCP data connections (the control
   // connections, UDP, SCTP and DCCP stay on the main one); 0 = one per core.

@@ -35,7 +35,8 @@ void Session::start() {
   state_->join(this);
   control_->limitQueue(state_->limits.controlQueueBytes);
   control_->start();
-  asio::co_spawn(state_->io, [self = shared_from_this()]() { return self->run(); }, asio::detached);
+  asio::co_spawn(
+      state_->io, [self = shared_from_this()]() { return self->run(); }, asio::detached);
 }
 
 void Session::close() {
@@ -108,7 +109,8 @@ asio::awaitable<void> Session::run() {
   log::debug("Control connection from " + control_->peerName());
   try {
     if (!transport::allowed(state_->allow, control_->peerAddress())) {
-      state_->refusedControl.say("Refused control connection from " + control_->peerName() + ": not in the --allow list");
+      state_->refusedControl.say("Refused control connection from " + control_->peerName() +
+                                 ": not in the --allow list");
       co_await refuseControl(*control_, state_->limits.firstMessageTimeout, npmp::kStatusNotAllowed);
       cleanup();
       co_return;
@@ -146,11 +148,11 @@ asio::awaitable<void> Session::run() {
         co_await handleRemoveFlow(*remove);
       } else if (std::holds_alternative<npmp::AuthHello>(m) && !state_->authKey) {
         state_->refusedRequests.say("Control connection from " + control_->peerName() +
-                     " asks to authenticate, but this passive has no --auth-key-file");
+                                    " asks to authenticate, but this passive has no --auth-key-file");
         acknowledge(0, 0, 0, npmp::kStatusError);
       } else {
         state_->refusedRequests.say("Closing control connection from " + control_->peerName() + ": unexpected " +
-                     npmp::typeName((*message)[0]) + " message");
+                                    npmp::typeName((*message)[0]) + " message");
         break;
       }
     }
@@ -182,7 +184,7 @@ void Session::handleAddFlow(const npmp::AddFlow& m) {
     status = npmp::kStatusNoDescriptors;
   } else if (onOffEvents_ + m.onOffEvents.size() > state_->limits.onOffEventsPerSession) {
     state_->refusedRequests.say("ADD_FLOW rejected from " + control_->peerName() + ": more than " +
-                 std::to_string(state_->limits.onOffEventsPerSession) + " on/off events in one session");
+                                std::to_string(state_->limits.onOffEventsPerSession) + " on/off events in one session");
   } else {
     status = state_->flows->add(shared_from_this(), m);
   }
@@ -196,7 +198,7 @@ void Session::handleAddFlow(const npmp::AddFlow& m) {
 asio::awaitable<void> Session::handleStart(const npmp::Start& m) {
   if (!measurements_.count(m.measurementId) && measurements_.size() >= state_->limits.measurementsPerSession) {
     state_->refusedRequests.say("START rejected from " + control_->peerName() + ": more than " +
-                 std::to_string(state_->limits.measurementsPerSession) + " measurements in one session");
+                                std::to_string(state_->limits.measurementsPerSession) + " measurements in one session");
     acknowledge(0, m.measurementId, 0, npmp::kStatusError);
     co_return;
   }
@@ -256,13 +258,15 @@ asio::awaitable<void> Session::handleStop(const npmp::Stop& m) {
   co_await stopSending(state_->io.get_executor(), flows);
   // What this side sent leaves its send queues before the ACK, as the active lets its own
   // leave before STOP: the active reads until the ACK and counts what has arrived then.
-  if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1))) {
+  if (const long held =
+          co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnsent, std::chrono::seconds(1))) {
     log::info("STOP: " + std::to_string(held) + " bytes (SCTP: chunks) still on their way to the active after 1 s;" +
               " they count as sent, not as received");
   }
   // What has arrived but not been read yet counts: a slow passive (a busy core, a sanitizer
   // build) may hold megabytes in its receive queues when STOP comes.
-  if (const long held = co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
+  if (const long held =
+          co_await waitUntilEmpty(state_->io.get_executor(), flows, Held::kUnread, std::chrono::seconds(2))) {
     log::info("STOP: " + std::to_string(held) + " bytes arrived but were not read within 2 s; they are not counted");
   }
   co_await measure::onOwners(flows, [](measure::Flow& f, std::size_t) { f.finishReceiving(); });
@@ -363,7 +367,7 @@ asio::awaitable<void> Session::handleRemoveFlow(const npmp::RemoveFlow& m) {
 }
 
 std::shared_ptr<Session::FormattedVector> Session::formatVector(const FlowKey& key,
-                                                               const std::shared_ptr<measure::Flow>& flow) {
+                                                                const std::shared_ptr<measure::Flow>& flow) {
   auto formatted = std::make_shared<FormattedVector>(state_->io.get_executor());
   asio::co_spawn(state_->io, formatOnWorkers(flow, keyName(key), formatted, state_->workers->get_executor()),
                  asio::detached);

@@ -5,7 +5,6 @@
 
 #include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
 
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -98,7 +97,7 @@ private:
   std::shared_ptr<measure::SpoolBudget> spool_;
   std::size_t onOffEvents_ = 0;  // of all its flows
   log::Repeated unknownRemovals_{"REMOVE_FLOWs for unknown flows"};
-  bool flowLimitSaid_ = false;  // the --max-flows warning, once
+  bool flowLimitSaid_ = false;        // the --max-flows warning, once
   bool descriptorLimitSaid_ = false;  // the descriptor warning, once
   bool closing_ = false;
   std::chrono::steady_clock::time_point lastMessage_ = std::chrono::steady_clock::now();

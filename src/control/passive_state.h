@@ -78,8 +78,7 @@ public:
   std::shared_ptr<FlowRegistry> flows;
   // Where vectors are formatted after a measurement (transport::runThere), off the network thread; joined
   // when the passive stops, while the io_context still exists.
-  const std::shared_ptr<asio::thread_pool> workers =
-      std::make_shared<asio::thread_pool>(measure::compressionThreads());
+  const std::shared_ptr<asio::thread_pool> workers = std::make_shared<asio::thread_pool>(measure::compressionThreads());
 
   // The passive's own refusals and closings that a peer can cause at will, said rate-limited.
   log::Repeated refusedControl{"Refused control connections"};

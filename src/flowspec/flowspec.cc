@@ -37,7 +37,8 @@ std::optional<double> parseNumber(std::string_view text, Quantity quantity = Qua
   if (quantity == Quantity::FrameRate || quantity == Quantity::FrameSize) {
     const bool binary = quantity == Quantity::FrameSize;
     switch (text.back()) {
-      case 'k': case 'K': scale = binary ? 1024.0 : 1e3; break;
+      case 'k':
+      case 'K': scale = binary ? 1024.0 : 1e3; break;
       case 'M': scale = binary ? 1048576.0 : 1e6; break;
       case 'G': scale = binary ? 1073741824.0 : 1e9; break;
       default: break;
@@ -56,7 +57,8 @@ std::optional<double> parseNumber(std::string_view text, Quantity quantity = Qua
 // The range of a quantity's values (and whole bytes for a size that is not drawn).
 Result<void> checkRange(const RandomSpec& r, Quantity quantity) {
   const std::size_t n = static_cast<std::size_t>(parameterCount(r.rng));
-  const bool drawn = r.rng != static_cast<std::uint8_t>(Rng::Constant) && r.rng != static_cast<std::uint8_t>(Rng::Uniform);
+  const bool drawn =
+      r.rng != static_cast<std::uint8_t>(Rng::Constant) && r.rng != static_cast<std::uint8_t>(Rng::Uniform);
   for (std::size_t i = 0; i < n; ++i) {
     // Normal distributions' second parameter is a spread; pareto's second a shape: only the
     // location-like first parameter (and uniform's bounds) are in the quantity's unit.
@@ -124,7 +126,10 @@ Traffic defaultTraffic(Protocol protocol) {
   Traffic t;
   double size = 1440, rate = 0;
   switch (protocol) {
-    case Protocol::UDP: size = 1452; rate = 25; break;
+    case Protocol::UDP:
+      size = 1452;
+      rate = 25;
+      break;
     case Protocol::DCCP: size = 1420; break;
     case Protocol::SCTP: size = 1432; break;
     case Protocol::QUIC: size = 1400; break;
@@ -135,9 +140,7 @@ Traffic defaultTraffic(Protocol protocol) {
   return t;
 }
 
-bool looksLikeOption(std::string_view token) {
-  return token.find('=') != std::string_view::npos || token == "v6only";
-}
+bool looksLikeOption(std::string_view token) { return token.find('=') != std::string_view::npos || token == "v6only"; }
 
 std::string formatSeconds(double v) {
   char b[64];
@@ -187,9 +190,12 @@ Result<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& r
     if (constant && !event.relative && known && !events.empty() && spec->values[0] <= *known) {
       return Failure{"on/off times must increase: " + text + " s comes after " + formatSeconds(*known) + " s"};
     }
-    if (!constant) known.reset();
-    else if (event.relative && known) *known += spec->values[0];
-    else if (!event.relative) known = spec->values[0];
+    if (!constant)
+      known.reset();
+    else if (event.relative && known)
+      *known += spec->values[0];
+    else if (!event.relative)
+      known = spec->values[0];
     if (known && *known > kMaxSeconds) return Failure{"on/off time beyond 4294967 s (49.7 days)"};
     events.push_back(event);
   }
@@ -198,7 +204,7 @@ Result<std::vector<npmp::OnOffEvent>> parseOnOff(std::string_view value, bool& r
   }
   if (events.size() > npmp::kMaxOnOffEvents) {
     return Failure{"onoff= has " + std::to_string(events.size()) + " events, at most " +
-            std::to_string(npmp::kMaxOnOffEvents) + " fit into one ADD_FLOW message"};
+                   std::to_string(npmp::kMaxOnOffEvents) + " fit into one ADD_FLOW message"};
   }
   if (repeat) {
     if (events.size() % 2 != 0) {
@@ -238,8 +244,8 @@ Result<RandomSpec> parseDistribution(std::string_view text, Quantity quantity) {
   const auto params = split(rest, ',');
   const std::size_t wanted = static_cast<std::size_t>(parameterCount(r.rng));
   auto setError = [](std::string why) { return Failure{std::move(why)}; };
-  if (!named && (rest.empty() || !(std::isdigit(static_cast<unsigned char>(rest[0])) ||
-                                   rest[0] == '.' || rest[0] == '-'))) {
+  if (!named &&
+      (rest.empty() || !(std::isdigit(static_cast<unsigned char>(rest[0])) || rest[0] == '.' || rest[0] == '-'))) {
     return setError("not a distribution (const, uniform, exp, pareto, normal, truncnormal) or a number");
   }
   if (params.size() != wanted) {
@@ -249,7 +255,8 @@ Result<RandomSpec> parseDistribution(std::string_view text, Quantity quantity) {
   for (std::size_t i = 0; i < wanted; ++i) {
     // Only the parameters in the quantity's unit take its suffixes (not pareto's shape).
     const bool unit = i == 0 || r.rng == static_cast<std::uint8_t>(Rng::Uniform) ||
-                      r.rng == static_cast<std::uint8_t>(Rng::Normal) || r.rng == static_cast<std::uint8_t>(Rng::TruncNormal);
+                      r.rng == static_cast<std::uint8_t>(Rng::Normal) ||
+                      r.rng == static_cast<std::uint8_t>(Rng::TruncNormal);
     const auto v = parseNumber(params[i], unit ? quantity : Quantity::Plain);
     if (!v) {
       const char* units = quantity == Quantity::FrameRate   ? " (a decimal number, optionally with k, M or G)"
@@ -319,7 +326,8 @@ Result<void> setMaxMsgSize(std::string_view, std::string_view value, FlowSpec& s
   const std::uint64_t limit = udp ? 65507 : 65535;
   const auto v = parseUnsigned(value, 1000000);
   if (!v || *v < 128 || *v > limit) {
-    return Failure{"expected a message size from 128 to " + std::to_string(limit) + (udp ? " (the largest UDP datagram)" : "")};
+    return Failure{"expected a message size from 128 to " + std::to_string(limit) +
+                   (udp ? " (the largest UDP datagram)" : "")};
   }
   spec.maxMsgSize = static_cast<std::uint16_t>(*v);
   return {};
@@ -384,15 +392,15 @@ Result<void> setBufSplit(std::string_view, std::string_view value, FlowSpec& spe
   static const char* const names[] = {"none", "sender", "receiver", "both"};
   auto it = std::find(std::begin(names), std::end(names), value);
   if (it == std::end(names)) return Failure{"expected none, sender, receiver or both"};
-  spec.bufferSplitting = static_cast<std::uint8_t>((spec.bufferSplitting & kBufferSplitOnBuffered) |
-                                                   (it - std::begin(names)));
+  spec.bufferSplitting =
+      static_cast<std::uint8_t>((spec.bufferSplitting & kBufferSplitOnBuffered) | (it - std::begin(names)));
   return {};
 }
 
 Result<void> setBufSplitOn(std::string_view, std::string_view value, FlowSpec& spec) {
   if (value != "outstanding" && value != "buffered") return Failure{"expected outstanding or buffered"};
-  spec.bufferSplitting = static_cast<std::uint8_t>((spec.bufferSplitting & 3) |
-                                                   (value == "buffered" ? kBufferSplitOnBuffered : 0));
+  spec.bufferSplitting =
+      static_cast<std::uint8_t>((spec.bufferSplitting & 3) | (value == "buffered" ? kBufferSplitOnBuffered : 0));
   return {};
 }
 
@@ -442,7 +450,8 @@ Result<void> setCongestionControl(std::string_view, std::string_view value, Flow
 // rate=, in_rate=: bit/s with k, M, G (10^3, 10^6, 10^9).
 Result<void> setBitRate(std::string_view key, std::string_view value, FlowSpec& spec) {
   const auto v = parseNumber(value, Quantity::FrameRate);  // the same decimal units
-  if (!v || *v <= 0.0 || *v > 1e12) return Failure{"expected a bit rate in bit/s above 0, at most 1000G (e.g. 10M, 2.5G)"};
+  if (!v || *v <= 0.0 || *v > 1e12)
+    return Failure{"expected a bit rate in bit/s above 0, at most 1000G (e.g. 10M, 2.5G)"};
   (key == "rate" ? spec.outBitRate : spec.inBitRate) = *v;
   return {};
 }
@@ -455,8 +464,7 @@ Result<void> applyBitRate(double bitRate, Traffic& t, const char* key) {
     case Rng::Constant: mean = p[0]; break;
     case Rng::Uniform: mean = (p[0] + p[1]) / 2.0; break;
     case Rng::Exponential: mean = p[0]; break;
-    default:
-      return Failure{std::string(key) + "= needs a frame size whose mean is known (const, uniform or exp)"};
+    default: return Failure{std::string(key) + "= needs a frame size whose mean is known (const, uniform or exp)"};
   }
   if (mean < 1.0) return Failure{std::string(key) + "= needs a frame size of at least one byte in its direction"};
   if (!(t.rate.rng == static_cast<std::uint8_t>(Rng::Constant) && t.rate.values[0] == 0.0)) {
@@ -495,11 +503,14 @@ Result<void> setTos(std::string_view key, std::string_view value, FlowSpec& spec
   } else {
     v = parseUnsigned(value, dscp ? 63 : 255);
   }
-  if (!v) return Failure{dscp ? "expected a DSCP from 0 to 63 (e.g. 46 for EF)" : "expected a TOS byte from 0 to 255 "
-                                                                                  "(decimal or 0x00 to 0xff, e.g. 0xb8)"};
+  if (!v)
+    return Failure{dscp ? "expected a DSCP from 0 to 63 (e.g. 46 for EF)"
+                        : "expected a TOS byte from 0 to 255 "
+                          "(decimal or 0x00 to 0xff, e.g. 0xb8)"};
   if (!dscp && (*v & 3) != 0) {
-    return Failure{"the two low bits of the TOS byte are ECN's, which the kernel sets: give a multiple of 4 "
-                   "(DSCP << 2, e.g. 0xb8 for EF) or dscp="};
+    return Failure{
+        "the two low bits of the TOS byte are ECN's, which the kernel sets: give a multiple of 4 "
+        "(DSCP << 2, e.g. 0xb8 for EF) or dscp="};
   }
   if (spec.tos) return Failure{"tos= and dscp= set the same byte: give one of them once"};
   spec.tos = static_cast<std::uint8_t>(dscp ? *v << 2 : *v);
@@ -519,22 +530,40 @@ struct FlowOption {
 };
 
 constexpr FlowOption kFlowOptions[] = {
-    {"id", setFlowId},         {"description", setDescription}, {"maxmsgsize", setMaxMsgSize},
+    {"id", setFlowId},
+    {"description", setDescription},
+    {"maxmsgsize", setMaxMsgSize},
     {"defragtimeout", setDefragTimeout},
-    {"ordered", setFraction},  {"unordered", setFraction},      {"reliable", setFraction},
+    {"ordered", setFraction},
+    {"unordered", setFraction},
+    {"reliable", setFraction},
     {"unreliable", setFraction},
-    {"rtx_timeout", setRtxTimeout}, {"rtx_trials", setRtxTrials},
-    {"rcvbuf", setBuffer},     {"sndbuf", setBuffer},
-    {"cmt", setCmt},           {"sctpcc", setSctpCc},           {"bufsplit", setBufSplit},
+    {"rtx_timeout", setRtxTimeout},
+    {"rtx_trials", setRtxTrials},
+    {"rcvbuf", setBuffer},
+    {"sndbuf", setBuffer},
+    {"cmt", setCmt},
+    {"sctpcc", setSctpCc},
+    {"bufsplit", setBufSplit},
     {"bufsplit-on", setBufSplitOn},
-    {"nrsack", setSwitch},     {"dac", setSwitch},              {"rtomin", setRtoMin},
-    {"smartfr", setSwitch},    {"pktdrop", setSwitch},          {"reschedule", setSwitch},
+    {"nrsack", setSwitch},
+    {"dac", setSwitch},
+    {"rtomin", setRtoMin},
+    {"smartfr", setSwitch},
+    {"pktdrop", setSwitch},
+    {"reschedule", setSwitch},
     {"ccid", setCcid},
-    {"error_on_abort", setSwitch}, {"nodelay", setSwitch},      {"debug", setSwitch},
-    {"cc", setCongestionControl},  {"onoff", setOnOff},
-    {"rate", setBitRate},          {"in_rate", setBitRate},
-    {"transfer", setTransfer},     {"frames", setTransfer},
-    {"tos", setTos},               {"dscp", setTos},
+    {"error_on_abort", setSwitch},
+    {"nodelay", setSwitch},
+    {"debug", setSwitch},
+    {"cc", setCongestionControl},
+    {"onoff", setOnOff},
+    {"rate", setBitRate},
+    {"in_rate", setBitRate},
+    {"transfer", setTransfer},
+    {"frames", setTransfer},
+    {"tos", setTos},
+    {"dscp", setTos},
 };
 
 // Applies the option `token` (the `index`th field of the FLOWSPEC); the error comes without
@@ -553,7 +582,7 @@ Result<void> applyOption(std::string_view token, std::size_t index, FlowSpec& sp
   }
   if (eq == std::string_view::npos) {
     return Failure{index < 4 ? "\"" + std::string(token) + "\" is neither a traffic entry nor an option"
-                     : "unknown option \"" + std::string(token) + "\""};
+                             : "unknown option \"" + std::string(token) + "\""};
   }
   for (const auto& option : kFlowOptions) {
     if (option.key != key) continue;
@@ -584,8 +613,9 @@ Result<void> parseTraffic(const std::vector<std::string_view>& tokens, FlowSpec&
   // A rate without its size: the flow would not send what its FLOWSPEC seems to say.
   if (index == 1) return Failure{"the outbound frame rate needs the outbound frame size after it (RATE:SIZE)"};
   if (index == 3) {
-    return Failure{"the inbound frame rate needs the inbound frame size after it: two traffic entries "
-                   "(out rate:out size) or four (out rate:out size:in rate:in size)"};
+    return Failure{
+        "the inbound frame rate needs the inbound frame size after it: two traffic entries "
+        "(out rate:out size) or four (out rate:out size:in rate:in size)"};
   }
   return {};
 }
@@ -600,33 +630,36 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
       // fine
     } else if (protocol != Protocol::SCTP) {
       return Failure{std::string("cmt=") + cmtName(spec.cmt) + " applies only to SCTP flows" +
-             (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "")};
+                     (protocol == Protocol::TCP || protocol == Protocol::MPTCP ? " (and cmt=mptcp to TCP)" : "")};
     }
   }
-  const bool sctpTuning =
-      spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 || spec.dac || spec.smartFr ||
-      spec.reschedule || spec.pktDrop;
+  const bool sctpTuning = spec.sctpCc != 0 || spec.bufferSplitting != 0 || spec.nrSack || spec.rtoMinMs != 0 ||
+                          spec.dac || spec.smartFr || spec.reschedule || spec.pktDrop;
   if (sctpTuning && spec.protocol != Protocol::SCTP) {
-    return Failure{"sctpcc=, bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= apply "
-                   "only to SCTP flows"};
+    return Failure{
+        "sctpcc=, bufsplit=, bufsplit-on=, nrsack=, pktdrop=, rtomin=, dac=, smartfr= and reschedule= apply "
+        "only to SCTP flows"};
   }
   if (spec.smartFr && spec.cmt == 0) {
     return Failure{"smartfr=on changes CMT's split fast retransmit, which a flow without CMT does not use: add cmt="};
   }
   if (spec.cmt == kCmtWprSctp && spec.sctpCc != 0) {
-    return Failure{"cmt=wprsctp sets ssthresh from its Westwood+ estimate in the rfc2581 module: leave sctpcc= at "
-                   "rfc2581"};
+    return Failure{
+        "cmt=wprsctp sets ssthresh from its Westwood+ estimate in the rfc2581 module: leave sctpcc= at "
+        "rfc2581"};
   }
   if (spec.reschedule && spec.cmt == 0) {
-    return Failure{"reschedule=on moves a blocking chunk to another path, which a flow without CMT does not use: add cmt="};
+    return Failure{
+        "reschedule=on moves a blocking chunk to another path, which a flow without CMT does not use: add cmt="};
   }
   if ((spec.bufferSplitting & kBufferSplitOnBuffered) && (spec.bufferSplitting & 3) == 0) {
     return Failure{"bufsplit-on=buffered says how to split, bufsplit= whether: add bufsplit=sender, receiver or both"};
   }
   if (spec.protocol == Protocol::SCTP && spec.nrSack && spec.partiallyReliable() && spec.maxMsgSize > 1200) {
     // usrsctp 0.9.5 aborts the association when PR-SCTP, NR-SACK and fragmented messages meet.
-    return Failure{"PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
-           "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association"};
+    return Failure{
+        "PR-SCTP (unreliable=/rtx_*) with nrsack=on needs messages that fit into one packet: "
+        "add maxmsgsize=1200 (or leave NR-SACK off); otherwise the userland stack aborts the association"};
   }
   // Options of some transports only, refused elsewhere as cmt= is (the reference ignored them).
   const bool stream = spec.protocol == Protocol::TCP || spec.protocol == Protocol::MPTCP;
@@ -634,30 +667,37 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
   const char* name = npmp::protocolName(spec.protocol);
   if (!sctp && spec.protocol != Protocol::QUIC && (spec.ordered < 1.0 || spec.partiallyReliable())) {
     return Failure{std::string("unordered=/ordered=, unreliable=/reliable=, rtx_timeout= and rtx_trials= apply only to "
-                               "SCTP flows (PR-SCTP, unordered delivery), not to ") + name};
+                               "SCTP flows (PR-SCTP, unordered delivery), not to ") +
+                   name};
   }
-  if (spec.ccid != 0 && spec.protocol != Protocol::DCCP) return Failure{std::string("ccid= applies only to DCCP flows, not to ") + name};
+  if (spec.ccid != 0 && spec.protocol != Protocol::DCCP)
+    return Failure{std::string("ccid= applies only to DCCP flows, not to ") + name};
   if (spec.noDelay && !stream && !sctp && spec.protocol != Protocol::QUIC) {
     return Failure{std::string("nodelay= applies to TCP, MPTCP and SCTP flows, not to ") + name};
   }
   if (!spec.congestionControl.empty() && !stream && spec.protocol != Protocol::QUIC) {
     return Failure{std::string("cc= applies to TCP, MPTCP and QUIC flows, not to ") + name +
-                   (sctp ? " (SCTP's congestion control is sctpcc=)" : spec.protocol == Protocol::DCCP ? " (DCCP's is ccid=)" : "")};
+                   (sctp                              ? " (SCTP's congestion control is sctpcc=)"
+                    : spec.protocol == Protocol::DCCP ? " (DCCP's is ccid=)"
+                                                      : "")};
   }
   if (spec.protocol == Protocol::QUIC) {
     // A QUIC flow is a pair of streams of a connection the flows share (quic/README.md).
     if (!spec.congestionControl.empty() && spec.congestionControl != "reno" && spec.congestionControl != "cubic") {
-      return Failure{"cc=" + spec.congestionControl + ": a QUIC flow's congestion control is reno, cubic or default "
+      return Failure{"cc=" + spec.congestionControl +
+                     ": a QUIC flow's congestion control is reno, cubic or default "
                      "(Reno)"};
     }
     if (spec.ordered < 1.0 || spec.partiallyReliable()) {
-      return Failure{"unordered=, unreliable=, rtx_timeout= and rtx_trials= do not apply to QUIC flows: a QUIC stream "
-                     "is ordered and reliable"};
+      return Failure{
+          "unordered=, unreliable=, rtx_timeout= and rtx_trials= do not apply to QUIC flows: a QUIC stream "
+          "is ordered and reliable"};
     }
     if (spec.ccid != 0) return Failure{"ccid= applies only to DCCP flows"};
     if (spec.rcvBufferSize != 0 || spec.sndBufferSize != 0) {
-      return Failure{"rcvbuf= and sndbuf= do not apply to QUIC flows (the streams of a QUIC connection share its UDP "
-                     "socket; QUIC's flow control windows bound what is buffered)"};
+      return Failure{
+          "rcvbuf= and sndbuf= do not apply to QUIC flows (the streams of a QUIC connection share its UDP "
+          "socket; QUIC's flow control windows bound what is buffered)"};
     }
     if (spec.noDelay) return Failure{"nodelay= applies to TCP, MPTCP and SCTP flows, not to QUIC"};
   }
@@ -668,8 +708,9 @@ Result<void> checkProtocolRules(FlowSpec& spec, Protocol protocol) {
     return Failure{"transfer= and frames= both end the flow's sending: give one of them"};
   }
   if (spec.fixedSize() && !spec.outbound.enabled()) {
-    return Failure{"transfer= and frames= limit the active's outbound direction, which sends nothing here (frame size "
-                   "0); ADD_FLOW has no field to limit the passive's sending"};
+    return Failure{
+        "transfer= and frames= limit the active's outbound direction, which sends nothing here (frame size "
+        "0); ADD_FLOW has no field to limit the passive's sending"};
   }
   if (spec.tos && (sctp || spec.protocol == Protocol::QUIC)) {
     return Failure{std::string("tos= and dscp= apply to TCP, MPTCP, UDP and DCCP flows, not to ") + name +

@@ -42,11 +42,11 @@ struct FlowSpec {
   std::uint8_t sctpCc = 0;           // 0 rfc2581, 1 hstcp, 2 htcp, 3 rtcc
   std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver, bit 2 on buffered bytes (bufsplit-on=)
   bool nrSack = false;
-  std::uint16_t rtoMinMs = 0;        // 0 = default
+  std::uint16_t rtoMinMs = 0;  // 0 = default
   bool dac = false;
-  bool smartFr = false;  // smartfr=: smart fast retransmission (seed 001, IV-D); the bundled stack's patch 0005
+  bool smartFr = false;     // smartfr=: smart fast retransmission (seed 001, IV-D); the bundled stack's patch 0005
   bool reschedule = false;  // reschedule=: chunk rescheduling (seed 001, IV-C); the bundled stack's patch 0006
-  bool pktDrop = false;  // pktdrop=: packet-drop reporting, negotiated like NR-SACK (userland stack)
+  bool pktDrop = false;     // pktdrop=: packet-drop reporting, negotiated like NR-SACK (userland stack)
   std::uint8_t ccid = 0;
   bool errorOnAbort = true;
   bool noDelay = false;
@@ -73,9 +73,7 @@ struct FlowSpec {
   std::uint32_t association = 0;
   std::uint16_t streamId = 0;
   // Whether messages of this flow may be abandoned (PR-SCTP).
-  bool partiallyReliable() const {
-    return reliable < 1.0 || retransmissionTrials != npmp::kRetransmitUnlimited;
-  }
+  bool partiallyReliable() const { return reliable < 1.0 || retransmissionTrials != npmp::kRetransmitUnlimited; }
 };
 
 // Parses one FLOWSPEC for the given protocol; the error is one line naming the bad part.

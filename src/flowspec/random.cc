@@ -118,8 +118,7 @@ double expectedValue(const npmp::RandomSpec& spec) {
     case Rng::Constant: return p[0];
     case Rng::Uniform: return (p[0] + p[1]) / 2.0;
     case Rng::Exponential: return p[0];
-    case Rng::Pareto:
-      return p[1] > 1.0 ? p[1] * p[0] / (p[1] - 1.0) : std::numeric_limits<double>::quiet_NaN();
+    case Rng::Pareto: return p[1] > 1.0 ? p[1] * p[0] / (p[1] - 1.0) : std::numeric_limits<double>::quiet_NaN();
     case Rng::Normal: return p[0];
     case Rng::TruncNormal: {
       if (p[1] <= 0.0) return std::max(p[0], 0.0);

@@ -25,12 +25,12 @@ int parameterCount(std::uint8_t rng);
 
 class Random {
 public:
-  Random();                                   // seeded from the system's entropy
+  Random();  // seeded from the system's entropy
   explicit Random(std::uint64_t seed) : engine_(seed) {}
   // Seeded with `seed`, or from the system's entropy when it is 0 (no seed).
   static Random seededOrEntropy(std::uint64_t seed) { return seed != 0 ? Random(seed) : Random(); }
   std::uint64_t next64() { return engine_(); }
-  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }         // [0,1)
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }              // [0,1)
   double uniformOpen() { return (static_cast<double>(engine_() >> 11) + 0.5) * 0x1.0p-53; }  // (0,1)
   double normal();
 

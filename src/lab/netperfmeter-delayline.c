@@ -59,11 +59,11 @@
 #define PACKET_IGNORE_OUTGOING 23
 #endif
 
-#define QCAP 16384u                 /* frames per direction: queued, in propagation, or both */
-#define FRAME_MAX (65536 + 64)      /* the largest frame, its virtio_net_hdr included */
-#define ARENA (64u << 20)           /* bytes of frame storage per direction (a ring) */
-#define MAXPACKET 1514              /* CoDel's "one MTU" of backlog, bytes of a frame */
-#define LATE_NS 1000000LL           /* "late": sent 1 ms or more after its time */
+#define QCAP 16384u            /* frames per direction: queued, in propagation, or both */
+#define FRAME_MAX (65536 + 64) /* the largest frame, its virtio_net_hdr included */
+#define ARENA (64u << 20)      /* bytes of frame storage per direction (a ring) */
+#define MAXPACKET 1514         /* CoDel's "one MTU" of backlog, bytes of a frame */
+#define LATE_NS 1000000LL      /* "late": sent 1 ms or more after its time */
 #define NSEC 1000000000LL
 
 /* lateness histogram: upper edges in microseconds (the last bucket is everything above) */
@@ -92,22 +92,22 @@ struct slot {
 	long long arrive, due; /* ns */
 	unsigned off, len;     /* in the arena; len with the virtio_net_hdr */
 	unsigned state;
-	unsigned number;       /* of its arrival in its direction (from 0; --trace names frames so) */
+	unsigned number; /* of its arrival in its direction (from 0; --trace names frames so) */
 };
 
 struct dir {
 	/* configuration */
-	long long delay;          /* ns */
-	unsigned long long loss;  /* drop when the next random number is below this (0: never) */
-	double rate;              /* bit/s of the bottleneck, 0: none */
-	unsigned limit;           /* its queue in packets */
+	long long delay;         /* ns */
+	unsigned long long loss; /* drop when the next random number is below this (0: never) */
+	double rate;             /* bit/s of the bottleneck, 0: none */
+	unsigned limit;          /* its queue in packets */
 	struct aqm_cfg aqm;
 	unsigned long long seed, rng_loss, rng_ber, rng_aqm;
 	/* frames: [head, mid) serialised (due at their time), [mid, tail) waiting at the bottleneck */
 	struct slot *s;
 	unsigned head, mid, tail;
 	unsigned char *arena;
-	unsigned wr;              /* next free byte of the arena */
+	unsigned wr; /* next free byte of the arena */
 	long long last_arrive, link_free, idle_since;
 	unsigned long long backlog; /* bytes waiting (frames without their virtio_net_hdr) */
 	/* RED */
@@ -126,9 +126,9 @@ struct dir {
 	long long late_max, late_max_report; /* ns: since the start, since the previous counters line */
 };
 
-static double ber;                                 /* bit error rate of the SCTP part (-b) */
-static unsigned ber_port = 9899, ber_last = 9899;  /* the UDP encapsulation ports (-p) */
-static FILE *trace;                                /* --trace: each packet's fate, here */
+static double ber;                                /* bit error rate of the SCTP part (-b) */
+static unsigned ber_port = 9899, ber_last = 9899; /* the UDP encapsulation ports (-p) */
+static FILE *trace;                               /* --trace: each packet's fate, here */
 
 /* splitmix64: small, fast, and good enough for independent Bernoulli trials */
 static unsigned long long next_random(unsigned long long *state)
@@ -157,17 +157,26 @@ static void seed_dir(struct dir *d, unsigned long long seed)
 }
 
 static volatile sig_atomic_t stop, report;
-static void on_sig(int s) { (void)s; stop = 1; }
-static void on_report(int s) { (void)s; report = 1; }
+static void on_sig(int s)
+{
+	(void)s;
+	stop = 1;
+}
+static void on_report(int s)
+{
+	(void)s;
+	report = 1;
+}
 
 static void print_dir(FILE *f, const char *from, const char *to, struct dir *d)
 {
 	unsigned i;
 
-	fprintf(f, "%s->%s in=%llu out=%llu lost=%llu dropped=%llu corrupted=%llu aqm_drops=%llu tail_drops=%llu "
-		"marks=%llu late=%llu late_max_us=%lld late_max_report_us=%lld lateness_us=", from, to, d->in, d->out,
-		d->lost, d->dropped, d->corrupted, d->aqm_drops, d->tail_drops, d->marks, d->late, d->late_max / 1000,
-		d->late_max_report / 1000);
+	fprintf(f,
+		"%s->%s in=%llu out=%llu lost=%llu dropped=%llu corrupted=%llu aqm_drops=%llu tail_drops=%llu "
+		"marks=%llu late=%llu late_max_us=%lld late_max_report_us=%lld lateness_us=",
+		from, to, d->in, d->out, d->lost, d->dropped, d->corrupted, d->aqm_drops, d->tail_drops, d->marks,
+		d->late, d->late_max / 1000, d->late_max_report / 1000);
 	for (i = 0; i < NBUCKETS; i++)
 		fprintf(f, "%s%llu", i ? "," : "", d->hist[i]);
 	fprintf(f, " seed=%llu", d->seed);
@@ -175,8 +184,7 @@ static void print_dir(FILE *f, const char *from, const char *to, struct dir *d)
 }
 
 /* One line; the fields of the first five counters of each direction come first, in their old order. */
-static void print_counters(FILE *f, const char *what, const char *ifa, const char *ifb, struct dir *ab,
-			   struct dir *ba)
+static void print_counters(FILE *f, const char *what, const char *ifa, const char *ifb, struct dir *ab, struct dir *ba)
 {
 	fprintf(f, "%s ", what);
 	print_dir(f, ifa, ifb, ab);
@@ -361,10 +369,16 @@ static int mark_ce(unsigned char *frame, size_t len)
 
 #define SLOT(d, i) (&(d)->s[(i) % QCAP])
 
-static unsigned waiting(const struct dir *d) { return d->tail - d->mid; }
+static unsigned waiting(const struct dir *d)
+{
+	return d->tail - d->mid;
+}
 
 /* bytes on the wire of a frame (as tbf counts it: the Ethernet frame, without its virtio_net_hdr) */
-static unsigned wire_bytes(const struct slot *s) { return s->len - (unsigned)sizeof(struct virtio_net_hdr); }
+static unsigned wire_bytes(const struct slot *s)
+{
+	return s->len - (unsigned)sizeof(struct virtio_net_hdr);
+}
 
 static long long serialisation(const struct dir *d, unsigned bytes)
 {
@@ -529,8 +543,9 @@ static void service(struct dir *d, long long t)
 			d->qdelay = d->mid == d->tail ? 0 : d->last_sojourn;
 			pie_update(d, d->next_update);
 			d->next_update += d->aqm.tupdate;
-			if (d->mid == d->tail && d->p == 0 && d->qdelay_old == 0 && d->burst_allow == d->aqm.max_burst &&
-			    d->next_update < t)  /* idle: nothing changes until the next arrival */
+			if (d->mid == d->tail && d->p == 0 && d->qdelay_old == 0 &&
+			    d->burst_allow == d->aqm.max_burst &&
+			    d->next_update < t) /* idle: nothing changes until the next arrival */
 				d->next_update += (t - d->next_update) / d->aqm.tupdate * d->aqm.tupdate;
 			continue;
 		}
@@ -545,8 +560,8 @@ static void service(struct dir *d, long long t)
 		s->state = SENDING;
 		s->due = d->link_free + d->delay;
 		if (trace)
-			fprintf(trace, "dequeue %u %.3f sojourn_us=%.3f fate=sent done_us=%.3f\n", s->number, next / 1e3,
-				(next - s->arrive) / 1e3, d->link_free / 1e3);
+			fprintf(trace, "dequeue %u %.3f sojourn_us=%.3f fate=sent done_us=%.3f\n", s->number,
+				next / 1e3, (next - s->arrive) / 1e3, d->link_free / 1e3);
 	}
 }
 
@@ -829,9 +844,19 @@ static int parse_aqm(char *text, struct aqm_cfg *a)
 {
 	char *params = strchr(text, ':'), *item, *save = NULL;
 
-	*a = (struct aqm_cfg){ .kind = AQM_DROPTAIL, .wq = 0.002, .min_th = 20, .max_th = 80, .max_p = 0.02,
-			       .mean_bytes = 1514, .gentle = 1, .target = 5000000, .interval = 100000000,
-			       .pie_target = 15000000, .tupdate = 15000000, .max_burst = 150000000, .alpha = 0.125,
+	*a = (struct aqm_cfg){ .kind = AQM_DROPTAIL,
+			       .wq = 0.002,
+			       .min_th = 20,
+			       .max_th = 80,
+			       .max_p = 0.02,
+			       .mean_bytes = 1514,
+			       .gentle = 1,
+			       .target = 5000000,
+			       .interval = 100000000,
+			       .pie_target = 15000000,
+			       .tupdate = 15000000,
+			       .max_burst = 150000000,
+			       .alpha = 0.125,
 			       .beta = 1.25 };
 	if (params)
 		*params++ = '\0';
@@ -846,17 +871,30 @@ static int parse_aqm(char *text, struct aqm_cfg *a)
 	for (item = params ? strtok_r(params, ",", &save) : NULL; item; item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
 		double v;
-		struct { enum aqm_kind kind; const char *name; double max; double *d; long long *ns; int *flag; } keys[] = {
-			{ AQM_RED, "wq", 1, &a->wq, NULL, NULL }, { AQM_RED, "min", 1e6, &a->min_th, NULL, NULL },
-			{ AQM_RED, "max", 1e6, &a->max_th, NULL, NULL }, { AQM_RED, "maxp", 1, &a->max_p, NULL, NULL },
-			{ AQM_RED, "mean", 65536, &a->mean_bytes, NULL, NULL }, { AQM_RED, "gentle", 1, NULL, NULL, &a->gentle },
-			{ AQM_RED, "ecn", 1, NULL, NULL, &a->ecn }, { AQM_CODEL, "ecn", 1, NULL, NULL, &a->ecn },
+		struct {
+			enum aqm_kind kind;
+			const char *name;
+			double max;
+			double *d;
+			long long *ns;
+			int *flag;
+		} keys[] = {
+			{ AQM_RED, "wq", 1, &a->wq, NULL, NULL },
+			{ AQM_RED, "min", 1e6, &a->min_th, NULL, NULL },
+			{ AQM_RED, "max", 1e6, &a->max_th, NULL, NULL },
+			{ AQM_RED, "maxp", 1, &a->max_p, NULL, NULL },
+			{ AQM_RED, "mean", 65536, &a->mean_bytes, NULL, NULL },
+			{ AQM_RED, "gentle", 1, NULL, NULL, &a->gentle },
+			{ AQM_RED, "ecn", 1, NULL, NULL, &a->ecn },
+			{ AQM_CODEL, "ecn", 1, NULL, NULL, &a->ecn },
 			{ AQM_PIE, "ecn", 1, NULL, NULL, &a->ecn },
 			{ AQM_CODEL, "target", 1e5, NULL, &a->target, NULL },
 			{ AQM_CODEL, "interval", 1e5, NULL, &a->interval, NULL },
 			{ AQM_PIE, "target", 1e5, NULL, &a->pie_target, NULL },
-			{ AQM_PIE, "tupdate", 1e5, NULL, &a->tupdate, NULL }, { AQM_PIE, "alpha", 100, &a->alpha, NULL, NULL },
-			{ AQM_PIE, "beta", 100, &a->beta, NULL, NULL }, { AQM_PIE, "burst", 1e5, NULL, &a->max_burst, NULL },
+			{ AQM_PIE, "tupdate", 1e5, NULL, &a->tupdate, NULL },
+			{ AQM_PIE, "alpha", 100, &a->alpha, NULL, NULL },
+			{ AQM_PIE, "beta", 100, &a->beta, NULL, NULL },
+			{ AQM_PIE, "burst", 1e5, NULL, &a->max_burst, NULL },
 		};
 		unsigned i, n = sizeof(keys) / sizeof(keys[0]);
 
@@ -865,8 +903,10 @@ static int parse_aqm(char *text, struct aqm_cfg *a)
 		for (i = 0; i < n && (keys[i].kind != a->kind || strcmp(keys[i].name, item)); i++)
 			;
 		if (i == n || !eq || parse_number(eq + 1, keys[i].max, &v)) {
-			fprintf(stderr, "netperfmeter-delayline: -a %s: \"%s%s%s\" is not one of its parameters with a "
-				"number in range (see netperfmeter-delayline(1))\n", text, item, eq ? "=" : "", eq ? eq + 1 : "");
+			fprintf(stderr,
+				"netperfmeter-delayline: -a %s: \"%s%s%s\" is not one of its parameters with a "
+				"number in range (see netperfmeter-delayline(1))\n",
+				text, item, eq ? "=" : "", eq ? eq + 1 : "");
 			return -1;
 		}
 		if (keys[i].d)
@@ -890,7 +930,8 @@ static int parse_aqm(char *text, struct aqm_cfg *a)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: netperfmeter-delayline [OPTIONS] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]\n"
+	fprintf(f,
+		"usage: netperfmeter-delayline [OPTIONS] IF_A IF_B DELAY_AB_MS [DELAY_BA_MS]\n"
 		"       netperfmeter-delayline --trace [OPTIONS] [DELAY_MS]   (arrivals \"TIME_US BYTES\" on stdin)\n"
 		"  -l, --loss=PERCENT[,PERCENT]  drop frames at random (each direction)\n"
 		"  -b, --ber=BER                 bit errors in the SCTP part of UDP-encapsulated SCTP packets\n"
@@ -964,13 +1005,16 @@ static int run_trace(struct dir *d)
 		int fields = sscanf(line, "%lf %lf %u %c", &us, &bytes, &ecn, &extra);
 		if ((fields != 2 && fields != 3) || !(us >= 0) || bytes < 54 ||
 		    bytes > FRAME_MAX - sizeof(struct virtio_net_hdr) || ecn > 3) {
-			fprintf(stderr, "netperfmeter-delayline: --trace line %lu: wants \"TIME_US BYTES [ECN]\" (54 to "
-				"65536 bytes, ECN 0 to 3): %s", lineno, line);
+			fprintf(stderr,
+				"netperfmeter-delayline: --trace line %lu: wants \"TIME_US BYTES [ECN]\" (54 to "
+				"65536 bytes, ECN 0 to 3): %s",
+				lineno, line);
 			return 2;
 		}
 		long long t = (long long)llround(us * 1e3);
 		if (t < d->last_arrive) {
-			fprintf(stderr, "netperfmeter-delayline: --trace line %lu: arrival times must not decrease\n", lineno);
+			fprintf(stderr, "netperfmeter-delayline: --trace line %lu: arrival times must not decrease\n",
+				lineno);
 			return 2;
 		}
 		service(d, t);
@@ -1028,28 +1072,32 @@ int main(int argc, char **argv)
 	struct aqm_cfg aqm;
 
 	parse_aqm((char[]){ "droptail" }, &aqm);
-	static const struct option longopts[] = {
-		{ "loss", required_argument, NULL, 'l' }, { "ber", required_argument, NULL, 'b' },
-		{ "ber-port", required_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
-		{ "rate", required_argument, NULL, 'r' }, { "limit", required_argument, NULL, 'q' },
-		{ "aqm", required_argument, NULL, 'a' }, { "commands", no_argument, NULL, 'c' },
-		{ "trace", no_argument, NULL, 't' }, { "realtime", optional_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 }
-	};
+	static const struct option longopts[] = { { "loss", required_argument, NULL, 'l' },
+						  { "ber", required_argument, NULL, 'b' },
+						  { "ber-port", required_argument, NULL, 'p' },
+						  { "seed", required_argument, NULL, 's' },
+						  { "rate", required_argument, NULL, 'r' },
+						  { "limit", required_argument, NULL, 'q' },
+						  { "aqm", required_argument, NULL, 'a' },
+						  { "commands", no_argument, NULL, 'c' },
+						  { "trace", no_argument, NULL, 't' },
+						  { "realtime", optional_argument, NULL, 'R' },
+						  { "help", no_argument, NULL, 'h' },
+						  { "version", no_argument, NULL, 'V' },
+						  { NULL, 0, NULL, 0 } };
 	while ((opt = getopt_long(argc, argv, "l:b:p:s:r:q:a:ctR::hVv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			if (parse_pair(optarg, 100, &loss_ab, &loss_ba)) {
 				fprintf(stderr, "netperfmeter-delayline: -l wants a loss rate in percent (0 to 100), "
-					"or two separated by a comma\n");
+						"or two separated by a comma\n");
 				return 2;
 			}
 			break;
 		case 'b':
 			if (parse_number(optarg, 1, &ber) || ber >= 1) {
 				fprintf(stderr, "netperfmeter-delayline: -b wants a bit error rate from 0 to below 1 "
-					"(e.g. 5e-6)\n");
+						"(e.g. 5e-6)\n");
 				return 2;
 			}
 			break;
@@ -1058,11 +1106,11 @@ int main(int argc, char **argv)
 			char *dash = strchr(optarg, '-');
 			if (dash)
 				*dash = '\0';
-			if (parse_number(optarg, 65535, &first) || parse_number(dash ? dash + 1 : optarg, 65535, &last) ||
-			    first < 1 || first != (double)(unsigned)first || last != (double)(unsigned)last ||
-			    last < first) {
+			if (parse_number(optarg, 65535, &first) ||
+			    parse_number(dash ? dash + 1 : optarg, 65535, &last) || first < 1 ||
+			    first != (double)(unsigned)first || last != (double)(unsigned)last || last < first) {
 				fprintf(stderr, "netperfmeter-delayline: -p wants a UDP port or a range FIRST-LAST "
-					"(1 to 65535)\n");
+						"(1 to 65535)\n");
 				return 2;
 			}
 			ber_port = (unsigned)first;
@@ -1074,7 +1122,8 @@ int main(int argc, char **argv)
 			if (comma)
 				*comma = '\0';
 			if (parse_seed(optarg, &seed_ab) || (comma && parse_seed(comma + 1, &seed_ba))) {
-				fprintf(stderr, "netperfmeter-delayline: -s wants an unsigned number, or two separated by "
+				fprintf(stderr,
+					"netperfmeter-delayline: -s wants an unsigned number, or two separated by "
 					"a comma\n");
 				return 2;
 			}
@@ -1084,7 +1133,8 @@ int main(int argc, char **argv)
 		case 'r':
 			if (parse_pair(optarg, 1e12, &rate_ab, &rate_ba) || (rate_ab > 0 && rate_ab < 1000) ||
 			    (rate_ba > 0 && rate_ba < 1000)) {
-				fprintf(stderr, "netperfmeter-delayline: -r wants a rate in bit/s (1000 to 1e12, 0: none), "
+				fprintf(stderr,
+					"netperfmeter-delayline: -r wants a rate in bit/s (1000 to 1e12, 0: none), "
 					"or two separated by a comma\n");
 				return 2;
 			}
@@ -1092,8 +1142,10 @@ int main(int argc, char **argv)
 		case 'q':
 			if (parse_pair(optarg, QCAP / 2, &limit_ab, &limit_ba) || limit_ab < 1 || limit_ba < 1 ||
 			    limit_ab != floor(limit_ab) || limit_ba != floor(limit_ba)) {
-				fprintf(stderr, "netperfmeter-delayline: -q wants a queue limit in packets (1 to %u), or two "
-					"separated by a comma\n", QCAP / 2);
+				fprintf(stderr,
+					"netperfmeter-delayline: -q wants a queue limit in packets (1 to %u), or two "
+					"separated by a comma\n",
+					QCAP / 2);
 				return 2;
 			}
 			break;
@@ -1110,7 +1162,8 @@ int main(int argc, char **argv)
 		case 'R': {
 			double prio = 10;
 			if (optarg && (parse_number(optarg, 99, &prio) || prio < 1 || prio != floor(prio))) {
-				fprintf(stderr, "netperfmeter-delayline: -R wants a SCHED_FIFO priority from 1 to 99\n");
+				fprintf(stderr,
+					"netperfmeter-delayline: -R wants a SCHED_FIFO priority from 1 to 99\n");
 				return 2;
 			}
 			realtime = (int)prio;
@@ -1129,7 +1182,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (aqm.kind != AQM_DROPTAIL && rate_ab == 0 && rate_ba == 0) {
-		fprintf(stderr, "netperfmeter-delayline: -a %s needs a bottleneck (-r RATE): the queue builds up there\n",
+		fprintf(stderr,
+			"netperfmeter-delayline: -a %s needs a bottleneck (-r RATE): the queue builds up there\n",
 			aqm_names[aqm.kind]);
 		return 2;
 	}
@@ -1170,7 +1224,7 @@ int main(int argc, char **argv)
 
 	ab.next_update = ba.next_update = now_ns() + aqm.tupdate;
 	prctl(PR_SET_TIMERSLACK, 1UL); /* wake when asked, not up to 50 us later */
-	if (realtime) { /* the link runs when a frame is due, whatever else the host does */
+	if (realtime) {                /* the link runs when a frame is due, whatever else the host does */
 		struct sched_param sp = { .sched_priority = realtime };
 		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
 			fprintf(stderr, "netperfmeter-delayline: -R: cannot run as a real-time process: %s\n",

@@ -12,8 +12,7 @@
 namespace npm::measure {
 
 const std::array<const char*, kCpuStates> kCpuStateNames = {
-    "User", "Nice", "System", "Idle", "IOWait", "Hardware Interrupts", "Software Interrupts",
-    "Hypervisor"};
+    "User", "Nice", "System", "Idle", "IOWait", "Hardware Interrupts", "Software Interrupts", "Hypervisor"};
 
 CpuSampler::CpuSampler() : fd_(::open("/proc/stat", O_RDONLY | O_CLOEXEC)) {}
 
@@ -64,7 +63,8 @@ ProcessTimes processTimes() {
     t.systemMicros = micros(u.ru_stime);
   }
   t.wallMicros = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
   return t;
 }
 

@@ -141,7 +141,8 @@ private:
 // thread is not blocked meanwhile: its other handlers run (on the passive, the other sessions),
 // so what fn writes belongs to the waiting frame, and whatever else the caller reads may have
 // changed when it resumes.
-[[nodiscard]] asio::awaitable<void> askOwners(std::vector<std::shared_ptr<Flow>> flows, std::function<void(Flow&, std::size_t)> fn);
+[[nodiscard]] asio::awaitable<void> askOwners(std::vector<std::shared_ptr<Flow>> flows,
+                                              std::function<void(Flow&, std::size_t)> fn);
 
 // The forms to call: fn a lambda that captures only references and plain values, and flows a
 // named vector. (GCC 12 destroys a lambda temporary of a co_await expression twice; the

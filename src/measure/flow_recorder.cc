@@ -30,8 +30,8 @@ void FlowRecorder::beginScalars(const TransmitStatistics& tx, const ReceiveStati
   origin_ = o;
 }
 
-FlowResult FlowRecorder::result(const FlowParameters& params, const TransmitStatistics& tx,
-                                const ReceiveStatistics& rx, std::vector<PathSummary> paths) const {
+FlowResult FlowRecorder::result(const FlowParameters& params, const TransmitStatistics& tx, const ReceiveStatistics& rx,
+                                std::vector<PathSummary> paths) const {
   FlowResult r;
   r.flowId = params.flowId;
   r.streamId = params.streamId;
@@ -54,11 +54,9 @@ FlowResult FlowRecorder::result(const FlowParameters& params, const TransmitStat
     // Frames still in reassembly at the end of the warm-up may complete after it.
     auto since = [](std::uint64_t now, std::uint64_t then) { return now > then ? now - then : 0; };
     const Counters lost = rx.lost();
-    r.lost = {since(lost.bytes, o.lost.bytes), since(lost.packets, o.lost.packets),
-              since(lost.frames, o.lost.frames)};
-    r.meanDelayMs = r.received.packets > 0
-                        ? (rx.delaySumMs() - o.delaySumMs) / static_cast<double>(r.received.packets)
-                        : std::numeric_limits<double>::quiet_NaN();
+    r.lost = {since(lost.bytes, o.lost.bytes), since(lost.packets, o.lost.packets), since(lost.frames, o.lost.frames)};
+    r.meanDelayMs = r.received.packets > 0 ? (rx.delaySumMs() - o.delaySumMs) / static_cast<double>(r.received.packets)
+                                           : std::numeric_limits<double>::quiet_NaN();
   }
   r.paths = std::move(paths);
   return r;

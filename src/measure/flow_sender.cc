@@ -177,10 +177,10 @@ void FlowSender::pump() {
   }
   inFlight_ = n;
   writing_ = true;
-  channel_->send(iov_, n, [this, owner = owner_](const boost::system::error_code& ec, std::size_t sent,
-                                                 std::size_t dropped) {
-    if (const auto alive = owner.lock()) onSent(ec, sent, dropped);
-  });
+  channel_->send(iov_, n,
+                 [this, owner = owner_](const boost::system::error_code& ec, std::size_t sent, std::size_t dropped) {
+                   if (const auto alive = owner.lock()) onSent(ec, sent, dropped);
+                 });
 }
 
 void FlowSender::onSent(const boost::system::error_code& ec, std::size_t sent, std::size_t dropped) {

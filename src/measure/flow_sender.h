@@ -28,9 +28,9 @@ public:
   using TimePoint = std::chrono::steady_clock::time_point;
   // What the sender tells its flow, on the flow's thread.
   struct Events {
-    std::function<void(transport::ChannelEnd)> failed;     // sending failed, error_on_abort=on
+    std::function<void(transport::ChannelEnd)> failed;   // sending failed, error_on_abort=on
     std::function<void(std::uint64_t now)> transmitted;  // a write took messages (µs)
-    std::function<void()> transferDone;  // a fixed-size transfer's last message is handed over
+    std::function<void()> transferDone;                  // a fixed-size transfer's last message is handed over
   };
 
   // `params` and `home` outlive the sender (they are its flow's).

@@ -59,8 +59,10 @@ public:
   void field(json::Writer& w, const char* key, const std::string& name) const {
     const auto it = rows_.find({object_, name});
     w.key(key);
-    if (it == rows_.end()) w.null();
-    else w.printedNumber(it->second);
+    if (it == rows_.end())
+      w.null();
+    else
+      w.printedNumber(it->second);
   }
 
 private:
@@ -69,8 +71,8 @@ private:
 };
 
 // Counts and rates of `what` ("Transmitted", "Received", "Lost") at one side; null if absent.
-void counts(json::Writer& w, const char* key, const Side& side, const std::string& what, bool bitRate,
-            bool rates, const char* first = nullptr, const char* last = nullptr) {
+void counts(json::Writer& w, const char* key, const Side& side, const std::string& what, bool bitRate, bool rates,
+            const char* first = nullptr, const char* last = nullptr) {
   w.key(key);
   if (!side.has(what + " Bytes")) {
     w.null();
@@ -108,16 +110,16 @@ void direction(json::Writer& w, const char* key, const Side& sender, const Side&
 // The figures of one path's (or the whole connection's) summary that its stack told.
 void pathFigures(json::Writer& w, const Side& path) {
   path.field(w, "samples", "Samples");
-  for (auto [k, name] : {std::pair{"mean_cwnd", "Mean Cwnd"}, std::pair{"mean_rtt_ms", "Mean RTT"},
-                         std::pair{"mean_unacked", "Mean Unacked"}, std::pair{"mean_rwnd", "Mean Rwnd"},
-                         std::pair{"mean_pending", "Mean Pending"}, std::pair{"bytes_sent", "Bytes Sent"},
-                         std::pair{"bytes_acked", "Bytes Acked"}, std::pair{"bytes_received", "Bytes Received"},
-                         std::pair{"retransmissions", "Retransmissions"},
-                         std::pair{"fast_retransmissions", "Fast Retransmissions"},
-                         std::pair{"timer_retransmissions", "Timer Retransmissions"},
-                         std::pair{"rescheduled_chunks", "Rescheduled Chunks"},
-                         std::pair{"drop_reported_chunks", "Drop-Reported Chunks"},
-                         std::pair{"smartfr_ignored_acks", "Smart FR Ignored Acks"}}) {
+  for (auto [k, name] :
+       {std::pair{"mean_cwnd", "Mean Cwnd"}, std::pair{"mean_rtt_ms", "Mean RTT"},
+        std::pair{"mean_unacked", "Mean Unacked"}, std::pair{"mean_rwnd", "Mean Rwnd"},
+        std::pair{"mean_pending", "Mean Pending"}, std::pair{"bytes_sent", "Bytes Sent"},
+        std::pair{"bytes_acked", "Bytes Acked"}, std::pair{"bytes_received", "Bytes Received"},
+        std::pair{"retransmissions", "Retransmissions"}, std::pair{"fast_retransmissions", "Fast Retransmissions"},
+        std::pair{"timer_retransmissions", "Timer Retransmissions"},
+        std::pair{"rescheduled_chunks", "Rescheduled Chunks"},
+        std::pair{"drop_reported_chunks", "Drop-Reported Chunks"},
+        std::pair{"smartfr_ignored_acks", "Smart FR Ignored Acks"}}) {
     if (path.has(name)) path.field(w, k, name);
   }
 }
@@ -198,8 +200,10 @@ void cpu(json::Writer& w, const char* key, const std::vector<ScalarRow>* list, c
     w.endObject();
   };
   w.beginObject().key("total");
-  if (cores[0].empty()) w.null();
-  else states(cores[0]);
+  if (cores[0].empty())
+    w.null();
+  else
+    states(cores[0]);
   w.key("cores").beginArray();
   for (std::size_t i = 1; i < cores.size(); ++i) states(cores[i]);
   w.endArray();
@@ -225,8 +229,10 @@ void cpu(json::Writer& w, const char* key, const std::vector<ScalarRow>* list, c
 // "key": the text, or null if it is empty.
 void textOrNull(json::Writer& w, const char* key, const std::string& text) {
   w.key(key);
-  if (text.empty()) w.null();
-  else w.value(text);
+  if (text.empty())
+    w.null();
+  else
+    w.value(text);
 }
 
 void hostMembers(json::Writer& w, const JsonHost& host) {
@@ -285,13 +291,17 @@ void recordHead(json::Writer& w, const char* type, std::uint64_t measurementId, 
 
 void runtimeMembers(json::Writer& w, const JsonRunInfo& info) {
   w.key("runtime_s");
-  if (info.runtime) w.value(*info.runtime);
-  else w.null();
+  if (info.runtime)
+    w.value(*info.runtime);
+  else
+    w.null();
   w.key("warmup_s").value(info.warmup);
   w.key("seed").value(info.seed);
   w.key("start_at_us");
-  if (info.startAt) w.value(*info.startAt);
-  else w.null();
+  if (info.startAt)
+    w.value(*info.startAt);
+  else
+    w.null();
 }
 
 }  // namespace
@@ -312,11 +322,15 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   const auto first = a.find({activeBase + ".total", "First Statistics Event"});
   const auto last = a.find({activeBase + ".total", "Last Statistics Event"});
   w.key("start_time");
-  if (first != a.end()) w.value(isoTime(std::strtoull(first->second.c_str(), nullptr, 10)));
-  else w.null();
+  if (first != a.end())
+    w.value(isoTime(std::strtoull(first->second.c_str(), nullptr, 10)));
+  else
+    w.null();
   w.key("start_time_us");
-  if (first != a.end()) w.printedNumber(first->second);
-  else w.null();
+  if (first != a.end())
+    w.printedNumber(first->second);
+  else
+    w.null();
   runtimeMembers(w, info);
   w.key("duration_s");
   if (first != a.end() && last != a.end()) {
@@ -356,8 +370,10 @@ std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>
   cpu(w, "passive", passive, passiveBase);
   w.endObject();
   w.key("error");
-  if (error) w.value(*error);
-  else w.null();
+  if (error)
+    w.value(*error);
+  else
+    w.null();
   w.endObject();
   return w.text() + "\n";
 }
@@ -389,13 +405,17 @@ std::string streamEndLine(std::uint64_t measurementId, std::uint64_t now, int ex
   recordHead(w, "end", measurementId, now);
   w.key("exit_code").value(exitCode);
   w.key("error");
-  if (error) w.value(*error);
-  else w.null();
+  if (error)
+    w.value(*error);
+  else
+    w.null();
   w.key("result");
   std::string_view body(document);
   while (!body.empty() && body.back() == '\n') body.remove_suffix(1);
-  if (body.empty()) w.null();
-  else w.embedded(body);
+  if (body.empty())
+    w.null();
+  else
+    w.embedded(body);
   w.endObject();
   return w.text() + "\n";
 }
@@ -418,12 +438,14 @@ std::string tableRow(const char* label, const Rows& sender, const std::string& f
     return scaledBytes(static_cast<std::uint64_t>(bytes)) + " " + std::to_string(static_cast<std::uint64_t>(frames)) +
            " fr";
   };
-  const double sentBytes = figure(sender, from, "Transmitted Bytes"), sentFrames = figure(sender, from, "Transmitted Frames");
+  const double sentBytes = figure(sender, from, "Transmitted Bytes"),
+               sentFrames = figure(sender, from, "Transmitted Frames");
   const double gotBytes = figure(receiver, to, "Received Bytes"), gotFrames = figure(receiver, to, "Received Frames");
   const double lost = figure(receiver, to, "Lost Frames");
   // A flow's goodput is its receiver's Received Bit Rate (first to last reception); the totals'
   // is eight times the receiver's total Received Byte Rate (over the measurement).
-  const double goodput = total ? 8.0 * figure(receiver, to, "Received Byte Rate") : figure(receiver, to, "Received Bit Rate");
+  const double goodput =
+      total ? 8.0 * figure(receiver, to, "Received Byte Rate") : figure(receiver, to, "Received Bit Rate");
   std::string lostText = "n/a";
   if (!std::isnan(lost)) {
     char b[64];
@@ -454,9 +476,9 @@ std::string endOfRunTable(const std::vector<JsonFlowInfo>& flows, const std::vec
     const bool toPassive = !(figure(a, activeBase + suffix, "Transmitted Frames") == 0 &&
                              figure(p, passiveBase + suffix, "Received Frames") == 0 &&
                              figure(p, passiveBase + suffix, "Lost Frames") == 0);
-    const bool toActive = !(figure(p, passiveBase + suffix, "Transmitted Frames") == 0 &&
-                            figure(a, activeBase + suffix, "Received Frames") == 0 &&
-                            figure(a, activeBase + suffix, "Lost Frames") == 0);
+    const bool toActive =
+        !(figure(p, passiveBase + suffix, "Transmitted Frames") == 0 &&
+          figure(a, activeBase + suffix, "Received Frames") == 0 && figure(a, activeBase + suffix, "Lost Frames") == 0);
     if (toPassive || total) rows += tableRow("A->P", a, activeBase + suffix, p, passiveBase + suffix, total);
     if (toActive || total) rows += tableRow("P->A", p, passiveBase + suffix, a, activeBase + suffix, total);
     return rows;
@@ -472,8 +494,8 @@ std::string endOfRunTable(const std::vector<JsonFlowInfo>& flows, const std::vec
 }
 
 std::string bzip2Text(std::string data) {
-  const bool gzip = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-                    static_cast<unsigned char>(data[1]) == 0x8b;
+  const bool gzip =
+      data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
   if (data.compare(0, 3, "BZh") != 0 && !gzip) return data;
   const UniqueFile memory(::fmemopen(data.data(), data.size(), "r"));
   if (!memory) throw FileError("cannot read the compressed scalar file in memory");

@@ -44,16 +44,16 @@ struct JsonRunInfo {
   std::string version;  // of netperfmeter
   JsonHost host;
   std::uint64_t measurementId = 0;
-  std::vector<std::string> commandLine;  // argv, program name first
-  std::optional<double> runtime;         // requested (-T), seconds
-  double warmup = 0.0;                   // --warmup, seconds (0: none)
-  std::uint64_t seed = 0;                // -seed, given or drawn (0: none, as before)
-  std::optional<std::uint64_t> startAt;  // --start-at, µs since the epoch
-  std::string remote;                    // as given: "host:port"
-  std::string controlProtocol;           // "TCP", "MPTCP", "SCTP (kernel)"; empty: not connected
+  std::vector<std::string> commandLine;     // argv, program name first
+  std::optional<double> runtime;            // requested (-T), seconds
+  double warmup = 0.0;                      // --warmup, seconds (0: none)
+  std::uint64_t seed = 0;                   // -seed, given or drawn (0: none, as before)
+  std::optional<std::uint64_t> startAt;     // --start-at, µs since the epoch
+  std::string remote;                       // as given: "host:port"
+  std::string controlProtocol;              // "TCP", "MPTCP", "SCTP (kernel)"; empty: not connected
   std::string controlLocal, controlRemote;  // "address:port"; empty if unknown
   std::vector<std::string> localAddresses;  // -L
-  std::string sctpStack;                 // "kernel", "userland"; empty: no SCTP used
+  std::string sctpStack;                    // "kernel", "userland"; empty: no SCTP used
   std::vector<JsonFlowInfo> flows;
 };
 
@@ -61,8 +61,7 @@ struct JsonRunInfo {
 // the rows of each side's scalar file, null where that side has none (a failed run); `error`
 // is the run's error, none for a run without one.
 std::string resultDocument(const JsonRunInfo& info, const std::vector<ScalarRow>* active,
-                           const std::vector<ScalarRow>* passive, const std::optional<std::string>& error,
-                           bool indent);
+                           const std::vector<ScalarRow>* passive, const std::optional<std::string>& error, bool indent);
 
 // The stream's first line (with its '\n'): the run's parameters, as the result document has
 // them, at START (`start`, microseconds since the epoch).
@@ -96,7 +95,8 @@ struct JsonFlowSample {
 // The stream lines of one measurement; rates are over the time since the previous line.
 class JsonStream {
 public:
-  JsonStream(std::uint64_t measurementId, std::uint64_t start) : measurementId_(measurementId), start_(start), last_(start) {}
+  JsonStream(std::uint64_t measurementId, std::uint64_t start)
+      : measurementId_(measurementId), start_(start), last_(start) {}
   // One line (with its '\n').
   std::string line(std::uint64_t now, const std::vector<JsonFlowSample>& flows, const CpuUsage& cpu);
 

@@ -105,8 +105,8 @@ asio::awaitable<MeasurementResult> Measurement::stop(std::uint64_t now) {
   // The flows' threads run what is asked of them in the order asked, so a warm-up end
   // under way has reached every flow before their results are taken below.
   if (warmingUp_) {
-    log::warning("Measurement $" + hex64(id_) + " ended within its warm-up of " +
-                 std::to_string(warmup_.count()) + " ms: its scalars cover nothing");
+    log::warning("Measurement $" + hex64(id_) + " ended within its warm-up of " + std::to_string(warmup_.count()) +
+                 " ms: its scalars cover nothing");
     co_await beginScalars(now);
   }
   MeasurementResult r;

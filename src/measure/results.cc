@@ -14,15 +14,16 @@
 
 namespace npm::measure {
 
-std::string resultFileName(std::string_view pattern, std::string_view role,
-                           std::optional<std::uint32_t> flowId, std::uint16_t streamId) {
+std::string resultFileName(std::string_view pattern, std::string_view role, std::optional<std::uint32_t> flowId,
+                           std::uint16_t streamId) {
   if (pattern.empty()) return {};
   // The suffix starts at the last '.' of the file-name part; ".bz2" (and ".gz") extends it to
   // the dot before.
   const std::size_t slash = pattern.rfind('/');
   const std::size_t nameStart = slash == std::string_view::npos ? 0 : slash + 1;
   std::size_t dot = pattern.rfind('.');
-  if (dot != std::string_view::npos && dot >= nameStart && (pattern.substr(dot) == ".bz2" || pattern.substr(dot) == ".gz")) {
+  if (dot != std::string_view::npos && dot >= nameStart &&
+      (pattern.substr(dot) == ".bz2" || pattern.substr(dot) == ".gz")) {
     const std::size_t before = dot == 0 ? std::string_view::npos : pattern.rfind('.', dot - 1);
     if (before != std::string_view::npos && before >= nameStart) dot = before;
   }
@@ -84,11 +85,10 @@ void MeasurementVectorWriter::row(std::uint64_t now, double rel, double interval
                                   const std::string& description, double jitter, const char* action,
                                   const Counters& abs, const Counters& delta) {
   file_.printf("%06llu\t%llu\t%1.6f\t%1.6f\t%lld\t%s\t%1.3f\t\"%s\"\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
-               static_cast<unsigned long long>(++line_), static_cast<unsigned long long>(now), rel,
-               interval, flowId, shellQuote(description).c_str(), jitter, action,
-               static_cast<unsigned long long>(abs.bytes), static_cast<unsigned long long>(abs.packets),
-               static_cast<unsigned long long>(abs.frames), static_cast<unsigned long long>(delta.bytes),
-               static_cast<unsigned long long>(delta.packets),
+               static_cast<unsigned long long>(++line_), static_cast<unsigned long long>(now), rel, interval, flowId,
+               shellQuote(description).c_str(), jitter, action, static_cast<unsigned long long>(abs.bytes),
+               static_cast<unsigned long long>(abs.packets), static_cast<unsigned long long>(abs.frames),
+               static_cast<unsigned long long>(delta.bytes), static_cast<unsigned long long>(delta.packets),
                static_cast<unsigned long long>(delta.frames));
 }
 
@@ -123,8 +123,7 @@ void MeasurementVectorWriter::writeBlock(std::uint64_t now, std::uint64_t start,
     const FlowSnapshot& f = flows[i];
     const FlowSnapshot& p = previous_[i];
     row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Sent", f.sent, f.sent - p.sent);
-    row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Received", f.received,
-        f.received - p.received);
+    row(now, rel, interval, f.flowId, f.description, f.jitterMs, "Received", f.received, f.received - p.received);
     const Counters lostDelta = {f.lost.bytes >= p.lost.bytes ? f.lost.bytes - p.lost.bytes : 0,
                                 f.lost.packets >= p.lost.packets ? f.lost.packets - p.lost.packets : 0,
                                 f.lost.frames >= p.lost.frames ? f.lost.frames - p.lost.frames : 0};

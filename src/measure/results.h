@@ -22,8 +22,7 @@ namespace npm::measure {
 // "run.vec.bz2" -> name("run.vec.bz2", "active") = "run-active.vec.bz2";
 // with a flow: "run-active-0000000a-0000.vec.bz2". Empty pattern -> empty name.
 std::string resultFileName(std::string_view pattern, std::string_view role,
-                           std::optional<std::uint32_t> flowId = std::nullopt,
-                           std::uint16_t streamId = 0);
+                           std::optional<std::uint32_t> flowId = std::nullopt, std::uint16_t streamId = 0);
 
 // How a result file is compressed, by its name: ".bz2" bzip2 (the reference's), ".gz" gzip at a
 // fast level (this implementation's: several times faster to write than bzip2, somewhat larger),
@@ -69,9 +68,9 @@ struct PathSummary {
   // The counters' values at restart() (NaN: none then, the counters count from 0).
   double baseSent = transport::PathSample::kNone, baseAcked = transport::PathSample::kNone,
          baseReceived = transport::PathSample::kNone, baseRetransmissions = transport::PathSample::kNone,
-         baseFastRetransmissions = transport::PathSample::kNone, baseTimerRetransmissions = transport::PathSample::kNone,
-         baseRescheduled = transport::PathSample::kNone, baseDropReported = transport::PathSample::kNone,
-         baseSmartFrIgnored = transport::PathSample::kNone;
+         baseFastRetransmissions = transport::PathSample::kNone,
+         baseTimerRetransmissions = transport::PathSample::kNone, baseRescheduled = transport::PathSample::kNone,
+         baseDropReported = transport::PathSample::kNone, baseSmartFrIgnored = transport::PathSample::kNone;
 };
 
 struct FlowResult {
@@ -83,7 +82,7 @@ struct FlowResult {
   std::uint64_t firstReception = 0, lastReception = 0;
   Counters lost;
   double jitterMs = 0.0;
-  double meanDelayMs = 0.0;  // NaN if nothing was received
+  double meanDelayMs = 0.0;        // NaN if nothing was received
   std::vector<PathSummary> paths;  // by path ID; empty without per-path sampling
 };
 
@@ -125,9 +124,8 @@ public:
   OutputFile& file() { return file_; }
 
 private:
-  void row(std::uint64_t now, double relTime, double interval, long long flowId,
-           const std::string& description, double jitter, const char* action, const Counters& abs,
-           const Counters& delta);
+  void row(std::uint64_t now, double relTime, double interval, long long flowId, const std::string& description,
+           double jitter, const char* action, const Counters& abs, const Counters& delta);
 
   OutputFile file_;
   std::uint64_t line_ = 0;

@@ -40,7 +40,9 @@ public:
     add(object, what + " Packet Rate", rate(c.packets, from, to));
     add(object, what + " Frame Rate", rate(c.frames, from, to));
   }
-  void cpu(const std::string& object, const char* name, double v) { rows_.push_back({object, name, format("%1.3f", v), false}); }
+  void cpu(const std::string& object, const char* name, double v) {
+    rows_.push_back({object, name, format("%1.3f", v), false});
+  }
 
 private:
   static std::string format(const char* f, double v) {
@@ -76,9 +78,9 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
                                    ? object + ".connection"
                                    : object + ".path[" + std::to_string(p.id) + "]";
       out.add(path, "Samples", p.samples);
-      for (const auto& [name, mean] : {std::pair{"Mean Cwnd", &p.cwnd}, std::pair{"Mean RTT", &p.rtt},
-                                       std::pair{"Mean Unacked", &p.unacked}, std::pair{"Mean Rwnd", &p.rwnd},
-                                       std::pair{"Mean Pending", &p.pending}}) {
+      for (const auto& [name, mean] :
+           {std::pair{"Mean Cwnd", &p.cwnd}, std::pair{"Mean RTT", &p.rtt}, std::pair{"Mean Unacked", &p.unacked},
+            std::pair{"Mean Rwnd", &p.rwnd}, std::pair{"Mean Pending", &p.pending}}) {
         if (!mean->empty()) out.add(path, name, mean->value());
       }
       // Counted from the end of the warm-up (base: the value then; NaN: none then).
@@ -152,7 +154,8 @@ std::vector<ScalarRow> parseScalarRows(std::string_view text) {
     if (!nextQuotedWord(rest, word) || word != "scalar") continue;
     ScalarRow row;
     if (!nextQuotedWord(rest, row.object) || !nextQuotedWord(rest, row.name) || !nextQuotedWord(rest, row.value)) {
-      throw std::runtime_error("scalar file line " + std::to_string(number) + ": expected scalar \"object\" \"name\" value");
+      throw std::runtime_error("scalar file line " + std::to_string(number) +
+                               ": expected scalar \"object\" \"name\" value");
     }
     if (!row.value.empty() && row.value.back() == '\r') row.value.pop_back();
     rows.push_back(std::move(row));

@@ -12,10 +12,10 @@ namespace npm::measure {
 struct MeasurementResult;
 
 struct ScalarRow {
-  std::string object;  // "netPerfMeter.active.flow[0]"
-  std::string name;    // "Transmitted Bytes"
-  std::string value;   // as printed: "%llu" counts, "%1.6f" rates and means, "%1.3f" CPU percentages
-  bool aligned = true; // the name padded to a column (the CPU rows are not, as in the reference)
+  std::string object;   // "netPerfMeter.active.flow[0]"
+  std::string name;     // "Transmitted Bytes"
+  std::string value;    // as printed: "%llu" counts, "%1.6f" rates and means, "%1.3f" CPU percentages
+  bool aligned = true;  // the name padded to a column (the CPU rows are not, as in the reference)
 };
 
 // The rows of one side's scalar file ("active" or "passive"), in file order.

@@ -10,8 +10,7 @@ namespace {
 constexpr std::size_t kMaxPartialFrames = 65536;  // about 4 MiB
 }  // namespace
 
-Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t bytes,
-                                       std::uint64_t now) {
+Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t bytes, std::uint64_t now) {
   Reception r;
   r.now = now;
   r.seqNumber = h.seqNumber;
@@ -59,8 +58,7 @@ Reception ReceiveStatistics::onMessage(const npmp::DataHeader& h, std::uint64_t 
       f.haveEnd = true;
       f.endSeq = h.seqNumber;
     }
-    if (f.haveBegin && f.haveEnd && f.endSeq >= f.beginSeq &&
-        f.messages == f.endSeq - f.beginSeq + 1) {
+    if (f.haveBegin && f.haveEnd && f.endSeq >= f.beginSeq && f.messages == f.endSeq - f.beginSeq + 1) {
       partial_.erase(h.frameId);
       received_.frames += 1;
       r.framesCompleted = 1;

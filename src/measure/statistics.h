@@ -12,9 +12,7 @@ namespace npm::measure {
 
 struct Counters {
   std::uint64_t bytes = 0, packets = 0, frames = 0;
-  Counters operator-(const Counters& o) const {
-    return {bytes - o.bytes, packets - o.packets, frames - o.frames};
-  }
+  Counters operator-(const Counters& o) const { return {bytes - o.bytes, packets - o.packets, frames - o.frames}; }
   Counters& operator+=(const Counters& o) {
     bytes += o.bytes;
     packets += o.packets;

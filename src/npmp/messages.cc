@@ -40,7 +40,10 @@ void putRandom(Bytes& b, const RandomSpec& r) {
   for (double v : r.values) putDouble(b, v);
 }
 
-void store16(std::uint8_t* p, std::uint16_t v) { p[0] = v >> 8; p[1] = v & 0xFF; }
+void store16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = v >> 8;
+  p[1] = v & 0xFF;
+}
 void store32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
 }
@@ -54,9 +57,7 @@ std::uint16_t get16le(const std::uint8_t* p) { return static_cast<std::uint16_t>
 std::uint32_t get32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
 }
-std::uint64_t get64(const std::uint8_t* p) {
-  return std::uint64_t{get32(p)} << 32 | get32(p + 4);
-}
+std::uint64_t get64(const std::uint8_t* p) { return std::uint64_t{get32(p)} << 32 | get32(p + 4); }
 double getDouble(const std::uint8_t* p) { return std::bit_cast<double>(get64(p)); }
 std::string getString(const std::uint8_t* p, std::size_t size) {
   std::size_t n = 0;
@@ -69,8 +70,7 @@ constexpr std::uint8_t kMaxRng = 5;
 DecodeResult fail(std::string reason) { return Failure{std::move(reason)}; }
 
 std::string sizeError(const char* what, std::size_t got, std::size_t expected) {
-  return std::string(what) + " message has length " + std::to_string(got) + ", expected " +
-         std::to_string(expected);
+  return std::string(what) + " message has length " + std::to_string(got) + ", expected " + std::to_string(expected);
 }
 
 Result<RandomSpec> readRandom(const std::uint8_t* p, std::uint8_t rng, const char* what) {
@@ -146,13 +146,12 @@ void encode(const AddFlow& m, Bytes& out) {
   put16(out, m.maxMsgSize);
   put8(out, m.cmt);
   put8(out, m.ccid);
-  put16(out, m.sctpRtoMinAndDac);                                 // NDiffPorts (obsolete): SCTP tuning
-  putString(out, "", 16);                                         // PathMgr (obsolete)
-  putString(out, m.congestionControl.empty() ? "default" : m.congestionControl,
-            kCongestionControlSize);
-  put32(out, m.runtimeMs);                                        // Scheduler (obsolete): the runtime,
-  put32(out, m.sctpMechanisms);                                   // the CMT-SCTP mechanisms
-  put64(out, m.seed);                                             // and the run's seed
+  put16(out, m.sctpRtoMinAndDac);  // NDiffPorts (obsolete): SCTP tuning
+  putString(out, "", 16);          // PathMgr (obsolete)
+  putString(out, m.congestionControl.empty() ? "default" : m.congestionControl, kCongestionControlSize);
+  put32(out, m.runtimeMs);       // Scheduler (obsolete): the runtime,
+  put32(out, m.sctpMechanisms);  // the CMT-SCTP mechanisms
+  put64(out, m.seed);            // and the run's seed
   put16(out, static_cast<std::uint16_t>(m.onOffEvents.size()));
   for (const OnOffEvent& e : m.onOffEvents) {
     put8(out, e.spec.rng);
@@ -268,8 +267,7 @@ Result<void> checkHeader(const std::uint8_t* h, MessageSet allowed) {
         case Type::AuthResponse:
           if (length == kAuthResponseSize) return {};
           break;
-        default:
-          break;
+        default: break;
       }
       return bad("a control message (ADD_FLOW, REMOVE_FLOW, START, STOP)");
     case MessageSet::ControlToActive:
@@ -325,8 +323,8 @@ DecodeResult decode(std::span<const std::uint8_t> msg) {
   const std::uint8_t flags = p[1];
   const std::size_t length = get16(p + 2);
   if (length != msg.size()) {
-    return fail(std::string(typeName(type)) + " message declares length " +
-                std::to_string(length) + " but has " + std::to_string(msg.size()) + " bytes");
+    return fail(std::string(typeName(type)) + " message declares length " + std::to_string(length) + " but has " +
+                std::to_string(msg.size()) + " bytes");
   }
   Message r;
   switch (static_cast<Type>(type)) {

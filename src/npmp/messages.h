@@ -67,9 +67,9 @@ constexpr std::size_t kDescriptionSize = 32;
 constexpr std::size_t kCongestionControlSize = 16;
 constexpr std::size_t kMaxOnOffEvents = (kMaxMessageSize - kAddFlowBaseSize) / kOnOffEventSize;
 constexpr std::size_t kAuthNonceSize = 32, kAuthMacSize = 32;
-constexpr std::size_t kAuthHelloSize = kHeaderSize + kAuthNonceSize;                       // 36
-constexpr std::size_t kAuthChallengeSize = kHeaderSize + kAuthNonceSize + kAuthMacSize;    // 68
-constexpr std::size_t kAuthResponseSize = kHeaderSize + kAuthMacSize;                      // 36
+constexpr std::size_t kAuthHelloSize = kHeaderSize + kAuthNonceSize;                     // 36
+constexpr std::size_t kAuthChallengeSize = kHeaderSize + kAuthNonceSize + kAuthMacSize;  // 68
+constexpr std::size_t kAuthResponseSize = kHeaderSize + kAuthMacSize;                    // 36
 
 constexpr std::uint32_t kStatusOk = 0, kStatusError = 1;
 // This project's passive refuses a host that its --allow list does not name (or that fails
@@ -120,8 +120,8 @@ constexpr std::uint8_t kIdentifyPathVectors = 0x04;
 // those files uncompressed; the active compresses them as they arrive then.
 constexpr std::uint8_t kIdentifyGzipVectors = 0x08;
 constexpr std::uint8_t kDataFrameBegin = 0x01, kDataFrameEnd = 0x02;
-constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02,
-                       kStartNoVectors = 0x04, kStartNoScalars = 0x08;
+constexpr std::uint8_t kStartCompressVectors = 0x01, kStartCompressScalars = 0x02, kStartNoVectors = 0x04,
+                       kStartNoScalars = 0x08;
 constexpr std::uint8_t kStartGzipVectors = 0x10, kStartGzipScalars = 0x20;  // this implementation's (above)
 constexpr std::uint8_t kResultsEof = 0x01;
 constexpr std::uint8_t kOnOffRelativeTime = 0x01;
@@ -169,7 +169,7 @@ struct AddFlow {
   std::uint8_t cmt = 0;
   std::uint8_t ccid = 0;
   std::uint16_t sctpRtoMinAndDac = 0;  // NDiffPorts on the wire; see kSctpDacBit
-  std::string congestionControl;  // at most 16 bytes on the wire; empty = "default"
+  std::string congestionControl;       // at most 16 bytes on the wire; empty = "default"
   // Not in the reference (the first 4 bytes of its obsolete Scheduler field, which it ignores):
   // the measurement's runtime in ms. The passive's flow sends no frame due after its START +
   // this, on its own timeline, so a rate-driven flow sends exactly what its spec says whenever
@@ -249,8 +249,8 @@ struct AuthResponse {
   bool operator==(const AuthResponse&) const = default;
 };
 
-using Message = std::variant<Acknowledge, AddFlow, RemoveFlow, IdentifyFlow, DataHeader, Start, Stop,
-                             Results, AuthHello, AuthChallenge, AuthResponse>;
+using Message = std::variant<Acknowledge, AddFlow, RemoveFlow, IdentifyFlow, DataHeader, Start, Stop, Results,
+                             AuthHello, AuthChallenge, AuthResponse>;
 
 // Encoders append one complete message to `out`.
 void encode(const Acknowledge& m, Bytes& out);

@@ -26,7 +26,8 @@ using transport::ChannelEnd;
 
 std::uint64_t timestamp() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 namespace {
@@ -470,12 +471,11 @@ bool Connection::openLocalStreams(std::int64_t upTo) {
 // ------------------------------------------------------------------------- input
 
 void Connection::readMore() {
-  socket_->async_wait(asio::ip::udp::socket::wait_read,
-                      [weak = weak_from_this()](const boost::system::error_code& ec) {
-                        auto self = weak.lock();
-                        if (!self || ec || self->state_ == State::Ended) return;
-                        self->drainSocket();
-                      });
+  socket_->async_wait(asio::ip::udp::socket::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->state_ == State::Ended) return;
+    self->drainSocket();
+  });
 }
 
 void Connection::drainSocket() {
@@ -547,9 +547,7 @@ bool Connection::onDatagram(std::span<const std::uint8_t> datagram, std::uint64_
         return true;
       }
       [[fallthrough]];
-    default:
-      failWith(rv, std::string("QUIC: ") + ngtcp2_strerror(rv));
-      return true;
+    default: failWith(rv, std::string("QUIC: ") + ngtcp2_strerror(rv)); return true;
   }
 }
 
@@ -716,8 +714,8 @@ void Connection::flush() {
       if (f->finQueued && f->accepted + offered == f->queued) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     }
     ngtcp2_ssize taken = -1;
-    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &info, packet_.data(), size, &taken, flags, id,
-                                                     vectors, count, now);
+    const ngtcp2_ssize n =
+        ngtcp2_conn_writev_stream(conn_, &ps.path, &info, packet_.data(), size, &taken, flags, id, vectors, count, now);
     if (f != nullptr && taken >= 0) {
       onAccepted(*f, static_cast<std::uint64_t>(taken));
       if ((flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && static_cast<std::size_t>(taken) == offered) f->finSent = true;
@@ -737,8 +735,7 @@ void Connection::flush() {
           f->sendShut = true;
           if (f->sendHandler) completeSend(*f, asio::error::connection_aborted);
           continue;
-        default:
-          return failWith(static_cast<int>(n), std::string("QUIC: ") + ngtcp2_strerror(static_cast<int>(n)));
+        default: return failWith(static_cast<int>(n), std::string("QUIC: ") + ngtcp2_strerror(static_cast<int>(n)));
       }
     }
     if (n == 0) break;  // nothing to send, or the congestion window or pacing says wait
@@ -779,8 +776,8 @@ long sendDatagramFrom(int fd, const std::uint8_t* data, std::size_t size, const 
     };
     if (to.address().is_v6()) {
       in6_pktinfo info{};
-      const asio::ip::address_v6 address = source->is_v6() ? source->to_v6()
-                                                           : asio::ip::make_address_v6(asio::ip::v4_mapped, source->to_v4());
+      const asio::ip::address_v6 address =
+          source->is_v6() ? source->to_v6() : asio::ip::make_address_v6(asio::ip::v4_mapped, source->to_v4());
       const auto bytes = address.to_bytes();
       std::memcpy(&info.ipi6_addr, bytes.data(), bytes.size());
       put(IPPROTO_IPV6, IPV6_PKTINFO, info);
@@ -817,12 +814,13 @@ bool Connection::sendDatagram(const std::uint8_t* data, std::size_t size) {
 void Connection::waitWritable() {
   writeWaiting_ = true;
   armTimer();
-  socket_->async_wait(asio::ip::udp::socket::wait_write, [weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->writeWaiting_ = false;
-    if (!ec) self->flush();
-  });
+  socket_->async_wait(asio::ip::udp::socket::wait_write,
+                      [weak = weak_from_this()](const boost::system::error_code& ec) {
+                        auto self = weak.lock();
+                        if (!self) return;
+                        self->writeWaiting_ = false;
+                        if (!ec) self->flush();
+                      });
 }
 
 void Connection::armTimer() {
@@ -873,9 +871,7 @@ void Connection::completeSend(Flow& f, const boost::system::error_code& ec) {
   auto handler = std::move(f.sendHandler);
   f.sendHandler = nullptr;
   if (!handler) return;
-  asio::post(io_, [handler = std::move(handler), ec, messages = f.sendMessages] {
-    handler(ec, ec ? 0 : messages, 0);
-  });
+  asio::post(io_, [handler = std::move(handler), ec, messages = f.sendMessages] { handler(ec, ec ? 0 : messages, 0); });
 }
 
 // ------------------------------------------------------------------------- the channels' side
@@ -1021,9 +1017,9 @@ void Connection::writeClose(const void* error) {
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info info{};
-  const auto n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &info, packet_.data(), packet_.size(),
-                                                    static_cast<const ngtcp2_connection_close_error*>(error),
-                                                    timestamp());
+  const auto n =
+      ngtcp2_conn_write_connection_close(conn_, &ps.path, &info, packet_.data(), packet_.size(),
+                                         static_cast<const ngtcp2_connection_close_error*>(error), timestamp());
   if (n > 0) sendDatagram(packet_.data(), static_cast<std::size_t>(n));
 }
 

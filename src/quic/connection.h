@@ -45,8 +45,8 @@ class FlowChannel;
 // Flow control and timeouts of a connection (this side's receive windows; the peer's bound
 // what this side may send).
 struct Limits {
-  std::uint64_t streamWindow = 1 << 20;       // initial credit per stream, bytes
-  std::uint64_t connectionWindow = 8 << 20;   // initial credit of the connection, bytes
+  std::uint64_t streamWindow = 1 << 20;      // initial credit per stream, bytes
+  std::uint64_t connectionWindow = 8 << 20;  // initial credit of the connection, bytes
   // ngtcp2 widens the windows up to these as the reader keeps up (auto-tuning).
   std::uint64_t maxStreamWindow = 16 << 20, maxConnectionWindow = 64 << 20;
   // Unidirectional streams the peer may open. Stream numbers are 16 bits, and opening stream n
@@ -64,7 +64,7 @@ struct ClientOptions {
   std::string hostName;  // SNI and the name the certificate must carry; empty: not checked
   Limits limits;
   std::optional<asio::ip::address> local;  // the socket's local address (netperfmeter's -L); none: any
-  bool v6only = false;  // an IPv6 socket with IPV6_V6ONLY (netperfmeter's -6, the FLOWSPEC's v6only)
+  bool v6only = false;                     // an IPv6 socket with IPV6_V6ONLY (netperfmeter's -6, the FLOWSPEC's v6only)
 };
 
 // The server side's view of a client's first Initial packet (Server): its header's connection
@@ -137,16 +137,16 @@ private:
     std::uint16_t number = 0;
     // sending (this side's stream)
     std::deque<std::vector<std::uint8_t>> chunks;  // one per send(), from `acked` on
-    std::uint64_t chunkBase = 0;  // stream offset of chunks[0]
-    std::uint64_t queued = 0;     // stream offset after the last byte queued
-    std::uint64_t accepted = 0;   // bytes ngtcp2 has taken into packets
-    std::uint64_t acked = 0;      // bytes the peer has acknowledged
+    std::uint64_t chunkBase = 0;                   // stream offset of chunks[0]
+    std::uint64_t queued = 0;                      // stream offset after the last byte queued
+    std::uint64_t accepted = 0;                    // bytes ngtcp2 has taken into packets
+    std::uint64_t acked = 0;                       // bytes the peer has acknowledged
     transport::SendHandler sendHandler;
     std::uint64_t sendTarget = 0;  // the send completes when `accepted` reaches it
     std::size_t sendMessages = 0;
     bool finQueued = false, finSent = false, sendShut = false, sendClosed = false;
     bool stoppedByPeer = false;  // the peer's STOP_SENDING without an error (it closed its channel)
-    bool blocked = false;  // in this write round: no credit
+    bool blocked = false;        // in this write round: no credit
     // receiving (the peer's stream)
     transport::MessageReassembler in;
     std::uint64_t received = 0, delivered = 0;
@@ -156,7 +156,7 @@ private:
     transport::MessageHandler onMessage;
     transport::ErrorHandler onError;
     bool endTold = false;
-    bool released = false;  // closed by its channel's owner
+    bool released = false;   // closed by its channel's owner
     bool announced = false;  // the peer's stream was handed to onChannel (or asked for)
     std::weak_ptr<FlowChannel> channel;
   };
@@ -249,7 +249,7 @@ private:
   bool reading_ = false;
   ConnectionCounters counters_;
   std::optional<transport::ChannelEnd> connectionEnd_;  // how the connection ended, for late claims
-  bool endedByPeer_ = false;  // the peer closed it without an error
+  bool endedByPeer_ = false;                            // the peer closed it without an error
 };
 
 // The id of the unidirectional stream on which `sender` sends the flow with this stream

@@ -133,7 +133,8 @@ void Server::drain() {
           asio::ip::address_v6::bytes_type bytes;
           std::memcpy(bytes.data(), &info.ipi6_addr, bytes.size());
           // A link-local destination keeps its interface as the scope.
-          const auto address = asio::ip::address_v6(bytes, IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr) ? info.ipi6_ifindex : 0);
+          const auto address =
+              asio::ip::address_v6(bytes, IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr) ? info.ipi6_ifindex : 0);
           to = asio::ip::udp::endpoint(address, local_.port());
         } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
           in_pktinfo info;
@@ -179,8 +180,8 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
   }
   const auto network = networkOf(from);
   if (connectionsOf(network) >= options_.maxPerPrefix && !makeRoom(network, true, now)) {
-    return drop("already " + std::to_string(connectionsOf(network)) + " connections of its network, all making progress",
-                from);
+    return drop(
+        "already " + std::to_string(connectionsOf(network)) + " connections of its network, all making progress", from);
   }
   if (connections_.size() >= options_.maxConnections && !makeRoom(network, false, now)) {
     return drop("already " + std::to_string(connections_.size()) + " connections, all making progress", from);
@@ -194,8 +195,8 @@ void Server::admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::
     // Back from a Retry: the token must be this server's, for this address and port, and fresh.
     if (ngtcp2_crypto_verify_retry_token(&originalDcid, header.token.base, header.token.len, tokenSecret_.data(),
                                          tokenSecret_.size(), header.version, from.data(),
-                                         static_cast<ngtcp2_socklen>(from.size()), &header.dcid,
-                                         kRetryTokenLifetime, now) != 0) {
+                                         static_cast<ngtcp2_socklen>(from.size()), &header.dcid, kRetryTokenLifetime,
+                                         now) != 0) {
       return refuseToken(header, from, to);
     }
     initial.token = std::span<const std::uint8_t>(header.token.base, header.token.len);
@@ -281,10 +282,12 @@ bool Server::makeRoom(const asio::ip::address& network, bool ownNetwork, std::ui
   if (victim == nullptr) return false;
   const auto endpoint = *victim;
   auto connection = connections_.at(endpoint);
-  evicted_.say("QUIC: closing the " + std::string(connection->established() ? "connection" : "handshake") + " of " +
-               connection->peerName() + " (quiet for " + std::to_string((now - std::min(now, heard_[endpoint])) / 1000000) +
-               " ms" + (std::get<0>(best) > 0 ? ", its network holding " + std::to_string(std::get<0>(best)) + " connections" : "") +
-               ") to make room for a new client");
+  evicted_.say(
+      "QUIC: closing the " + std::string(connection->established() ? "connection" : "handshake") + " of " +
+      connection->peerName() + " (quiet for " + std::to_string((now - std::min(now, heard_[endpoint])) / 1000000) +
+      " ms" +
+      (std::get<0>(best) > 0 ? ", its network holding " + std::to_string(std::get<0>(best)) + " connections" : "") +
+      ") to make room for a new client");
   remove(endpoint);
   connection->close();
   return true;

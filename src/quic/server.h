@@ -102,10 +102,9 @@ private:
   // A new client's Initial: a connection, a Retry, or nothing.
   void admit(std::span<const std::uint8_t> datagram, const asio::ip::udp::endpoint& from,
              const asio::ip::udp::endpoint& to, std::uint64_t now, std::vector<std::shared_ptr<Connection>>& touched);
-  void sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
-                 const asio::ip::udp::endpoint& to, std::uint64_t now);
-  void refuseToken(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from,
-                   const asio::ip::udp::endpoint& to);
+  void sendRetry(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from, const asio::ip::udp::endpoint& to,
+                 std::uint64_t now);
+  void refuseToken(const ngtcp2_pkt_hd& header, const asio::ip::udp::endpoint& from, const asio::ip::udp::endpoint& to);
   void reply(const std::uint8_t* data, std::size_t size, const asio::ip::udp::endpoint& from,
              const asio::ip::udp::endpoint& to);
   void drop(const std::string& why, const asio::ip::udp::endpoint& from);
@@ -125,10 +124,10 @@ private:
   ServerOptions options_;
   std::map<asio::ip::udp::endpoint, std::shared_ptr<Connection>> connections_;
   std::map<asio::ip::udp::endpoint, std::uint64_t> heard_;  // when each client's last datagram came (ns)
-  std::map<asio::ip::address, std::size_t> networks_;  // connections of each network
+  std::map<asio::ip::address, std::size_t> networks_;       // connections of each network
   std::function<void(std::shared_ptr<Connection>)> onConnection_;
   std::vector<std::uint8_t> buffer_;
-  bool sourceAddressed_ = false;  // bound to the wildcard: each datagram's destination is read
+  bool sourceAddressed_ = false;                // bound to the wildcard: each datagram's destination is read
   std::array<std::uint8_t, 32> tokenSecret_{};  // the key of this server's Retry tokens
   std::size_t handshaking_ = 0;
   std::uint64_t retries_ = 0;

@@ -35,9 +35,7 @@ void FlowChannel::abort() {
   connection_->release(stream_, true);
 }
 
-std::string FlowChannel::peerName() const {
-  return connection_->peerName() + " stream " + std::to_string(stream_);
-}
+std::string FlowChannel::peerName() const { return connection_->peerName() + " stream " + std::to_string(stream_); }
 
 long FlowChannel::unsent() { return connection_->unsent(stream_); }
 long FlowChannel::unread() { return connection_->unread(stream_); }

@@ -106,7 +106,8 @@ Result<std::shared_ptr<Credentials>> Credentials::client(const std::string& caFi
     return credentials;
   }
   if (auto r = readable("the TLS CA file", caFile); !r) return Failure{r.error()};
-  const int count = gnutls_certificate_set_x509_trust_file(credentials->credentials_, caFile.c_str(), GNUTLS_X509_FMT_PEM);
+  const int count =
+      gnutls_certificate_set_x509_trust_file(credentials->credentials_, caFile.c_str(), GNUTLS_X509_FMT_PEM);
   if (count < 0) return Failure{"cannot use the TLS CA file " + caFile + ": " + gnutlsError(count)};
   if (count == 0) return Failure{"the TLS CA file " + caFile + " holds no certificate"};
   return credentials;

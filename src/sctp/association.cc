@@ -216,10 +216,22 @@ void Association::onReadable() {
     if (info.notification) {
       using enum ChannelEnd::Reason;
       switch (socket_->notification(data, length)) {
-        case AssociationEvent::CommLost: gone_ = true; fail(ChannelEnd(kAssociationLost)); return;
-        case AssociationEvent::ShutdownComplete: gone_ = true; fail(ChannelEnd(kAssociationShutDownByPeer)); return;
-        case AssociationEvent::Shutdown: peerShutdown_ = true; fail(ChannelEnd(kAssociationShutDownByPeer)); return;
-        case AssociationEvent::CantStart: gone_ = true; fail(ChannelEnd(kAssociationCannotStart)); return;
+        case AssociationEvent::CommLost:
+          gone_ = true;
+          fail(ChannelEnd(kAssociationLost));
+          return;
+        case AssociationEvent::ShutdownComplete:
+          gone_ = true;
+          fail(ChannelEnd(kAssociationShutDownByPeer));
+          return;
+        case AssociationEvent::Shutdown:
+          peerShutdown_ = true;
+          fail(ChannelEnd(kAssociationShutDownByPeer));
+          return;
+        case AssociationEvent::CantStart:
+          gone_ = true;
+          fail(ChannelEnd(kAssociationCannotStart));
+          return;
         case AssociationEvent::Restart: log::warning("SCTP association with " + peer_ + " restarted"); break;
         default: break;
       }
@@ -239,8 +251,7 @@ void Association::onReadable() {
   readMore();
 }
 
-Association::Sent Association::trySend(const std::uint8_t* data, std::size_t length,
-                                               const SendInfo& info) {
+Association::Sent Association::trySend(const std::uint8_t* data, std::size_t length, const SendInfo& info) {
   if (closed_ || failed_) return Sent::Failed;
   const long n = socket_->send(data, length, info);
   if (n >= 0) return Sent::Yes;
@@ -302,7 +313,7 @@ void Association::finish() {
     close();
     return;
   }
-  unclaimed_ = nullptr;  // drop what still arrives
+  unclaimed_ = nullptr;                               // drop what still arrives
   onError_ = [this](const ChannelEnd&) { close(); };  // the peer's SHUTDOWN (or a failure)
   socket_->shutdownWrite();
   // The timer holds the association until it is closed.

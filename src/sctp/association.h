@@ -23,11 +23,11 @@ namespace npm::sctp {
 
 // Per-message SCTP delivery choices of one flow's sending direction.
 struct StreamPolicy {
-  double ordered = 1.0;   // fraction of messages sent ordered
-  double reliable = 1.0;  // fraction of messages sent fully reliable
+  double ordered = 1.0;               // fraction of messages sent ordered
+  double reliable = 1.0;              // fraction of messages sent fully reliable
   PrPolicy prPolicy = PrPolicy::Rtx;  // for the unreliable ones
-  std::uint32_t prValue = 0;                      // ms (TTL) or retransmissions (RTX)
-  std::uint64_t seed = 0;  // of the per-message choices (flowspec::deriveSeed); 0 = from entropy
+  std::uint32_t prValue = 0;          // ms (TTL) or retransmissions (RTX)
+  std::uint64_t seed = 0;             // of the per-message choices (flowspec::deriveSeed); 0 = from entropy
 };
 // The policy of a flow from its FLOWSPEC/ADD_FLOW values (RetransmissionTrials encoding).
 StreamPolicy streamPolicy(double ordered, double reliable, std::uint32_t retransmissionTrials);

@@ -76,7 +76,8 @@ Result<void> loadBpf(const std::string& what, const std::function<int()>& load) 
   }
   if (result == 0) return {};
   std::string error = "cannot load " + what + ": " + std::strerror(result < 0 ? -result : result);
-  if (const auto tail = verifierLogTail(messages, kVerifierLogLines); !tail.empty()) error += " (verifier: " + tail + ")";
+  if (const auto tail = verifierLogTail(messages, kVerifierLogLines); !tail.empty())
+    error += " (verifier: " + tail + ")";
   return Failure{std::move(error)};
 }
 

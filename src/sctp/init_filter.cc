@@ -27,7 +27,9 @@ namespace {
 
 [[maybe_unused]] constexpr std::uint64_t kNsPerSecond = 1000000000ULL;
 
-[[maybe_unused]] std::string errnoText(const char* what, int error) { return std::string(what) + ": " + std::strerror(error); }
+[[maybe_unused]] std::string errnoText(const char* what, int error) {
+  return std::string(what) + ": " + std::strerror(error);
+}
 
 }  // namespace
 
@@ -78,7 +80,7 @@ std::vector<int> udpSocketsOnPort(std::uint16_t port, const std::set<int>& exclu
   std::vector<int> found;
   for (const int fd : openDescriptors()) {
     if (exclude.count(fd) != 0) continue;
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     int type = 0, protocol = 0;
     socklen_t len = sizeof(int);
@@ -89,9 +91,12 @@ std::vector<int> udpSocketsOnPort(std::uint16_t port, const std::set<int>& exclu
     len = sizeof(sa);
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
     std::uint16_t bound = 0;
-    if (sa.ss_family == AF_INET) bound = ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port);
-    else if (sa.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
-    else continue;
+    if (sa.ss_family == AF_INET)
+      bound = ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port);
+    else if (sa.ss_family == AF_INET6)
+      bound = ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
+    else
+      continue;
     if (bound == port) found.push_back(fd);
   }
   return found;
@@ -120,7 +125,8 @@ Result<std::unique_ptr<InitRateFilter>> InitRateFilter::load(const InitRateLimit
       !loaded) {
     return Failure{loaded.error()};
   }
-  return std::unique_ptr<InitRateFilter>(new InitRateFilter(InitRateLimit{limit.perSecond, burst}, std::move(skeleton)));
+  return std::unique_ptr<InitRateFilter>(
+      new InitRateFilter(InitRateLimit{limit.perSecond, burst}, std::move(skeleton)));
 }
 
 Result<void> InitRateFilter::attach(int socket) {

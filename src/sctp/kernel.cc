@@ -56,7 +56,8 @@ public:
       throw TransportError("NR-SACK is not available in the Linux kernel SCTP stack; use the userland stack");
     }
     if (o.pktDrop.value_or(false)) {
-      throw TransportError("packet-drop reporting is not available in the Linux kernel SCTP stack; use the userland stack");
+      throw TransportError(
+          "packet-drop reporting is not available in the Linux kernel SCTP stack; use the userland stack");
     }
     setBufferSizes(o.rcvBufferSize, o.sndBufferSize);
     if (family_ == AF_INET6 && o.v6only) setOption(fd(), IPPROTO_IPV6, IPV6_V6ONLY, *o.v6only ? 1 : 0, "IPV6_V6ONLY");
@@ -94,8 +95,9 @@ public:
 
   void tune(const Tuning& t) override {
     if (t.needsUserland()) {
-      throw TransportError("CMT-SCTP and its tuning (cmt=, sctpcc=, bufsplit=, nrsack=, dac=) are not available in "
-                           "the Linux kernel SCTP stack; use the userland stack (--sctp-stack=userland)");
+      throw TransportError(
+          "CMT-SCTP and its tuning (cmt=, sctpcc=, bufsplit=, nrsack=, dac=) are not available in "
+          "the Linux kernel SCTP stack; use the userland stack (--sctp-stack=userland)");
     }
     if (t.rtoMinMs != 0) {
       sctp_rtoinfo rto{};
@@ -127,14 +129,15 @@ public:
   std::unique_ptr<Socket> accept() override {
     const int client = ::accept4(fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (client < 0) return nullptr;
-    return std::make_unique<KernelSocket>(static_cast<asio::io_context&>(descriptor_.get_executor().context()),
-                                          client, family_);
+    return std::make_unique<KernelSocket>(static_cast<asio::io_context&>(descriptor_.get_executor().context()), client,
+                                          family_);
   }
 
   void connect(const std::vector<asio::ip::address>& addresses, std::uint16_t port) override {
     auto packed = packAddresses(addresses, port);
     sctp_assoc_t id = 0;
-    if (::sctp_connectx(fd(), reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()), &id) != 0 &&
+    if (::sctp_connectx(fd(), reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()), &id) !=
+            0 &&
         errno != EINPROGRESS) {
       throw TransportError("cannot connect SCTP to " + addressList(addresses) + " port " + std::to_string(port) + ": " +
                            std::strerror(errno));
@@ -219,10 +222,11 @@ public:
   }
 
   void asyncWait(bool writable, std::function<void()> handler) override {
-    descriptor_.async_wait(writable ? asio::posix::stream_descriptor::wait_write : asio::posix::stream_descriptor::wait_read,
-                           [handler = std::move(handler)](const boost::system::error_code& ec) {
-                             if (ec != asio::error::operation_aborted) handler();
-                           });
+    descriptor_.async_wait(
+        writable ? asio::posix::stream_descriptor::wait_write : asio::posix::stream_descriptor::wait_read,
+        [handler = std::move(handler)](const boost::system::error_code& ec) {
+          if (ec != asio::error::operation_aborted) handler();
+        });
   }
 
   long unsentChunks() override {

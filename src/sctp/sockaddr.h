@@ -46,8 +46,9 @@ void forEachPacked(const sockaddr* addrs, int count, Fn fn) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(addrs);
   for (int i = 0; i < count && p != nullptr; ++i) {
     const auto* sa = reinterpret_cast<const sockaddr*>(p);
-    const std::size_t length = sa->sa_family == AF_INET ? sizeof(sockaddr_in)
-                             : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+    const std::size_t length = sa->sa_family == AF_INET    ? sizeof(sockaddr_in)
+                               : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                           : 0;
     if (length == 0) return;
     fn(sa, length);
     p += length;
@@ -80,13 +81,13 @@ void samplePeerAddresses(const sockaddr* addrs, int count, Query query, State st
 
 // The association states (RFC 6458) that both stacks name alike but number differently: a case
 // per state, expanded where the backend's own SCTP_* constants are visible.
-#define NPM_SCTP_ASSOCIATION_STATE_CASES                 \
-  case SCTP_CLOSED: return "CLOSED";                     \
-  case SCTP_COOKIE_WAIT: return "COOKIE_WAIT";           \
-  case SCTP_COOKIE_ECHOED: return "COOKIE_ECHOED";       \
-  case SCTP_ESTABLISHED: return "ESTABLISHED";           \
-  case SCTP_SHUTDOWN_PENDING: return "SHUTDOWN_PENDING"; \
-  case SCTP_SHUTDOWN_SENT: return "SHUTDOWN_SENT";       \
+#define NPM_SCTP_ASSOCIATION_STATE_CASES                   \
+  case SCTP_CLOSED: return "CLOSED";                       \
+  case SCTP_COOKIE_WAIT: return "COOKIE_WAIT";             \
+  case SCTP_COOKIE_ECHOED: return "COOKIE_ECHOED";         \
+  case SCTP_ESTABLISHED: return "ESTABLISHED";             \
+  case SCTP_SHUTDOWN_PENDING: return "SHUTDOWN_PENDING";   \
+  case SCTP_SHUTDOWN_SENT: return "SHUTDOWN_SENT";         \
   case SCTP_SHUTDOWN_RECEIVED: return "SHUTDOWN_RECEIVED"; \
   case SCTP_SHUTDOWN_ACK_SENT: return "SHUTDOWN_ACK_SENT";
 

@@ -27,14 +27,13 @@ Stack resolve(StackChoice choice, bool needsCmt) {
         throw transport::TransportError("the kernel SCTP stack was requested, but " + kernel.error());
       }
       if (needsCmt) {
-        throw transport::TransportError("CMT-SCTP is not available in the Linux kernel SCTP stack; "
-                                        "use --sctp-stack=userland (or auto)");
+        throw transport::TransportError(
+            "CMT-SCTP is not available in the Linux kernel SCTP stack; "
+            "use --sctp-stack=userland (or auto)");
       }
       return Stack::Kernel;
-    case StackChoice::Userland:
-      return Stack::Userland;
-    case StackChoice::Auto:
-      break;
+    case StackChoice::Userland: return Stack::Userland;
+    case StackChoice::Auto: break;
   }
   if (!needsCmt && kernelAvailable()) return Stack::Kernel;
   return Stack::Userland;

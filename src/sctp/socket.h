@@ -39,11 +39,11 @@ struct Tuning {
   std::uint8_t ccModule = 0;         // 0 RFC 2581, 1 HSTCP, 2 H-TCP, 3 RTCC
   std::uint8_t bufferSplitting = 0;  // bit 0 sender, bit 1 receiver, bit 2 on buffered bytes
   bool nrSack = false;
-  bool dac = false;                  // delayed ACK for CMT
-  bool smartFr = false;              // smart fast retransmission (the bundled stack's patch 0005)
-  bool reschedule = false;           // chunk rescheduling (the bundled stack's patch 0006)
-  bool pktDrop = false;              // packet-drop reporting (negotiated: in force where both offer it)
-  std::uint32_t rtoMinMs = 0;        // 0 = the stack's default
+  bool dac = false;            // delayed ACK for CMT
+  bool smartFr = false;        // smart fast retransmission (the bundled stack's patch 0005)
+  bool reschedule = false;     // chunk rescheduling (the bundled stack's patch 0006)
+  bool pktDrop = false;        // packet-drop reporting (negotiated: in force where both offer it)
+  std::uint32_t rtoMinMs = 0;  // 0 = the stack's default
   bool operator==(const Tuning&) const = default;
   bool isDefault() const { return *this == Tuning{}; }
   // Everything but RTO.min needs the userland stack (Linux kernel SCTP has no CMT).
@@ -54,7 +54,7 @@ struct Tuning {
 const char* ccModuleName(std::uint8_t module);  // "rfc2581", "hstcp", "htcp", "rtcc"
 
 struct SocketOptions {
-  std::uint16_t streams = 1;          // outbound streams requested, inbound streams accepted
+  std::uint16_t streams = 1;  // outbound streams requested, inbound streams accepted
   // How soon a silent peer counts as gone: a heartbeat every `heartbeatMs` and the
   // association lost after `maxRetransmissions` unanswered ones (0 = the stack's defaults,
   // 30 s and 10, i.e. minutes).
@@ -62,7 +62,7 @@ struct SocketOptions {
   // come at a steady pace instead of doubling their wait each time.
   std::uint32_t heartbeatMs = 0;
   std::uint16_t maxRetransmissions = 0;
-  std::uint32_t rcvBufferSize = 0;    // 0 = default
+  std::uint32_t rcvBufferSize = 0;  // 0 = default
   std::uint32_t sndBufferSize = 0;
   bool noDelay = true;
   // NR-SACK offered in INIT / INIT-ACK (negotiated when both ends offer it); only before the
@@ -196,7 +196,7 @@ struct ProcessWide {
 // What a tuning needs process-wide; nullopt when it needs nothing (no CMT, or the bundled stack).
 std::optional<ProcessWide> processWideOf(const Tuning& tuning);
 std::string describe(const ProcessWide& settings);  // "bufsplit=both dac=off"
-std::string describe(const Tuning& tuning);          // "cmt=cmt cc=rfc2581 bufsplit=both dac=off nrsack=on rtomin=1000"
+std::string describe(const Tuning& tuning);         // "cmt=cmt cc=rfc2581 bufsplit=both dac=off nrsack=on rtomin=1000"
 // Whether a CMT association with `tuning` can run beside this process's CMT associations.
 Result<void> processWideCompatible(const Tuning& tuning);
 

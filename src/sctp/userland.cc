@@ -158,13 +158,16 @@ private:
 void limitInits(std::uint16_t port, const InitRateLimit& limit) {
   const std::string where = "SCTP/UDP port " + std::to_string(port);
   if (!limit.enabled()) {
-    log::warning(where + ": INITs are not rate-limited (--sctp-init-rate=0); each spoofed INIT is answered "
+    log::warning(where +
+                 ": INITs are not rate-limited (--sctp-init-rate=0); each spoofed INIT is answered "
                  "with a 12 to 15 times larger INIT-ACK");
     return;
   }
   if (!InitRateFilter::built()) {
-    log::warning(where + ": INITs are not rate-limited: this netperfmeter was built without the BPF INIT filter "
-                 "(clang, bpftool, libbpf-dev); limit them in the firewall, e.g.: " + nftablesHint(port, limit));
+    log::warning(where +
+                 ": INITs are not rate-limited: this netperfmeter was built without the BPF INIT filter "
+                 "(clang, bpftool, libbpf-dev); limit them in the firewall, e.g.: " +
+                 nftablesHint(port, limit));
     return;
   }
   const auto sockets = udpSocketsOnPort(port);
@@ -188,14 +191,15 @@ void limitInits(std::uint16_t port, const InitRateLimit& limit) {
     }
   }
   if (filter && attached == sockets.size()) {
-    log::info(where + ": INITs limited to " + describe(limit) + " (BPF socket filter on " +
-              std::to_string(attached) + (attached == 1 ? " socket)" : " sockets)"));
+    log::info(where + ": INITs limited to " + describe(limit) + " (BPF socket filter on " + std::to_string(attached) +
+              (attached == 1 ? " socket)" : " sockets)"));
     // The program stays attached to the sockets; the descriptors are not needed any more.
     return;
   }
   log::warning(where + " is not rate-limited for INITs (" + why +
                "), so spoofed INITs can use it as a traffic amplifier. Run as root (CAP_BPF and CAP_PERFMON), or limit "
-               "INITs in the firewall, e.g.: " + nftablesHint(port, limit));
+               "INITs in the firewall, e.g.: " +
+               nftablesHint(port, limit));
 }
 
 void start(const StackSettings& settings) {
@@ -353,8 +357,8 @@ public:
     // What the stack holds now, never only what was asked for.
     const auto held = tuningInForce();
     if (!held || held->cmt != t.cmt || held->ccModule != t.ccModule ||
-        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac || held->smartFr != t.smartFr ||
-                        held->reschedule != t.reschedule)) ||
+        (t.cmt != 0 && (held->bufferSplitting != t.bufferSplitting || held->dac != t.dac ||
+                        held->smartFr != t.smartFr || held->reschedule != t.reschedule)) ||
         (t.rtoMinMs != 0 && held->rtoMinMs != t.rtoMinMs)) {
       throw TransportError("usrsctp holds " + (held ? describe(*held) : std::string("nothing readable")) +
                            " after being told " + describe(t));
@@ -451,7 +455,8 @@ public:
   }
 
   void listen() override {
-    if (usrsctp_listen(so_, 128) != 0) throw TransportError(std::string("cannot listen on SCTP: ") + std::strerror(errno));
+    if (usrsctp_listen(so_, 128) != 0)
+      throw TransportError(std::string("cannot listen on SCTP: ") + std::strerror(errno));
   }
 
   std::unique_ptr<Socket> accept() override {
@@ -467,7 +472,8 @@ public:
     setRemoteEncapsulationPort(remotePort_);
     auto packed = packAddresses(addresses, port);
     sctp_assoc_t id = 0;
-    if (usrsctp_connectx(so_, reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()), &id) != 0 &&
+    if (usrsctp_connectx(so_, reinterpret_cast<sockaddr*>(packed.data()), static_cast<int>(addresses.size()), &id) !=
+            0 &&
         errno != EINPROGRESS) {
       throw TransportError("cannot connect SCTP to " + addressList(addresses) + " port " + std::to_string(port) + ": " +
                            std::strerror(errno));
@@ -584,8 +590,8 @@ public:
       socklen_t len = sizeof(c);
       if (usrsctp_getsockopt(so_, IPPROTO_SCTP, SCTP_PATH_COUNTERS, &c, &len) == 0) {
         auto& s = out[index];
-        s.bytesSent = static_cast<double>(c.spc_bytes_sent + c.spc_bytes_retransmitted_fast +
-                                          c.spc_bytes_retransmitted_timer);
+        s.bytesSent =
+            static_cast<double>(c.spc_bytes_sent + c.spc_bytes_retransmitted_fast + c.spc_bytes_retransmitted_timer);
         s.bytesAcked = static_cast<double>(c.spc_bytes_acked);
         s.retransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast) + c.spc_chunks_retransmitted_timer;
         s.fastRetransmissions = static_cast<double>(c.spc_chunks_retransmitted_fast);
@@ -671,7 +677,6 @@ private:
 };
 
 }  // namespace
-
 
 bool userlandPerAssociation() {
 #ifdef USRSCTP_NPM_PATCHLEVEL

@@ -29,36 +29,40 @@ const char* const kProgram = "combinesummaries";
 enum OptionId { kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
-    {"compress", 'c', true, kOptCompress},         {"separator", 's', true, kOptSeparator},
-    {"line-numbers", 'l', false, kOptLineNumbers}, {"no-line-numbers", 'n', false, kOptNoLineNumbers},
-    {"quiet", 'q', false, kOptQuiet},              {"jobs", 'j', true, kOptJobs},
-    {"help", 'h', false, kHelp},                   {"version", 'v', false, kVersion},
+    {"compress", 'c', true, kOptCompress},
+    {"separator", 's', true, kOptSeparator},
+    {"line-numbers", 'l', false, kOptLineNumbers},
+    {"no-line-numbers", 'n', false, kOptNoLineNumbers},
+    {"quiet", 'q', false, kOptQuiet},
+    {"jobs", 'j', true, kOptJobs},
+    {"help", 'h', false, kHelp},
+    {"version", 'v', false, kVersion},
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-      "Usage: %s output_file [variable_names] [options] <commands\n"
-      "Concatenates the tables named by commands on standard input into output_file\n"
-      "(bzip2-compressed if the name ends in .bz2, gzip-compressed if it ends in .gz),\n"
-      "prefixing each row with the values of its input.\n"
-      "\n"
-      "Options:\n"
-      "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
-      "  -s, --separator S        separator between the values and the row (default TAB)\n"
-      "  -l, --line-numbers       inputs carry line numbers (R row names): keep them as\n"
-      "                           SubLineNo and number the output rows\n"
-      "  -n, --no-line-numbers    (default)\n"
-      "  -j, --jobs N             worker threads (default: number of CPUs)\n"
-      "  -q, --quiet              no banner, no summary, no progress\n"
-      "  -h, --help               this help\n"
-      "  -v, --version            version\n"
-      "\n"
-      "Commands (one per line on standard input):\n"
-      "  --varnames=NAMES         variable column names, space-separated\n"
-      "  --values=VALUES          values for the next --input (required before each)\n"
-      "  --input=FILE             table to append (plain, bzip2 or gzip); its first line is the header\n"
-      "  --simulationsdirectory=D directory of the inputs (default .)\n",
-      kProgram);
+               "Usage: %s output_file [variable_names] [options] <commands\n"
+               "Concatenates the tables named by commands on standard input into output_file\n"
+               "(bzip2-compressed if the name ends in .bz2, gzip-compressed if it ends in .gz),\n"
+               "prefixing each row with the values of its input.\n"
+               "\n"
+               "Options:\n"
+               "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
+               "  -s, --separator S        separator between the values and the row (default TAB)\n"
+               "  -l, --line-numbers       inputs carry line numbers (R row names): keep them as\n"
+               "                           SubLineNo and number the output rows\n"
+               "  -n, --no-line-numbers    (default)\n"
+               "  -j, --jobs N             worker threads (default: number of CPUs)\n"
+               "  -q, --quiet              no banner, no summary, no progress\n"
+               "  -h, --help               this help\n"
+               "  -v, --version            version\n"
+               "\n"
+               "Commands (one per line on standard input):\n"
+               "  --varnames=NAMES         variable column names, space-separated\n"
+               "  --values=VALUES          values for the next --input (required before each)\n"
+               "  --input=FILE             table to append (plain, bzip2 or gzip); its first line is the header\n"
+               "  --simulationsdirectory=D directory of the inputs (default .)\n",
+               kProgram);
 }
 
 using Input = TableInput;

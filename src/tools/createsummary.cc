@@ -59,50 +59,50 @@ const std::vector<OptionSpec> kOptions = {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-      "Usage: %s [variable_names] [options] <commands\n"
-      "Reads scalar files named by commands on standard input and writes one table per\n"
-      "scalar into the results directory (<name>.data.bz2).\n"
-      "\n"
-      "Options:\n"
-      "  -i, --interactive        prompt for commands, report bad commands and go on (default)\n"
-      "  -b, --batch              no prompts; any bad command is an error (exit 1)\n"
-      "  -c, --compress N         compression level 1-9, 0 = plain .data files (default 9)\n"
-      "      --compression=F      bzip2 (<name>.data.bz2, default), gzip (<name>.data.gz)\n"
-      "                           or none (<name>.data)\n"
-      "  -s, --separator S        column separator (default TAB; \",\" with --csv)\n"
-      "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
-      "  -n, --no-line-numbers    no line numbers (default)\n"
-      "  -p, --split, --splitall  split a trailing \" <digits>\" off scalar names into Split\n"
-      "  -a, --no-split           do not split (default)\n"
-      "  -r, --ignore-scalar-file-errors\n"
-      "                           warn about and skip unreadable or bad input files\n"
-      "      --csv                strict CSV (<name>.csv.bz2; .csv.gz, .csv with\n"
-      "                           --compression): RFC 4180 quoting, one column per variable\n"
-      "                           and aggregate, a header field for every column\n"
-      "      --long               also every scalar in one CSV, a row each (scalars.csv.bz2;\n"
-      "                           .csv.gz, .csv with --compression): variables, file, RunNo,\n"
-      "                           side, flow, path, object, name, value\n"
-      "  -j, --jobs N             worker threads (default: number of CPUs)\n"
-      "  -q, --quiet              no banner, no progress: errors and the closing line only\n"
-      "  -h, --help               this help\n"
-      "  -v, --version            version\n"
-      "\n"
-      "Commands (one per line on standard input):\n"
-      "  --varnames=NAMES         variable column names, space-separated\n"
-      "  --values=VALUES          values for the next --input (required before each)\n"
-      "  --input=FILE             scalar file (.sca, .sca.bz2; OMNeT++ .sca too)\n"
-      "  --skip=PREFIX            drop tables whose name starts with PREFIX (later inputs)\n"
-      "  --simulationsdirectory=D directory of the inputs (default .)\n"
-      "  --resultsdirectory=D     directory of the tables (default .)\n"
-      "  --logfile=F, --statusfile=F\n"
-      "                           for the next input: on error name F / delete F\n"
-      "  --splitall, --ignore-scalar-file-errors, --level=N (ignored)\n",
-      kProgram);
+               "Usage: %s [variable_names] [options] <commands\n"
+               "Reads scalar files named by commands on standard input and writes one table per\n"
+               "scalar into the results directory (<name>.data.bz2).\n"
+               "\n"
+               "Options:\n"
+               "  -i, --interactive        prompt for commands, report bad commands and go on (default)\n"
+               "  -b, --batch              no prompts; any bad command is an error (exit 1)\n"
+               "  -c, --compress N         compression level 1-9, 0 = plain .data files (default 9)\n"
+               "      --compression=F      bzip2 (<name>.data.bz2, default), gzip (<name>.data.gz)\n"
+               "                           or none (<name>.data)\n"
+               "  -s, --separator S        column separator (default TAB; \",\" with --csv)\n"
+               "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
+               "  -n, --no-line-numbers    no line numbers (default)\n"
+               "  -p, --split, --splitall  split a trailing \" <digits>\" off scalar names into Split\n"
+               "  -a, --no-split           do not split (default)\n"
+               "  -r, --ignore-scalar-file-errors\n"
+               "                           warn about and skip unreadable or bad input files\n"
+               "      --csv                strict CSV (<name>.csv.bz2; .csv.gz, .csv with\n"
+               "                           --compression): RFC 4180 quoting, one column per variable\n"
+               "                           and aggregate, a header field for every column\n"
+               "      --long               also every scalar in one CSV, a row each (scalars.csv.bz2;\n"
+               "                           .csv.gz, .csv with --compression): variables, file, RunNo,\n"
+               "                           side, flow, path, object, name, value\n"
+               "  -j, --jobs N             worker threads (default: number of CPUs)\n"
+               "  -q, --quiet              no banner, no progress: errors and the closing line only\n"
+               "  -h, --help               this help\n"
+               "  -v, --version            version\n"
+               "\n"
+               "Commands (one per line on standard input):\n"
+               "  --varnames=NAMES         variable column names, space-separated\n"
+               "  --values=VALUES          values for the next --input (required before each)\n"
+               "  --input=FILE             scalar file (.sca, .sca.bz2; OMNeT++ .sca too)\n"
+               "  --skip=PREFIX            drop tables whose name starts with PREFIX (later inputs)\n"
+               "  --simulationsdirectory=D directory of the inputs (default .)\n"
+               "  --resultsdirectory=D     directory of the tables (default .)\n"
+               "  --logfile=F, --statusfile=F\n"
+               "                           for the next input: on error name F / delete F\n"
+               "  --splitall, --ignore-scalar-file-errors, --level=N (ignored)\n",
+               kProgram);
 }
 
 struct Input {
   std::string path;
-  std::string values;                   // verbatim (reference layout)
+  std::string values;                    // verbatim (reference layout)
   std::vector<std::string> valueFields;  // split (CSV layout)
   std::uint64_t commandLine = 0;
   bool ignoreErrors = false;
@@ -143,9 +143,9 @@ struct Settings : OutputOptions {
 
 struct TableStats {
   std::uint64_t lines = 0, bytesIn = 0, bytesOut = 0;
-  std::string error;  // empty = fine
-  bool cancelled = false;  // not written: another table failed first, or an interrupt
-  std::string path, content;  // between formatting and storing
+  std::string error;                    // empty = fine
+  bool cancelled = false;               // not written: another table failed first, or an interrupt
+  std::string path, content;            // between formatting and storing
   std::vector<std::string> otherPaths;  // the same table, otherwise compressed
 };
 
@@ -166,8 +166,7 @@ template <typename GetKey>
 std::vector<std::uint32_t> rankStrings(std::size_t n, GetKey key) {
   std::vector<std::uint32_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::map<std::string_view, std::uint32_t, bool (*)(std::string_view, std::string_view)> distinct(
-      numericAwareLess);
+  std::map<std::string_view, std::uint32_t, bool (*)(std::string_view, std::string_view)> distinct(numericAwareLess);
   for (std::size_t i = 0; i < n; ++i) distinct.emplace(key(i), 0);
   std::uint32_t r = 0;
   for (auto& [k, v] : distinct) v = r++;
@@ -197,33 +196,27 @@ TableStats packed(std::string text, std::uint64_t lines, const std::string& base
 
 // The CPU half of writing a table: sort, number, format, compress (into memory).
 TableStats prepareTable(const std::string& name, Table& table, const std::vector<Input>& inputs,
-                      const std::vector<std::uint32_t>& varRank, const std::string& varNames,
-                      const std::vector<std::string>& varNameFields, const std::string& directory,
-                      const Settings& settings) {
+                        const std::vector<std::uint32_t>& varRank, const std::string& varNames,
+                        const std::vector<std::string>& varNameFields, const std::string& directory,
+                        const Settings& settings) {
   auto& rows = table.rows;
-  const auto splitRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view {
-    return rows[i].split;
-  });
-  const auto aggRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view {
-    return rows[i].agg;
-  });
+  const auto splitRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view { return rows[i].split; });
+  const auto aggRank = rankStrings(rows.size(), [&](std::size_t i) -> std::string_view { return rows[i].agg; });
   std::vector<std::uint32_t> order(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
   auto key = [&](std::uint32_t i) {
     const Row& r = rows[i];
     return std::make_tuple(splitRank[i], aggRank[i], varRank[r.input], r.run, r.input, r.line);
   };
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return key(a) < key(b);
-  });
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
   // ValueNo counts equal (split, aggregates, values, run) in input order.
   for (std::size_t k = 0; k < order.size(); ++k) {
     Row& r = rows[order[k]];
     r.valueNo = 1;
     if (k > 0) {
       const auto a = key(order[k - 1]), b = key(order[k]);
-      if (std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) &&
-          std::get<2>(a) == std::get<2>(b) && std::get<3>(a) == std::get<3>(b)) {
+      if (std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) && std::get<2>(a) == std::get<2>(b) &&
+          std::get<3>(a) == std::get<3>(b)) {
         r.valueNo = rows[order[k - 1]].valueNo + 1;
       }
     }
@@ -242,8 +235,7 @@ TableStats prepareTable(const std::string& name, Table& table, const std::vector
     for (const auto& f : varNameFields) text += sep + csvField(f, sep, true);
     text += sep + csvField(name, sep, true) + "\n";
   } else {
-    text += "RunNo" + sep + "ValueNo" + sep + "Split" + sep + table.aggNames + sep + varNames +
-            sep + name + "\n";
+    text += "RunNo" + sep + "ValueNo" + sep + "Split" + sep + table.aggNames + sep + varNames + sep + name + "\n";
   }
   std::uint64_t lineNo = 1;
   char number[32];
@@ -355,8 +347,7 @@ TableStats storeTable(TableStats stats) {
 class CreateSummary {
 public:
   explicit CreateSummary(Settings settings)
-      : s_(std::move(settings)), pool_(s_.threads()),
-        progress_(kProgram, !s_.quiet) {}
+      : s_(std::move(settings)), pool_(s_.threads()), progress_(kProgram, !s_.quiet) {}
 
   void setVarNames(std::string names) { varNames_ = std::move(names); }
   int run();
@@ -391,8 +382,8 @@ private:
 };
 
 bool CreateSummary::commandError(const std::string& message) {
-  std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram,
-               static_cast<unsigned long long>(commandLine_), message.c_str());
+  std::fprintf(stderr, "%s: error: <stdin>:%llu: %s\n", kProgram, static_cast<unsigned long long>(commandLine_),
+               message.c_str());
   if (s_.interactive) return true;  // go on
   error_ = true;
   return false;
@@ -438,8 +429,7 @@ void CreateSummary::mergeReady(bool wait) {
       }
       if (!input.statusFile.empty()) ::unlink(input.statusFile.c_str());
       if (input.ignoreErrors) {
-        std::fprintf(stderr, "%s: warning: %s - skipping this input\n", kProgram,
-                     result.error.c_str());
+        std::fprintf(stderr, "%s: warning: %s - skipping this input\n", kProgram, result.error.c_str());
         ++skippedInputs_;
         continue;
       }
@@ -470,12 +460,10 @@ void CreateSummary::mergeReady(bool wait) {
         failed_ = true;
         break;
       }
-      t.rows.push_back(Row{index, sc.line, sc.run, 0, sc.value, std::move(sc.split),
-                           std::move(sc.aggValues)});
+      t.rows.push_back(Row{index, sc.line, sc.run, 0, sc.value, std::move(sc.split), std::move(sc.aggValues)});
     }
   }
 }
-
 
 bool CreateSummary::command(const std::string& line) {
   // (variable names and values go into every table, which its readers take as UTF-8)
@@ -490,9 +478,8 @@ bool CreateSummary::command(const std::string& line) {
     if (!fields) return commandError("unbalanced quotes in --varnames");
     for (const auto& input : inputs_) {
       if (input.valueFields.size() != fields->size()) {
-        return commandError("--varnames gives " + std::to_string(fields->size()) +
-                            " names, but the values of " + input.path + " (line " +
-                            std::to_string(input.commandLine) + ") have " +
+        return commandError("--varnames gives " + std::to_string(fields->size()) + " names, but the values of " +
+                            input.path + " (line " + std::to_string(input.commandLine) + ") have " +
                             std::to_string(input.valueFields.size()) + " fields");
       }
     }
@@ -503,9 +490,8 @@ bool CreateSummary::command(const std::string& line) {
     if (!fields) return commandError("unbalanced quotes in --values");
     const auto names = splitFields(varNames_).value_or(std::vector<std::string>{});
     if (fields->size() != names.size()) {
-      return commandError("--values=" + values + " has " + std::to_string(fields->size()) +
-                          " fields, but there are " + std::to_string(names.size()) +
-                          " variable names (" + varNames_ + ")");
+      return commandError("--values=" + values + " has " + std::to_string(fields->size()) + " fields, but there are " +
+                          std::to_string(names.size()) + " variable names (" + varNames_ + ")");
     }
     values_ = std::move(values);
   } else if (auto v = arg("--input=")) {
@@ -513,10 +499,9 @@ bool CreateSummary::command(const std::string& line) {
     auto fields = splitFields(*values_).value();
     const auto names = splitFields(varNames_).value_or(std::vector<std::string>{});
     if (fields.size() != names.size()) {
-      const std::string message =
-          "--values=" + *values_ + " has " + std::to_string(fields.size()) +
-          " fields, but there are " + std::to_string(names.size()) + " variable names (" +
-          varNames_ + ")";
+      const std::string message = "--values=" + *values_ + " has " + std::to_string(fields.size()) +
+                                  " fields, but there are " + std::to_string(names.size()) + " variable names (" +
+                                  varNames_ + ")";
       values_.reset();
       return commandError(message);
     }
@@ -533,8 +518,8 @@ bool CreateSummary::command(const std::string& line) {
     statusFile_.clear();
     submit(std::move(input), ScalarFileOptions{s_.split, skip_, s_.longForm});
   } else if (auto v = arg("--skip=")) {
-    auto list = skip_ ? std::make_shared<std::vector<std::string>>(*skip_)
-                      : std::make_shared<std::vector<std::string>>();
+    auto list =
+        skip_ ? std::make_shared<std::vector<std::string>>(*skip_) : std::make_shared<std::vector<std::string>>();
     list->push_back(*v);
     skip_ = std::move(list);
   } else if (auto v = arg("--simulationsdirectory=")) {
@@ -559,17 +544,16 @@ bool CreateSummary::command(const std::string& line) {
 
 int CreateSummary::writeTables() {
   // Variable values: one rank per input, number-aware.
-  const auto varRank = rankStrings(inputs_.size(), [&](std::size_t i) -> std::string_view {
-    return inputs_[i].values;
-  });
+  const auto varRank =
+      rankStrings(inputs_.size(), [&](std::size_t i) -> std::string_view { return inputs_[i].values; });
   const auto varNameFields = splitFields(varNames_).value_or(std::vector<std::string>{});
   if (s_.csv && !s_.separatorGiven) s_.separator = ",";
 
   std::error_code ec;
   fs::create_directories(resultsDirectory_, ec);
   if (ec) {
-    std::fprintf(stderr, "%s: error: cannot create results directory %s: %s\n", kProgram,
-                 resultsDirectory_.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "%s: error: cannot create results directory %s: %s\n", kProgram, resultsDirectory_.c_str(),
+                 ec.message().c_str());
     return 1;
   }
 
@@ -615,9 +599,8 @@ int CreateSummary::writeTables() {
   }
   if (s_.longForm) {
     names.push_back(std::string(kLongName) + " (long form)");
-    results.push_back(schedule([&] {
-      return prepareLong(std::move(longRows_), longLines_, varNameFields, resultsDirectory_, s_);
-    }));
+    results.push_back(
+        schedule([&] { return prepareLong(std::move(longRows_), longLines_, varNameFields, resultsDirectory_, s_); }));
   }
   std::uint64_t lines = 0, in = 0, out = 0, files = 0;
   std::string firstError;
@@ -642,8 +625,7 @@ int CreateSummary::writeTables() {
     out += st.bytesOut;
     ++files;
     if (s_.interactive && !s_.quiet) {
-      std::printf("Statistics \"%s\" (%llu lines)\n", names[i].c_str(),
-                  static_cast<unsigned long long>(st.lines));
+      std::printf("Statistics \"%s\" (%llu lines)\n", names[i].c_str(), static_cast<unsigned long long>(st.lines));
     }
   }
   progress_.finish(results.size(), results.size(), "tables");
@@ -658,9 +640,8 @@ int CreateSummary::writeTables() {
   std::printf("Wrote %llu lines into %llu files", static_cast<unsigned long long>(lines),
               static_cast<unsigned long long>(files));
   if (in > 0) {
-    std::printf(", %llu -> %llu - %.2f%%", static_cast<unsigned long long>(in),
-                static_cast<unsigned long long>(out), 100.0 * static_cast<double>(out) /
-                                                          static_cast<double>(in));
+    std::printf(", %llu -> %llu - %.2f%%", static_cast<unsigned long long>(in), static_cast<unsigned long long>(out),
+                100.0 * static_cast<double>(out) / static_cast<double>(in));
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -669,13 +650,13 @@ int CreateSummary::writeTables() {
 
 int CreateSummary::run() {
   if (!s_.quiet) {
-    std::printf("CreateSummary %s\n* Compression Level: %d\n* Compression:       %s\n"
-                "* Interactive Mode:  %s\n"
-                "* Line Numbers:      %s\n* Split:             %s\n* Format:            %s\n\n",
-                NPM_VERSION, s_.level, compressionName(s_.compression),
-                s_.interactive ? "on" : "off",
-                s_.lineNumbers ? "on" : "off", s_.split ? "on" : "off",
-                s_.csv ? "strict CSV" : "reference (whitespace-separated)");
+    std::printf(
+        "CreateSummary %s\n* Compression Level: %d\n* Compression:       %s\n"
+        "* Interactive Mode:  %s\n"
+        "* Line Numbers:      %s\n* Split:             %s\n* Format:            %s\n\n",
+        NPM_VERSION, s_.level, compressionName(s_.compression), s_.interactive ? "on" : "off",
+        s_.lineNumbers ? "on" : "off", s_.split ? "on" : "off",
+        s_.csv ? "strict CSV" : "reference (whitespace-separated)");
   }
   std::string line;
   for (;;) {
@@ -702,13 +683,11 @@ int CreateSummary::run() {
   if (error_) return 1;
   // No table at all is an error too: a script whose inputs went missing learns it here.
   if (inputs_.empty()) {
-    std::fprintf(stderr, "%s: error: standard input named no scalar file (--input=FILE): no tables\n",
-                 kProgram);
+    std::fprintf(stderr, "%s: error: standard input named no scalar file (--input=FILE): no tables\n", kProgram);
     return 1;
   }
   if (skippedInputs_ == inputs_.size()) {
-    std::fprintf(stderr, "%s: error: all %zu input files were skipped: no tables\n", kProgram,
-                 inputs_.size());
+    std::fprintf(stderr, "%s: error: all %zu input files were skipped: no tables\n", kProgram, inputs_.size());
     return 1;
   }
   if (skippedInputs_ > 0) {
@@ -743,14 +722,12 @@ int main(int argc, char** argv) {
       }
     }
     if (settings.level == 0) settings.compression = Compression::kNone;  // -c 0: plain
-    if ((settings.csv || settings.longForm) &&
-        settings.separator.find_first_of("\"\r\n") != std::string::npos) {
+    if ((settings.csv || settings.longForm) && settings.separator.find_first_of("\"\r\n") != std::string::npos) {
       throw UsageError(std::string("with ") + (settings.csv ? "--csv" : "--long") +
                        ", the separator must not contain a quote or a line break");
     }
     if (positional.size() > 1) {
-      throw UsageError("unexpected argument \"" + positional[1] +
-                       "\" (give the variable names as one argument)");
+      throw UsageError("unexpected argument \"" + positional[1] + "\" (give the variable names as one argument)");
     }
     if (!positional.empty()) {
       varNames = stripOuterQuotes(positional[0]);

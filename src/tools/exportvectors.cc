@@ -20,34 +20,39 @@ const char* const kProgram = "exportvectors";
 enum OptionId { kOutput = 1, kNa, kFileColumn, kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
-    {"output", 'o', true, kOutput},     {"separator", 's', true, kOptSeparator}, {"na", 0, true, kNa},
-    {"file-column", 'f', false, kFileColumn}, {"compress", 'c', true, kOptCompress},
-    {"jobs", 'j', true, kOptJobs},      {"quiet", 'q', false, kOptQuiet},        {"help", 'h', false, kHelp},
+    {"output", 'o', true, kOutput},
+    {"separator", 's', true, kOptSeparator},
+    {"na", 0, true, kNa},
+    {"file-column", 'f', false, kFileColumn},
+    {"compress", 'c', true, kOptCompress},
+    {"jobs", 'j', true, kOptJobs},
+    {"quiet", 'q', false, kOptQuiet},
+    {"help", 'h', false, kHelp},
     {"version", 'v', false, kVersion},
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-      "Usage: %s input.vec[.bz2|.gz] ... [options]\n"
-      "Writes NetPerfMeter vector files (measurement, per-flow or per-path vectors; plain, bzip2\n"
-      "or gzip) as one CSV table: a header that names every column, LineNo first (the .vec\n"
-      "header leaves the line numbers' column unnamed, as R's row names), then the file's\n"
-      "columns. Comma-separated, LF line ends, '.' as the decimal point, numbers as in the file,\n"
-      "text in double quotes (inner quotes doubled), NA as an empty field.\n"
-      "\n"
-      "Options:\n"
-      "  -o, --output FILE        the table (bzip2 if it ends in .bz2, gzip if in .gz; written\n"
-      "                           only when complete); default or -: standard output\n"
-      "  -f, --file-column        a first column File naming each row's input (the default\n"
-      "                           with more than one input)\n"
-      "  -s, --separator S        column separator: , (default) or TAB (\"tab\" or a TAB)\n"
-      "      --na TEXT            a missing value (NA in the file) as TEXT (default: empty)\n"
-      "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
-      "  -j, --jobs N             compression threads (default: number of CPUs)\n"
-      "  -q, --quiet              no banner and no \"Wrote\" line (never with standard output)\n"
-      "  -h, --help               this help\n"
-      "  -v, --version            version\n",
-      kProgram);
+               "Usage: %s input.vec[.bz2|.gz] ... [options]\n"
+               "Writes NetPerfMeter vector files (measurement, per-flow or per-path vectors; plain, bzip2\n"
+               "or gzip) as one CSV table: a header that names every column, LineNo first (the .vec\n"
+               "header leaves the line numbers' column unnamed, as R's row names), then the file's\n"
+               "columns. Comma-separated, LF line ends, '.' as the decimal point, numbers as in the file,\n"
+               "text in double quotes (inner quotes doubled), NA as an empty field.\n"
+               "\n"
+               "Options:\n"
+               "  -o, --output FILE        the table (bzip2 if it ends in .bz2, gzip if in .gz; written\n"
+               "                           only when complete); default or -: standard output\n"
+               "  -f, --file-column        a first column File naming each row's input (the default\n"
+               "                           with more than one input)\n"
+               "  -s, --separator S        column separator: , (default) or TAB (\"tab\" or a TAB)\n"
+               "      --na TEXT            a missing value (NA in the file) as TEXT (default: empty)\n"
+               "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
+               "  -j, --jobs N             compression threads (default: number of CPUs)\n"
+               "  -q, --quiet              no banner and no \"Wrote\" line (never with standard output)\n"
+               "  -h, --help               this help\n"
+               "  -v, --version            version\n",
+               kProgram);
 }
 
 struct Arguments {
@@ -81,7 +86,8 @@ std::optional<Arguments> parseArguments(int argc, char** argv) {
     throw UsageError("invalid separator \"" + printableText(a.opt.separator) + "\" (expected , or tab)");
   }
   if (a.na.find_first_of("\"\r\n,\t") != std::string::npos) {
-    throw UsageError("--na=\"" + printableText(a.na) + "\": a missing value's text must not hold a quote, a comma, "
+    throw UsageError("--na=\"" + printableText(a.na) +
+                     "\": a missing value's text must not hold a quote, a comma, "
                      "a TAB or a line break");
   }
   if (a.inputs.empty()) throw UsageError("no input file given");

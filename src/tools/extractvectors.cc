@@ -18,34 +18,39 @@ const char* const kProgram = "extractvectors";
 enum OptionId { kSplit, kNoSplit, kHelp, kVersion };
 
 const std::vector<OptionSpec> kOptions = {
-    {"compress", 'c', true, kOptCompress},         {"separator", 's', true, kOptSeparator},
-    {"line-numbers", 'l', false, kOptLineNumbers}, {"no-line-numbers", 'n', false, kOptNoLineNumbers},
-    {"split", 'p', false, kSplit},                 {"splitall", 0, false, kSplit},
-    {"no-split", 'a', false, kNoSplit},            {"quiet", 'q', false, kOptQuiet},
-    {"jobs", 'j', true, kOptJobs},                 {"help", 'h', false, kHelp},
+    {"compress", 'c', true, kOptCompress},
+    {"separator", 's', true, kOptSeparator},
+    {"line-numbers", 'l', false, kOptLineNumbers},
+    {"no-line-numbers", 'n', false, kOptNoLineNumbers},
+    {"split", 'p', false, kSplit},
+    {"splitall", 0, false, kSplit},
+    {"no-split", 'a', false, kNoSplit},
+    {"quiet", 'q', false, kOptQuiet},
+    {"jobs", 'j', true, kOptJobs},
+    {"help", 'h', false, kHelp},
     {"version", 'v', false, kVersion},
 };
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-      "Usage: %s input output [[!]prefix ...] [options]\n"
-      "Converts an OMNeT++ version-2 vector file (plain, bzip2 or gzip) into a table\n"
-      "Time Event Object Vector Split Value (bzip2 if output ends in .bz2, gzip if in .gz).\n"
-      "Only vectors whose name starts with one of the prefixes are extracted (all if none);\n"
-      "a prefix written !prefix also splits the name at its last space into Split.\n"
-      "\n"
-      "Options:\n"
-      "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
-      "  -s, --separator S        column separator (default TAB)\n"
-      "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
-      "  -n, --no-line-numbers    (default)\n"
-      "  -p, --split, --splitall  split every vector name at its last space\n"
-      "  -a, --no-split           split only for !prefix (default)\n"
-      "  -j, --jobs N             compression threads (default: number of CPUs)\n"
-      "  -q, --quiet              no banner and no \"Adding vector\" lines\n"
-      "  -h, --help               this help\n"
-      "  -v, --version            version\n",
-      kProgram);
+               "Usage: %s input output [[!]prefix ...] [options]\n"
+               "Converts an OMNeT++ version-2 vector file (plain, bzip2 or gzip) into a table\n"
+               "Time Event Object Vector Split Value (bzip2 if output ends in .bz2, gzip if in .gz).\n"
+               "Only vectors whose name starts with one of the prefixes are extracted (all if none);\n"
+               "a prefix written !prefix also splits the name at its last space into Split.\n"
+               "\n"
+               "Options:\n"
+               "  -c, --compress N         bzip2/gzip level 1-9 (default 9)\n"
+               "  -s, --separator S        column separator (default TAB)\n"
+               "  -l, --line-numbers       prefix rows with a line number (R row names)\n"
+               "  -n, --no-line-numbers    (default)\n"
+               "  -p, --split, --splitall  split every vector name at its last space\n"
+               "  -a, --no-split           split only for !prefix (default)\n"
+               "  -j, --jobs N             compression threads (default: number of CPUs)\n"
+               "  -q, --quiet              no banner and no \"Adding vector\" lines\n"
+               "  -h, --help               this help\n"
+               "  -v, --version            version\n",
+               kProgram);
 }
 
 struct Arguments : VectorTableSettings {
@@ -80,8 +85,6 @@ std::optional<Arguments> parseArguments(int argc, char** argv) {
   }
   return a;
 }
-
-
 
 // One line naming the prefixes that matched no vector, if any.
 void warnUnmatched(const std::vector<VectorPrefix>& prefixes) {

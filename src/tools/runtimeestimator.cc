@@ -22,21 +22,20 @@ const char* const kProgram = "runtimeestimator";
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-      "Usage: %s start_file total_runs current_run\n"
-      "current_run 0 writes the current time into start_file (8 bytes, big-endian\n"
-      "microseconds since the epoch); 1..total_runs prints the estimated end time of the\n"
-      "batch, extrapolated from start_file.\n\n"
-      "Options:\n"
-      "  -h, --help               this help\n"
-      "  -v, --version            version\n",
-      kProgram);
+               "Usage: %s start_file total_runs current_run\n"
+               "current_run 0 writes the current time into start_file (8 bytes, big-endian\n"
+               "microseconds since the epoch); 1..total_runs prints the estimated end time of the\n"
+               "batch, extrapolated from start_file.\n\n"
+               "Options:\n"
+               "  -h, --help               this help\n"
+               "  -v, --version            version\n",
+               kProgram);
 }
 
 std::uint64_t nowMicroseconds() {
   struct timespec ts {};
   ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL +
-         static_cast<std::uint64_t>(ts.tv_nsec) / 1000ULL;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<std::uint64_t>(ts.tv_nsec) / 1000ULL;
 }
 
 // Plausible as a start time: between 2000 and 2200.
@@ -67,8 +66,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (currentRun > totalRuns) {
-    std::fprintf(stderr, "%s: current run %ld is larger than total runs %ld\n", kProgram,
-                 currentRun, totalRuns);
+    std::fprintf(stderr, "%s: current run %ld is larger than total runs %ld\n", kProgram, currentRun, totalRuns);
     return 1;
   }
   const bool colour = ::isatty(STDOUT_FILENO) == 1;
@@ -88,8 +86,7 @@ int main(int argc, char** argv) {
     }
     const std::string data = readWholeFile(startFile);
     if (data.size() != 8) {
-      throw FileError(startFile + ": expected 8 bytes (a start time), found " +
-                      std::to_string(data.size()));
+      throw FileError(startFile + ": expected 8 bytes (a start time), found " + std::to_string(data.size()));
     }
     std::uint64_t be = 0, le = 0;
     for (int i = 0; i < 8; ++i) {
@@ -109,9 +106,8 @@ int main(int argc, char** argv) {
     ::localtime_r(&seconds, &local);
     char date[64];
     std::strftime(date, sizeof(date), "%d-%b-%Y %H:%M:%S", &local);
-    std::printf("%s##### ESTIMATION: %s.%04u (in %1.2f minutes)  [%ld of %ld - %1.2f%%]%s\n", on,
-                date, static_cast<unsigned>((end % 1000000ULL) / 100ULL), remaining / 60000000.0,
-                currentRun, totalRuns,
+    std::printf("%s##### ESTIMATION: %s.%04u (in %1.2f minutes)  [%ld of %ld - %1.2f%%]%s\n", on, date,
+                static_cast<unsigned>((end % 1000000ULL) / 100ULL), remaining / 60000000.0, currentRun, totalRuns,
                 100.0 * static_cast<double>(currentRun) / static_cast<double>(totalRuns), off);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());

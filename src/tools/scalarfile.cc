@@ -1,6 +1,5 @@
 #include "tools/scalarfile.h"
 
-
 #include "common/fileio.h"
 #include "common/text.h"
 #include "tools/toolcommon.h"
@@ -39,8 +38,8 @@ std::string trimmed(std::string_view s) {
 
 // "flow[N]" (`kind` "flow") -> N, for 1 to 18 digits.
 std::optional<std::uint64_t> indexOf(std::string_view part, std::string_view kind) {
-  if (part.size() < kind.size() + 3 || part.substr(0, kind.size()) != kind ||
-      part[kind.size()] != '[' || part.back() != ']') {
+  if (part.size() < kind.size() + 3 || part.substr(0, kind.size()) != kind || part[kind.size()] != '[' ||
+      part.back() != ']') {
     return std::nullopt;
   }
   const std::string_view digits = part.substr(kind.size() + 1, part.size() - kind.size() - 2);
@@ -70,8 +69,7 @@ ScalarOrigin scalarOrigin(std::string_view object) {
 
 bool nextScalarWord(std::string_view& rest, std::string& word) { return nextQuotedWord(rest, word); }
 
-Scalar transformName(std::string_view objectIn, std::string_view statisticIn, bool split,
-                     bool removeScenario) {
+Scalar transformName(std::string_view objectIn, std::string_view statisticIn, bool split, bool removeScenario) {
   Scalar s;
   // 1. Drop the scenario name (everything up to the first '.').
   if (removeScenario) {
@@ -105,8 +103,7 @@ Scalar transformName(std::string_view objectIn, std::string_view statisticIn, bo
   for (;;) {
     const auto dot = object.find('.', begin);
     const std::string_view segment =
-        std::string_view(object).substr(begin, dot == std::string::npos ? std::string::npos
-                                                                        : dot - begin);
+        std::string_view(object).substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
     std::size_t cut = segment.size();
     while (cut > 0 && isDigit(segment[cut - 1])) --cut;
     const std::string_view base = segment.substr(0, cut);
@@ -146,8 +143,8 @@ void ScalarFileParser::fail(std::uint32_t lineNumber, const std::string& what) c
   throw ParseError(fileName_ + ":" + std::to_string(lineNumber) + ": " + what);
 }
 
-void ScalarFileParser::add(std::string_view object, std::string_view statistic, double value,
-                           std::uint32_t lineNumber, std::vector<Scalar>& out) {
+void ScalarFileParser::add(std::string_view object, std::string_view statistic, double value, std::uint32_t lineNumber,
+                           std::vector<Scalar>& out) {
   Scalar s = transformName(object, statistic, options_.split);
   if (options_.skip) {
     for (const auto& prefix : *options_.skip) {
@@ -167,8 +164,7 @@ void ScalarFileParser::add(std::string_view object, std::string_view statistic, 
   out.push_back(std::move(s));
 }
 
-void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber,
-                                 std::vector<Scalar>& out) {
+void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber, std::vector<Scalar>& out) {
   // Leading whitespace is not part of any keyword.
   std::size_t first = 0;
   while (first < line.size() && (line[first] == ' ' || line[first] == '\t')) ++first;
@@ -221,7 +217,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
     haveStatistic_ = false;
     return;
   }
-  static constexpr std::string_view kIgnored[] = {"version", "attr", "bin",  "par",
+  static constexpr std::string_view kIgnored[] = {"version", "attr",   "bin",     "par",
                                                   "param",   "config", "itervar", "file"};
   for (const auto keyword : kIgnored) {
     if (line == keyword || startsWithWord(line, keyword)) return;
@@ -253,8 +249,7 @@ std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& optio
   } catch (const FileError& e) {
     // Say how far the file was readable.
     if (in.lineNumber() == 0) throw;
-    throw FileError(std::string(e.what()) + " (after line " + std::to_string(in.lineNumber()) +
-                    ")");
+    throw FileError(std::string(e.what()) + " (after line " + std::to_string(in.lineNumber()) + ")");
   }
   // A NetPerfMeter run always writes scalars: a file without any lost its run's results (a
   // full disk, a killed run), and a table without that run would look complete.
@@ -264,8 +259,7 @@ std::vector<Scalar> readScalarFile(InputFile& in, const ScalarFileOptions& optio
   }
   if (out.empty() && parser.skipped() == 0) {
     const std::uint64_t lines = in.lineNumber();
-    throw ParseError(path + ": no scalars in its " + std::to_string(lines) + (lines == 1 ? " line" : " lines") +
-                     what);
+    throw ParseError(path + ": no scalars in its " + std::to_string(lines) + (lines == 1 ? " line" : " lines") + what);
   }
   return out;
 }

@@ -20,15 +20,15 @@ namespace npm::tools {
 
 // One scalar after name transformation.
 struct Scalar {
-  std::string table;      // e.g. "active.flow-ReceivedBitRate"
-  std::string aggNames;   // e.g. "active.flow" (space-separated if several)
-  std::string aggValues;  // e.g. "3"
-  std::string split;      // split-off trailing " <digits>" of the statistic name, or ""
-  std::uint32_t run = 0;  // number of "run" lines seen before (0 for NetPerfMeter files)
-  std::uint32_t line = 0; // line in the input file
+  std::string table;       // e.g. "active.flow-ReceivedBitRate"
+  std::string aggNames;    // e.g. "active.flow" (space-separated if several)
+  std::string aggValues;   // e.g. "3"
+  std::string split;       // split-off trailing " <digits>" of the statistic name, or ""
+  std::uint32_t run = 0;   // number of "run" lines seen before (0 for NetPerfMeter files)
+  std::uint32_t line = 0;  // line in the input file
   double value = 0.0;
-  std::string object;     // as written, with ScalarFileOptions::keepNames (the long form)
-  std::string name;       // statistic name as written (OMNeT++ fields: field + statistic)
+  std::string object;  // as written, with ScalarFileOptions::keepNames (the long form)
+  std::string name;    // statistic name as written (OMNeT++ fields: field + statistic)
 };
 
 // Where a scalar belongs, from its object: "netPerfMeter.active.flow[3].path[1]" -> side
@@ -46,8 +46,7 @@ ScalarOrigin scalarOrigin(std::string_view object);
 // `removeScenario`) and `statistic`, as the reference computes them.
 //   transformName("netPerfMeter.active.flow[3]", "Received Bit Rate", false)
 //     -> table "active.flow-ReceivedBitRate", aggNames "active.flow", aggValues "3".
-Scalar transformName(std::string_view object, std::string_view statistic, bool split,
-                     bool removeScenario = true);
+Scalar transformName(std::string_view object, std::string_view statistic, bool split, bool removeScenario = true);
 
 // Error in a scalar file: message already names file and line.
 class ParseError : public std::runtime_error {
@@ -58,7 +57,7 @@ public:
 struct ScalarFileOptions {
   bool split = false;
   std::shared_ptr<const std::vector<std::string>> skip;  // table-name prefixes to drop
-  bool keepNames = false;  // fill Scalar::object and Scalar::name
+  bool keepNames = false;                                // fill Scalar::object and Scalar::name
 };
 
 // Parses one line (without '\n') of a scalar file, appending to `out`. Keeps the state of
@@ -70,8 +69,8 @@ public:
   std::uint64_t skipped() const { return skipped_; }
 
 private:
-  void add(std::string_view object, std::string_view statistic, double value,
-           std::uint32_t lineNumber, std::vector<Scalar>& out);
+  void add(std::string_view object, std::string_view statistic, double value, std::uint32_t lineNumber,
+           std::vector<Scalar>& out);
   [[noreturn]] void fail(std::uint32_t lineNumber, const std::string& what) const;
 
   std::string fileName_;

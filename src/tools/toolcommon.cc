@@ -44,8 +44,8 @@ const OptionSpec* findShort(const std::vector<OptionSpec>& specs, char c) {
 
 // The long option `spec` as given in argv[i] (`body`: without its dashes); a value that is
 // the next argument moves `i` on.
-ParsedOption takeLong(const OptionSpec& spec, const std::string& arg, const std::string& body, int argc,
-                      char** argv, int& i) {
+ParsedOption takeLong(const OptionSpec& spec, const std::string& arg, const std::string& body, int argc, char** argv,
+                      int& i) {
   const auto eq = body.find('=');
   ParsedOption o{spec.id, {}, "--" + std::string(spec.longName)};
   if (spec.hasArgument) {
@@ -87,8 +87,8 @@ void takeShorts(const std::vector<OptionSpec>& specs, const std::string& arg, co
 
 }  // namespace
 
-void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
-                      std::vector<ParsedOption>& options, std::vector<std::string>& positional) {
+void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs, std::vector<ParsedOption>& options,
+                      std::vector<std::string>& positional) {
   bool optionsEnded = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -121,8 +121,8 @@ long parseInteger(const std::string& text, long min, long max, const std::string
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max) {
-    throw UsageError("invalid " + what + " \"" + text + "\" (expected " + std::to_string(min) +
-                     "…" + std::to_string(max) + ")");
+    throw UsageError("invalid " + what + " \"" + text + "\" (expected " + std::to_string(min) + "…" +
+                     std::to_string(max) + ")");
   }
   return value;
 }
@@ -140,9 +140,7 @@ bool applyOutputOption(const ParsedOption& o, OutputOptions& options, int minLev
     case kOptLineNumbers: options.lineNumbers = true; return true;
     case kOptNoLineNumbers: options.lineNumbers = false; return true;
     case kOptQuiet: options.quiet = true; return true;
-    case kOptJobs:
-      options.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs"));
-      return true;
+    case kOptJobs: options.jobs = static_cast<unsigned>(parseInteger(o.value, 1, 1024, "number of jobs")); return true;
     case kOptCompression: options.compression = parseCompression(o.value); return true;
     default: return false;
   }
@@ -318,8 +316,7 @@ std::string csvField(std::string_view text, std::string_view separator, bool for
 
 void appendFixed6(std::string& out, double value) {
   char buffer[512];
-  const auto [ptr, ec] =
-      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed, 6);
+  const auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed, 6);
   if (ec == std::errc()) {
     out.append(buffer, ptr);
   } else {
@@ -355,8 +352,8 @@ void Progress::update(std::uint64_t done, std::uint64_t total, const char* unit,
   const double seconds = std::chrono::duration<double>(now - start_).count();
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
   std::fprintf(stderr, "%s%s: %llu/%llu %s, %.1f %s/s%s", tty_ ? "\r" : "", program_.c_str(),
-               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), unit,
-               rate, unit, tty_ ? "\x1b[0K" : "\n");
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), unit, rate, unit,
+               tty_ ? "\x1b[0K" : "\n");
   std::fflush(stderr);
   shown_ = true;
 }
@@ -393,7 +390,10 @@ std::string joinPath(const std::string& directory, const std::string& file) {
 
 std::size_t invalidUtf8At(std::string_view text) {
   // The second byte's range for each lead byte (RFC 3629, section 4); later bytes are 80..BF.
-  struct Lead { unsigned char low, high; std::size_t length; };
+  struct Lead {
+    unsigned char low, high;
+    std::size_t length;
+  };
   auto lead = [](unsigned char c) -> Lead {
     if (c >= 0xC2 && c <= 0xDF) return {0x80, 0xBF, 2};
     if (c == 0xE0) return {0xA0, 0xBF, 3};

@@ -50,8 +50,8 @@ public:
 
 // Parses argv; options and positional arguments may be mixed ("--" ends options).
 // Throws UsageError with a one-line message.
-void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs,
-                      std::vector<ParsedOption>& options, std::vector<std::string>& positional);
+void parseCommandLine(int argc, char** argv, const std::vector<OptionSpec>& specs, std::vector<ParsedOption>& options,
+                      std::vector<std::string>& positional);
 
 // Runs a tool's own command-line parser `parse`, which yields nullopt once it has answered
 // --help or --version. A UsageError becomes one line "PROGRAM: message" on standard error (the
@@ -81,7 +81,12 @@ const char* compressionSuffix(Compression c);  // ".bz2", ".gz", ""
 
 // Options of every program that writes a table (ids shared, so one handler serves all).
 enum OutputOptionId {
-  kOptCompress = 1000, kOptSeparator, kOptLineNumbers, kOptNoLineNumbers, kOptQuiet, kOptJobs,
+  kOptCompress = 1000,
+  kOptSeparator,
+  kOptLineNumbers,
+  kOptNoLineNumbers,
+  kOptQuiet,
+  kOptJobs,
   kOptCompression
 };
 struct OutputOptions {

@@ -114,7 +114,10 @@ private:
       switch (column) {
         case 'E': ok = parseUnsigned(token, event); break;
         case 'T': ok = parseNumber(token, time, true); break;
-        case 'V': ok = parseNumber(token, value, true); haveValue = true; break;
+        case 'V':
+          ok = parseNumber(token, value, true);
+          haveValue = true;
+          break;
         default: break;  // other columns are skipped
       }
       if (!ok) fail("bad number \"" + printableText(token) + "\" in column " + column);
@@ -151,7 +154,8 @@ private:
       fail("malformed vector declaration");
     }
     if (!nextScalarWord(rest, columns)) columns = "TV";
-    if (columns.find_first_not_of("ETV") != std::string::npos) fail("unknown vector columns \"" + printableText(columns) + "\"");
+    if (columns.find_first_not_of("ETV") != std::string::npos)
+      fail("unknown vector columns \"" + printableText(columns) + "\"");
     if (!declared_.insert(id).second) fail("vector " + idText + " declared twice");
     bool include = a_.prefixes.empty();
     bool split = a_.splitAll;

@@ -18,7 +18,8 @@
 namespace npm::transport {
 
 std::string endpointName(const asio::ip::address& address, std::uint16_t port) {
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) return unmapped(address).to_string() + ":" + std::to_string(port);
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    return unmapped(address).to_string() + ":" + std::to_string(port);
   if (address.is_v6()) return "[" + address.to_string() + "]:" + std::to_string(port);
   return address.to_string() + ":" + std::to_string(port);
 }
@@ -195,13 +196,13 @@ private:
       const std::size_t upTo = have >= 4 ? needed + npmp::kDataHeaderSize : npmp::kDataHeaderSize;
       room = std::min(room, upTo - have);
     }
-    socket_.async_read_some(asio::buffer(buffer_.data() + end_, room),
-                            [self = shared_from_this(), room, headerOnly](const boost::system::error_code& ec,
-                                                                         std::size_t n) {
-                              self->filled_ = n == room && !headerOnly;  // a full buffer grows it
-                              self->bytesRead_ += n;
-                              self->onRead(ec, n);
-                            });
+    socket_.async_read_some(
+        asio::buffer(buffer_.data() + end_, room),
+        [self = shared_from_this(), room, headerOnly](const boost::system::error_code& ec, std::size_t n) {
+          self->filled_ = n == room && !headerOnly;  // a full buffer grows it
+          self->bytesRead_ += n;
+          self->onRead(ec, n);
+        });
   }
 
   static std::size_t messageLength(const std::uint8_t* p) { return static_cast<std::size_t>(p[2]) << 8 | p[3]; }
@@ -477,8 +478,8 @@ std::shared_ptr<DataChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, a
 std::shared_ptr<DataChannel> makeDccpChannel(asio::io_context& io, int fd, std::string peer) {
   auto owned = std::make_unique<asio::posix::stream_descriptor>(io, fd);
   auto* raw = owned.get();
-  return std::make_shared<DatagramChannel<asio::posix::stream_descriptor>>(std::move(owned), raw,
-                                                                           std::move(peer), true);
+  return std::make_shared<DatagramChannel<asio::posix::stream_descriptor>>(std::move(owned), raw, std::move(peer),
+                                                                           true);
 }
 
 }  // namespace npm::transport

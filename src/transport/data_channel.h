@@ -28,8 +28,7 @@ namespace asio = boost::asio;
 using MessageHandler = std::function<void(std::span<const std::uint8_t> message, std::uint64_t now)>;
 // A batch finished: `sent` messages went out, `dropped` datagrams could not be sent
 // (UDP/DCCP errors such as ICMP unreachable). A set error code means the channel failed.
-using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent,
-                                       std::size_t dropped)>;
+using SendHandler = std::function<void(const boost::system::error_code& error, std::size_t sent, std::size_t dropped)>;
 
 class DataChannel {
 public:

@@ -64,9 +64,8 @@ struct MptcpFullInfo {
 static_assert(sizeof(MptcpFullInfo) == 40, "the uapi's header up to tcp_info");
 
 const char* tcpStateName(unsigned state) {
-  static const char* const names[] = {"-",          "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-                                      "FIN_WAIT2",  "TIME_WAIT",   "CLOSE",    "CLOSE_WAIT", "LAST_ACK",
-                                      "LISTEN",     "CLOSING"};
+  static const char* const names[] = {"-",         "ESTABLISHED", "SYN_SENT",   "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
+                                      "TIME_WAIT", "CLOSE",       "CLOSE_WAIT", "LAST_ACK", "LISTEN",    "CLOSING"};
   return state < sizeof(names) / sizeof(names[0]) ? names[state] : "-";
 }
 

@@ -25,11 +25,12 @@ struct PathSample {
   double srttMs = kNone, rttVarMs = kNone, rtoMs = kNone;
   double mtu = kNone;
   double bytesSent = kNone, bytesAcked = kNone, bytesReceived = kNone;  // cumulative
-  double retransmissions = kNone, lost = kNone;  // segments (TCP), retransmissions (MPTCP connection); lost: packets with the flow's stream data (QUIC)
-  double unacked = kNone;                        // segments (TCP), DATA chunks (SCTP association), bytes in flight (QUIC)
+  double retransmissions = kNone, lost = kNone;  // segments (TCP), retransmissions (MPTCP connection); lost: packets
+                                                 // with the flow's stream data (QUIC)
+  double unacked = kNone;  // segments (TCP), DATA chunks (SCTP association), bytes in flight (QUIC)
   double deliveryRate = kNone, pacingRate = kNone;  // bit/s
-  double rwnd = kNone;     // bytes: the peer's receiver window (SCTP association)
-  double pending = kNone;  // DATA chunks not yet sent (SCTP association)
+  double rwnd = kNone;                              // bytes: the peer's receiver window (SCTP association)
+  double pending = kNone;                           // DATA chunks not yet sent (SCTP association)
   // Of the retransmissions: by fast retransmit (or after a reported drop) and after a
   // retransmission timeout, separately (DATA chunks; SCTP with the bundled stack).
   double fastRetransmissions = kNone, timerRetransmissions = kNone;

@@ -62,13 +62,11 @@ int openSocket(npmp::Protocol protocol, int family) {
   const SocketType t = socketType(protocol);
   const int fd = ::socket(family, t.type | SOCK_CLOEXEC | SOCK_NONBLOCK, t.protocol);
   if (fd < 0) {
-    if (errno == EPROTONOSUPPORT || errno == ESOCKTNOSUPPORT || errno == EAFNOSUPPORT ||
-        errno == EINVAL) {
-      throw TransportError(std::string(npmp::protocolName(protocol)) +
-                           " is not supported by this kernel (" + errnoText() + ")");
+    if (errno == EPROTONOSUPPORT || errno == ESOCKTNOSUPPORT || errno == EAFNOSUPPORT || errno == EINVAL) {
+      throw TransportError(std::string(npmp::protocolName(protocol)) + " is not supported by this kernel (" +
+                           errnoText() + ")");
     }
-    throw TransportError(std::string("cannot create ") + npmp::protocolName(protocol) +
-                         " socket: " + errnoText());
+    throw TransportError(std::string("cannot create ") + npmp::protocolName(protocol) + " socket: " + errnoText());
   }
   return fd;
 }
@@ -115,8 +113,8 @@ std::vector<SocketOptionValue> socketOptionsFor(npmp::Protocol protocol, int fam
 
 void configureSocket(int fd, npmp::Protocol protocol, int family, const SocketOptions& o) {
   for (const auto& option : socketOptionsFor(protocol, family, o)) {
-    if (::setsockopt(fd, option.level, option.name, option.value.data(),
-                     static_cast<socklen_t>(option.value.size())) == 0) {
+    if (::setsockopt(fd, option.level, option.name, option.value.data(), static_cast<socklen_t>(option.value.size())) ==
+        0) {
       continue;
     }
     if (option.name == TCP_CONGESTION && option.level == IPPROTO_TCP) {
@@ -142,13 +140,14 @@ Result<void> checkCongestionControl(const std::string& name) {
     // has to register first; the kernel cannot load them on demand as it loads its modules.
     const bool bundled = name.starts_with("npm_");
     return Failure{"congestion control \"" + name + "\" is not available in this kernel (available: " + available +
-                   ")" + (bundled ? "; register the bundled BPF congestion controls with \"netperfmeter-cc-loader "
-                                    "start\" (as root; Linux 6.2 or later)"
-                                  : "")};
+                   ")" +
+                   (bundled ? "; register the bundled BPF congestion controls with \"netperfmeter-cc-loader "
+                              "start\" (as root; Linux 6.2 or later)"
+                            : "")};
   }
   if (error == EPERM) {
     return Failure{"congestion control \"" + name + "\" is not allowed for this user (allowed: " + allowed +
-           "; see net.ipv4.tcp_allowed_congestion_control)"};
+                   "; see net.ipv4.tcp_allowed_congestion_control)"};
   }
   return Failure{"cannot use congestion control \"" + name + "\": " + std::strerror(error)};
 }
@@ -173,8 +172,7 @@ void bindSocket(int fd, const asio::ip::address& address, std::uint16_t port) {
     length = sizeof(sockaddr_in);
   }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0) {
-    throw TransportError("cannot bind to " +
-                         (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) +
+    throw TransportError("cannot bind to " + (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) +
                          ":" + std::to_string(port) + ": " + errnoText());
   }
 }

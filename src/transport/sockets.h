@@ -27,10 +27,10 @@ struct SocketOptions {
   bool reuseAddress = false;        // SO_REUSEADDR (sockets that bind)
   std::uint32_t rcvBufferSize = 0;  // 0 = leave the kernel's default (and autotuning)
   std::uint32_t sndBufferSize = 0;
-  std::optional<bool> noDelay;      // TCP_NODELAY (TCP/MPTCP)
-  std::string congestionControl;    // TCP_CONGESTION (TCP/MPTCP); empty = default
-  std::optional<bool> v6only;       // IPV6_V6ONLY on IPv6 sockets
-  std::uint8_t ccid = 0;            // DCCP CCID (0 = default)
+  std::optional<bool> noDelay;    // TCP_NODELAY (TCP/MPTCP)
+  std::string congestionControl;  // TCP_CONGESTION (TCP/MPTCP); empty = default
+  std::optional<bool> v6only;     // IPV6_V6ONLY on IPv6 sockets
+  std::uint8_t ccid = 0;          // DCCP CCID (0 = default)
   // IP_TOS (IPv4; also on IPv6 sockets, for IPv4-mapped peers) and IPV6_TCLASS (IPv6): the
   // DSCP (and ECN bits, which TCP's stack overrides) of what the socket sends.
   std::optional<std::uint8_t> tos;

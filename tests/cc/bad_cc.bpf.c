@@ -30,8 +30,8 @@ __u32 BPF_PROG(bad_undo_cwnd, struct sock *sk)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops npm_lia = {
-	.ssthresh   = (void *)bad_ssthresh,
+	.ssthresh = (void *)bad_ssthresh,
 	.cong_avoid = (void *)bad_cong_avoid,
-	.undo_cwnd  = (void *)bad_undo_cwnd,
-	.name       = "npm_lia",
+	.undo_cwnd = (void *)bad_undo_cwnd,
+	.name = "npm_lia",
 };

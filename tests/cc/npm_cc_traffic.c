@@ -41,7 +41,8 @@ static void on_alarm(int sig)
 {
 	(void)sig;
 	static const char msg[] = "npm_cc_traffic: watchdog expired\n";
-	if (write(2, msg, sizeof(msg) - 1) < 0) { }
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
 	_exit(3);
 }
 
@@ -51,8 +52,7 @@ static int mksock(int mptcp, const char *cc)
 	int one = 1;
 
 	if (fd < 0) {
-		fprintf(stderr, "npm_cc_traffic: socket(%s): %s\n", mptcp ? "MPTCP" : "TCP",
-			strerror(errno));
+		fprintf(stderr, "npm_cc_traffic: socket(%s): %s\n", mptcp ? "MPTCP" : "TCP", strerror(errno));
 		exit(mptcp && errno == EPROTONOSUPPORT ? 77 : 1);
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -90,21 +90,36 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: npm_cc_traffic recv|send [-a addr] [-p port] [-m] "
-			"[-c cc] [-w warmup] [-e end]\n");
+				"[-c cc] [-w warmup] [-e end]\n");
 		return 2;
 	}
 	mode = argv[1];
 	optind = 2;
 	while ((opt = getopt(argc, argv, "a:b:p:mc:w:e:")) != -1) {
 		switch (opt) {
-		case 'a': addr = optarg; break;
-		case 'b': src = optarg; break;
-		case 'p': port = atoi(optarg); break;
-		case 'm': mptcp = 1; break;
-		case 'c': cc = optarg; break;
-		case 'w': warmup = atof(optarg); break;
-		case 'e': end = atof(optarg); break;
-		default: return 2;
+		case 'a':
+			addr = optarg;
+			break;
+		case 'b':
+			src = optarg;
+			break;
+		case 'p':
+			port = atoi(optarg);
+			break;
+		case 'm':
+			mptcp = 1;
+			break;
+		case 'c':
+			cc = optarg;
+			break;
+		case 'w':
+			warmup = atof(optarg);
+			break;
+		case 'e':
+			end = atof(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	signal(SIGALRM, on_alarm);
@@ -180,8 +195,7 @@ int main(int argc, char **argv)
 		}
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-			fprintf(stderr, "npm_cc_traffic: connect %s:%d: %s\n", addr, port,
-				strerror(errno));
+			fprintf(stderr, "npm_cc_traffic: connect %s:%d: %s\n", addr, port, strerror(errno));
 			return 1;
 		}
 		getcc(fd, ccbuf, sizeof(ccbuf));
@@ -215,8 +229,8 @@ int main(int argc, char **argv)
 					return 1;
 			}
 			t0 = now();
-			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
-			    errno == ECONNREFUSED && i > 0) {   /* first one may include ARP */
+			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno == ECONNREFUSED &&
+			    i > 0) { /* first one may include ARP */
 				double ms = (now() - t0) * 1000;
 				if (best < 0 || ms < best)
 					best = ms;

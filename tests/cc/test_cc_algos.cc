@@ -13,9 +13,7 @@
 
 namespace {
 
-npm_cc_path P(npm_u32 cwnd, npm_u32 rtt_us, npm_u32 ssthresh = NPM_CC_INF_SSTHRESH,
-              npm_u32 ell = 0)
-{
+npm_cc_path P(npm_u32 cwnd, npm_u32 rtt_us, npm_u32 ssthresh = NPM_CC_INF_SSTHRESH, npm_u32 ell = 0) {
   npm_cc_path p;
   p.cwnd = cwnd;
   p.ssthresh = ssthresh;
@@ -25,12 +23,10 @@ npm_cc_path P(npm_u32 cwnd, npm_u32 rtt_us, npm_u32 ssthresh = NPM_CC_INF_SSTHRE
   return p;
 }
 
-npm_cc_acc Acc(std::initializer_list<npm_cc_path> paths, npm_u32 what)
-{
+npm_cc_acc Acc(std::initializer_list<npm_cc_path> paths, npm_u32 what) {
   npm_cc_acc a;
   npm_cc_acc_init(&a);
-  for (const auto &p : paths)
-    npm_cc_acc_add(&a, &p, what);
+  for (const auto& p : paths) npm_cc_acc_add(&a, &p, what);
   return a;
 }
 
@@ -38,8 +34,7 @@ double fp(double v) { return v / double(NPM_CC_FP_ONE); }
 
 }  // namespace
 
-TEST_CASE("branch-free helpers", "[cc]")
-{
+TEST_CASE("branch-free helpers", "[cc]") {
   CHECK(npm_cc_gt(5, 3) == 1);
   CHECK(npm_cc_gt(3, 5) == 0);
   CHECK(npm_cc_gt(4, 4) == 0);
@@ -53,14 +48,13 @@ TEST_CASE("branch-free helpers", "[cc]")
   CHECK(npm_cc_eff_ssthresh(NPM_CC_INF_SSTHRESH, 17) == 17);
   CHECK(npm_cc_eff_ssthresh(12, 17) == 12);
   // CMT/RP view of a sibling: in CWR/Recovery/Loss it counts with its target
-  CHECK(npm_cc_rp_cwnd(40, 20, 0) == 40);   // Open
-  CHECK(npm_cc_rp_cwnd(40, 20, 1) == 40);   // Disorder
-  CHECK(npm_cc_rp_cwnd(40, 20, 3) == 20);   // Recovery
-  CHECK(npm_cc_rp_cwnd(10, 20, 4) == 10);   // Loss, cwnd already below
+  CHECK(npm_cc_rp_cwnd(40, 20, 0) == 40);  // Open
+  CHECK(npm_cc_rp_cwnd(40, 20, 1) == 40);  // Disorder
+  CHECK(npm_cc_rp_cwnd(40, 20, 3) == 20);  // Recovery
+  CHECK(npm_cc_rp_cwnd(10, 20, 4) == 10);  // Loss, cwnd already below
 }
 
-TEST_CASE("fixed-point apply moves whole segments and keeps the fraction", "[cc]")
-{
+TEST_CASE("fixed-point apply moves whole segments and keeps the fraction", "[cc]") {
   npm_s64 acc = 0;
   // +0.5 segment per ACKed segment, 3 ACKed: +1.5
   CHECK(npm_cc_apply(10, &acc, NPM_CC_FP_ONE / 2, 3, 1000) == 11);
@@ -84,15 +78,13 @@ TEST_CASE("fixed-point apply moves whole segments and keeps the fraction", "[cc]
   CHECK(npm_cc_apply_floor(3, &acc, -NPM_CC_FP_ONE, 3, 100, NPM_OLIA_MIN_CWND) == 3);
 }
 
-TEST_CASE("Reno", "[cc]")
-{
+TEST_CASE("Reno", "[cc]") {
   CHECK(fp(npm_reno_inc_fp(10)) == Approx(0.1).epsilon(1e-5));
   CHECK(npm_reno_ssthresh(10) == 5);
   CHECK(npm_reno_ssthresh(3) == 2);
 }
 
-TEST_CASE("LIA (RFC 6356)", "[cc][lia]")
-{
+TEST_CASE("LIA (RFC 6356)", "[cc][lia]") {
   SECTION("two paths, the short one is b") {
     // c1=10, rtt1=10 ms; c2=20, rtt2=20 ms.
     // max c/rtt^2 = 10/1e8 (path 1); sum c/rtt = 0.002 /us
@@ -105,7 +97,7 @@ TEST_CASE("LIA (RFC 6356)", "[cc][lia]")
     CHECK(fp(npm_lia_alpha_fp(&a)) == Approx(0.75).epsilon(0.005));
     CHECK(fp(npm_lia_inc_fp(&a, &p1)) == Approx(0.025).epsilon(0.005));  // min(0.025, 1/10)
     CHECK(fp(npm_lia_inc_fp(&a, &p2)) == Approx(0.025).epsilon(0.005));  // min(0.025, 1/20)
-    auto b = Acc({p2, p1}, NPM_LIA_ACC);  // order does not matter
+    auto b = Acc({p2, p1}, NPM_LIA_ACC);                                 // order does not matter
     CHECK(npm_lia_inc_fp(&b, &p1) == npm_lia_inc_fp(&a, &p1));
   }
   SECTION("the 1/cwnd_i cap binds on the large window") {
@@ -130,8 +122,7 @@ TEST_CASE("LIA (RFC 6356)", "[cc][lia]")
   }
 }
 
-TEST_CASE("OLIA (Khalili et al.)", "[cc][olia]")
-{
+TEST_CASE("OLIA (Khalili et al.)", "[cc][olia]") {
   SECTION("best path has the largest window: alpha = 0") {
     // w1=10, rtt1=10 ms, ell1=100; w2=20, rtt2=20 ms, ell2=1000
     // M={2}; ell/rtt^2: 1e-6 vs 2.5e-6 -> B={2}; B\M empty
@@ -161,8 +152,7 @@ TEST_CASE("OLIA (Khalili et al.)", "[cc][olia]")
     // all rtt 10 ms; p1, p2: w=10 ell=1000 (B); p3: w=30 ell=10 (M)
     // alpha1 = alpha2 = 1/(3*2) = 1/6, alpha3 = -1/(3*1) = -1/3
     auto p1 = P(10, 10000, 8, 1000), p2 = P(10, 10000, 8, 1000), p3 = P(30, 10000, 8, 10);
-    for (auto a : {Acc({p1, p2, p3}, NPM_OLIA_ACC), Acc({p3, p1, p2}, NPM_OLIA_ACC),
-                   Acc({p1, p3, p2}, NPM_OLIA_ACC)}) {
+    for (auto a : {Acc({p1, p2, p3}, NPM_OLIA_ACC), Acc({p3, p1, p2}, NPM_OLIA_ACC), Acc({p1, p3, p2}, NPM_OLIA_ACC)}) {
       CHECK(a.n == 3);
       CHECK(a.cnt_b == 2);
       CHECK(a.cnt_bm == 0);
@@ -186,14 +176,13 @@ TEST_CASE("OLIA (Khalili et al.)", "[cc][olia]")
     CHECK(fp(npm_olia_inc_fp(&a, &p)) == Approx(0.1).epsilon(0.005));
     CHECK(npm_olia_ssthresh(&p) == 5);
     auto p6 = P(6, 1000), p3 = P(3, 1000);
-    CHECK(npm_olia_ssthresh(&p6) == 4);   // 3 -> not below 4
-    CHECK(npm_olia_ssthresh(&p3) == 3);   // already below 4: stays
+    CHECK(npm_olia_ssthresh(&p6) == 4);  // 3 -> not below 4
+    CHECK(npm_olia_ssthresh(&p3) == 3);  // already below 4: stays
     CHECK(npm_olia_ell(7, 9) == 9);
   }
 }
 
-TEST_CASE("CMT/RPv1", "[cc][rpv1]")
-{
+TEST_CASE("CMT/RPv1", "[cc][rpv1]") {
   SECTION("increase scaled by s_P/S, decrease by C/2") {
     // c1=10 s1=8; c2=30 s2=24: S=32, C=40
     // s1/S = 0.25: slow start +0.25/seg, CA +0.25/10 = 0.025/seg
@@ -256,8 +245,7 @@ TEST_CASE("CMT/RPv1", "[cc][rpv1]")
   }
 }
 
-TEST_CASE("CMT/RPv2", "[cc][rpv2]")
-{
+TEST_CASE("CMT/RPv2", "[cc][rpv2]") {
   SECTION("bandwidth share and halving the flow's bandwidth") {
     // c1=10 rtt1=10 ms, c2=20 rtt2=40 ms: B = 0.001 + 0.0005 = 0.0015 /us
     // i1 = 0.001/0.0015 = 2/3, i2 = 1/3
@@ -292,8 +280,7 @@ TEST_CASE("CMT/RPv2", "[cc][rpv2]")
   }
 }
 
-TEST_CASE("extreme inputs stay finite", "[cc]")
-{
+TEST_CASE("extreme inputs stay finite", "[cc]") {
   auto big = P(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
   auto tiny = P(0, 0, 0, 0);
   for (npm_u32 what : {NPM_LIA_ACC, NPM_OLIA_ACC, NPM_RPV1_ACC}) {

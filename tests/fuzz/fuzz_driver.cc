@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
     run(corpus, corpusIterations, rng, 2, static_cast<std::uint8_t>(npm::fuzz::kTargetCount - 2));
     total += corpusIterations + static_cast<long>(files);
   }
-  std::printf("%ld inputs (%zu corpus files and %ld mutations of them), no crash, no sanitizer report\n", total,
-              files, corpusDir != nullptr ? corpusIterations : 0L);
+  std::printf("%ld inputs (%zu corpus files and %ld mutations of them), no crash, no sanitizer report\n", total, files,
+              corpusDir != nullptr ? corpusIterations : 0L);
   return 0;
 }

@@ -101,7 +101,8 @@ void fuzzFlowSpec(std::span<const std::uint8_t> data) {
 void checkMessage(const std::string& message, std::string_view file) {
   if (message.empty() || message.find('\n') != std::string::npos) __builtin_trap();
   if (!file.empty() && message.compare(0, file.size(), file) != 0 &&
-      message.find(std::string(file) + ":") == std::string::npos && message.find(" " + std::string(file)) == std::string::npos) {
+      message.find(std::string(file) + ":") == std::string::npos &&
+      message.find(" " + std::string(file)) == std::string::npos) {
     __builtin_trap();
   }
 }
@@ -166,7 +167,9 @@ public:
   bool document() { return value(0) && (blank(), i_ == s_.size()); }
 
 private:
-  void blank() { while (i_ < s_.size() && std::strchr(" \t\r\n", s_[i_]) && s_[i_]) ++i_; }
+  void blank() {
+    while (i_ < s_.size() && std::strchr(" \t\r\n", s_[i_]) && s_[i_]) ++i_;
+  }
   bool literal(std::string_view word) {
     if (s_.substr(i_, word.size()) != word) return false;
     i_ += word.size();
@@ -180,7 +183,7 @@ private:
       if (c == '\\') {
         if (++i_ >= s_.size() || !std::strchr("\"\\/bfnrtu", s_[i_]) || !s_[i_]) return false;
         if (s_[i_] == 'u' && (i_ + 4 >= s_.size() || s_.substr(i_ + 1, 4).find_first_not_of("0123456789abcdefABCDEF") !=
-                                                           std::string_view::npos)) {
+                                                         std::string_view::npos)) {
           return false;
         }
       }
@@ -304,8 +307,10 @@ void fuzzConfig(std::span<const std::uint8_t> data) {
     i = eq + 1;
     if (i < config.size() && config[i] == '"') {
       for (++i; i < config.size() && config[i] != '"'; ++i) {
-        if (config[i] == '\\') ++i;
-        else if (config[i] == '$' || config[i] == '`') __builtin_trap();
+        if (config[i] == '\\')
+          ++i;
+        else if (config[i] == '$' || config[i] == '`')
+          __builtin_trap();
       }
       if (i >= config.size()) __builtin_trap();  // unterminated
       ++i;
@@ -365,8 +370,10 @@ struct QuicBed {
     char dir[] = "/tmp/npm-fuzz-quic-XXXXXX";
     if (::mkdtemp(dir) == nullptr) std::abort();
     const std::string d = dir;
-    const std::string make = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-                             "-subj /CN=localhost -keyout " + d + "/key.pem -out " + d + "/cert.pem >/dev/null 2>&1";
+    const std::string make =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+        "-subj /CN=localhost -keyout " +
+        d + "/key.pem -out " + d + "/cert.pem >/dev/null 2>&1";
     if (std::system(make.c_str()) != 0) {
       std::fprintf(stderr, "fuzz target quic: openssl could not make a certificate in %s\n", dir);
       std::abort();
@@ -451,9 +458,8 @@ void fuzzCommandLine(std::span<const std::uint8_t> data) {
 }
 
 using Target = void (*)(std::span<const std::uint8_t>);
-constexpr Target kTargets[] = {fuzzNpmp,       fuzzFlowSpec, fuzzScalarFile, fuzzVectorFile,
-                               fuzzJsonReport, fuzzConfig,   fuzzTable,    fuzzQuicAdmission,
-                               fuzzCommandLine};
+constexpr Target kTargets[] = {fuzzNpmp,   fuzzFlowSpec, fuzzScalarFile,    fuzzVectorFile, fuzzJsonReport,
+                               fuzzConfig, fuzzTable,    fuzzQuicAdmission, fuzzCommandLine};
 static_assert(sizeof(kTargets) / sizeof(kTargets[0]) == npm::fuzz::kTargetCount);
 
 }  // namespace

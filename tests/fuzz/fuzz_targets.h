@@ -7,7 +7,8 @@
 
 namespace npm::fuzz {
 
-inline constexpr const char* kTargetNames[] = {"npmp", "flowspec", "scalar", "vector", "json", "config", "table", "quic", "cli"};
+inline constexpr const char* kTargetNames[] = {"npmp",   "flowspec", "scalar", "vector", "json",
+                                               "config", "table",    "quic",   "cli"};
 inline constexpr std::size_t kTargetCount = sizeof(kTargetNames) / sizeof(kTargetNames[0]);
 
 }  // namespace npm::fuzz

@@ -63,8 +63,10 @@ static int conn_wire_output(void* addr, void* buffer, size_t length, uint8_t tos
     free(p);
     return 0;
   }
-  if (conn_wire_tail != NULL) conn_wire_tail->next = p;
-  else conn_wire_head = p;
+  if (conn_wire_tail != NULL)
+    conn_wire_tail->next = p;
+  else
+    conn_wire_head = p;
   conn_wire_tail = p;
   ++conn_wire_length;
   pthread_cond_signal(&conn_wire_cond);
@@ -131,7 +133,8 @@ static struct sockaddr_conn conn_wire_address(uint16_t port) {
  * unless NULL, sets the client's options before it connects (NULL, or what failed). */
 /* A listening socket on the wire at listen_port; prepare (NULL: none) sets its options before it
  * binds (accepted sockets inherit them). NULL with *failed set when a step failed. */
-__attribute__((unused)) static struct socket* conn_wire_listener(uint16_t listen_port, const char* (*prepare)(struct socket*),
+__attribute__((unused)) static struct socket* conn_wire_listener(uint16_t listen_port,
+                                                                 const char* (*prepare)(struct socket*),
                                                                  const char** failed) {
   struct socket* listener = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
   *failed = listener == NULL ? "cannot create the listener" : prepare != NULL ? prepare(listener) : NULL;

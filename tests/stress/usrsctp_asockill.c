@@ -140,8 +140,11 @@ int main(int argc, char** argv) {
     usrsctp_close(client);
   }
   if (hits < rounds) {
-    fprintf(stderr, PROGRAM ": only %ld of %ld aborted associations went through the ASOCKILL timer: "
-            "the program tested too little\n", hits, attempts);
+    fprintf(stderr,
+            PROGRAM
+            ": only %ld of %ld aborted associations went through the ASOCKILL timer: "
+            "the program tested too little\n",
+            hits, attempts);
     return 1;
   }
   usrsctp_close(listener);
@@ -151,12 +154,14 @@ int main(int argc, char** argv) {
   conn_wire_stop();
   if (!conn_wire_finish(10.0)) {
     fprintf(stderr,
-            PROGRAM ": usrsctp_finish() still refuses 10 s after every socket was closed: %lu ASOCKILL "
+            PROGRAM
+            ": usrsctp_finish() still refuses 10 s after every socket was closed: %lu ASOCKILL "
             "timer(s) for %ld association(s) left socket references behind (the leak of upstream 37a9dc3e)\n",
             fired, hits);
     return 1;
   }
-  printf(PROGRAM ": %ld association(s) aborted under a blocked sender, %ld of them freed by %lu "
+  printf(PROGRAM
+         ": %ld association(s) aborted under a blocked sender, %ld of them freed by %lu "
          "ASOCKILL timer(s); %lu messages sent, %lu packets delivered; usrsctp_finish() succeeded; %.1f s\n",
          attempts, hits, fired, messages, atomic_load(&conn_wire_delivered), conn_wire_now() - start);
   return 0;

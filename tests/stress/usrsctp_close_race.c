@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
   conn_wire_stop();
   for (long i = 0; i < hog_count; ++i) pthread_join(hog_ids[i], NULL);
   (void)conn_wire_finish(3.0); /* its result is not this program's question */
-  printf("usrsctp_close_race: %lu associations closed in %.1f s (%lu of them with packets queued for "
-         "the stack), %lu messages sent, %lu packets delivered, %ld busy threads\n",
-         rounds, conn_wire_now() - start, closed_with_traffic, messages, atomic_load(&conn_wire_delivered), hog_count);
+  printf(
+      "usrsctp_close_race: %lu associations closed in %.1f s (%lu of them with packets queued for "
+      "the stack), %lu messages sent, %lu packets delivered, %ld busy threads\n",
+      rounds, conn_wire_now() - start, closed_with_traffic, messages, atomic_load(&conn_wire_delivered), hog_count);
   return 0;
 }

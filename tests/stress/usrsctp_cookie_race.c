@@ -24,12 +24,12 @@
  * lets go only once that thread waits for this very mutex (the association's); its next lock
  * (the endpoint's) waits until the other thread's sctp_free_assoc() has taken that mutex too, or
  * the ABORT has been handled without it (a free deferred to the ASOCKILL timer, as it is when
- * the handler holds a reference). From then on the order is the stack's own. Every lock call checks with AddressSanitizer whether the mutex lies in freed
- * memory, before and after taking it: the stack is not built with ASan, so its reads of freed
- * memory go unseen, but its locks do not (the handler's second lock of the association is
- * checked once the ABORT has been handled, since the free gives the lock back before it frees). Each round checks that both hand-overs happened: a
- * round that missed the window (the ABORT did not wait for the mutex the handler let go of) fails
- * the program, which never passes without having tested.
+ * the handler holds a reference). From then on the order is the stack's own. Every lock call checks with
+ * AddressSanitizer whether the mutex lies in freed memory, before and after taking it: the stack is not built with
+ * ASan, so its reads of freed memory go unseen, but its locks do not (the handler's second lock of the association is
+ * checked once the ABORT has been handled, since the free gives the lock back before it frees). Each round checks that
+ * both hand-overs happened: a round that missed the window (the ABORT did not wait for the mutex the handler let go of)
+ * fails the program, which never passes without having tested.
  *
  * Exit status 0 when every round hit the window and no freed mutex was locked, 1 with one line
  * (saying where the freed block was) otherwise.
@@ -119,8 +119,11 @@ static void find_functions(struct function* const* functions, int count) {
   munmap((void*)image, size);
   for (int k = 0; k < count; ++k) {
     if (functions[k]->ranges == 0) {
-      fprintf(stderr, PROGRAM ": no %s in the program's symbol table (stripped, or not the usrsctp this test is "
-              "for)\n", functions[k]->name);
+      fprintf(stderr,
+              PROGRAM
+              ": no %s in the program's symbol table (stripped, or not the usrsctp this test is "
+              "for)\n",
+              functions[k]->name);
       exit(1);
     }
   }
@@ -137,14 +140,14 @@ static int called_from(const struct function* f, uintptr_t address) {
 int __real_pthread_mutex_lock(pthread_mutex_t* m);
 int __real_pthread_mutex_unlock(pthread_mutex_t* m);
 
-static atomic_int armed;                      /* a replayed COOKIE-ECHO is on its way */
-static atomic_int handler_reached;            /* the wire thread unlocked inside the handler */
-static atomic_int handler_relocking;          /* ... and its next lock is the endpoint's */
-static atomic_int go;                         /* the aborter may feed the ABORT */
+static atomic_int armed;             /* a replayed COOKIE-ECHO is on its way */
+static atomic_int handler_reached;   /* the wire thread unlocked inside the handler */
+static atomic_int handler_relocking; /* ... and its next lock is the endpoint's */
+static atomic_int go;                /* the aborter may feed the ABORT */
 static atomic_int aborter_done;
-static atomic_int gave_association;           /* the aborter waited for the handler's mutex */
-static _Atomic(pthread_mutex_t*) aborter_wants; /* the mutex the aborter waits for */
-#define MAX_HELD 32 /* distinct mutexes */
+static atomic_int gave_association;                       /* the aborter waited for the handler's mutex */
+static _Atomic(pthread_mutex_t*) aborter_wants;           /* the mutex the aborter waits for */
+#define MAX_HELD 32                                       /* distinct mutexes */
 static _Atomic(pthread_mutex_t*) freeing_locks[MAX_HELD]; /* what the aborter locked in sctp_free_assoc() */
 static pthread_t aborter_id;
 static atomic_int aborter_running;
@@ -170,10 +173,12 @@ static void check_not_freed(pthread_mutex_t* m, const char* when) {
   void* trace[1];
   int freed_by = -1;
   __asan_get_free_stack(m, trace, 1, &freed_by);
-  fprintf(stderr, PROGRAM ": a mutex in freed memory was locked%s (%s thread; %zu bytes into a freed %zu-byte "
+  fprintf(stderr,
+          PROGRAM
+          ": a mutex in freed memory was locked%s (%s thread; %zu bytes into a freed %zu-byte "
           "block, freed by thread T%d): the association was freed while the COOKIE-ECHO's handler had let go of "
-          "it, the use-after-free of upstream 28e2ea73\n", when,
-          pthread_equal(pthread_self(), conn_wire_thread_id) ? "the wire" : "another",
+          "it, the use-after-free of upstream 28e2ea73\n",
+          when, pthread_equal(pthread_self(), conn_wire_thread_id) ? "the wire" : "another",
           (size_t)((char*)m - (char*)block), block_size, freed_by);
   _exit(1);
 }
@@ -316,8 +321,9 @@ int main(int argc, char** argv) {
     const double deadline = conn_wire_now() + 10.0;
     while (!atomic_load(&aborter_done) && conn_wire_now() < deadline) usleep(1000);
     if (!atomic_load(&aborter_done)) {
-      fail(atomic_load(&handler_reached) ? "the ABORT was not handled within 10 s"
-                                         : "the replayed COOKIE-ECHO never reached sctp_handle_cookie_echo() within 10 s");
+      fail(atomic_load(&handler_reached)
+               ? "the ABORT was not handled within 10 s"
+               : "the replayed COOKIE-ECHO never reached sctp_handle_cookie_echo() within 10 s");
     }
     pthread_join(id, NULL);
     atomic_store(&aborter_running, 0);
@@ -342,7 +348,8 @@ int main(int argc, char** argv) {
   while (conn_wire_busy()) usleep(1000);
   conn_wire_stop();
   if (!conn_wire_finish(10.0)) fail("usrsctp_finish() still refuses 10 s after every socket was closed");
-  printf(PROGRAM ": %ld round(s): a replayed COOKIE-ECHO met an ABORT of its association in the handler's "
+  printf(PROGRAM
+         ": %ld round(s): a replayed COOKIE-ECHO met an ABORT of its association in the handler's "
          "window each time, no freed mutex locked (%u free(s) deferred to the ASOCKILL timer); %lu packets "
          "delivered; usrsctp_finish() succeeded; %.1f s\n",
          rounds, deferred, atomic_load(&conn_wire_delivered), conn_wire_now() - start);

@@ -32,8 +32,8 @@
 static pthread_mutex_t tap_mutex = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char last_sack[MAX_PACKET]; /* the server's last packet holding a SACK */
 static size_t last_sack_length;
-static uint32_t to_server_vtag;            /* the verification tag of packets to the server */
-static atomic_ulong server_shutdowns;      /* SHUTDOWN chunks the server sent */
+static uint32_t to_server_vtag;       /* the verification tag of packets to the server */
+static atomic_ulong server_shutdowns; /* SHUTDOWN chunks the server sent */
 
 enum { CHUNK_SACK = 3, CHUNK_SHUTDOWN = 7, CHUNK_PKTDROP = 0x81, PKTDROP_BADCRC = 0x02 };
 
@@ -99,8 +99,7 @@ static int exchange(struct socket* client, struct socket* server, int count) {
     socklen_t from_length = 0, info_length = 0;
     unsigned int info_type = 0;
     int flags = 0;
-    if (usrsctp_recvv(server, buffer, sizeof(buffer), NULL, &from_length, NULL, &info_length, &info_type,
-                      &flags) <= 0)
+    if (usrsctp_recvv(server, buffer, sizeof(buffer), NULL, &from_length, NULL, &info_length, &info_type, &flags) <= 0)
       fail("the server could not read a message");
   }
   return 0;
@@ -179,12 +178,14 @@ int main(int argc, char** argv) {
     settle();
 
     if (reports_processed() == before)
-      fail("the server's stack did not process the drop report (not negotiated, or the packet was refused): "
-           "the round tested nothing");
+      fail(
+          "the server's stack did not process the drop report (not negotiated, or the packet was refused): "
+          "the round tested nothing");
     processed += reports_processed() - before;
     if (atomic_load(&server_shutdowns) != shutdowns)
-      fail("a drop report of a corrupted SACK that reads as a SHUTDOWN made the server send a SHUTDOWN "
-           "in ESTABLISHED (the bug patch 0012 fixes)");
+      fail(
+          "a drop report of a corrupted SACK that reads as a SHUTDOWN made the server send a SHUTDOWN "
+          "in ESTABLISHED (the bug patch 0012 fixes)");
     if (exchange(client, server, 20) != 0) {
       fprintf(stderr, PROGRAM ": the client cannot send after the drop report: %s\n", strerror(errno));
       return 1;
@@ -196,7 +197,8 @@ int main(int argc, char** argv) {
   usrsctp_close(listener);
   conn_wire_stop();
   if (!conn_wire_finish(10.0)) fail("usrsctp_finish() still refuses 10 s after every socket was closed");
-  printf(PROGRAM ": %ld round(s): %lu drop report(s) of a SACK read as a SHUTDOWN processed, no SHUTDOWN "
+  printf(PROGRAM
+         ": %ld round(s): %lu drop report(s) of a SACK read as a SHUTDOWN processed, no SHUTDOWN "
          "sent, the association went on; %lu packets delivered; %.1f s\n",
          rounds, processed, atomic_load(&conn_wire_delivered), conn_wire_now() - start);
   return 0;

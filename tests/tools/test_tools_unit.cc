@@ -71,12 +71,10 @@ TEST_CASE("ScalarFileParser handles keywords, runs and errors") {
   CHECK(out[0].run == 1);
   CHECK(out[0].line == 4);
   CHECK(out[1].table == "a-SqrSums");
-  CHECK_THROWS_WITH(p.parseLine("scalar a b c", 9, out),
-                    "f.sca:9: numeric value expected, got \"c\"");
+  CHECK_THROWS_WITH(p.parseLine("scalar a b c", 9, out), "f.sca:9: numeric value expected, got \"c\"");
   CHECK_THROWS_WITH(p.parseLine("bogus", 10, out), Catch::Contains("f.sca:10: not a scalar"));
   ScalarFileParser q("g.sca", {});
-  CHECK_THROWS_WITH(q.parseLine("field count 1", 3, out),
-                    "g.sca:3: \"field\" without a preceding \"statistic\"");
+  CHECK_THROWS_WITH(q.parseLine("field count 1", 3, out), "g.sca:3: \"field\" without a preceding \"statistic\"");
 }
 
 TEST_CASE("skip list drops tables by prefix") {
@@ -111,8 +109,8 @@ TEST_CASE("numericAwareLess sorts numbers as numbers") {
   CHECK(numericAwareLess("1.5", "1e1"));
   CHECK(numericAwareLess("-1", "0"));
   CHECK(numericAwareLess("a", "b"));
-  CHECK(numericAwareLess("5", "a"));       // numbers before words
-  CHECK(numericAwareLess("a", "a b"));     // fewer fields first
+  CHECK(numericAwareLess("5", "a"));                                    // numbers before words
+  CHECK(numericAwareLess("a", "a b"));                                  // fewer fields first
   CHECK(numericAwareLess("1", "1.0") != numericAwareLess("1.0", "1"));  // total order
   CHECK_FALSE(numericAwareLess("x 1", "x 1"));
 }
@@ -140,16 +138,15 @@ struct Argv {
     for (auto& s : storage) argv.push_back(s.data());
   }
 };
-const std::vector<OptionSpec> kSpecs = {
-    {"batch", 'b', false, 1}, {"compress", 'c', true, 2}, {"quiet", 'q', false, 3},
-    {"split", 'p', false, 4}, {"splitall", 0, false, 4}, {"separator", 's', true, 5}};
+const std::vector<OptionSpec> kSpecs = {{"batch", 'b', false, 1},  {"compress", 'c', true, 2},
+                                        {"quiet", 'q', false, 3},  {"split", 'p', false, 4},
+                                        {"splitall", 0, false, 4}, {"separator", 's', true, 5}};
 }  // namespace
 
 TEST_CASE("parseCommandLine accepts the reference's spellings") {
   std::vector<ParsedOption> o;
   std::vector<std::string> pos;
-  Argv a{"prog", "names", "-batch", "--compress=3", "-c", "4", "-c5", "-bq", "-splitall",
-         "--sep", ";", "--", "-x"};
+  Argv a{"prog", "names", "-batch", "--compress=3", "-c", "4", "-c5", "-bq", "-splitall", "--sep", ";", "--", "-x"};
   parseCommandLine(static_cast<int>(a.argv.size()), a.argv.data(), kSpecs, o, pos);
   REQUIRE(o.size() == 8);
   CHECK(o[0].id == 1);
@@ -171,8 +168,7 @@ TEST_CASE("parseCommandLine accepts the reference's spellings") {
 }
 
 TEST_CASE("an abbreviation that begins one option's name and all others' selects that one") {
-  const std::vector<OptionSpec> specs = {{"compress", 'c', true, 1}, {"compression", 0, true, 2},
-                                         {"csv", 0, false, 3}};
+  const std::vector<OptionSpec> specs = {{"compress", 'c', true, 1}, {"compression", 0, true, 2}, {"csv", 0, false, 3}};
   std::vector<ParsedOption> o;
   std::vector<std::string> pos;
   Argv a{"prog", "-comp", "9", "--compr=8", "--compressi", "gzip", "--compression=none"};
@@ -299,9 +295,27 @@ TEST_CASE("compression names and suffixes") {
 }
 
 TEST_CASE("numericAwareLess is a strict total order on a mixed sample") {
-  const std::vector<std::string> sample = {
-      "", "1", "1.0", "01", "2", "10", "-3", "a", "b", "a 1", "a 10", "a 2", "\"\" x", "\"\"",
-      "inf", "1e3", "x \"big frame\"", "x big", "tcp 9", "tcp 10", "udp 1"};
+  const std::vector<std::string> sample = {"",
+                                           "1",
+                                           "1.0",
+                                           "01",
+                                           "2",
+                                           "10",
+                                           "-3",
+                                           "a",
+                                           "b",
+                                           "a 1",
+                                           "a 10",
+                                           "a 2",
+                                           "\"\" x",
+                                           "\"\"",
+                                           "inf",
+                                           "1e3",
+                                           "x \"big frame\"",
+                                           "x big",
+                                           "tcp 9",
+                                           "tcp 10",
+                                           "udp 1"};
   for (const auto& a : sample) {
     CHECK_FALSE(numericAwareLess(a, a));
     for (const auto& b : sample) {
@@ -350,12 +364,12 @@ TEST_CASE("invalidUtf8At finds the first byte that is not well-formed UTF-8") {
   CHECK(invalidUtf8At("plain ASCII 1.0") == none);
   CHECK(invalidUtf8At("\xc3\xa4 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf") == none);  // ä € 😀 U+10FFFF
   CHECK(invalidUtf8At("ab\xff") == 2);
-  CHECK(invalidUtf8At("a\xc0\x80") == 1);          // overlong NUL
-  CHECK(invalidUtf8At("\xe0\x80\xaf") == 0);       // overlong '/'
-  CHECK(invalidUtf8At("x\xed\xa0\x80") == 1);      // surrogate U+D800
-  CHECK(invalidUtf8At("\xf4\x90\x80\x80") == 0);   // above U+10FFFF
-  CHECK(invalidUtf8At("ok \xe2\x82") == 3);        // cut off at the end
-  CHECK(invalidUtf8At("\xe2\x28\xa1") == 0);       // bad continuation
+  CHECK(invalidUtf8At("a\xc0\x80") == 1);         // overlong NUL
+  CHECK(invalidUtf8At("\xe0\x80\xaf") == 0);      // overlong '/'
+  CHECK(invalidUtf8At("x\xed\xa0\x80") == 1);     // surrogate U+D800
+  CHECK(invalidUtf8At("\xf4\x90\x80\x80") == 0);  // above U+10FFFF
+  CHECK(invalidUtf8At("ok \xe2\x82") == 3);       // cut off at the end
+  CHECK(invalidUtf8At("\xe2\x28\xa1") == 0);      // bad continuation
   CHECK(npm::tools::printableText("a\xff\tb") == "a\\xff\\x09b");
   CHECK(npm::tools::notUtf8("fine") == std::nullopt);
   CHECK(npm::tools::notUtf8("1 2 \xff").value() == "not UTF-8 text at column 5 (\"1 2 \\xff\")");

@@ -100,7 +100,8 @@ void feed(asio::io_context& io, Script& script, std::deque<Script::Read> reads) 
 }
 
 // An association that has read the peer's SHUTDOWN and been closed by its user in response.
-std::shared_ptr<sctp::Association> closedAfterPeerShutdown(asio::io_context& io, const std::shared_ptr<Script>& script) {
+std::shared_ptr<sctp::Association> closedAfterPeerShutdown(asio::io_context& io,
+                                                           const std::shared_ptr<Script>& script) {
   auto association = std::make_shared<sctp::Association>(io, std::make_unique<ScriptedSocket>(io, script), "peer");
   std::weak_ptr<sctp::Association> weak = association;
   std::optional<transport::ChannelEnd> end;

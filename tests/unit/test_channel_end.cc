@@ -32,8 +32,7 @@ struct StreamEnd : test::LoopbackConnection {
   ChannelEnd wait() {
     std::optional<ChannelEnd> end;
     channel->receive([](std::span<const std::uint8_t>, std::uint64_t) {}, [&end](const ChannelEnd& e) { end = e; });
-    while (!end && io.run_one_for(std::chrono::seconds(5)) > 0) {
-    }
+    while (!end && io.run_one_for(std::chrono::seconds(5)) > 0) {}
     REQUIRE(end);
     return *end;
   }

@@ -89,8 +89,16 @@ TEST_CASE("bzip2 round trip through OutputFile and InputFile") {
 TEST_CASE("InputFile reads concatenated bzip2 streams") {
   TempDir dir;
   const auto one = dir.path / "1.bz2", two = dir.path / "2.bz2";
-  { npm::OutputFile o(one.string()); o.write("first\n"); o.commit(); }
-  { npm::OutputFile o(two.string()); o.write("second\n"); o.commit(); }
+  {
+    npm::OutputFile o(one.string());
+    o.write("first\n");
+    o.commit();
+  }
+  {
+    npm::OutputFile o(two.string());
+    o.write("second\n");
+    o.commit();
+  }
   const auto both = dir.path / "both.bz2";
   std::ofstream(both, std::ios::binary) << slurpRaw(one) << slurpRaw(two);
   CHECK(npm::readWholeFile(both.string()) == "first\nsecond\n");

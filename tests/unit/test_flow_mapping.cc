@@ -35,9 +35,10 @@ control::FlowRequest overTheWire(const flowspec::FlowSpec& s, std::uint64_t meas
 }  // namespace
 
 TEST_CASE("flow mapping: every option of a stream flow reaches the passive") {
-  const auto s = spec("const10:uniform100,200:exp5:pareto1000,1.5:id=7:description=Video call:maxmsgsize=1200:"
-                      "rcvbuf=300000:sndbuf=400000:nodelay=on:debug=on:cc=cubic:onoff=+1,+exp2,+3,+4,repeat",
-                      Protocol::TCP);
+  const auto s = spec(
+      "const10:uniform100,200:exp5:pareto1000,1.5:id=7:description=Video call:maxmsgsize=1200:"
+      "rcvbuf=300000:sndbuf=400000:nodelay=on:debug=on:cc=cubic:onoff=+1,+exp2,+3,+4,repeat",
+      Protocol::TCP);
   const auto r = overTheWire(s, 0x1122334455667788ull);
   const measure::FlowParameters& p = r.parameters;
   CHECK(p.measurementId == 0x1122334455667788ull);
@@ -98,9 +99,10 @@ TEST_CASE("flow mapping: defaults stay defaults") {
 }
 
 TEST_CASE("flow mapping: SCTP delivery policy and CMT tuning") {
-  const auto s = spec("const0:const1000:const0:const1000:unordered=0.25:unreliable=0.5:rtx_timeout=150:"
-                      "cmt=cmtrpv2:sctpcc=htcp:bufsplit=both:nrsack=on:rtomin=200:dac=on:maxmsgsize=1200",
-                      Protocol::SCTP);
+  const auto s = spec(
+      "const0:const1000:const0:const1000:unordered=0.25:unreliable=0.5:rtx_timeout=150:"
+      "cmt=cmtrpv2:sctpcc=htcp:bufsplit=both:nrsack=on:rtomin=200:dac=on:maxmsgsize=1200",
+      Protocol::SCTP);
   const auto r = overTheWire(s, 2);
   CHECK(r.sctpTuning == control::sctpTuning(s));
   CHECK(r.sctpTuning.cmt == 3);
@@ -131,8 +133,8 @@ TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
   t.ccModule = 3;
   t.rtoMinMs = 250;
   t.dac = true;
-  CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift |
-                                        3 << npmp::kAddFlowSctpCcShift));
+  CHECK(control::sctpTuningFlags(t) ==
+        (npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift | 3 << npmp::kAddFlowSctpCcShift));
   CHECK(control::sctpRtoMinAndDac(t) == (npmp::kSctpDacBit | 250));
   CHECK(control::sctpMechanisms(t) == 0);
   CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
@@ -142,8 +144,8 @@ TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
   t.bufferSplitting = 3 | flowspec::kBufferSplitOnBuffered;
   t.smartFr = true;
   t.reschedule = true;
-  CHECK(control::sctpTuningFlags(t) == (npmp::kAddFlowNrSack | 3 << npmp::kAddFlowBufferSplitShift |
-                                        3 << npmp::kAddFlowSctpCcShift));
+  CHECK(control::sctpTuningFlags(t) ==
+        (npmp::kAddFlowNrSack | 3 << npmp::kAddFlowBufferSplitShift | 3 << npmp::kAddFlowSctpCcShift));
   CHECK(control::sctpMechanisms(t) ==
         (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit |
          npmp::kSctpMechanismChunkRescheduling));

@@ -228,7 +228,7 @@ TEST_CASE("a byte limit (transfer=) sends exactly its bytes as counted, whatever
   // 10 MiB of 1400-byte frames: 7489 whole and one of 1160; 10010 bytes in 1000-byte messages:
   // 9 frames, then 1010 would end in a 10-byte message (counted as 48), so 962 + 48; a frame
   // larger than the limit; 48 bytes, the least; 40000-byte frames in 16000-byte messages.
-  const Case cases[] = {{16000, 1400, 10485760, 7490}, {1000, 1000, 10010, 11}, {16000, 5000, 1234, 1},
+  const Case cases[] = {{16000, 1400, 10485760, 7490}, {1000, 1000, 10010, 11},   {16000, 5000, 1234, 1},
                         {16000, 1400, 48, 1},          {16000, 40000, 100000, 3}, {1000, 1000, 1040, 2}};
   for (const auto& c : cases) {
     INFO("message size " << c.maxMsgSize << ", frame " << c.frame << ", limit " << c.limit);

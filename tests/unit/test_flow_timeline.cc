@@ -44,7 +44,8 @@ struct RateFlow : test::LoopbackConnection {
 
 }  // namespace
 
-TEST_CASE("a late-started rate-driven flow sends exactly the frames due from the common start to the end of the runtime") {
+TEST_CASE(
+    "a late-started rate-driven flow sends exactly the frames due from the common start to the end of the runtime") {
   RateFlow f;
   // Started 300 ms after the measurement's start (31 frames are due at once), runtime 1 s.
   const auto start = SteadyClock::now() - std::chrono::milliseconds(300);
@@ -87,7 +88,8 @@ TEST_CASE("a rate-driven flow started after the end of its runtime sends what wa
 
 TEST_CASE("an on period ends at its time on the timeline, however late its off event runs") {
   // On from 0 s to 0.3 s (absolute times): frames due at 0, 10, ..., 290 ms, 30 of them.
-  RateFlow f({npmp::OnOffEvent{npmp::RandomSpec{0, {0.0}}, false}, npmp::OnOffEvent{npmp::RandomSpec{0, {0.3}}, false}});
+  RateFlow f(
+      {npmp::OnOffEvent{npmp::RandomSpec{0, {0.0}}, false}, npmp::OnOffEvent{npmp::RandomSpec{0, {0.3}}, false}});
   const auto start = SteadyClock::now();
   f.flow->start(nowMicros(), start);
   f.runUntil([&f] { return f.frames() > 0; }, std::chrono::milliseconds(0));

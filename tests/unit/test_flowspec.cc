@@ -59,9 +59,10 @@ TEST_CASE("default FLOWSPEC per protocol") {
 
 TEST_CASE("all flow options") {
   // The options of every transport, and those of the transports that have them.
-  auto f = ok("const1:const100:const0:const0:id=7:description=Video stream:maxmsgsize=1300:"
-              "defragtimeout=2000:rcvbuf=100000:sndbuf=200000:error_on_abort=off:debug=on:v6only",
-              Protocol::UDP);
+  auto f =
+      ok("const1:const100:const0:const0:id=7:description=Video stream:maxmsgsize=1300:"
+         "defragtimeout=2000:rcvbuf=100000:sndbuf=200000:error_on_abort=off:debug=on:v6only",
+         Protocol::UDP);
   CHECK(f.flowId == 7u);
   CHECK(f.description == "Video stream");
   CHECK(f.maxMsgSize == 1300);
@@ -95,7 +96,8 @@ TEST_CASE("options that do not apply to the protocol are refused, as cmt= on TCP
   CHECK_THAT(error("const1:const100:rtx_timeout=30", Protocol::MPTCP), Catch::Contains("apply only to SCTP flows"));
   CHECK_THAT(error("const1:const100:ccid=3"), Catch::Contains("ccid= applies only to DCCP flows, not to TCP"));
   CHECK_THAT(error("const1:const100:ccid=2", Protocol::SCTP), Catch::Contains("only to DCCP"));
-  CHECK_THAT(error("const1:const100:nodelay=on", Protocol::UDP), Catch::Contains("nodelay= applies to TCP, MPTCP and SCTP"));
+  CHECK_THAT(error("const1:const100:nodelay=on", Protocol::UDP),
+             Catch::Contains("nodelay= applies to TCP, MPTCP and SCTP"));
   CHECK_THAT(error("const1:const100:nodelay=on", Protocol::DCCP), Catch::Contains("not to DCCP"));
   CHECK_THAT(error("const1:const100:cc=bbr", Protocol::UDP), Catch::Contains("cc= applies to TCP, MPTCP and QUIC"));
   CHECK_THAT(error("const1:const100:cc=bbr", Protocol::SCTP), Catch::Contains("sctpcc="));
@@ -259,8 +261,7 @@ TEST_CASE("every error path names the bad part") {
   CHECK_THAT(error("const1:const1:cc=averyveryverylongname"), Catch::Contains("1 to 15"));
   CHECK_THAT(error("const1:const1:cc=re$no"), Catch::Contains("letters"));
   CHECK_THAT(error("const1:const1:description=a\tb"), Catch::Contains("control characters"));
-  CHECK_THAT(error(std::string("const1:const1:description=" + std::string(300, 'x')).c_str()),
-             Catch::Contains("255"));
+  CHECK_THAT(error(std::string("const1:const1:description=" + std::string(300, 'x')).c_str()), Catch::Contains("255"));
 }
 
 TEST_CASE("error messages stay on one line whatever the input holds") {

@@ -17,10 +17,14 @@ TEST_CASE("json: strings are escaped, invalid UTF-8 becomes U+FFFD") {
   CHECK(json::quote("\b\f\n\r\t") == "\"\\b\\f\\n\\r\\t\"");
   CHECK(json::quote(std::string("\x01\x1f\x00", 3)) == "\"\\u0001\\u001f\\u0000\"");
   CHECK(json::quote("\x7f/") == "\"\x7f/\"");
-  CHECK(json::quote("Gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80") == "\"Gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80\"");
-  CHECK(json::quote("a\xff" "b") == "\"a\xef\xbf\xbd" "b\"");
-  CHECK(json::quote("\xc3") == "\"\xef\xbf\xbd\"");                        // truncated sequence
-  CHECK(json::quote("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");        // overlong '/'
+  CHECK(json::quote("Gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "\"Gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  CHECK(json::quote("a\xff"
+                    "b") ==
+        "\"a\xef\xbf\xbd"
+        "b\"");
+  CHECK(json::quote("\xc3") == "\"\xef\xbf\xbd\"");                                  // truncated sequence
+  CHECK(json::quote("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");                  // overlong '/'
   CHECK(json::quote("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");  // a surrogate
   CHECK(json::quote("\xf4\x90\x80\x80").find("\xef\xbf\xbd") != std::string::npos);  // above U+10FFFF
 }
@@ -50,7 +54,15 @@ TEST_CASE("json: compact and indented documents") {
   CHECK(w.text() == R"({"a":1,"b":["x",null,true],"c":{},"d":2.500000,"e":null})");
 
   json::Writer p(true);
-  p.beginObject().key("a").beginArray().value(std::uint64_t{18446744073709551615u}).endArray().key("b").beginArray().endArray().endObject();
+  p.beginObject()
+      .key("a")
+      .beginArray()
+      .value(std::uint64_t{18446744073709551615u})
+      .endArray()
+      .key("b")
+      .beginArray()
+      .endArray()
+      .endObject();
   CHECK(p.text() == "{\n  \"a\": [\n    18446744073709551615\n  ],\n  \"b\": []\n}");
 
   json::Writer bad;
@@ -75,7 +87,8 @@ TEST_CASE("scalar rows: printed as the .sca lines, read back from text") {
   const auto rows = measure::scalarRows("active", r);
   std::string text;
   for (const auto& row : rows) text += measure::formatScalarRow(row);
-  CHECK(measure::formatScalarRow(rows.at(0)) == "scalar \"netPerfMeter.active.flow[3]\" \"First Transmission\"      1000000\n");
+  CHECK(measure::formatScalarRow(rows.at(0)) ==
+        "scalar \"netPerfMeter.active.flow[3]\" \"First Transmission\"      1000000\n");
   CHECK(measure::formatScalarRow(rows.back()) == "scalar \"netPerfMeter.active.totalCPU\" \"Hypervisor\" 0.000\n");
   const auto back = measure::parseScalarRows("# comment\n\n" + text);
   REQUIRE(back.size() == rows.size());
@@ -112,18 +125,24 @@ TEST_CASE("result document: each direction from the sender's and the receiver's 
   info.flows = {{7, 0, "TCP", "Bulk \"1\"", "const0:const1400:description=\"Bulk\"", ""}};
   info.seed = 9007199254740991ULL;  // the largest run seed: exact as a JSON number
   const std::string doc = measure::resultDocument(info, &activeRows, &passiveRows, std::nullopt, false);
-  CHECK_THAT(doc, Catch::StartsWith(R"({"type":"result","schema_version":1,"program":"netperfmeter","version":"9.9",)"
-                                    R"("host":{"name":"h1","kernel":"Linux 6.1.0","machine":"x86_64"},)"
-                                    R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
-                                    R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"seed":9007199254740991,)"
-                                    R"("start_at_us":null,"duration_s":2,)"));
-  CHECK_THAT(doc, Catch::Contains(R"("description":"Bulk \"1\"","flowspec":"const0:const1400:description=\"Bulk\"",)"
-                                  R"("congestion_control":null,"active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
-                                  R"("last_us":1700000001000000,"bytes":1000,"packets":10,"frames":5,"bit_rate":8000.000000,)"));
-  CHECK_THAT(doc, Catch::Contains(R"("received":{"first_us":0,"last_us":0,"bytes":900,"packets":9,"frames":4,"bit_rate":0.000000,)"));
-  CHECK_THAT(doc, Catch::Contains(R"("lost":{"bytes":100,"packets":1,"frames":1},"jitter_ms":0.250000,"mean_delay_ms":1.500000})"));
+  CHECK_THAT(doc, Catch::StartsWith(
+                      R"({"type":"result","schema_version":1,"program":"netperfmeter","version":"9.9",)"
+                      R"("host":{"name":"h1","kernel":"Linux 6.1.0","machine":"x86_64"},)"
+                      R"("measurement_id":"0000000000000abc","start_time":"2023-11-14T22:13:20.000000Z",)"
+                      R"("start_time_us":1700000000000000,"runtime_s":null,"warmup_s":0,"seed":9007199254740991,)"
+                      R"("start_at_us":null,"duration_s":2,)"));
+  CHECK_THAT(doc, Catch::Contains(
+                      R"("description":"Bulk \"1\"","flowspec":"const0:const1400:description=\"Bulk\"",)"
+                      R"("congestion_control":null,"active_to_passive":{"transmitted":{"first_us":1700000000000000,)"
+                      R"("last_us":1700000001000000,"bytes":1000,"packets":10,"frames":5,"bit_rate":8000.000000,)"));
+  CHECK_THAT(doc,
+             Catch::Contains(
+                 R"("received":{"first_us":0,"last_us":0,"bytes":900,"packets":9,"frames":4,"bit_rate":0.000000,)"));
+  CHECK_THAT(doc, Catch::Contains(
+                      R"("lost":{"bytes":100,"packets":1,"frames":1},"jitter_ms":0.250000,"mean_delay_ms":1.500000})"));
   CHECK_THAT(doc, Catch::Contains(R"("mean_delay_ms":null})"));  // the passive-to-active direction
-  CHECK_THAT(doc, Catch::EndsWith(R"("error":null})" "\n"));
+  CHECK_THAT(doc, Catch::EndsWith(R"("error":null})"
+                                  "\n"));
 
   // A run that failed before any result: the metadata, nulls, and the error.
   const std::string failed = measure::resultDocument(info, nullptr, nullptr, "cannot connect", true);
@@ -142,12 +161,17 @@ TEST_CASE("stream lines: cumulative counts and rates over the interval") {
   const std::string first = stream.line(1500000, {s}, cpu);
   CHECK_THAT(first, Catch::StartsWith(R"({"type":"interval","schema_version":1,"measurement_id":"0000000000001234",)"
                                       R"("time_us":1500000,"elapsed_s":0.5,"interval_s":0.5,"flows":[{"flow_id":1,)"));
-  CHECK_THAT(first, Catch::Contains(R"("transmitted":{"bytes":1000,"packets":10,"frames":10,"bit_rate":16000,"packet_rate":20,"frame_rate":20})"));
-  CHECK_THAT(first, Catch::EndsWith(R"("cpu":null})" "\n"));
+  CHECK_THAT(
+      first,
+      Catch::Contains(
+          R"("transmitted":{"bytes":1000,"packets":10,"frames":10,"bit_rate":16000,"packet_rate":20,"frame_rate":20})"));
+  CHECK_THAT(first, Catch::EndsWith(R"("cpu":null})"
+                                    "\n"));
   s.transmitted = {3000, 30, 30};
   cpu.percent = {{0, 0, 50, 50, 0, 0, 0, 0}, {0, 0, 0, 100, 0, 0, 0, 0}};
   const std::string second = stream.line(2500000, {s}, cpu);
   CHECK_THAT(second, Catch::Contains(R"("bytes":3000,"packets":30,"frames":30,"bit_rate":16000,"packet_rate":20,)"));
-  CHECK_THAT(second, Catch::EndsWith(R"("cpu":{"utilisation":50,"cores":[0]}})" "\n"));
+  CHECK_THAT(second, Catch::EndsWith(R"("cpu":{"utilisation":50,"cores":[0]}})"
+                                     "\n"));
   CHECK(std::count(second.begin(), second.end(), '\n') == 1);
 }

@@ -64,9 +64,8 @@ TEST_CASE("Passive limits: raising a total raises the per-host limits that are n
 }
 
 TEST_CASE("Passive limits: per-host options given win over the derived values") {
-  const auto l = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending-per-host=7",
-                                "--max-sessions=1024", "--max-sessions-per-host=3", "--max-pending=99",
-                                "--max-pending-per-prefix=11"});
+  const auto l = passiveLimits({"9000", "-X", "--max-flows=20000", "--max-pending-per-host=7", "--max-sessions=1024",
+                                "--max-sessions-per-host=3", "--max-pending=99", "--max-pending-per-prefix=11"});
   CHECK(l.pendingConnections == 99);
   CHECK(l.pendingPerPrefix == 11);
   CHECK(l.pendingPerHost == 7);
@@ -102,8 +101,8 @@ TEST_CASE("Passive limits: QUIC's Retry begins at a sixteenth of --max-quic-conn
   const auto always = passiveLimits({"9000", "-X", "--max-quic-connections=32", "--quic-retry-above=0"});
   CHECK(always.quicRetryAbove == 0);
   CHECK(std::holds_alternative<app::CliError>(app::parseCommandLine({"9000", "--max-quic-connections=0"})));
-  CHECK(std::holds_alternative<app::CliError>(app::parseCommandLine({"127.0.0.1:9000", "--quic-retry-above=3",
-                                                                      "-tcp", "const1:const100"})));
+  CHECK(std::holds_alternative<app::CliError>(
+      app::parseCommandLine({"127.0.0.1:9000", "--quic-retry-above=3", "-tcp", "const1:const100"})));
 }
 
 TEST_CASE("option -N takes counts beyond 4096 (10000 flows)") {

@@ -188,10 +188,10 @@ TEST_CASE("ADD_FLOW layout: little-endian protocol, doubles, strings, on/off eve
   CHECK(be32(180) == kSctpMechanismBufferSplitOnBuffered);  // the CMT-SCTP mechanisms, also in Scheduler
   for (std::size_t o = 184; o < 192; ++o) CHECK(b[o] == 0);
   CHECK(be16(192) == 2);
-  CHECK(b[194] == 0);                           // event 0: RNG const
-  CHECK(b[195] == 0);                           // absolute
+  CHECK(b[194] == 0);  // event 0: RNG const
+  CHECK(b[195] == 0);  // absolute
   CHECK(be64(198) == std::bit_cast<std::uint64_t>(1.5));
-  CHECK(b[230] == 2);                           // event 1: RNG exp
+  CHECK(b[230] == 2);  // event 1: RNG exp
   CHECK(b[231] == kOnOffRelativeTime);
   CHECK(be64(234) == std::bit_cast<std::uint64_t>(2.0));
   CHECK(decodeAs<AddFlow>(b) == m);

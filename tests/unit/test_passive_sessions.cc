@@ -176,9 +176,8 @@ TEST_CASE("a held-up flow thread holds up its own session only: the others are a
 
   // The network thread is held up until released below (10 s at most).
   std::promise<void> release;
-  asio::post(passive.threads.context(1), [held = release.get_future().share()] {
-    held.wait_for(std::chrono::seconds(10));
-  });
+  asio::post(passive.threads.context(1),
+             [held = release.get_future().share()] { held.wait_for(std::chrono::seconds(10)); });
   // A removes both flows: for the one on the held-up thread its session waits (it asks the flow
   // whether it still sends). Once the passive has read the messages (nothing left in A's send
   // queue nor in the passive's receive queue), its control thread is in that wait — or, if it

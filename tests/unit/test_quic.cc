@@ -58,9 +58,11 @@ struct Certificates {
     const std::string commands[] = {
         "openssl req" + cnf + " -x509" + ec + " -keyout " + d + "/ca.key -out " + d +
             "/ca.pem -days 2 -subj /CN=npm-test-ca -extensions ca_ext",
-        "openssl req" + cnf + " -new" + ec + " -keyout " + d + "/server.key -out " + d + "/server.csr -subj /CN=localhost",
-        "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
-            d + "/server.pem -days 2 -extfile " + d + "/openssl.cnf -extensions server_ext",
+        "openssl req" + cnf + " -new" + ec + " -keyout " + d + "/server.key -out " + d +
+            "/server.csr -subj /CN=localhost",
+        "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d +
+            "/ca.key -CAcreateserial -out " + d + "/server.pem -days 2 -extfile " + d +
+            "/openssl.cnf -extensions server_ext",
         "openssl req" + cnf + " -x509" + ec + " -keyout " + d + "/other.key -out " + d +
             "/other-ca.pem -days 2 -subj /CN=npm-other-ca -extensions ca_ext",
     };
@@ -91,7 +93,8 @@ const Certificates& certificates() {
 const asio::ip::udp::endpoint kAnyLocal(asio::ip::make_address("127.0.0.1"), 0);
 
 // Runs `io` until `done` or the deadline.
-bool runUntil(asio::io_context& io, const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(20)) {
+bool runUntil(asio::io_context& io, const std::function<bool()>& done,
+              std::chrono::seconds limit = std::chrono::seconds(20)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -204,7 +207,8 @@ struct TestServer {
 };
 
 std::shared_ptr<quic::Connection> connectClient(asio::io_context& io, const asio::ip::udp::endpoint& to,
-                                                const quic::ClientOptions& options, std::optional<Result<void>>& outcome) {
+                                                const quic::ClientOptions& options,
+                                                std::optional<Result<void>>& outcome) {
   auto connected = quic::Connection::connect(io, to, options);
   REQUIRE(connected.ok());
   (*connected)->onHandshake([&outcome](Result<void> r) { outcome = std::move(r); });
@@ -331,7 +335,8 @@ TEST_CASE("QUIC: a large transfer waits for flow-control credit and arrives whol
   constexpr std::size_t kBatches = 16, kPerBatch = 64, kPayload = 16000;  // 16 batches of 1 MiB
   auto channel = client->channel(2);
   std::vector<DataBatch> batches;
-  for (std::size_t b = 0; b < kBatches; ++b) batches.push_back(dataBatch(2, b * kPerBatch, kPerBatch, kPayload, true, random));
+  for (std::size_t b = 0; b < kBatches; ++b)
+    batches.push_back(dataBatch(2, b * kPerBatch, kPerBatch, kPayload, true, random));
   std::size_t done = 0;
   bool failed = false;
   std::function<void(const boost::system::error_code&, std::size_t, std::size_t)> next;
@@ -348,8 +353,9 @@ TEST_CASE("QUIC: a large transfer waits for flow-control credit and arrives whol
   CHECK(channel->unsent() > 0);
 
   receiveInto(server.channels[2], server.received[2]);
-  REQUIRE(runUntil(io, [&] { return server.received[2].messages.size() == kBatches * kPerBatch || failed; },
-                   std::chrono::seconds(60)));
+  REQUIRE(runUntil(
+      io, [&] { return server.received[2].messages.size() == kBatches * kPerBatch || failed; },
+      std::chrono::seconds(60)));
   CHECK_FALSE(failed);
   const auto& got = server.received[2].messages;
   REQUIRE(got.size() == kBatches * kPerBatch);
@@ -446,12 +452,12 @@ TEST_CASE("QUIC: garbage datagrams are dropped, and a real client connects after
   asio::ip::udp::socket attacker(io, kAnyLocal);
   std::mt19937 random(3);
   std::vector<Bytes> garbage;
-  garbage.push_back({});                       // empty
-  garbage.push_back({0x00});                   // one byte
-  garbage.push_back(Bytes(40, 0x40));          // a short header packet of no connection
+  garbage.push_back({});               // empty
+  garbage.push_back({0x00});           // one byte
+  garbage.push_back(Bytes(40, 0x40));  // a short header packet of no connection
   Bytes noise(1200);
   for (auto& b : noise) b = static_cast<std::uint8_t>(random());
-  garbage.push_back(noise);                    // 1200 random bytes
+  garbage.push_back(noise);  // 1200 random bytes
   // What looks like a client's first Initial (long header, version 1, 8-byte connection ids,
   // 1200 bytes) but whose protection does not open.
   Bytes initial(1200);
@@ -474,7 +480,8 @@ TEST_CASE("QUIC: garbage datagrams are dropped, and a real client connects after
   auto message = identify(0);
   std::vector<asio::const_buffer> one{asio::buffer(message)};
   channel->send(one, 1, [](const boost::system::error_code&, std::size_t, std::size_t) {});
-  REQUIRE(runUntil(io, [&] { return server.received[0].messages.size() == 1 && server.server->dropped() == 2 * garbage.size(); }));
+  REQUIRE(runUntil(
+      io, [&] { return server.received[0].messages.size() == 1 && server.server->dropped() == 2 * garbage.size(); }));
   CHECK(server.received[0].messages[0] == message);
   CHECK(server.server->connections() == 1);
 }
@@ -494,8 +501,7 @@ Bytes firstInitial(asio::io_context& io) {
   return datagram;
 }
 
-TEST_CASE("QUIC: half-open handshakes end at the timeout; past retryAbove a client comes through a Retry",
-          "[quic]") {
+TEST_CASE("QUIC: half-open handshakes end at the timeout; past retryAbove a client comes through a Retry", "[quic]") {
   asio::io_context io;
   auto options = serverOptions();
   options.limits.handshakeTimeout = std::chrono::milliseconds(400);
@@ -593,9 +599,10 @@ TEST_CASE("QUIC: a handshake nobody answers times out with a line that says so",
   auto client = connectClient(io, silent.local_endpoint(), options, outcome);
   REQUIRE(runUntil(io, [&] { return outcome.has_value(); }));
   REQUIRE_FALSE(outcome->ok());
-  CHECK(outcome->error() == "QUIC handshake with " +
-                                transport::endpointName(silent.local_endpoint().address(), silent.local_endpoint().port()) +
-                                " timed out after 0.3 s");
+  CHECK(outcome->error() ==
+        "QUIC handshake with " +
+            transport::endpointName(silent.local_endpoint().address(), silent.local_endpoint().port()) +
+            " timed out after 0.3 s");
 }
 
 TEST_CASE("QUIC: SSLKEYLOGFILE gets the TLS secrets of both sides", "[quic]") {

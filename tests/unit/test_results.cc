@@ -140,8 +140,8 @@ std::string printfRow(std::uint64_t line, const Reception& r, std::uint64_t star
                 r.now > start ? static_cast<double>(r.now - start) / 1e6 : 0.0,
                 static_cast<unsigned long long>(r.seqNumber), static_cast<unsigned long long>(c.bytes),
                 static_cast<unsigned long long>(c.packets), static_cast<unsigned long long>(c.frames),
-                static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.framesCompleted),
-                r.delayMs, r.delayDiffMs, r.jitterMs);
+                static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.framesCompleted), r.delayMs,
+                r.delayDiffMs, r.jitterMs);
   return b;
 }
 }  // namespace
@@ -204,18 +204,19 @@ TEST_CASE("per-flow vector: the spool budget bounds the recorded rows") {
 }
 
 TEST_CASE("config file") {
-  auto spec = *flowspec::parse("const10:exp1000:const5:const500:description=It's \"$(rm -rf /)\"`x`",
-                               npmp::Protocol::UDP);
+  auto spec =
+      *flowspec::parse("const10:exp1000:const5:const500:description=It's \"$(rm -rf /)\"`x`", npmp::Protocol::UDP);
   spec.flowId = 4;
   ConfigInfo info;
   info.scalarPattern = "run.sca.bz2";
   info.vectorPattern = "run.vec";
   info.flows = {spec};
   const std::string text = render([&](OutputFile& o) { writeConfig(o, info); });
-  CHECK_THAT(text, Catch::StartsWith("NUM_FLOWS=1\nNAME_ACTIVE_NODE=\"Client\"\nNAME_PASSIVE_NODE=\"Server\"\n"
-                                     "SCALAR_ACTIVE_NODE=\"run-active.sca.bz2\"\n"
-                                     "SCALAR_PASSIVE_NODE=\"run-passive.sca.bz2\"\n"
-                                     "VECTOR_ACTIVE_NODE=\"run-active.vec\"\nVECTOR_PASSIVE_NODE=\"run-passive.vec\"\n\n"));
+  CHECK_THAT(text,
+             Catch::StartsWith("NUM_FLOWS=1\nNAME_ACTIVE_NODE=\"Client\"\nNAME_PASSIVE_NODE=\"Server\"\n"
+                               "SCALAR_ACTIVE_NODE=\"run-active.sca.bz2\"\n"
+                               "SCALAR_PASSIVE_NODE=\"run-passive.sca.bz2\"\n"
+                               "VECTOR_ACTIVE_NODE=\"run-active.vec\"\nVECTOR_PASSIVE_NODE=\"run-passive.vec\"\n\n"));
   CHECK_THAT(text, Catch::Contains("FLOW4_DESCRIPTION=\"It's \\\"\\$(rm -rf /)\\\"\\`x\\`\"\n"));
   CHECK_THAT(text, Catch::Contains("FLOW4_PROTOCOL=\"UDP\"\n"));
   CHECK_THAT(text, Catch::Contains("FLOW4_OUTBOUND_FRAME_RATE_VALUE1=10.000000\n"));

@@ -127,7 +127,8 @@ TEST_CASE("ADD_FLOW carries the SCTP tuning in bits the reference leaves 0") {
 TEST_CASE("usrsctp's process-wide settings: what a tuning needs of them") {
   // Only CMT associations read buffer splitting and DAC: a flow without CMT needs nothing.
   CHECK_FALSE(sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:bufsplit=both:dac=on"))));
-  const auto cmt = sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=receiver:dac=on")));
+  const auto cmt =
+      sctp::processWideOf(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=receiver:dac=on")));
   if (sctp::userlandPerAssociation()) {
     // The bundled stack keeps them per association: nothing is process-wide.
     INFO(sctp::userlandStackDescription());
@@ -148,7 +149,8 @@ TEST_CASE("usrsctp's process-wide settings: what a tuning needs of them") {
 }
 
 TEST_CASE("a tuning in words, as the logs show what the stack holds") {
-  const auto t = control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:bufsplit=both:dac=on:nrsack=on:rtomin=200"));
+  const auto t =
+      control::sctpTuning(sctpSpec("const0:const1400:cmt=cmtrpv2:bufsplit=both:dac=on:nrsack=on:rtomin=200"));
   CHECK(sctp::describe(t) == "cmt=cmtrpv2 cc=rfc2581 bufsplit=both dac=on nrsack=on rtomin=200");
 }
 
@@ -246,8 +248,9 @@ TEST_CASE("DCCP sockets get the service code \"npmp\" and the CCID") {
   }
 }
 
-TEST_CASE("bufsplit-on=buffered, smartfr=on, reschedule=on and cmt=wprsctp need the bundled stack's patches, and a "
-          "system build says so") {
+TEST_CASE(
+    "bufsplit-on=buffered, smartfr=on, reschedule=on and cmt=wprsctp need the bundled stack's patches, and a "
+    "system build says so") {
   const std::string stack = sctp::userlandStackDescription();
   const struct {
     const char* spec;

@@ -142,7 +142,8 @@ TEST_CASE("a caller waiting for a held-up flow thread goes on with its other wor
   // Held up until released (by the other work below), for 10 s at most.
   asio::post(threads.context(1), [held = release.get_future().share()] { held.wait_for(std::chrono::seconds(10)); });
   std::atomic<bool> asked = false;
-  auto waiting = asio::co_spawn(main, measure::onOwner(flow, [&asked](measure::Flow&) { asked = true; }), asio::use_future);
+  auto waiting =
+      asio::co_spawn(main, measure::onOwner(flow, [&asked](measure::Flow&) { asked = true; }), asio::use_future);
   // Queued on the caller's thread behind the caller, which has asked by then: it runs while the
   // caller waits (a caller blocking its thread would run it only after the 10 s).
   bool otherWorkFirst = false;

@@ -19,8 +19,7 @@
 #define SOL_QUIC 288
 #endif
 
-int setsockopt(int fd, int level, int name, const void* value, socklen_t length)
-{
+int setsockopt(int fd, int level, int name, const void* value, socklen_t length) {
   static int (*next)(int, int, int, const void*, socklen_t);
   if (next == NULL) {
     next = (int (*)(int, int, int, const void*, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
