@@ -104,7 +104,8 @@ def report(rev):
         funcs += [(length, f"{path}:{first} {name}") for name, first, length in functions(source)]
     sizes.sort(reverse=True)
     funcs.sort(reverse=True)
-    print(f"== {rev} ({subprocess.run(['git', 'rev-parse', '--short', rev], capture_output=True, text=True).stdout.strip()})")
+    print(f"== {rev} "
+          f"({subprocess.run(['git', 'rev-parse', '--short', rev], capture_output=True, text=True).stdout.strip()})")
     print(f"{sum(s for s, _ in sizes)} lines in {len(sizes)} C/C++ files; {len(funcs)} functions, "
           f"{sum(1 for f in funcs if f[0] > 60)} over 60 lines, {sum(1 for f in funcs if f[0] > 100)} over 100")
     print("longest files:")

@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 from benchlib import cpu_seconds, wait_port
 
@@ -111,14 +110,16 @@ def main():
     parser.add_argument("--rate", type=float, default=10, help="frames per second of each flow")
     parser.add_argument("--size", type=int, default=100, help="bytes per frame")
     parser.add_argument("--port", type=int, default=26500)
-    parser.add_argument("--path-interval", type=int, default=None, help="--path-interval of the active (default: its own)")
+    parser.add_argument("--path-interval", type=int, default=None,
+                        help="--path-interval of the active (default: its own)")
     parser.add_argument("--threads", type=int, default=None, help="--threads of both sides (default: their own)")
     parser.add_argument("--keep", action="store_true", help="keep the working directory")
     args = parser.parse_args()
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < args.flows + 200:
-        print(f"the hard limit of open files ({hard}) is too low for {args.flows} flows: ulimit -Hn {args.flows + 1000}")
+        print(f"the hard limit of open files ({hard}) is too low for {args.flows} flows: "
+              f"ulimit -Hn {args.flows + 1000}")
         return 1
     npm = os.path.abspath(args.netperfmeter)
     workdir = tempfile.mkdtemp(prefix="npm-many-flows-")
@@ -155,7 +156,7 @@ def main():
         sampler.join()
         if code != 0:
             with open(active_log, errors="replace") as f:
-                tail = [l for l in f if "ERROR" in l or "rror" in l][-5:]
+                tail = [line for line in f if "ERROR" in line or "rror" in line][-5:]
             print(f"the active failed with exit code {code}:\n{''.join(tail)}")
             return 1
         times = log_times(active_log)
@@ -170,7 +171,8 @@ def main():
               f"(set-up + stop {setup + stop:.2f} s, whole run {(ended - began).total_seconds():.2f} s)")
         # The passive's interval runs from START to STOP and so also holds the time the
         # acknowledgement of START and the stop take; the active's is the time its flows send.
-        print(f"passive frames per flow over its scalar interval {interval:.3f} s ({args.rate * interval:.1f} expected): "
+        print(f"passive frames per flow over its scalar interval {interval:.3f} s "
+              f"({args.rate * interval:.1f} expected): "
               f"{describe(list(deviations(received, args.rate * interval).values()))}")
         # A flow sends its first frame at the start and then one per 1/RATE s until the runtime
         # ends; the active's interval also holds the stop (queues drained, STOP acknowledged).

@@ -45,7 +45,8 @@ def measure(binary, port, files, initial, connections, silent, retry_above, work
             received = [sum(len(d) for d in clients.replies(i)) for i in range(silent)]
         finally:
             clients.close()
-    error = next((l for l in run.stderr.splitlines() if "QUIC" in l and ("ERROR" in l or "cannot" in l)), "")
+    error = next((line for line in run.stderr.splitlines()
+                  if "QUIC" in line and ("ERROR" in line or "cannot" in line)), "")
     mode = f"--quic-retry-above={retry_above}" if retry_above is not None else "Retry at the default threshold"
     print(f"{mode}, --max-quic-connections={connections}, {silent} silent clients:")
     print(f"   legitimate run: {'succeeded' if run.returncode == 0 else 'FAILED'} (exit {run.returncode}) "

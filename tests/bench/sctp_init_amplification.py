@@ -40,12 +40,12 @@ def measure(binary, port, udp, limit, inits, seconds):
             flood.receive(1.0)
         finally:
             flood.close()
-        line = [l for l in passive.output().splitlines() if "SCTP/UDP port" in l]
+        lines = [line for line in passive.output().splitlines() if "SCTP/UDP port" in line]
     print(f"--sctp-init-rate={limit if limit is not None else '(default)'}: {flood.sent} INITs "
           f"({flood.sent_bytes} B) in {elapsed:.2f} s -> {flood.init_acks} INIT-ACKs ({flood.received_bytes} B); "
           f"answered {flood.init_acks / flood.sent:.1%}, bytes out/in {flood.received_bytes / flood.sent_bytes:.2f}")
-    for l in line:
-        print("   passive:", l.strip())
+    for line in lines:
+        print("   passive:", line.strip())
 
 
 def main():

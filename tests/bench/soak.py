@@ -101,8 +101,8 @@ def soak(a, npm, port, rng, work, log, passive):
     pid = passive.pid
     # Warm up once with each control transport, then take the baseline.
     for control in ("-y", "-x"):
-        subprocess.run([npm, f"127.0.0.1:{port}", control, sctp, "-nodisplay", "-runtime=0.2", "-tcp", "const10:const100"],
-                       cwd=work, capture_output=True, timeout=60)
+        subprocess.run([npm, f"127.0.0.1:{port}", control, sctp, "-nodisplay", "-runtime=0.2",
+                        "-tcp", "const10:const100"], cwd=work, capture_output=True, timeout=60)
     base_fds, base_rss = fds(pid), rss_mib(pid)
     print(f"baseline: {base_fds} fds, {base_rss:.1f} MiB RSS")
 

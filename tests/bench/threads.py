@@ -69,8 +69,8 @@ def main():
         for i in range(len(thread_counts)):
             wait_port(args.port + 10 * i + 1)
         wait_port(iperf_port)
-        print(f"saturated TCP flows on loopback, {args.size} B writes, {args.seconds:g} s per run, {args.rounds} rounds, "
-              f"alternating; {os.cpu_count()} cores; no vectors; medians")
+        print(f"saturated TCP flows on loopback, {args.size} B writes, {args.seconds:g} s per run, "
+              f"{args.rounds} rounds, alternating; {os.cpu_count()} cores; no vectors; medians")
         print(f"{'flows':>5} {'threads':>7} {'total Gbit/s':>13} {'vs 1 thread':>12} {'vs iperf3':>10} "
               f"{'CPU s/GB':>9} | {'iperf3 -P Gbit/s':>17} {'iperf3 CPU s/GB':>16}")
         for flows in (int(f) for f in args.flows.split(",")):
@@ -91,7 +91,8 @@ def main():
             for t in thread_counts:
                 r = statistics.median(rates[t])
                 print(f"{flows:>5} {t:>7} {r / 1e9:>13.2f} {r / base:>12.2f} {r / peer:>10.2f} "
-                      f"{statistics.median(cpus[t]):>9.3f} | {peer / 1e9:>17.2f} {statistics.median(iperf_cpus):>16.3f}")
+                      f"{statistics.median(cpus[t]):>9.3f} | {peer / 1e9:>17.2f} "
+                      f"{statistics.median(iperf_cpus):>16.3f}")
     finally:
         stop_servers(list(passives.values()), [iperf], workdir)
     return 0

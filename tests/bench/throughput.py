@@ -124,7 +124,8 @@ def main():
     ports = {name: args.port + 10 * (i + 1) for i, name in enumerate(peers)}
     servers = {}
     for name, port in ports.items():
-        cmd = [reference, str(port), "-nodisplay", "-q"] if name == "reference" else [programs[name], "-s", "-p", str(port)]
+        cmd = ([reference, str(port), "-nodisplay", "-q"] if name == "reference"
+               else [programs[name], "-s", "-p", str(port)])
         servers[name] = subprocess.Popen(cmd, **quiet)
 
     def peer_round(name, size, flows):

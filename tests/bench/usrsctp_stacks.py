@@ -35,7 +35,7 @@ import harness  # noqa: E402  (ports from the harness's blocks, the lab's topolo
 def stack_of(binary):
     """The stack a netperfmeter links, from its --version ("userland SCTP: bundled libusrsctp ...")."""
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.splitlines()
-    line = next((l for l in out if l.startswith("userland SCTP:")), "unknown")
+    line = next((text for text in out if text.startswith("userland SCTP:")), "unknown")
     return line.removeprefix("userland SCTP:").strip()
 
 

@@ -47,7 +47,7 @@ def run_cc(cc, idx, a, out):
         rec["ref"], rec["mp"], rec["subflows"] = ref["mbps"], m["mbps"], sf
         T.log("%-9s TCP Reno on the best path A: %.2f Mbit/s; MPTCP over A+B: %.2f Mbit/s "
               "(subflows %s) -> ratio %.2f" % (cc, ref["mbps"], m["mbps"], sf,
-                                                m["mbps"] / ref["mbps"] if ref["mbps"] else 0))
+                                               m["mbps"] / ref["mbps"] if ref["mbps"] else 0))
         if len(sf) < 2:
             rec["errors"].append("%s: MPTCP had subflows %s, expected 2" % (cc, sf))
     except Exception as e:  # noqa: BLE001

@@ -134,7 +134,7 @@ def main():
             left = None
             for _ in range(20):
                 maps = subprocess.run(["bpftool", "map", "list"], capture_output=True, text=True).stdout
-                left = [l for l in maps.splitlines() if "struct_ops" in l and " npm_" in l]
+                left = [line for line in maps.splitlines() if "struct_ops" in line and " npm_" in line]
                 if not left:
                     break
                 time.sleep(0.5)

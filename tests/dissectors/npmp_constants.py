@@ -53,8 +53,8 @@ def main(source):
     c_names = dict((int(v) if not v.startswith("NPMP") else c_types[v[5:]], n)
                    for v, n in re.findall(r"\{ (NPMP_\w+|\d+),\s+\"([^\"]+)\" \}", c.split("npmp_type_vals")[1]
                                           .split("};")[0]))
-    lua_names = {int(k): v for k, v in re.findall(r"\[(\d+)\] = \"([^\"]+)\"", lua.split("local type_vals")[1]
-                                                   .split("}")[0])}
+    lua_names = {int(k): v for k, v in re.findall(r"\[(\d+)\] = \"([^\"]+)\"",
+                                                  lua.split("local type_vals")[1].split("}")[0])}
     for macro, enum in wire.items():
         fail(errors, f"type {macro}", {"C++": cxx.get("type." + enum), "C": c_types.get(macro),
                                        "Lua": lua_types.get(macro)})
@@ -71,23 +71,26 @@ def main(source):
     for name, value in re.findall(r"local (AUTH_BLOCK) = (\d+)\n", lua):
         lua_sizes[name] = int(value)
     sizes = {"kHeaderSize": ("NPMP_HDR_LEN", "HDR_LEN"), "kAcknowledgeSize": ("NPMP_ACK_LEN", "ACK_LEN"),
-             "kAddFlowBaseSize": ("NPMP_ADDFLOW_LEN", "ADDFLOW_LEN"), "kOnOffEventSize": ("NPMP_ONOFF_LEN", "ONOFF_LEN"),
-             "kRemoveFlowSize": ("NPMP_REMOVE_LEN", "REMOVE_LEN"), "kIdentifyFlowSize": ("NPMP_IDENTIFY_LEN", "IDENTIFY_LEN"),
-             "kDataHeaderSize": ("NPMP_DATA_LEN", "DATA_LEN"), "kStartStopSize": ("NPMP_STARTSTOP_LEN", "STARTSTOP_LEN"),
+             "kAddFlowBaseSize": ("NPMP_ADDFLOW_LEN", "ADDFLOW_LEN"),
+             "kOnOffEventSize": ("NPMP_ONOFF_LEN", "ONOFF_LEN"),
+             "kRemoveFlowSize": ("NPMP_REMOVE_LEN", "REMOVE_LEN"),
+             "kIdentifyFlowSize": ("NPMP_IDENTIFY_LEN", "IDENTIFY_LEN"),
+             "kDataHeaderSize": ("NPMP_DATA_LEN", "DATA_LEN"),
+             "kStartStopSize": ("NPMP_STARTSTOP_LEN", "STARTSTOP_LEN"),
              "kAuthNonceSize": ("NPMP_AUTH_BLOCK", "AUTH_BLOCK")}
     c_defs = {m[0]: number(m[1]) for m in re.findall(r"#define (NPMP_\w+)\s+(0x[0-9a-fA-F]+|\d+)\b", c)}
     for k, (cn, ln) in sizes.items():
         fail(errors, f"size {k}", {"C++": cxx.get(k), "C": c_defs.get(cn), "Lua": lua_sizes.get(ln)})
-    fail(errors, "RESULTS maximum", {"C++": cxx["kResultsMaxData"] + cxx["kHeaderSize"], "C": c_defs["NPMP_RESULTS_MAX"],
-                                     "Lua": lua_sizes["RESULTS_MAX"]})
+    fail(errors, "RESULTS maximum", {"C++": cxx["kResultsMaxData"] + cxx["kHeaderSize"],
+                                     "C": c_defs["NPMP_RESULTS_MAX"], "Lua": lua_sizes["RESULTS_MAX"]})
     fail(errors, "IDENTIFY magic", {"C++": cxx["kIdentifyMagic"],
                                     "C": number(re.search(r"NPMP_MAGIC UINT64_C\((0x[0-9a-f]+)\)", c).group(1))})
 
     # Statuses: every C++ kStatus* value has the same name in C and Lua.
     c_status = {int(v): n for v, n in re.findall(r"\{ (\d+), \"([^\"]+)\" \}", c.split("npmp_status_vals[]")[1]
                                                  .split("};")[0])}
-    lua_status = {int(k): v for k, v in re.findall(r"\[(\d+)\] = \"([^\"]+)\"", lua.split("local status_vals")[1]
-                                                    .split("}")[0])}
+    lua_status = {int(k): v for k, v in re.findall(r"\[(\d+)\] = \"([^\"]+)\"",
+                                                   lua.split("local status_vals")[1].split("}")[0])}
     for k, v in cxx.items():
         if k.startswith("kStatus"):
             if v not in c_status or c_status.get(v) != lua_status.get(v):

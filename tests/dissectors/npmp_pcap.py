@@ -16,7 +16,6 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from npmp import MAGIC  # noqa: E402
 MEAS = 0x0123456789ABCDEF     # measurement ID of the crafted runs
 MEAS2 = 0x1122334455667788    # a second measurement (unknown flows)
 TS0 = 1_700_000_000_000_000   # sender time stamp base, microseconds
@@ -225,7 +224,8 @@ def build_tcp():
     # UDP 9000 whose ID 0x0501 and flags 0x0100 even form a plausible DATA header
     f.append(TcpConn(ACTIVE, 40013, PASSIVE, 9000).send(0, b"GET / HTTP/1.1\r\nHost: example\r\n\r\n"))
     f.append(TcpConn(ACTIVE, 40014, PASSIVE, 9001).send(0, bytes.fromhex("160301005e0100005a0303") + bytes(80)))
-    f.append(udp(ACTIVE, 40015, PASSIVE, 9000, bytes.fromhex("050101000001000000000000076578616d706c6503636f6d0000010001")))
+    f.append(udp(ACTIVE, 40015, PASSIVE, 9000,
+                 bytes.fromhex("050101000001000000000000076578616d706c6503636f6d0000010001")))
     # 34 AUTH_HELLO, 35 AUTH_CHALLENGE, 36 AUTH_RESPONSE (--auth-key-file), 37 ACK with status 3
     #    (authentication required), on a control connection of its own
     auth = TcpConn(ACTIVE, 40016, PASSIVE, 9001)
@@ -252,8 +252,8 @@ def build_sctp():
     f = []
     # 1 ADD_FLOW with on/off events (SCTP, stream 0), 2 ACK
     f.append(ctl.send(0, [(0, 36, add_flow(0, MEAS, protocol=132, description=b"sctp flow", flags=0x01,
-                                            ordered=0x7FFFFFFF, reliable=0x80000000,
-                                            events=SCTP_EVENTS, cmt=1))]))
+                                           ordered=0x7FFFFFFF, reliable=0x80000000,
+                                           events=SCTP_EVENTS, cmt=1))]))
     f.append(ctl.send(1, [(0, 36, ack(0, MEAS))]))
     # 3 IDENTIFY (ppid 36 on the data association), 4 ACK
     f.append(dat.send(0, [(0, 36, identify(0, MEAS, flags=0x01))]))

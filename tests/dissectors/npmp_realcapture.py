@@ -216,7 +216,8 @@ def analyse(c, ts, pcap, base, active_out, label, args):
     H = ts.fields(pcap, ["tcp.stream", "udp.stream", "tcp.analysis.retransmission", "npmp.length"])
     heur = {}
     for n, f in H.items():
-        key = ("tcp%s" % f["tcp.stream"][0]) if f["tcp.stream"] else ("udp%s" % f["udp.stream"][0]) if f["udp.stream"] else None
+        key = (("tcp%s" % f["tcp.stream"][0]) if f["tcp.stream"]
+               else ("udp%s" % f["udp.stream"][0]) if f["udp.stream"] else None)
         if key and not (f["tcp.stream"] and f["tcp.analysis.retransmission"]):
             heur[key] = heur.get(key, 0) + sum(int(x) for x in f["npmp.length"])
     c.eq(heur, payload, "%s: heuristics alone decode every connection completely" % label)

@@ -63,6 +63,8 @@ class Setup:
 
     def __init__(self, name, flows, knobs, decode):
         self.name, self.flows, self.knobs, self.decode = name, flows, knobs, decode
+
+
 PI_ERROR = "8388608"
 
 
@@ -216,7 +218,7 @@ def analyse(c, ts, pcap, base, active_out, label, setup):
     c.eq(tcp_decoded, tcp_payload, "%s: TCP: decoded message bytes == payload bytes per connection" % label)
 
     # --- message level.  SCTP messages carry the stream and PPID of their chunk.
-    msgs, ci = [], 0
+    msgs = []
     sctp_chunks_by_frame = {}
     for ch in chunks:
         sctp_chunks_by_frame.setdefault(ch[0], []).append(ch)
@@ -335,7 +337,8 @@ def analyse(c, ts, pcap, base, active_out, label, setup):
         st = logged_stats.get(i, {})
         row = stats["flows"].get((mkey, i, FLOWS[i][3], "A->P"))
         if "tx" in st and row:
-            c.eq(row[:2], (st["tx"][1], st["tx"][0]), "%s: -z npmp,stat flow %d A->P == logged transmission" % (label, i))
+            c.eq(row[:2], (st["tx"][1], st["tx"][0]),
+                 "%s: -z npmp,stat flow %d A->P == logged transmission" % (label, i))
     c.eq(stats["types"].get("Data", (0, 0))[0], len(by_type.get(5, [])), "%s: -z npmp,stat DATA count" % label)
 
     c.eq(len(by_type.get(6, [])), 1, "%s: one START" % label)
@@ -407,8 +410,8 @@ def main(args, Tshark, Checker, make_world_dir, skip, kernel=False):
             tb.verify_loaded()
             prefs = setup.decode + ["-o", "npmp.tcp_ports:%d-%d" % (base - 1, base + 1)]
             c = Checker(setup.name + "-builtin")
-            T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs), tb.messages(pcap, "netperfmeter", setup.decode),
-                              "real-sctp", True, 20)
+            T.compare_builtin(c, impls[0].messages(pcap, "npmp", prefs),
+                              tb.messages(pcap, "netperfmeter", setup.decode), "real-sctp", True, 20)
             ok = c.finish() and ok
         ok = conclude(ok, results, Checker, setup.name, out, pcap, args.keep)
         print("total: %.1f s" % (time.time() - t0))

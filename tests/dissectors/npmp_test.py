@@ -337,7 +337,8 @@ def check_tcp(c, ts, pcap):
     for n in (34, 35, 36):
         c.eq([e for e in npmp_experts(F[n]) if e != "npmp.expert.unknown_flow"], [], "F%d no expert info" % n)
     c.eq((F[37]["npmp.type"], F[37]["npmp.status"]), (["1"], ["3"]), "F37 ACK authentication required")
-    info = ts.run(["-n", "-r", pcap] + ts.ours() + ["-Y", "frame.number == 37", "-T", "fields", "-e", "_ws.col.Info"]).stdout
+    info = ts.run(["-n", "-r", pcap] + ts.ours()
+                  + ["-Y", "frame.number == 37", "-T", "fields", "-e", "_ws.col.Info"]).stdout
     c.check("status=Authentication required" in info, "F37 info column names the status: %r" % info)
     f = F[38]  # ADD_FLOW with the CMT-SCTP tuning bits, claimed on the TCP control port
     c.eq((f["npmp.type"], f["npmp.cmt"], f["npmp.addflow.flags.nrsack"], f["npmp.addflow.flags.bufsplit"],
@@ -420,11 +421,13 @@ def check_sctp(c, ts, pcap):
          "S21 32-byte description and 16-byte CC without NUL")
     c.eq(npmp_experts(f), [], "S21 experts")
     f = F[1]  # ADD_FLOW with on/off events over SCTP
-    c.eq((f["npmp.length"], f["npmp.protocol"], f["npmp.description"]), (["266"], ["132"], ["sctp flow"]), "S1 ADD_FLOW")
+    c.eq((f["npmp.length"], f["npmp.protocol"], f["npmp.description"]), (["266"], ["132"], ["sctp flow"]),
+         "S1 ADD_FLOW")
     c.eq((num(f["npmp.ordered"][0]), num(f["npmp.reliable"][0])), (0x7FFFFFFF, 0x80000000), "S1 ordered/reliable")
     c.check(abs(float(f["npmp.ordered_fraction"][0]) - 0.5) < 1e-6, "S1 ordered fraction shown as number")
     c.eq((f["npmp.addflow.flags.debug"], f["npmp.cmt"]), (["1"], ["1"]), "S1 debug flag, CMT")
-    c.eq((f["npmp.retranstrials.is_time"], f["npmp.retranstrials.value"]), (["1"], [str(0x7FFFFFFF)]), "S1 retrans default")
+    c.eq((f["npmp.retranstrials.is_time"], f["npmp.retranstrials.value"]), (["1"], [str(0x7FFFFFFF)]),
+         "S1 retrans default")
     c.eq(f["npmp.onoff.rng"], ["1", "3"], "S1 on/off RNGs")
     c.eq(f["npmp.onoff.flags.reltime"], ["1", "0"], "S1 on/off flags")
     c.eq([float(x) for x in f["npmp.onoff.value"]], [3.0, 0, 0, 0, 1.0, 2.0, 0, 0], "S1 on/off values")
@@ -502,7 +505,8 @@ def check_warmup(c, ts, pcap, tcp_pcap, sctp_pcap):
         G = ts.fields(path, ["npmp.start.warmup", "npmp.padding32"], ["-Y", "npmp.type == 6"])
         c.eq(sorted(G), frames, "%s: START frames" % label)
         for n in frames:
-            c.eq((G[n]["npmp.start.warmup"], G[n]["npmp.padding32"]), (["0"], []), "%s F%d START warm-up 0" % (label, n))
+            c.eq((G[n]["npmp.start.warmup"], G[n]["npmp.padding32"]), (["0"], []),
+                 "%s F%d START warm-up 0" % (label, n))
 
 
 def cmd_crafted(args):
@@ -525,7 +529,8 @@ def cmd_crafted(args):
 # --------------------------------------------------------------- parity ----
 def all_npmp_fields(ts):
     out = ts.run([], first=["-G", "fields"]).stdout
-    return [l.split("\t")[2] for l in out.splitlines() if l.startswith("F\t") and l.split("\t")[2].startswith("npmp.")]
+    return [line.split("\t")[2] for line in out.splitlines()
+            if line.startswith("F\t") and line.split("\t")[2].startswith("npmp.")]
 
 
 def cmd_parity(args):
@@ -539,8 +544,8 @@ def cmd_parity(args):
         tl.verify_loaded()
         c = Checker("parity")
         for g in ("fields", "values", "protocols", "heuristic-decodes"):
-            a = sorted(l for l in tc.run([], first=["-G", g]).stdout.splitlines() if "npmp" in l)
-            b = sorted(l for l in tl.run([], first=["-G", g]).stdout.splitlines() if "npmp" in l)
+            a = sorted(line for line in tc.run([], first=["-G", g]).stdout.splitlines() if "npmp" in line)
+            b = sorted(line for line in tl.run([], first=["-G", g]).stdout.splitlines() if "npmp" in line)
             c.check(a != [], "-G %s lists npmp" % g)
             c.eq(b, a, "-G %s identical" % g)
         # Both installed: the Lua twin steps aside without an error.
@@ -549,7 +554,7 @@ def cmd_parity(args):
         c.check(r.returncode == 0 and "Lua" not in r.stderr and "NPMP" in r.stdout,
                 "C plugin + npmp.lua together: rc %d, %r" % (r.returncode, r.stderr[-500:]))
         names = all_npmp_fields(tc) + ["_ws.col.Info", "_ws.col.Protocol", "_ws.expert.message",
-                                        "_ws.expert.severity", "_ws.expert.group", "_ws.malformed"]
+                                       "_ws.expert.severity", "_ws.expert.group", "_ws.malformed"]
         for pc in ("tcp", "sctp", "dccp", "warmup"):
             pcap = os.path.join(work, pc + ".pcap")
             for extra in ([], ["-2"], ["-d", "tcp.port==15001,npmp", "-o", "npmp.udp_ports:15002"]):
@@ -597,10 +602,10 @@ def cmd_robust(args):
                 os.chmod(dst, 0o644)
                 for ts in (tc, tl):
                     r = ts.run(["-n", "-r", dst, "-V"] + ts.ours() + prefs, check=False)
-                    bad = [l for l in (r.stdout + r.stderr).splitlines()
-                           if "Dissector bug" in l or "Lua Error" in l]
-                    c.check(r.returncode == 0 and not bad, "%s %s: rc %d %r" % (ts.impl, os.path.basename(dst),
-                                                                               r.returncode, bad[:3]))
+                    bad = [line for line in (r.stdout + r.stderr).splitlines()
+                           if "Dissector bug" in line or "Lua Error" in line]
+                    c.check(r.returncode == 0 and not bad,
+                            "%s %s: rc %d %r" % (ts.impl, os.path.basename(dst), r.returncode, bad[:3]))
                 a = tc.fields(dst, names, prefs)
                 b = tl.fields(dst, names, prefs)
                 diff = [n for n in a if a[n] != b.get(n)]
@@ -719,7 +724,7 @@ def cmd_profile(args):
         pcap = os.path.join(work, "tcp.pcap")
         r = tc.run(["-C", "NetPerfMeter", "--color", "-n", "-r", pcap, "-T", "fields",
                     "-e", "frame.number", "-e", "frame.coloring_rule.name"])
-        rules = dict(l.split("\t", 1) for l in r.stdout.splitlines())
+        rules = dict(line.split("\t", 1) for line in r.stdout.splitlines())
         c.check("rror" not in r.stderr and "arning" not in r.stderr, "no warnings loading the profile: %r" % r.stderr)
         c.eq(rules.get("1"), "NPMP Add Flow", "colour rule ADD_FLOW")
         c.eq(rules.get("2"), "NPMP Acknowledge", "colour rule ACK")
@@ -821,7 +826,8 @@ def main():
     args = ap.parse_args()
     if not shutil.which("tshark") and args.mode != "install":
         skip("tshark is not installed")
-    needs_plugin = args.mode in ("parity", "robust", "builtin", "profile", "install") or (args.mode == "crafted" and args.impl == "c")
+    needs_plugin = (args.mode in ("parity", "robust", "builtin", "profile", "install")
+                    or (args.mode == "crafted" and args.impl == "c"))
     if needs_plugin and (not args.plugin or not os.path.exists(args.plugin)):
         skip("C plugin not built (%s)" % args.plugin)
     try:

@@ -70,8 +70,8 @@ def run(cmd, check=True, timeout=None, **kwargs):
     """subprocess.run with text output captured; raises with the output on failure."""
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, **kwargs)
     if check and r.returncode != 0:
-        raise RuntimeError("%s exited with %d:\n%s%s" % (" ".join(map(str, cmd)), r.returncode, r.stdout[-3000:],
-                                                       r.stderr[-3000:]))
+        raise RuntimeError("%s exited with %d:\n%s%s" % (" ".join(map(str, cmd)), r.returncode,
+                                                         r.stdout[-3000:], r.stderr[-3000:]))
     return r
 
 
@@ -85,7 +85,8 @@ def missing(systemd=True):
             return "%s is not installed (Debian package %s)" % (tool, package)
     if systemd and mode() != "nspawn":
         if shutil.which("systemd-nspawn") is None:
-            return "systemd-nspawn is not installed (Debian package systemd-container): hosts without it have no systemd"
+            return ("systemd-nspawn is not installed (Debian package systemd-container): "
+                    "hosts without it have no systemd")
         return "NPM_HOSTLAB_MODE=%s: hosts without systemd" % mode()
     return None
 
@@ -260,7 +261,8 @@ def _cgroup_bases():
             fields = line.split()
             sep = fields.index("-")
             fstype, options = fields[sep + 1], fields[sep + 3].split(",")
-            kind = "cgroup2" if fstype == "cgroup2" else "systemd" if fstype == "cgroup" and "name=systemd" in options else None
+            kind = ("cgroup2" if fstype == "cgroup2"
+                    else "systemd" if fstype == "cgroup" and "name=systemd" in options else None)
             if kind and kind in own:
                 bases.append(os.path.join(fields[4], own[kind].lstrip("/")))
     return bases
@@ -344,7 +346,8 @@ class Host:
         with open(os.path.join(m, "etc/hostname"), "w") as f:
             f.write(self.name + "\n")
         with open(os.path.join(m, "etc/hosts"), "w") as f:
-            f.write("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n%s %s\n" % (self.address, self.name))
+            f.write("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n%s %s\n"
+                    % (self.address, self.name))
         key = os.path.join(m, "etc/ssh/ssh_host_ed25519_key")
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@" + self.name, "-f", key])
         with open(key + ".pub") as f:
@@ -497,7 +500,8 @@ class Lab:
         self.started = False
 
     def ssh_options(self):
-        return ["-F", "none", "-i", self.client_key, "-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + self.known_hosts,
+        return ["-F", "none", "-i", self.client_key, "-o", "IdentitiesOnly=yes",
+                "-o", "UserKnownHostsFile=" + self.known_hosts,
                 "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
                 "-o", "LogLevel=ERROR"]
 

@@ -104,7 +104,7 @@ def debs():
         TIMINGS["debs"] = ("present", 0.0)
     for p, f in files.items():
         log("package %s: %s (%s)" % (p, os.path.basename(f[0]),
-                                    time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(f[0])))))
+                                     time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(f[0])))))
     return {p: f[0] for p, f in files.items()}
 
 
@@ -292,9 +292,9 @@ class AnsiblePassive(unittest.TestCase):
                    ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(cls.work, "cp"),
                    ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=30s", ANSIBLE_PIPELINING="1")
         start = time.monotonic()
-        r = subprocess.run(["ansible-playbook", "-i", cls.inventory, "site.yml"], cwd=os.path.join(SOURCE, "packaging",
-                           "ansible"), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
-                           timeout=1800)
+        r = subprocess.run(["ansible-playbook", "-i", cls.inventory, "site.yml"],
+                           cwd=os.path.join(SOURCE, "packaging", "ansible"), env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, errors="replace", timeout=1800)
         took = time.monotonic() - start
         TIMINGS["playbook " + name] = took
         with open(os.path.join(cls.work, "playbook-%s.log" % name), "w") as f:

@@ -146,7 +146,8 @@ class StudyFile(unittest.TestCase):
                                      'ssh_config = "ssh.conf"\nservice = { control_port = 9001, key_file = "k" }'),
                    9, "hosts.service", "key_file must be an absolute path")
         pair = ('[[hosts.pairs]]\nactive = "root@192.0.2.30"\npassive = "root@192.0.2.40"\n'
-                'paths = [{ active = "10.2.1.1", passive = "10.2.1.2" }, { active = "10.2.2.1", passive = "10.2.2.2" }]\n')
+                'paths = [{ active = "10.2.1.1", passive = "10.2.1.2" }, '
+                '{ active = "10.2.2.1", passive = "10.2.2.2" }]\n')
         self.check(self.good.replace("[[paths]]", pair + "[[paths]]", 1), 12, "hosts.pairs[1].paths",
                    "must list the addresses of all 1 path(s)")
         shared = pair.replace("192.0.2.30", "192.0.2.10").replace(', { active = "10.2.2.1", passive = "10.2.2.2" }', "")
@@ -180,7 +181,7 @@ class StudyFile(unittest.TestCase):
         r = lab("run", path, "--parallel=2", "-o", os.path.join(self.dir, "out"), timeout=60)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.strip(), "netperfmeter-lab: --parallel=2: the study has 1 pair(s) of hosts "
-                                            "([hosts] and [[hosts.pairs]])")
+                                           "([hosts] and [[hosts.pairs]])")
 
     def test_dry_run_names_the_pairs(self):
         path = os.path.join(self.dir, "good.toml")
@@ -347,7 +348,8 @@ class Preflight(HostsCase):
         try:
             local = subprocess.run([NETPERFMETER, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
             self.refused(self.default(), [f"root@{self.b.address}: its netperfmeter --version says \"NetPerfMeter "
-                                          f"1.9.4\", the lab's \"{local}\": the major and minor versions must match"], 1)
+                                          f"1.9.4\", the lab's \"{local}\": the major and minor versions "
+                                          "must match"], 1)
         finally:
             self.b.remove("/usr/local/bin/netperfmeter")
 
@@ -442,7 +444,6 @@ class Preflight(HostsCase):
                             check=False).stdout
             self.assertEqual(left, "", f"left on {host.name}")
 
-
     def preflight(self, text):
         """netperfmeter-lab preflight in the study's directory: what it printed; nothing written
         there, nothing left on the hosts."""
@@ -468,11 +469,11 @@ class Preflight(HostsCase):
     def test_preflight_checks_without_running(self):
         r = self.preflight(self.default())
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertRegex(r.stdout, rf"^onhosts: preflight passed: 2 host\(s\) reachable, their netperfmeters compatible "
-                                   rf"with NetPerfMeter [0-9.]+, the study's stacks there; pair 1: root@{self.a.address} "
-                                   rf"-> root@{self.b.address}, 1 path\(s\) on eth0 -> eth0; routes by the paths' "
-                                   r"interfaces; 5 ports free on the passive host\(s\); control ports reachable over "
-                                   r"every path\n$")
+        self.assertRegex(r.stdout, rf"^onhosts: preflight passed: 2 host\(s\) reachable, their netperfmeters "
+                                   rf"compatible with NetPerfMeter [0-9.]+, the study's stacks there; "
+                                   rf"pair 1: root@{self.a.address} -> root@{self.b.address}, 1 path\(s\) on eth0 -> "
+                                   r"eth0; routes by the paths' interfaces; 5 ports free on the passive host\(s\); "
+                                   r"control ports reachable over every path\n$")
         # The same refusals as run's, with preflight's closing line (b lacks the path's address:
         # a's route to it is not asked).
         problems = self.preflight_refuses(self.default(paths=[(self.a.address, "192.0.2.77")]), [], 1)
@@ -615,7 +616,8 @@ class Preflight(HostsCase):
             for p in actives:
                 output = p.communicate(timeout=60)[0]
                 self.assertEqual(p.returncode, 0, output)
-            docs = [json.loads(h.ssh("cat /tmp/start-at.json; rm -f /tmp/start-at.json").stdout) for h in (self.a, self.b)]
+            docs = [json.loads(h.ssh("cat /tmp/start-at.json; rm -f /tmp/start-at.json").stdout)
+                    for h in (self.a, self.b)]
         finally:
             self.c.ssh("systemctl stop npm-start-at", check=False)
         for doc in docs:
@@ -645,7 +647,8 @@ class Preflight(HostsCase):
             env = f.read()
         self.assertIn(f"cross traffic 1: root@{self.c.address}: netperfmeter {self.b.address}:9010 ", env)
         self.assertIn("cross traffic exit status: 0", env)
-        self.assertRegex(env, r"synchronised start: every active with --start-at=\d+\.\d{6} --start-at-unsynchronised\n")
+        self.assertRegex(env, r"synchronised start: every active with --start-at=\d+\.\d{6} "
+                              r"--start-at-unsynchronised\n")
         with open(os.path.join(self.out, "runs", "run-r1", "evidence.json")) as f:
             judged = json.load(f)
         start = judged["synchronised_start"]
@@ -726,7 +729,8 @@ class EndToEnd(HostsCase):
         extra = ""
         if pairs > 1:
             extra = (f'[[hosts.pairs]]\nactive = "root@{self.c.address}"\npassive = "root@{self.d.address}"\n'
-                     "paths = [" + ", ".join(f'{{ active = "{a}", passive = "{p}" }}' for a, p in self.paths[1]) + "]\n")
+                     "paths = ["
+                     + ", ".join(f'{{ active = "{a}", passive = "{p}" }}' for a, p in self.paths[1]) + "]\n")
         # one combination (a variable, for the plot's axis) x 2 repetitions
         return study_text(f"root@{self.a.address}", f"root@{self.b.address}", self.paths[0], runtime=3,
                           repetitions=2, hosts_extra=extra, extra="[sweep]\nsize = [1400]\n",

@@ -179,7 +179,8 @@ class Passive:
         program = NETPERFMETER if os.path.isabs(NETPERFMETER) else shutil.which(NETPERFMETER)
         out = subprocess.run(["gdb", "-batch", "-ex", "thread apply all bt 25", program, cores[0]],
                              capture_output=True, text=True, timeout=120).stdout
-        return f"core file {cores[0]}:\n" + "\n".join(l for l in out.splitlines() if l.startswith(("#", "Thread")))
+        return f"core file {cores[0]}:\n" + "\n".join(line for line in out.splitlines()
+                                                      if line.startswith(("#", "Thread")))
 
     def stop(self):
         if self.proc.poll() is None:

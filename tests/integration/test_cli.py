@@ -5,7 +5,6 @@ import ctypes.util
 import os
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 
@@ -168,9 +167,10 @@ class CommandLine(unittest.TestCase):
                 (["-t", "10"], "-t is -tcp FLOWSPEC here (as in the reference NetPerfMeter); iperf3's -t SECONDS is "
                                "-runtime=SECONDS"),
                 (["-J", "-tcp", "const0:const1400"], 'option "-J" needs a value, but the option "-tcp" follows (-J is '
-                                                    "-tls-cert FILE here; iperf3's -J (JSON output) is --json"),
+                                                     "-tls-cert FILE here; iperf3's -J (JSON output) is --json"),
                 (["-P", "2", "-tcp", "const0:const1400"], "iperf3's -P N (parallel flows) is -N N"),
-                (["-i", "1", "-tcp", "const0:const1400"], "a buffer of 1 bytes is too small to be meant (-i is -rcvbuf"),
+                (["-i", "1", "-tcp", "const0:const1400"], "a buffer of 1 bytes is too small to be meant "
+                                                          "(-i is -rcvbuf"),
                 (["-o", "10", "-tcp", "const0:const1400"], "a buffer of 10 bytes is too small"),
                 (["-b", "10M", "-tcp", "const0:const1400"], "iperf3's -b RATE is the frame rate of a FLOWSPEC here"),
                 (["-c", "host"], "iperf3's -c HOST is HOST:PORT here"),
@@ -203,7 +203,8 @@ class CommandLine(unittest.TestCase):
         threads then run on those CPUs, and --threads' default is one per CPU it may use."""
         for value, fragment in [("", "expected CPU numbers and ranges"), ("x", "expected CPU numbers"),
                                 ("1,", "expected CPU numbers"), ("3-1", "the range 3-1 runs backwards"),
-                                ("1024", "from 0 to 1023"), ("1023", "--cpus=1023: Invalid argument (this host has CPUs 0 to")]:
+                                ("1024", "from 0 to 1023"),
+                                ("1023", "--cpus=1023: Invalid argument (this host has CPUs 0 to")]:
             with self.subTest(value=value):
                 self.assertRejected([f"--cpus={value}", "-tcp", "const10:const100"], fragment)
         last = os.cpu_count() - 1

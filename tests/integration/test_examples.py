@@ -25,7 +25,7 @@ def readme_commands():
     """The netperfmeter command lines of README.md's indented code blocks (continuations joined)."""
     with open(os.path.join(ROOT, "README.md")) as f:
         lines = f.read().splitlines()
-    return join([l[4:] for l in lines if l.startswith("    ")], "\\")
+    return join([line[4:] for line in lines if line.startswith("    ")], "\\")
 
 
 def manpage_commands():
@@ -35,7 +35,7 @@ def manpage_commands():
     section = text[text.index(".SH EXAMPLES"):text.index(".SH SEE ALSO")]
     lines = []
     for block in re.findall(r"^\.nf\n(.*?)^\.fi$", section, re.S | re.M):
-        lines += [l.replace("\\-", "-").replace("\\\\", "\\") for l in block.splitlines()]
+        lines += [line.replace("\\-", "-").replace("\\\\", "\\") for line in block.splitlines()]
     return join(lines, "\\")
 
 

@@ -16,13 +16,12 @@ import select
 import signal
 import socket
 import struct
-import subprocess
 import tempfile
 import threading
 import time
 import unittest
 
-from harness import (Active, Attackers, descriptors, free_base_port, NETPERFMETER, Passive, descriptors_while_killed,
+from harness import (Active, Attackers, descriptors, free_base_port, Passive, descriptors_while_killed,
                      rss_mib, run_active, settled, settled_descriptors, wait_for_text)
 
 import npmp  # noqa: E402  (tests/lib, on the path through harness)
@@ -212,7 +211,8 @@ class Lockout(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("refused the session: it has as many sessions as it admits in all (its --max-sessions)",
                           r.stderr)
-            self.assertEqual(len([l for l in r.stderr.splitlines() if "refused the session" in l]), 1, r.stderr)
+            self.assertEqual(len([line for line in r.stderr.splitlines() if "refused the session" in line]), 1,
+                             r.stderr)
             for a in working:
                 self.assertEqual(a.finish(), 0)  # working sessions are never closed to make room
             self.assertIn("2 sessions are open (--max-sessions)", passive.output())
@@ -379,10 +379,9 @@ class HostilePassive(unittest.TestCase):
                     flow, measurement, stream = message["flow"], message["meas"], message["stream"]
                     control.sendall(npmp.ack(flow, measurement, stream))
                     data, _ = data_listener.accept()
-                    identify = recv_exact(data, 26)
+                    recv_exact(data, 26)  # the IDENTIFY message
                     control.sendall(npmp.ack(flow, measurement, stream))
                     threading.Thread(target=drain, args=(data,), daemon=True).start()
-                    del identify
                 elif kind in (npmp.START, npmp.STOP):
                     measurement = message["meas"]
                     control.sendall(npmp.ack(0, measurement))
@@ -441,7 +440,7 @@ class HostilePassive(unittest.TestCase):
                 done.set()
                 watcher.join()
                 self.assertEqual(r.returncode, 1, r.stderr)
-                lines = [l for l in r.stderr.splitlines() if "more than this run could make it write" in l]
+                lines = [line for line in r.stderr.splitlines() if "more than this run could make it write" in line]
                 self.assertEqual(len(lines), 1, r.stderr)
                 limit = int(re.search(r"more than (\d+) bytes for run-passive.vec", lines[0]).group(1))
                 self.assertLess(limit, 4 << 20)

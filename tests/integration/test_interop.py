@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from harness import (FLOW_COLUMNS, MEASUREMENT_COLUMNS, NETPERFMETER, REFERENCE_INSTALLED, free_base_port, read_config,

@@ -45,8 +45,8 @@ def interval_rows(output):
             continue
         flow, direction, begin, end, size, rate, frames, a, b, c = m.groups()
         rows.setdefault((int(flow), direction), []).append(
-            {"begin": float(begin), "end": float(end), "bytes": scaled(size, BYTE_UNITS), "rate": scaled(rate, RATE_UNITS),
-             "frames": int(frames), "a": a, "b": b, "c": c})
+            {"begin": float(begin), "end": float(end), "bytes": scaled(size, BYTE_UNITS),
+             "rate": scaled(rate, RATE_UNITS), "frames": int(frames), "a": a, "b": b, "c": c})
     return rows
 
 
@@ -54,7 +54,8 @@ def vector_blocks(path, flow, action):
     """The rows of one flow and action of a measurement vector after the first, the block at the
     start of the measurement: what arrived between START and then, which the first interval line
     counts (so that the lines add up to the totals), is added to the first block after it."""
-    rows = [r for r in read_vector(path, MEASUREMENT_COLUMNS) if r["FlowID"] == str(flow) and r["Action"] == f'"{action}"']
+    rows = [r for r in read_vector(path, MEASUREMENT_COLUMNS)
+            if r["FlowID"] == str(flow) and r["Action"] == f'"{action}"']
     if len(rows) < 2:
         return []
     first = dict(rows[1])
@@ -145,11 +146,12 @@ class IntervalLines(WithPassive):
 
     def test_bad_interval_is_refused(self):
         for value in ("0.05", "3601", "-1", "1s", "nan"):
-            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{self.port}", f"--interval={value}", "-udp", "const1:const100"],
-                               capture_output=True, text=True, timeout=30)
+            r = subprocess.run([NETPERFMETER, f"127.0.0.1:{self.port}", f"--interval={value}",
+                                "-udp", "const1:const100"], capture_output=True, text=True, timeout=30)
             self.assertNotEqual(r.returncode, 0, value)
             self.assertIn("expected seconds from 0.1 to 3600", r.stderr, value)
-        r = subprocess.run([NETPERFMETER, str(self.port + 50), "--interval=1"], capture_output=True, text=True, timeout=30)
+        r = subprocess.run([NETPERFMETER, str(self.port + 50), "--interval=1"], capture_output=True, text=True,
+                           timeout=30)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--interval", r.stderr)
 

@@ -224,7 +224,8 @@ class JsonResult(unittest.TestCase):
         doc = json.loads(self.stdout.stdout)  # nothing else on standard output
         validate(doc, "result")
         self.assertIsNone(doc["error"])
-        self.assertRegex(self.stdout.stderr, r"\d:\d\d:\d\d  \d+ flows?  tx .* rx .* CPU host \d+% self \d+%")  # the status line
+        # the status line
+        self.assertRegex(self.stdout.stderr, r"\d:\d\d:\d\d  \d+ flows?  tx .* rx .* CPU host \d+% self \d+%")
         self.assertIn("Flow #0", self.stdout.stderr)  # the log
 
     def test_stream_lines(self):
@@ -362,8 +363,9 @@ class ConsoleTable(unittest.TestCase):
                 if x["transmitted"]["frames"] == 0 and x["received"]["frames"] == 0:
                     continue
                 expected[(flow["flow_id"], label)] = (x["transmitted"]["frames"], x["received"]["frames"],
-                                                      scaled(x["received"]["bit_rate"], 1000.0, ["", "k", "M", "G", "T"],
-                                                             "bit/s"), x["lost"]["frames"])
+                                                      scaled(x["received"]["bit_rate"], 1000.0,
+                                                             ["", "k", "M", "G", "T"], "bit/s"),
+                                                      x["lost"]["frames"])
         totals = doc["totals"]
         for label, sender, receiver in (("A->P", "active", "passive"), ("P->A", "passive", "active")):
             expected[("total", label)] = (totals[sender]["transmitted"]["frames"],

@@ -140,6 +140,7 @@ class UserlandSctpKnobs(unittest.TestCase):
 
     def test_sndbuf_bounds_what_the_sender_keeps_outstanding(self):
         n = 30000
+
         def outstanding(capture):
             """The most bytes of DATA sent by the active and not yet cumulatively acknowledged."""
             rows = self.chunks(capture, "sctp.chunk_type == 0 or sctp.chunk_type == 3 or sctp.chunk_type == 16",
@@ -159,12 +160,11 @@ class UserlandSctpKnobs(unittest.TestCase):
                 most = max(most, sum(sent.values()))
             return most
         small = outstanding(self.run_captured("sndbuf", "-sctp", f"const0:const{MESSAGE}:sndbuf={n}:rcvbuf=1000000",
-                                               runtime=0.3))
+                                              runtime=0.3))
         self.assertLessEqual(small, n + MESSAGE, f"sndbuf={n}: {small} bytes outstanding")
         large = outstanding(self.run_captured("sndbuf-large", "-sctp", f"const0:const{MESSAGE}:rcvbuf=1000000",
-                                               runtime=0.3))
+                                              runtime=0.3))
         self.assertGreater(large, 2 * n, f"without sndbuf= only {large} bytes outstanding: the test would not see it")
-
 
     def rto(self, spec):
         """The RTO (ms) of the association's path, from the active's per-path vector: the stack's
@@ -224,8 +224,8 @@ class UserlandSctpKnobs(unittest.TestCase):
         # both run, each side's stack holds each association's own values, and the SACKs show
         # DAC on the first association only.
         capture = self.run_captured("per-association",
-                                    "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered:dac=on:smartfr=on:"
-                                             "reschedule=on",
+                                    "-sctp", f"{RATE}:const1400:cmt=cmt:bufsplit=both:bufsplit-on=buffered:dac=on:"
+                                             "smartfr=on:reschedule=on",
                                     "-sctp", "const500:const1400:cmt=cmtrpv2:bufsplit=none:dac=off")
         wanted = {0: "cmt=cmt cc=rfc2581 bufsplit=both bufsplit-on=buffered dac=on smartfr=on reschedule=on",
                   1: "cmt=cmtrpv2 cc=rfc2581 bufsplit=none dac=off"}
@@ -271,7 +271,8 @@ class StreamKnobs(WithPassive):
             self.assertLessEqual(max(small[side]), 2 * n, f"{protocol} {side}: window above rcvbuf={n}")
             self.assertGreaterEqual(max(small[side]), n // 4, f"{protocol} {side}: window far below rcvbuf={n}")
             self.assertGreater(max(default[side]), 4 * n,
-                               f"{protocol} {side}: without rcvbuf= the window stays small too; the test would not see it")
+                               f"{protocol} {side}: without rcvbuf= the window stays small too; "
+                               "the test would not see it")
 
     def test_tcp_rcvbuf_is_the_receivers_window(self):
         self.check_rcvbuf("tcp")
@@ -312,7 +313,7 @@ class StreamKnobs(WithPassive):
 
 
 @unittest.skipIf(BUNDLED, "the bundled usrsctp keeps buffer splitting and DAC per association "
-                         "(UserlandSctpKnobs.test_cmt_associations_differ_in_one_process)")
+                          "(UserlandSctpKnobs.test_cmt_associations_differ_in_one_process)")
 class ProcessWideSettings(unittest.TestCase):
     """The system's usrsctp has buffer splitting and DAC process-wide; flows needing different
     values in one process are refused, and a flow without CMT does not count."""
@@ -322,19 +323,19 @@ class ProcessWideSettings(unittest.TestCase):
             r = run_active("127.0.0.1:9", "-runtime=1", "-sctp", "const0:const1400:cmt=cmt:bufsplit=both",
                            "-sctp", "const0:const1400:cmt=cmtrpv2:bufsplit=none", cwd=d, check=False)
             self.assertNotEqual(r.returncode, 0)
-            lines = [l for l in r.stderr.splitlines() if l.strip()]
+            lines = [line for line in r.stderr.splitlines() if line.strip()]
             self.assertEqual(len(lines), 1, r.stderr)
             self.assertRegex(lines[0], r"flows #0 and #1 .*bufsplit=both dac=off.*bufsplit=none dac=off.*separate")
             self.assertEqual(os.listdir(d), [], "something was written before the refusal")
 
     def test_what_only_the_bundled_stack_has_is_refused(self):
-        for options, knob in (("bufsplit=both:bufsplit-on=buffered", "bufsplit-on=buffered"), ("smartfr=on", "smartfr=on"),
-                              ("reschedule=on", "reschedule=on")):
+        for options, knob in (("bufsplit=both:bufsplit-on=buffered", "bufsplit-on=buffered"),
+                              ("smartfr=on", "smartfr=on"), ("reschedule=on", "reschedule=on")):
             with tempfile.TemporaryDirectory() as d:
                 r = run_active("127.0.0.1:9", "-runtime=1", "-sctp", f"const0:const1400:cmt=cmt:{options}", cwd=d,
                                check=False)
                 self.assertNotEqual(r.returncode, 0)
-                lines = [l for l in r.stderr.splitlines() if l.strip()]
+                lines = [line for line in r.stderr.splitlines() if line.strip()]
                 self.assertEqual(len(lines), 1, r.stderr)
                 self.assertIn(f"{knob} needs the bundled SCTP stack", lines[0])
                 self.assertEqual(os.listdir(d), [], "something was written before the refusal")

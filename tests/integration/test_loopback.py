@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (free_base_port, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection, read_paths,
-                     read_scalars, read_text, read_vector, run_active)
+from harness import (free_base_port, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, number, read_config, read_connection,
+                     read_paths, read_scalars, read_text, read_vector, run_active)
 
 PORT, _ = free_base_port(span=38)  # this test's ports: PORT - 1 .. PORT + 39, its own
 
@@ -322,9 +322,9 @@ class GzipResultsRun(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="npm-gzip-")
         with Passive(PORT + 35) as passive:
-            cls.result = run_active(f"127.0.0.1:{PORT + 35}", "-runtime=0.5", "-config=run.config", "-scalar=run.sca.gz",
-                                    "-vector=run.vec.gz", "--json=run.json", "-tcp", "const0:const1400:const0:const1400",
-                                    cwd=cls.dir)
+            cls.result = run_active(f"127.0.0.1:{PORT + 35}", "-runtime=0.5", "-config=run.config",
+                                    "-scalar=run.sca.gz", "-vector=run.vec.gz", "--json=run.json",
+                                    "-tcp", "const0:const1400:const0:const1400", cwd=cls.dir)
             cls.passive_alive = passive.alive()
 
     @classmethod

@@ -119,7 +119,8 @@ class ManyFlows(unittest.TestCase):
         # The passive may open 150 descriptors: 150 - 64 (reserve) = 86 flows, not 120.
         log = tempfile.TemporaryFile()
         passive = subprocess.Popen(["prlimit", "--nofile=150:150", NETPERFMETER, str(PORT + 40), "-nodisplay",
-                                    "-control-over-tcp", f"--sctp-udp-port={take_ports(1, (socket.SOCK_DGRAM,))}"], stdout=subprocess.DEVNULL, stderr=log)
+                                    "-control-over-tcp", f"--sctp-udp-port={take_ports(1, (socket.SOCK_DGRAM,))}"],
+                                   stdout=subprocess.DEVNULL, stderr=log)
         try:
             wait_for_port(PORT + 41)
             result = run_active(f"127.0.0.1:{PORT + 40}", "-control-over-tcp", "-runtime=1", "--count=120", "-tcp",

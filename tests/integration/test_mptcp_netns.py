@@ -9,7 +9,8 @@ import tempfile
 import time
 import unittest
 
-from harness import free_base_port, lab_topology, number, Passive, read_connection, read_paths, read_scalars, run_active, two_paths
+from harness import (free_base_port, lab_topology, number, Passive, read_connection, read_paths, read_scalars,
+                     run_active, two_paths)
 
 PORT, _ = free_base_port(span=2)  # this test's ports: PORT - 1 .. PORT + 3, its own
 

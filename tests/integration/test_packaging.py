@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 from harness import free_base_port, wait_for_port
@@ -58,7 +57,8 @@ class Packaging(unittest.TestCase):
             if shutil.which("setpriv") and os.geteuid() == 0:
                 allowed = ",".join("+" + c[len("CAP_"):].lower() for c in caps)
                 prefix_cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                              f"--inh-caps=-all,{allowed}", f"--ambient-caps={allowed}", f"--bounding-set=-all,{allowed}"]
+                              f"--inh-caps=-all,{allowed}", f"--ambient-caps={allowed}",
+                              f"--bounding-set=-all,{allowed}"]
             p = subprocess.Popen([*prefix_cmd, binary, *shlex.split(line)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, cwd="/")
             try:

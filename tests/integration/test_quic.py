@@ -71,7 +71,10 @@ class QuicRun(unittest.TestCase):
         self.assertEqual(self.result.returncode, 0, self.result.stderr)
         active = read_scalars(self.path("run-active.sca"))
         passive = read_scalars(self.path("run-passive.sca"))
-        flow = lambda side, n: f"netPerfMeter.{side}.flow[{n}]"
+
+        def flow(side, n):
+            return f"netPerfMeter.{side}.flow[{n}]"
+
         # flow 0: saturated, active -> passive only
         self.assertGreater(active[(flow("active", 0), "Transmitted Bytes")], 1e6)
         self.assertGreater(passive[(flow("passive", 0), "Received Bytes")], 1e6)
@@ -221,7 +224,8 @@ class QuicCommandLine(unittest.TestCase):
         self.assertIn("ccid=", self.refused(target, "-quic", "const1:const100:ccid=2"))
         self.assertIn("share its congestion control",
                       self.refused(target, "-quic", "const1:const100:cc=cubic", "const1:const100"))
-        self.assertIn("options of the passive side", self.refused(target, "-tls-key", "/dev/null", "-quic", "const1:const100"))
+        self.assertIn("options of the passive side",
+                      self.refused(target, "-tls-key", "/dev/null", "-quic", "const1:const100"))
         self.assertIn("cannot read", self.refused(target, "-tls-ca", "/nonexistent/ca.pem", "-quic", "const1:const100"))
 
     def test_passive_rules(self):

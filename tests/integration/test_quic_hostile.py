@@ -272,7 +272,6 @@ class QuicHostile(unittest.TestCase):
                 if not SANITIZED:
                     self.assertLess(now_rss - rss[name], 16, f"{name}: RSS grew by {now_rss - rss[name]:.1f} MiB")
 
-
     def test_quiet_handshakes_make_room_for_a_legitimate_client(self):
         """Every slot held by a half-open handshake that went quiet (Retry off) once cost a
         legitimate run the handshake timeout (about 8 s instead of 1): a new client now closes

@@ -148,8 +148,9 @@ class ActiveEndings(unittest.TestCase):
         with Passive(PORT + 40), tempfile.TemporaryDirectory() as d:
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", d], check=True)
             try:
-                result = run_active(f"127.0.0.1:{PORT + 40}", "-y", "-runtime=2", "-config=run.config", "-scalar=run.sca",
-                                    "-vector=run.vec", "-tcp", "const0:const1400", cwd=d, check=False)
+                result = run_active(f"127.0.0.1:{PORT + 40}", "-y", "-runtime=2", "-config=run.config",
+                                    "-scalar=run.sca", "-vector=run.vec", "-tcp", "const0:const1400",
+                                    cwd=d, check=False)
                 self.assertEqual(result.returncode, 1)
                 self.assertRegex(result.stderr, r"cannot write .*No space left on device")
                 self.assertTrue(os.path.getsize(os.path.join(d, "run.config")) > 0)  # written before: kept

@@ -6,7 +6,6 @@ kernel has SCTP."""
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -14,8 +13,9 @@ import threading
 import time
 import unittest
 
-from harness import (Capture, free_base_port, take_ports, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, lab_topology, number, read_config, read_connection,
-                     read_paths, read_scalars, read_vector, run_active, two_paths, bundled_usrsctp)
+from harness import (Capture, free_base_port, take_ports, FLOW_COLUMNS, MEASUREMENT_COLUMNS, Passive, lab_topology,
+                     number, read_config, read_connection, read_paths, read_scalars, read_vector, run_active, two_paths,
+                     bundled_usrsctp)
 
 PORT, _ = free_base_port(span=82)  # this test's ports: PORT - 1 .. PORT + 83, its own
 # Own SCTP/UDP encapsulation ports, so that no other passive on this host (using 9899) interferes.
@@ -50,7 +50,7 @@ class LoopbackSctp(unittest.TestCase):
                 r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1",
                                "-scalar=run.sca", "--json=run.json", "-sctp", "const50:const500", cwd=d)
             active_paths = {k[0] for k in read_scalars(os.path.join(d, "run-active.sca")) if ".path[" in k[0]}
-            warned = [l for l in r.stderr.splitlines() if "paths, to the passive's addresses" in l]
+            warned = [line for line in r.stderr.splitlines() if "paths, to the passive's addresses" in line]
             self.assertEqual(len(warned), 1 if len(active_paths) > 1 else 0, r.stderr)
             if warned:
                 self.assertIn("give both -L 127.0.0.1 to keep to loopback", warned[0])
@@ -67,7 +67,8 @@ class LoopbackSctp(unittest.TestCase):
                 r = run_active(f"127.0.0.1:{PORT}", "--sctp-stack=userland", *ACTIVE_SCTP, "-runtime=1", "-L",
                                "127.0.0.1", "-scalar=loop.sca", "--json=loop.json", "-sctp", "const50:const500", cwd=d)
             with open(os.path.join(d, "loop.json")) as f:
-                self.assertEqual(json.load(f)["flows"][0]["sctp_addresses"], {"local": ["127.0.0.1"], "peer": ["127.0.0.1"]})
+                self.assertEqual(json.load(f)["flows"][0]["sctp_addresses"],
+                                 {"local": ["127.0.0.1"], "peer": ["127.0.0.1"]})
             for role in ("active", "passive"):
                 paths = {k[0] for k in read_scalars(os.path.join(d, f"loop-{role}.sca")) if ".path[" in k[0]}
                 self.assertEqual(len(paths), 1, (role, paths))
@@ -131,11 +132,11 @@ class LoopbackSctp(unittest.TestCase):
             self.assertNotIn("--max-sessions-per-host", passive.output())
 
     def test_default_control_prefers_sctp_and_falls_back_to_tcp(self):
-        with Passive(PORT + 10, "-X") as passive, tempfile.TemporaryDirectory() as d:  # no SCTP listener
+        with Passive(PORT + 10, "-X"), tempfile.TemporaryDirectory() as d:  # no SCTP listener
             result = run_active(f"127.0.0.1:{PORT + 10}", "-runtime=1", "-tcp", "const10:const100", cwd=d)
-            lines = [l for l in result.stderr.splitlines() if "using TCP for the control connection" in l]
+            lines = [line for line in result.stderr.splitlines() if "using TCP for the control connection" in line]
             self.assertEqual(len(lines), 1, result.stderr)
-        with Passive(PORT + 20, "-X") as passive, tempfile.TemporaryDirectory() as d:
+        with Passive(PORT + 20, "-X"), tempfile.TemporaryDirectory() as d:
             result = run_active(f"127.0.0.1:{PORT + 20}", "-x", "-runtime=1", "-tcp", "const10:const100",
                                 cwd=d, check=False)
             self.assertEqual(result.returncode, 1)  # -x given explicitly: no fallback
@@ -144,10 +145,10 @@ class LoopbackSctp(unittest.TestCase):
         # once (an ICMP port unreachable): the active falls back without waiting for its INITs,
         # in one short line.
         silent = take_ports(1, (socket.SOCK_DGRAM,))
-        with Passive(PORT + 15, *PASSIVE_SCTP) as passive, tempfile.TemporaryDirectory() as d:
+        with Passive(PORT + 15, *PASSIVE_SCTP), tempfile.TemporaryDirectory() as d:
             result = run_active(f"127.0.0.1:{PORT + 15}", "--sctp-stack=userland", f"--sctp-remote-udp-port={silent}",
                                 "-runtime=1", "-tcp", "const10:const100", cwd=d)
-            lines = [l for l in result.stderr.splitlines() if "using TCP for the control connection" in l]
+            lines = [line for line in result.stderr.splitlines() if "using TCP for the control connection" in line]
             self.assertEqual(len(lines), 1, result.stderr)
             self.assertIn(f"nothing listens on UDP port {silent} (userland SCTP) there", lines[0])
             self.assertLess(len(lines[0]), 200, lines[0])
@@ -379,7 +380,8 @@ class MultipathSctp(unittest.TestCase):
         self.build(("300kbit", 4 * 1024, 20000), ("50kbit", 2 * 1024, 8000))
         found = {}
         for cmt in ("wprsctp", "cmt"):
-            goodput, sent, result = self.run_flow(f"const37.5:const1000:unreliable=1:rtx_trials=0:cmt={cmt}", runtime=10)
+            goodput, sent, result = self.run_flow(f"const37.5:const1000:unreliable=1:rtx_trials=0:cmt={cmt}",
+                                                  runtime=10)
             scalars = read_scalars(os.path.join(self.dir, "run-passive.sca"))
             active = read_scalars(os.path.join(self.dir, "run-active.sca"))
             frames = (flow(active, "active", 0, "Transmitted Frames"), flow(scalars, "passive", 0, "Received Frames"))
@@ -395,7 +397,8 @@ class MultipathSctp(unittest.TestCase):
         self.assertGreater(min(sent.values()), 3000, "W-PR-SCTP: a path carried (almost) nothing")
         greedy_share, _, log = found["cmt"]
         self.assertRegex(log, r"the stack holds cmt=cmt ")
-        self.assertLess(share, greedy_share, "the bandwidth-aware scheduler gives the slow path no less than greedy CMT")
+        self.assertLess(share, greedy_share,
+                        "the bandwidth-aware scheduler gives the slow path no less than greedy CMT")
 
     def test_failover(self):
         """A failure inside path 2 (its router discards everything, silently) from about 3 s to 5 s
@@ -539,7 +542,8 @@ class PacketDropReporting(unittest.TestCase):
         corrupted, reports, offered, log, marked = found["on"]
         self.assertTrue(offered, "pktdrop=on: the INIT does not offer packet-drop reporting")
         self.assertIn("pktdrop=on", log, "the active's stack does not hold pktdrop=on for the association")
-        self.assertGreater(reports, corrupted["forward"] // 4, "the passive reported (almost) none of the damaged packets")
+        self.assertGreater(reports, corrupted["forward"] // 4,
+                           "the passive reported (almost) none of the damaged packets")
         if BUNDLED:
             self.assertGreater(marked, 0, "no DATA chunk marked for retransmission by a drop report")
             self.assertLessEqual(marked, reports, "more chunks marked than drops reported")

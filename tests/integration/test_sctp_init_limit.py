@@ -17,7 +17,8 @@ import tempfile
 import time
 import unittest
 
-from harness import free_base_port, take_ports, NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root, wait_for_text
+from harness import (free_base_port, take_ports, NETPERFMETER, Passive, read_scalars, run_active, skip_unless_root,
+                     wait_for_text)
 
 PORT, _ = free_base_port(span=42)  # this test's ports: PORT - 1 .. PORT + 43, its own
 UDP = take_ports(5, (socket.SOCK_DGRAM,))  # own SCTP/UDP encapsulation ports UDP .. UDP + 4
@@ -244,11 +245,12 @@ class CommandLine(unittest.TestCase):
 
     def test_values_and_side(self):
         for bad in ("abc", "0/5", "5/0", "-1", "1000001", "5/", "2.5"):
-            self.assertIn("expected INITs per second [/burst]", self.rejected(str(PORT + 30), f"--sctp-init-rate={bad}"))
+            self.assertIn("expected INITs per second [/burst]",
+                          self.rejected(str(PORT + 30), f"--sctp-init-rate={bad}"))
         self.assertIn("--sctp-init-rate are options of the passive side",
                       self.rejected(f"127.0.0.1:{PORT + 30}", "--sctp-init-rate=5", "-tcp", "const0:const1400"))
-        self.assertIn("--sctp-init-rate=N[/BURST]", subprocess.run([NETPERFMETER, "--help"], capture_output=True,
-                                                                     text=True, timeout=30).stdout)
+        self.assertIn("--sctp-init-rate=N[/BURST]",
+                      subprocess.run([NETPERFMETER, "--help"], capture_output=True, text=True, timeout=30).stdout)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ class SpreadFlows(unittest.TestCase):
             cls.result = run_active(f"127.0.0.1:{PORT}", "--threads=2", "-control-over-tcp", "-loglevel=2",
                                     f"-runtime={RUNTIME}", "-scalar=run.sca", "-vector=run.vec.bz2", *FLOWS,
                                     cwd=cls.dir, timeout=300)
-            cls.passive_threads = {name: cpu - before.get(name, 0.0) for name, cpu in thread_cpu(passive.proc.pid).items()}
+            cls.passive_threads = {name: cpu - before.get(name, 0.0)
+                                   for name, cpu in thread_cpu(passive.proc.pid).items()}
             cls.passive_alive = passive.alive()
             cls.passive_log = passive.output()
         cls.active = read_scalars(os.path.join(cls.dir, "run-active.sca"))

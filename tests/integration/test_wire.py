@@ -4,10 +4,8 @@ decodes IDENTIFY and DATA without malformed packets, and every message of every 
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 from harness import Capture, free_base_port, Passive, run_active

@@ -133,8 +133,8 @@ class StudyFields(unittest.TestCase):
         _, s = self.load('aqm = "{aqm}"\nred = {wq = 0.002, min = 20, max = 80, maxp = 0.02, gentle = true}\n'
                          'pie = {target = 20, ecn = true}')
         red, pie = (s.paths_for(v)[0] for v in s.combinations())
-        self.assertEqual((red.aqm, dict(red.aqm_params)), ("red", {"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02,
-                                                                    "gentle": True}))
+        self.assertEqual((red.aqm, dict(red.aqm_params)),
+                         ("red", {"wq": 0.002, "min": 20, "max": 80, "maxp": 0.02, "gentle": True}))
         self.assertEqual((pie.aqm, dict(pie.aqm_params)), ("pie", {"target": 20, "ecn": True}))
         self.assertEqual(topology.aqm_options(pie)[-1], "pie:ecn=1,target=20")
         self.assertTrue(red.needs_delay_line())

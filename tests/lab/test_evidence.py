@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 LAB, LAB_SRC, NETPERFMETER = sys.argv[1:4]
@@ -189,7 +188,8 @@ class Judge(unittest.TestCase):
         # all of the 1 s but its start (before the first sample) and its last moments (after the last)
         self.assertGreater(loads["burn"]["cpu_seconds"], 0.8)
         self.assertLess(loads["burn"]["cpu_seconds"], 1.1)
-        self.assertAlmostEqual(loads["burn"]["cores"], loads["burn"]["cpu_seconds"] / loads["burn"]["seconds"], places=2)
+        self.assertAlmostEqual(loads["burn"]["cores"], loads["burn"]["cpu_seconds"] / loads["burn"]["seconds"],
+                               places=2)
         self.assertLess(loads["sleep"]["cpu_seconds"], 0.03)
         # a window it was not sampled in: not measured
         self.assertEqual(cpu.finish((0, 1))["burn"]["cores"], None)
@@ -204,7 +204,8 @@ class Judge(unittest.TestCase):
 
         judged = judge_sctp(counters=counters, delay_lines=record(14200, 80))
         self.assertInvalid(judged, "delay line link 1 forward: p99_us = 14200 us (limit 10000 us, --max-lateness)")
-        self.assertEqual(judged["delay_line_lateness_us"], {"link 1 forward p99_us": 14200, "link 1 reverse p99_us": 80})
+        self.assertEqual(judged["delay_line_lateness_us"],
+                         {"link 1 forward p99_us": 14200, "link 1 reverse p99_us": 80})
         self.assertTrue(judge_sctp(counters=counters, delay_lines=record(14200, 80), max_lateness_us=20000)["valid"])
         self.assertTrue(judge_sctp(counters=counters, delay_lines=record(100, 80))["valid"])
         # a direction that sent nothing has no lateness to check

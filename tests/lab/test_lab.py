@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -289,12 +288,12 @@ class StudyFiles(unittest.TestCase):
         path = os.path.join(self.dir, "unused.toml")
         with open(path, "w") as f:
             f.write(TINY.format(runtime=10, repetitions=1).replace('proto = ["tcp", "mptcp"]',
-                                                                     'proto = ["tcp", "mptcp"]\nqueue = [10, 20]'))
+                                                                   'proto = ["tcp", "mptcp"]\nqueue = [10, 20]'))
         r = lab("run", path, "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(said(r),
-                         ["netperfmeter-lab: warning: the sweep variable queue is used nowhere in the study (no {queue} "
-                          "in its paths, flows, metrics or options): its runs differ in their names only"])
+                         ["netperfmeter-lab: warning: the sweep variable queue is used nowhere in the study "
+                          "(no {queue} in its paths, flows, metrics or options): its runs differ in their names only"])
         self.assertEqual(study.load(path).unused, ["queue"])
         for name in ("cmt-dissimilar", "buffer-splitting", "shared-bottleneck"):
             self.assertEqual(study.load(os.path.join(LAB_SRC, "studies", name + ".toml")).unused, [], name)
@@ -305,9 +304,10 @@ class StudyFiles(unittest.TestCase):
         # studies' README); the lab says it before anything runs.
         path = os.path.join(self.dir, "tail.toml")
         with open(path, "w") as f:
-            f.write(TINY.format(runtime=10, repetitions=1).replace('"{proto}"', '"sctp"').replace(
-                'proto = ["tcp", "mptcp"]', 'proto = ["a"]').replace("const0:const1400:const0:const0",
-                                                                      "const0:const1452:const0:const3000:cmt=cmt"))
+            f.write(TINY.format(runtime=10, repetitions=1)
+                    .replace('"{proto}"', '"sctp"')
+                    .replace('proto = ["tcp", "mptcp"]', 'proto = ["a"]')
+                    .replace("const0:const1400:const0:const0", "const0:const1452:const0:const3000:cmt=cmt"))
         r = lab("run", path, "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(said(r),
@@ -574,7 +574,8 @@ for i in range({n}):
         harness.NETPERFMETER = NETPERFMETER
         with harness.Passive(9000, netns=topo.P):  # ready when it says so
             r = subprocess.run(["ip", "netns", "exec", topo.A, NETPERFMETER, "10.250.1.2:9000", "-control-over-tcp",
-                                "-runtime=8", "-scalar=run.sca", "-nodisplay", "-tcp", "const0:const1400:const0:const0"],
+                                "-runtime=8", "-scalar=run.sca", "-nodisplay",
+                                "-tcp", "const0:const1400:const0:const0"],
                                cwd=work, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         goodput = stats.read_scalars(os.path.join(work, "run-passive.sca"), "passive")[
@@ -599,7 +600,8 @@ def assert_same_figures(test, document, scalar_files):
         from_files.update(stats.read_scalars(path, side))
     test.assertEqual(set(from_document), set(from_files))
     differ = [(k, from_document[k], from_files[k]) for k in from_files
-              if not (from_document[k] == from_files[k] or (math.isnan(from_document[k]) and math.isnan(from_files[k])))]
+              if not (from_document[k] == from_files[k]
+                      or (math.isnan(from_document[k]) and math.isnan(from_files[k])))]
     test.assertEqual(differ, [])
     for side, path in scalar_files.items():
         test.assertEqual(stats.document_cpu_idle(doc, side), stats.read_cpu_idle(path, side))
@@ -625,7 +627,8 @@ class Documents(unittest.TestCase):
                                cwd=work, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         figures = assert_same_figures(self, os.path.join(work, "run.json"),
-                                      {side: os.path.join(work, f"run-{side}.sca.bz2") for side in ("active", "passive")})
+                                      {side: os.path.join(work, f"run-{side}.sca.bz2")
+                                       for side in ("active", "passive")})
         names = {name for (_, _, name) in figures}
         # the per-path and per-association figures are among them, the SCTP mechanisms' counters too
         for name in ("path[0] Bytes Sent", "connection Samples", "Received Bit Rate", "Mean Delay"):
@@ -655,13 +658,14 @@ class Quic(unittest.TestCase):
         quic = stats.load_document(os.path.join(run, "f0", "run.json"))
         self.assertEqual([(f["flow_id"], f["protocol"], f["stream_id"]) for f in quic["flows"]],
                          [(0, "QUIC", 0), (2, "QUIC", 1)])
-        self.assertEqual([(f["flow_id"], f["protocol"]) for f in stats.load_document(os.path.join(run, "f1",
-                                                                                                  "run.json"))["flows"]],
+        self.assertEqual([(f["flow_id"], f["protocol"])
+                          for f in stats.load_document(os.path.join(run, "f1", "run.json"))["flows"]],
                          [(1, "TCP")])
         with open(os.path.join(run, "f0", "run.config")) as f:
             self.assertIn('FLOW0_PROTOCOL="QUIC"', f.read())
         env = pathlib.Path(run, "environment.txt").read_text()
-        files = {name: os.path.join(os.path.abspath(out), "tls", name) for name in ("ca.pem", "server.key", "server.pem")}
+        files = {name: os.path.join(os.path.abspath(out), "tls", name)
+                 for name in ("ca.pem", "server.key", "server.pem")}
         self.assertIn(f"--tls-key={files['server.key']} --tls-cert={files['server.pem']}", env)
         self.assertRegex(env, rf"flows 0,2 active: .* --tls-ca={re.escape(files['ca.pem'])} "
                               r"--tls-hostname=passive\.npmlab\.invalid .*-quic const0:const1200:const0:const0:id=0 "
@@ -886,9 +890,10 @@ class Runs(unittest.TestCase):
 
     def test_failing_run_reports_and_cleans_up(self):
         with open(self.study, "w") as f:
-            f.write(TINY.format(runtime=1.5, repetitions=1).replace("const0:const1400:const0:const0", "const0:const1400:const0:const0:bogus=1"))
-        proc = subprocess.Popen([LAB, "run", self.study, *OTHER_LOAD, "-o", self.out, "--retries=0"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+            f.write(TINY.format(runtime=1.5, repetitions=1).replace("const0:const1400:const0:const0",
+                                                                    "const0:const1400:const0:const0:bogus=1"))
+        proc = subprocess.Popen([LAB, "run", self.study, *OTHER_LOAD, "-o", self.out, "--retries=0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 1, err)
         # netperfmeter's own parser (--validate) refuses the FLOWSPEC before any test bed is built;

@@ -212,6 +212,7 @@ paper = 1.0
 
     def test_each_verdict_on_runs_made_for_it(self):
         s, _ = self.load(self.GREATER)
+
         def judged(effect, spread, n):
             return verdict.apply(s, runs(effect, spread, n), 7)[0]
         self.assertEqual(judged(1.0, 0.05, 12)["verdict"], "reproduced")
@@ -356,7 +357,8 @@ class Figures(unittest.TestCase):
             cat(gsub("\n", " ", p$labels$caption), "\n", file = stderr())
             """, lib, os.path.join(out, "tables", "lab-goodput.data.bz2")], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
-        bars = sorted((round(float(b["ymin"]), 9), round(float(b["ymax"]), 9)) for b in csv.DictReader(r.stdout.splitlines()))
+        bars = sorted((round(float(b["ymin"]), 9), round(float(b["ymax"]), 9))
+                      for b in csv.DictReader(r.stdout.splitlines()))
         want = sorted((round(float(row["ci_low"]), 9), round(float(row["ci_high"]), 9))
                       for row in summary.values() if row["ci_low"] != "NA")
         self.assertEqual(bars, want)

@@ -186,7 +186,8 @@ class QuickStudies(unittest.TestCase):
         claims.fair_share(s[("cmtrpv2", "droptail", "share")],
                           claims.verdict_row(claims.studies_file("shared-bottleneck"), "CMT/RPv2 shares")["band"],
                           "CMT/RPv2")
-        self.assertAlmostEqual(s[("off", "droptail", "share")], 0.5, delta=0.08, msg="two single-path flows share evenly")
+        self.assertAlmostEqual(s[("off", "droptail", "share")], 0.5, delta=0.08,
+                               msg="two single-path flows share evenly")
         total = s[("cmt", "droptail", "cmt_goodput")] + s[("cmt", "droptail", "reference_goodput")]
         self.assertGreater(total, 0.85 * 10.0 * PAYLOAD, "the two flows fill the bottleneck")
 
@@ -216,7 +217,8 @@ class QuickStudies(unittest.TestCase):
         off = s[("10", "off", "droptail", "goodput")]
         self.assertGreater(off, 0.9 * 10 * PAYLOAD, "one path carries its rate")
         self.assertGreater(s[("10", "cmt", "droptail", "goodput")], 1.7 * off, "CMT almost doubles it")
-        self.assertGreater(s[("10", "cmtrpv1", "droptail", "goodput")], 1.3 * off, "CMT/RP is clearly better than one path")
+        self.assertGreater(s[("10", "cmtrpv1", "droptail", "goodput")], 1.3 * off,
+                           "CMT/RP is clearly better than one path")
 
     def assert_mechanism_acts(self, with_knob, without_knob, metric, every=True):
         """A mechanism's counter (metric, per run) is above 0 in every run with its knob (with
@@ -261,7 +263,8 @@ class QuickStudies(unittest.TestCase):
         n, gain, _, _ = d[("0.5", "droptail", "resched", "goodput")]
         self.assertEqual(n, 3)
         self.assertGreater(gain, 4.0, "rescheduling removes the buffer blocking of ordered CMT")
-        self.assertGreater(s[("0.5", "resched", "droptail", "goodput")], 0.9 * s[("0.5", "fast-only", "droptail", "goodput")],
+        self.assertGreater(s[("0.5", "resched", "droptail", "goodput")],
+                           0.9 * s[("0.5", "fast-only", "droptail", "goodput")],
                            "with rescheduling, CMT keeps at least the fast path's goodput")
         self.assert_mechanism_acts(r[("0.5", "resched", "droptail")],
                                    r[("0.5", "plain", "droptail")] + r[("0.5", "fast-only", "droptail")],

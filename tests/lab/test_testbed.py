@@ -6,7 +6,6 @@ queued packet). Measured with real TCP and SCTP traffic through the lab's topolo
 usage: test_testbed.py LAB_SOURCE_DIR NETPERFMETER DELAYLINE
 """
 
-import json
 import os
 import re
 import shutil

@@ -154,7 +154,8 @@ trap 'echo "$helper" >/proc/sys/kernel/modprobe; rmmod quic' EXIT
 printf '#!/bin/sh\\ncase "$*" in *dccp*|*proto-33*) exit 1;; esac\\nexec %s "$@"\\n' "$helper" >/tmp/modprobe-no-dccp
 chmod 755 /tmp/modprobe-no-dccp && echo /tmp/modprobe-no-dccp >/proc/sys/kernel/modprobe || exit 3
 CERTS=$PWD
-""" + "".join(f'mkdir -p {d}\nPASSIVE="{passive}" ACTIVE="{active}" DIR={d} PASSIVE_TLS="{ptls}" FLOWS="{flows}"\n{pair}'
+""" + "".join(f'mkdir -p {d}\nPASSIVE="{passive}" ACTIVE="{active}" DIR={d} '
+              f'PASSIVE_TLS="{ptls}" FLOWS="{flows}"\n{pair}'
               for (d, flows), (passive, active, ptls) in zip(QUIC_PAIRS, runs))
 
 

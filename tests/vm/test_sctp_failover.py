@@ -162,7 +162,8 @@ class SctpFailover(unittest.TestCase):
                 window = [before[-1]] + after
                 gaps = [(b - a, a) for a, b in zip(window, window[1:])]
                 gap, gap_at = max(gaps)
-                self.assertLess(gap / 1e6, MAX_GAP, f"{role}: no reception for {gap / 1e6:.3f} s from {rel(gap_at):.3f} s")
+                self.assertLess(gap / 1e6, MAX_GAP,
+                                f"{role}: no reception for {gap / 1e6:.3f} s from {rel(gap_at):.3f} s")
                 self.assertGreater(rel(after[-1]), RUNTIME - 1.0, f"{role}: last reception at {rel(after[-1]):.3f} s")
                 report.append(f"{role} received {len(before)} messages before the cut, {len(after)} after; "
                               f"last before the cut at {rel(before[-1]):.3f} s, first after at "
@@ -195,7 +196,8 @@ class SctpFailover(unittest.TestCase):
                 other_after = [r["State"] for r in other if int(r["AbsTime"]) > cut]
                 self.assertNotIn("inactive", other_after, f"{role}: {transitions(other)}")
                 self.assertIn(other[-1]["State"], ("active", "potentially-failed"), f"{role}: {transitions(other)}")
-                self.assertGreaterEqual(other_after.count("active"), 0.8 * len(other_after), f"{role}: {transitions(other)}")
+                self.assertGreaterEqual(other_after.count("active"), 0.8 * len(other_after),
+                                        f"{role}: {transitions(other)}")
                 association = read_connection(paths_file[role])
                 during = [r for r in association if int(r["AbsTime"]) <= start + RUNTIME * 1000000]
                 self.assertTrue(all(r["State"] == "ESTABLISHED" for r in during), f"{role}: {transitions(association)}")

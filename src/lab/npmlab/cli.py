@@ -185,8 +185,9 @@ def cmd_run(args, config):
     if _remote(study):
         return _run_on_hosts(study, args, config, path, out)
     _check_root()
-    runner = testbed.get(study.topology).runner_class()(study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
-                    resume=args.resume, retries=args.retries, seed=_seed(args, out), **_limits(args))
+    runner = testbed.get(study.topology).runner_class()(
+        study, out, Tools(config["tools"]), repetitions=args.repetitions, ci_target=args.ci_target,
+        resume=args.resume, retries=args.retries, seed=_seed(args, out), **_limits(args))
     runner.check_capture()
     runner.check_congestion_controls()
     runner.check_quic()
@@ -274,9 +275,9 @@ def _run_on_hosts(study, args, config, path, out):
         print(f"{PROGRAM}: warning: --parallel={args.parallel}: {args.parallel} pairs of hosts measure at the same "
               "time; pairs that share a link (a switch, an uplink, a bottleneck) load it together and change each "
               "other's results", file=sys.stderr)
-    runner = testbed.get(study.topology).runner_class()(study, out, Tools(config["tools"]), parallel=args.parallel,
-                               repetitions=args.repetitions, ci_target=args.ci_target, resume=args.resume,
-                               retries=args.retries, seed=_seed(args, out), **_limits(args))
+    runner = testbed.get(study.topology).runner_class()(
+        study, out, Tools(config["tools"]), parallel=args.parallel, repetitions=args.repetitions,
+        ci_target=args.ci_target, resume=args.resume, retries=args.retries, seed=_seed(args, out), **_limits(args))
     try:
         runner.check_quic(local_netperfmeter=False)  # the hosts' netperfmeters: in preflight()
         problems = runner.preflight()
@@ -351,7 +352,8 @@ def _traces(runner):
 def main(argv, config):
     parser = argparse.ArgumentParser(prog=PROGRAM, description="Multipath transport studies on namespace test beds "
                                      "or real hosts (over ssh), measured with netperfmeter, summarised and plotted.")
-    parser.add_argument("-v", "--version", action="version", version=f"NetPerfMeter-Lab {config.get('version', 'unknown')}")
+    parser.add_argument("-v", "--version", action="version",
+                        version=f"NetPerfMeter-Lab {config.get('version', 'unknown')}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the shipped studies")
     run = sub.add_parser("run", help="run a study (a shipped name or a study file)")

@@ -339,9 +339,11 @@ def snapshot(topo):
     paths = {}
     for i in range(len(topo.paths)):
         paths[str(i + 1)] = {"forward": topo.path_counters("active", i), "reverse": topo.path_counters("passive", i)}
-    snap = {"paths": paths, "delay_lines": topo.delay_counters(), "nstat": {s: nstat(topo, s) for s in ("active", "passive")}}
+    snap = {"paths": paths, "delay_lines": topo.delay_counters(),
+            "nstat": {s: nstat(topo, s) for s in ("active", "passive")}}
     if hasattr(topo, "bottleneck_counters"):
-        snap["bottleneck"] = {"forward": topo.bottleneck_counters("active"), "reverse": topo.bottleneck_counters("passive")}
+        snap["bottleneck"] = {"forward": topo.bottleneck_counters("active"),
+                              "reverse": topo.bottleneck_counters("passive")}
     return snap
 
 
@@ -366,6 +368,7 @@ def delta(before, after):
                             for p, dirs in after[key].items()}
             else:
                 out[key] = {d: _queue_delta(before[key][d], c) for d, c in after[key].items()}
+
     def line_delta(b, a):  # a delay line's counts (its lateness quantiles are in delay_lines.json)
         return {k: v - b.get(k, 0) for k, v in a.items()}
 
@@ -610,8 +613,8 @@ def _check_aqm(result, topo, delay_lines):
         acted = forward.get("aqm_drops", 0) + forward.get("marks", 0)
         tail = forward.get("tail_drops", 0)
         result.setdefault("aqm", {})[str(index)] = {"aqm": path.aqm, "aqm_drops": forward.get("aqm_drops", 0),
-                                                   "marks": forward.get("marks", 0), "tail_drops": tail,
-                                                   "in": forward.get("in", 0)}
+                                                    "marks": forward.get("marks", 0), "tail_drops": tail,
+                                                    "in": forward.get("in", 0)}
         if f"-a {path.aqm}" not in record.get("command", ""):
             result["problems"].append(f"{where}: the delay line ran without its {path.aqm} queue "
                                       f"({record.get('command', 'no command recorded')})")
@@ -723,7 +726,8 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
                 quic_seen[i] = summarise_quic(pcap, ports[i] - 1) if pcap else None
             seen = entry["seen"] = quic_seen[i]
             if first:  # the connection's checks, once (its other flows are streams of it)
-                wanted = "Initial (QUIC v1) from the active, Initial/Handshake from the passive, 1-RTT packets both ways"
+                wanted = ("Initial (QUIC v1) from the active, Initial/Handshake from the passive, "
+                          "1-RTT packets both ways")
                 if seen is None:
                     check(entry, "QUIC connection on the wire", wanted, "no capture", None)
                 else:
@@ -757,8 +761,8 @@ def judge(groups, topo, capture, ccs, counters, starts, udp_ports, ports, host=N
     if host is not None:
         result["host"] = host
         if host["foreign_cores"] > max_other_load:
-            result["problems"].append(f"the host was busy with other work: {host['foreign_cores']:.2f} of a core beyond "
-                                      f"the run's own processes (limit {max_other_load:g}, --max-other-load)")
+            result["problems"].append(f"the host was busy with other work: {host['foreign_cores']:.2f} of a core "
+                                      f"beyond the run's own processes (limit {max_other_load:g}, --max-other-load)")
     # packets the sending host's own UDP stack dropped: lost before any path, not by it
     for side, changed in sorted(counters.get("nstat", {}).items()):
         errors = sum(changed.get(k, 0) for k in UDP_SNDBUF_ERRORS)

@@ -352,8 +352,8 @@ def metadata_script(program, devices):
     ]
     for dev in devices:
         d = shlex.quote(dev)
-        lines.append(f"if command -v ethtool >/dev/null 2>&1; then echo '=== ethtool -k {dev} ==='; ethtool -k {d} 2>&1; "
-                     f"echo '=== ethtool -i {dev} ==='; ethtool -i {d} 2>&1; fi")
+        lines.append(f"if command -v ethtool >/dev/null 2>&1; then echo '=== ethtool -k {dev} ==='; "
+                     f"ethtool -k {d} 2>&1; echo '=== ethtool -i {dev} ==='; ethtool -i {d} 2>&1; fi")
     return "\n".join(lines)
 
 
@@ -463,8 +463,8 @@ class HostsRunner(Runner):
         """Every problem that would make the study fail or measure something else, one line
         each ([] when there is none)."""
         study, spec = self.study, self.spec
-        problems = [f"hosts.{key}: {path}: no such file" for key, path in (("identity", spec.identity),
-                                                                             ("ssh_config", spec.ssh_config))
+        problems = [f"hosts.{key}: {path}: no such file"
+                    for key, path in (("identity", spec.identity), ("ssh_config", spec.ssh_config))
                     if path is not None and not os.path.isfile(path)]
         if problems:
             return problems
@@ -584,7 +584,7 @@ class HostsRunner(Runner):
             if host not in probed or len(bed.devices[side]) != len(bed.paths):
                 continue  # unreachable, or an address missing (said above)
             script = "\n".join(f"echo '=== route {i} ==='; ip -o route get {shlex.quote(bed.address(peer_side, i))} "
-                                f"from {shlex.quote(bed.address(side, i))} 2>&1" for i in range(len(bed.paths)))
+                               f"from {shlex.quote(bed.address(side, i))} 2>&1" for i in range(len(bed.paths)))
             r = bed.hosts[side].run(script)
             if r.returncode == 255:
                 out.append(f"{host}: ssh failed: {_last_line(r.stderr)}")
@@ -648,7 +648,8 @@ class HostsRunner(Runner):
         pairs = "; ".join(f"pair {b.pair.number}: {b.pair.active} -> {b.pair.passive}, {len(b.paths)} path(s) on "
                           f"{'/'.join(b.devices['active'])} -> {'/'.join(b.devices['passive'])}" for b in self.beds)
         ports = len(self.study_ports(self.beds[0])) if self.beds else 0
-        return (f"{len(self.remotes)} host(s) reachable, their netperfmeters compatible with {self.tools.version('netperfmeter')}, "
+        return (f"{len(self.remotes)} host(s) reachable, their netperfmeters compatible with "
+                f"{self.tools.version('netperfmeter')}, "
                 f"the study's stacks there; {pairs}; routes by the paths' interfaces; "
                 + (f"{ports} ports free on the passive host(s); " if ports else "the running service's ports; ")
                 + (f"clock offsets within {self.spec.max_clock_offset_ms:g} ms; " if self.spec.max_clock_offset_ms
@@ -790,7 +791,8 @@ class HostsRunner(Runner):
         t = subprocess.run(["tar", "-C", local, "--no-same-owner", "--no-same-permissions", "-xf", "-"],
                            input=r.stdout, capture_output=True)
         if t.returncode != 0:
-            raise LabError(f"unpacking the files of {remote}:{directory}: {_last_line(t.stderr.decode(errors='replace'))}")
+            raise LabError(f"unpacking the files of {remote}:{directory}: "
+                           f"{_last_line(t.stderr.decode(errors='replace'))}")
 
     def _attempt(self, bed, values, partial, rep):
         if self.stopping:
@@ -805,13 +807,14 @@ class HostsRunner(Runner):
         with open(os.path.join(partial, "environment.txt"), "w") as env:
             env.write(f"kernel: active {meta['active']['uname']}; passive {meta['passive']['uname']}\n")
             env.write(f"netperfmeter: active {meta['active']['versions']['netperfmeter']}; "
-                      f"passive {meta['passive']['versions']['netperfmeter']}; lab {self.tools.version('netperfmeter')}\n")
+                      f"passive {meta['passive']['versions']['netperfmeter']}; "
+                      f"lab {self.tools.version('netperfmeter')}\n")
             env.write(f"python: {sys.version.split()[0]}\n")
             env.write(f"variables: {json.dumps(values)}\n")
             for group, passive_cmd, active_cmd in pairs:
-                env.write(f"{pair_name(group)} passive: " + (f"{bed.pair.passive}: {shlex.join(passive_cmd)}\n"
-                                                             if passive_cmd
-                                                             else f"{bed.pair.passive}: the running netperfmeter.service\n"))
+                env.write(f"{pair_name(group)} passive: "
+                          + (f"{bed.pair.passive}: {shlex.join(passive_cmd)}\n" if passive_cmd
+                             else f"{bed.pair.passive}: the running netperfmeter.service\n"))
                 env.write(f"{pair_name(group)} active: {bed.pair.active}: {shlex.join(active_cmd)}\n")
             for x, passive_cmd, active_cmd in cross:
                 env.write(f"cross traffic {x.number}: {x.host}: {shlex.join(active_cmd)}\n")

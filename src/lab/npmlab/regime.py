@@ -244,7 +244,7 @@ def report(table):
             at = "; ".join(distinct[:6]) if shown else ""
             more = f" (+{len(distinct) - 6})" if shown and len(distinct) > 6 else ""
             verdict = "ok" if not bad else ("MISMATCH, reason: " + row["reason"] if row.get("reason")
-                                             else "MISMATCH")
+                                            else "MISMATCH")
             lines.append(f"  {describe(row)}: paper {paper}, study {mine} (±{row['tolerance']:.0%}): {verdict}"
                          f"{'  [' + at + more + ']' if at else ''}")
     return lines

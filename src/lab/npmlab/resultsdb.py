@@ -39,7 +39,6 @@ R data frames need no pivot. A variable may not have the name of another column 
 
 import csv
 import json
-import math
 import os
 import re
 import sqlite3

@@ -36,13 +36,14 @@ Layout of a results directory DIR:
                                certificate (tls.py)
   DIR/runs/<var>=<v>-...-r<k>/ one complete run: environment.txt (kernel, settings, qdiscs,
                                tool versions, the exact command lines), counters.json,
-                               delay_lines.json (seeds, drops by cause, lateness), evidence.json, capture.pcapng, settle.txt (the wait for an
-                               earlier run's connections), and per pair i f<i>/ with its
-                               pair's run.config, run.json (the figures the lab reads),
-                               run-{active,passive}.sca.bz2 (createsummary's input),
-                               active.log, passive.log; attempts.json (the attempts it took,
-                               each failed one's error) and failed-attempts/<n>/ (each failed
-                               attempt's directory as it was left, with error.txt)
+                               delay_lines.json (seeds, drops by cause, lateness), evidence.json,
+                               capture.pcapng, settle.txt (the wait for an earlier run's
+                               connections), and per pair i f<i>/ with its pair's run.config,
+                               run.json (the figures the lab reads), run-{active,passive}.sca.bz2
+                               (createsummary's input), active.log, passive.log; attempts.json
+                               (the attempts it took, each failed one's error) and
+                               failed-attempts/<n>/ (each failed attempt's directory as it was
+                               left, with error.txt)
   DIR/runs/.partial-*          a run in progress (removed when it fails or is interrupted)
   DIR/runs/.attempts-*         the failed attempts of a run not yet complete (an interrupted
                                repetition keeps them: --resume counts them in)
@@ -463,7 +464,7 @@ class Runner:
         if key != self.topo_key:
             self._teardown()
             self.topo = testbed.get(self.study.topology).for_study(self.study, values,
-                                                                    self.tools["netperfmeter-delayline"], self.seed)
+                                                                   self.tools["netperfmeter-delayline"], self.seed)
             self.topo.up()
             self.topo_key = key
             self.topo_text = self.topo.describe()
@@ -703,7 +704,7 @@ class Runner:
         for i, code in enumerate(codes):
             if code != 0:
                 with open(os.path.join(partial, f"f{i}", "active.log"), errors="replace") as f:
-                    lines = [l for l in f.read().splitlines() if l.strip()]
+                    lines = [line for line in f.read().splitlines() if line.strip()]
                 raise LabError(f"netperfmeter (flow {i}) failed (exit {code}): {lines[-1] if lines else 'no output'}")
         if not complete(partial):
             raise LabError("netperfmeter ended without complete scalar files")
@@ -727,7 +728,8 @@ class Runner:
                                 [self.port_of(i) for i in range(len(groups))], host, self.max_other_load,
                                 no_capture=self.NO_CAPTURE, holds=holds, processes=processes,
                                 max_process_load=self.max_process_load, max_lateness_us=self.max_lateness_us,
-                                strict=capture is not None, delay_lines=read_json(os.path.join(partial, "delay_lines.json")))
+                                strict=capture is not None,
+                                delay_lines=read_json(os.path.join(partial, "delay_lines.json")))
         with open(os.path.join(partial, "evidence.json"), "w") as f:
             json.dump(judged, f, indent=1, sort_keys=True)
         return judged
@@ -1152,7 +1154,6 @@ class Statistics:
                                    [got["procedure"]])
 
 
-
 class Report:
     """The plots of a study's results (one per metric, plot-netperfmeter-summary) from the tables
     Statistics.summarize() wrote, with the paper's values and a caption of what the runs behind
@@ -1205,7 +1206,8 @@ class Report:
             parts.append(f"{len(repeated)} of {len(runs)} runs repeated after {attempts} failed "
                          f"attempt{'s' if attempts != 1 else ''} (runs.csv: failed_attempts)")
         if unknown:
-            parts.append(f"failed attempts of {unknown} of {len(runs)} runs not recorded (made before the lab kept them)")
+            parts.append(f"failed attempts of {unknown} of {len(runs)} runs not recorded "
+                         "(made before the lab kept them)")
         return "; ".join(parts)
 
     def plot(self):

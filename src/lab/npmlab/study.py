@@ -177,7 +177,7 @@ class Path:
 
     def needs_delay_line(self):
         return self.aqm != "droptail" or any(v > 0 for v in (self.delay_ms, self.reverse_delay_ms, self.loss,
-                                                              self.reverse_loss, self.ber))
+                                                             self.reverse_loss, self.ber))
 
 
 def spec_options(spec):
@@ -547,7 +547,7 @@ def _parse_basics(checker, study, data):
     if not 0 <= study.warmup < study.runtime:
         checker.fail("warmup", f"must be 0 to less than the runtime ({study.runtime:g} s)")
     study.capture = float(checker.expect("capture", data.get("capture", CAPTURE_SECONDS), (int, float),
-                                  "a number of seconds"))
+                                         "a number of seconds"))
     if not 0.5 <= study.capture <= study.runtime + 10:
         checker.fail("capture", f"must be 0.5 s to the runtime and 10 s ({study.runtime + 10:g} s)")
     for key in ("repetitions", "min_repetitions", "max_repetitions"):
@@ -581,7 +581,7 @@ def _parse_paths(checker, study, data):
     """[[paths]] as the study's topology has them ([hosts] on hosts), the shared topology's [bottleneck]."""
     if study.topology == "hosts":
         study.paths = checker.tables(data, "paths", HOST_PATH_KEYS,
-                              needed="active and passive: the path's address on each host")
+                                     needed="active and passive: the path's address on each host")
         study.hosts = hostspec.parse(checker, data, study.paths)
     else:
         if "hosts" in data:
@@ -589,7 +589,7 @@ def _parse_paths(checker, study, data):
         study.paths = checker.tables(data, "paths", PATH_KEYS, needed="rate, queue, delay_ms, loss, ...")
     if study.topology == "shared":
         bottleneck = checker.expect("bottleneck", data.get("bottleneck"), dict,
-                             "a table ([bottleneck] with rate, queue, delay_ms, ...) for the shared topology")
+                                    "a table ([bottleneck] with rate, queue, delay_ms, ...) for the shared topology")
         for k in bottleneck:
             if k not in PATH_KEYS:
                 checker.fail(f"bottleneck.{k}", f"unknown key (known: {', '.join(sorted(PATH_KEYS))})")

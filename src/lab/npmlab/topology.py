@@ -679,7 +679,8 @@ class Shared(Disjoint):
         return f"10.250.{path + 1}.1" if side == "active" else f"10.251.{path + 1}.2"
 
     def _routers(self):
-        return [(self.R1, "bottleneck forward: dev bn; paths reverse: dev a<i>"), (self.R2, "bottleneck reverse: dev bn")]
+        return [(self.R1, "bottleneck forward: dev bn; paths reverse: dev a<i>"),
+                (self.R2, "bottleneck reverse: dev bn")]
 
     def _shaping_point(self, side, path):
         # A's access link i carries what A sends on path i (a counting FIFO on A: never full);
@@ -731,4 +732,3 @@ class Shared(Disjoint):
             # without a source address (userland SCTP's UDP packets): A's address i over link i
             self._route(self.P, p, f"10.250.{i + 1}.0/24", "via", gw_p)
         self._hosts()
-

@@ -11,8 +11,9 @@ combination once), or with the rule's `band` alone when there is no `against`. P
                against in the expected direction, and in the opposite one; for direction
                "within", two one-sided tests that the mean (of the differences, or of the metric
                without `against`) lies above band[0] and below band[1] (the larger p), and that
-               it lies outside (twice the smaller p of the opposite ones). Holm's correction across the rule's cells, each family (expected, opposite)
-               on its own, at the rule's alpha.
+               it lies outside (twice the smaller p of the opposite ones). Holm's correction
+               across the rule's cells, each family (expected, opposite) on its own, at the
+               rule's alpha.
   the size     the effect's BCa interval (stats.interval): the mean difference, the ratio of the
                means (effect = "ratio"), or the mean itself (no `against`); it "meets" the band
                when it overlaps it, is "outside" when it does not, "unknown" without an interval.

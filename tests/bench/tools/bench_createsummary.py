@@ -84,7 +84,7 @@ def main():
             results.append((wall / floor, wall, floor, dec, comp, rss))
             print("round %d: createsummary %.3f s, floor %.3f s (decompress %.3f + compress "
                   "%.3f) -> %.2fx, peak RSS %.1f MB" % (i + 1, wall, floor, dec, comp,
-                                                         wall / floor, rss / 1024), flush=True)
+                                                        wall / floor, rss / 1024), flush=True)
         results.sort()
         ratio, wall, floor, dec, comp, rss = results[len(results) // 2]
         print("inputs: %d files, %.1f MB compressed; outputs: %d tables, %.1f MB uncompressed"

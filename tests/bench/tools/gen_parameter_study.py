@@ -40,6 +40,7 @@ def value(name, rng, start):
 
 def scalar_file(role, rng, start):
     lines = []
+
     def add(obj, name, val):
         lines.append('scalar "netPerfMeter.%s.%s" "%s"%s%s\n'
                      % (role, obj, name, " " * max(1, 30 - len(name)), val))

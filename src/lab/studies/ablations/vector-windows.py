@@ -115,8 +115,9 @@ def main():
         for remote, ws in p.items():
             for (a, b), w in zip(windows, ws):
                 if w:
-                    print(f"  f0 path {remote} {a:g}-{b:g} s: cwnd mean {w['cwnd_mean']:.0f} max {w['cwnd_max']:.0f} B, "
-                          f"<= 2 MTU {100 * w['at_most_2mtu']:.0f} % of samples, RTT {w['rtt_ms']:.0f} ms")
+                    print(f"  f0 path {remote} {a:g}-{b:g} s: cwnd mean {w['cwnd_mean']:.0f} "
+                          f"max {w['cwnd_max']:.0f} B, <= 2 MTU {100 * w['at_most_2mtu']:.0f} % of samples, "
+                          f"RTT {w['rtt_ms']:.0f} ms")
     variants = sorted({v for v, _ in results})
     print("\nmeans over repetitions (95 % CI half-width) [Mbit/s]")
     writer = csv.writer(sys.stdout)
@@ -135,7 +136,8 @@ def main():
                      for (vv, r) in results if vv == v and (args.baseline, r) in results]
             if diffs:
                 m, h = ci(diffs)
-                print(f"  {v} - {args.baseline}, {a:g}-{b:g} s: {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] (n = {len(diffs)})")
+                print(f"  {v} - {args.baseline}, {a:g}-{b:g} s: {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] "
+                      f"(n = {len(diffs)})")
 
 
 if __name__ == "__main__":
