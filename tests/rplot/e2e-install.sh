@@ -53,6 +53,6 @@ check_pdf_pages "$work/s.pdf" 1
 cp "$prefix/bin/plot-netperfmeter-summary" "$work/lonely"
 sed -i 's|^libdirs <- .*|libdirs <- "/nonexistent"|' "$work/lonely"
 grep -qx 'libdirs <- "/nonexistent"' "$work/lonely" || fail "the program names no library directories"
-R_LIBS= R_LIBS_USER=/nonexistent R_LIBS_SITE=/nonexistent \
+R_LIBS='' R_LIBS_USER=/nonexistent R_LIBS_SITE=/nonexistent \
   expect_error "cannot find the R package npmplot" "$work/lonely" --help
 echo "PASS"

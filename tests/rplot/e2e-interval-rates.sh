@@ -14,7 +14,7 @@
 # the last half second's frames in 0.54 s, as the figure then says.
 # Usage: e2e-interval-rates.sh NETPERFMETER BUILD_RPLOT_DIR TESTS_DIR WORK_DIR PORT_BASE
 set -euo pipefail
-npm=$1 rplot=$2 tests=$3 work=$4 port=$5
+npm=$1 tests=$3 work=$4 port=$5  # $2, BUILD_RPLOT_DIR, is not used: the package is loaded from $NPM_RPLOT_LIBRARY
 . "$tests/lib.sh"
 need Rscript r-base-core
 need_npmplot

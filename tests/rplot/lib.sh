@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers of the rplot end-to-end tests (sourced by bash scripts).
 # A test that lacks a precondition prints the reason and exits 77 (ctest: skipped).
 # BUILD_RPLOT_DIR in the scripts' usage lines is the build tree's rplot/, where the programs
@@ -9,6 +10,7 @@ need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is missing${2:+ ($2)}"; }
 
 # The source tree's rplot/ and the writer of synthetic runs (the package's tests use it too).
 RPLOT_SOURCE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../rplot" && pwd)
+# shellcheck disable=SC2034  # read by the sourcing tests (e2e-results.sh, e2e-errors.sh, e2e-install.sh)
 SYNTHETIC_RUN=$RPLOT_SOURCE/npmplot/tests/testthat/make-synthetic-run.R
 
 # The programs of the build tree load the R package built into $NPM_RPLOT_LIBRARY.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the tools tests (sourced). Usage in a test:
 #   source "$(dirname "$0")/lib.sh"; BIN=$1; DATA=$2; setup_tmp
 set -u

@@ -59,8 +59,16 @@ printf -- '--values=v\n--input=large.bz2\n%.0s' 1 2 3 4 5 6 >six.commands
 "$CB" -q -j 1 interrupted.bz2 Var <six.commands 2>int.txt &
 pid=$!
 # Writing has begun once the output is open (an unnamed O_TMPFILE file, or a named temporary).
+# open_deleted PID: PID has a file open whose name is gone (how /proc shows an O_TMPFILE file).
+open_deleted() {
+  local fd
+  for fd in /proc/"$1"/fd/*; do
+    [[ $(readlink "$fd" 2>/dev/null) == *'(deleted)'* ]] && return 0
+  done
+  return 1
+}
 for _ in $(seq 1 100); do
-  { ls -l /proc/$pid/fd 2>/dev/null | grep -q '(deleted)' || compgen -G "interrupted.bz2.tmp-*" >/dev/null; } && break
+  { open_deleted "$pid" || compgen -G "interrupted.bz2.tmp-*" >/dev/null; } && break
   sleep 0.05
 done
 kill -INT $pid

@@ -19,6 +19,7 @@ if [ ! -r "$BASH_COMPLETION" ]; then
   echo "SKIP: bash-completion is not installed ($BASH_COMPLETION; apt-get install bash-completion)" >&2
   exit 77
 fi
+# shellcheck source=/dev/null  # the system's bash-completion, not part of the tree
 source "$BASH_COMPLETION"
 source "$(dirname "$0")/lib.sh"
 set +u  # bash-completion's functions read unset variables
@@ -65,7 +66,7 @@ split_words() {
       continue
     fi
     kind=word
-    [[ $breaks == *"$c"* ]] && kind=break
+    [[ $breaks == *"$c"* ]] && kind="break"
     if [[ -n $word && $kind != "$previous" ]]; then
       WORDS+=("$word")
       word=""

@@ -2,8 +2,7 @@
 # Bad input never produces a wrong table: every case below must exit 1 with a message naming
 # the file and line (or warn and skip with -r), and leave no half-written table behind.
 source "$(dirname "$0")/lib.sh"
-BIN=$1
-DATA=$2
+BIN=$1  # ($2, the data directory every tools test is given, is not needed here)
 CS="$BIN/createsummary"
 setup_tmp
 cd "$TMP" || exit 1
@@ -124,7 +123,7 @@ if [ $rc -eq 130 ] && grep -q "interrupted" int.txt; then
 else
   fail "SIGINT: exit code $rc ($(cat int.txt))"
 fi
-compgen -G "o5/*.tmp-*" >/dev/null && fail "SIGINT left temporary files: $(ls o5 | grep tmp)"
+compgen -G "o5/*.tmp-*" >/dev/null && fail "SIGINT left temporary files: $(cd o5 && printf '%s\n' *tmp*)"
 for f in o5/*.bz2; do bzip2 -t "$f" 2>/dev/null || fail "SIGINT left an incomplete $f"; done
 
 # ------ Command line -----------------------------------------------------------------------

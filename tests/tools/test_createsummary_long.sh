@@ -6,6 +6,10 @@
 # is compared with the scalar files as Python's shlex reads them. A truncated or malformed input
 # is one line on stderr, exit 1, and nothing written (an earlier complete file stays as it was).
 source "$(dirname "$0")/lib.sh"
+# names DIR: the names in DIR, one per line ("ls DIR" without ls); names -A DIR: hidden ones too.
+names() {
+  (shopt -s nullglob; if [ "$1" == -A ]; then shopt -s dotglob; shift; fi; cd "$1" && printf '%s\n' *)
+}
 BIN=$1
 DATA=$2
 CS="$BIN/createsummary"
@@ -31,7 +35,7 @@ total=$((total + $(gzip -dc f1/run-active.sca.gz | grep -c '^scalar') + $(grep -
 commands tables | "$CS" -b -q >tables.out || fail "createsummary without --long: exit code $?"
 commands out | "$CS" -b -q --long >out.out || fail "createsummary --long: exit code $?"
 tables=$(ls tables | wc -l)
-if [ -e out/scalars.csv.bz2 ] && [ "$(ls out | grep -v '^scalars\.csv\.bz2$')" == "$(ls tables)" ] &&
+if [ -e out/scalars.csv.bz2 ] && [ "$(names out | grep -v '^scalars\.csv\.bz2$')" == "$(names tables)" ] &&
    diff -r -x scalars.csv.bz2 tables out >/dev/null; then
   pass "--long adds out/scalars.csv.bz2 beside the same $tables tables"
 else
@@ -89,11 +93,11 @@ if [ -e out/scalars.csv.gz ] && [ ! -e out/scalars.csv.bz2 ] && gzip -t out/scal
    cmp -s <(gzip -dc out/scalars.csv.gz) long.csv; then
   pass "--compression=gzip: scalars.csv.gz, the same content, the .bz2 variant removed"
 else
-  fail "--compression=gzip: $(ls out | grep scalars)"
+  fail "--compression=gzip: $(names out | grep scalars)"
 fi
 commands out | "$CS" -b -q --long -c 0 >/dev/null || fail "-c 0: exit code $?"
 [ -e out/scalars.csv ] && [ ! -e out/scalars.csv.gz ] && cmp -s out/scalars.csv long.csv &&
-  pass "-c 0: plain scalars.csv" || fail "-c 0: $(ls out | grep scalars)"
+  pass "-c 0: plain scalars.csv" || fail "-c 0: $(names out | grep scalars)"
 commands semicolon | "$CS" -b -q --long -s ';' -c 0 >/dev/null || fail "-s ';': exit code $?"
 [ "$(head -1 semicolon/scalars.csv)" == '"rho";"cc";"Pair";"file";"RunNo";"side";"flow";"path";"object";"name";"value"' ] &&
   pass "-s ';' separates the long form too" || fail "-s ';': $(head -1 semicolon/scalars.csv)"
@@ -125,7 +129,7 @@ one_line_error "unterminated quote" '^createsummary: error: badquote\.sca:7: sta
 [ -e bad ] && fail "results directory bad/ was created: $(ls bad)" || pass "nothing written for bad inputs"
 cp out/scalars.csv before.csv
 one_line_error "bad input, earlier results" 'badvalue\.sca:5: numeric value expected' out badvalue.sca
-cmp -s out/scalars.csv before.csv && [ -z "$(ls -A out | grep tmp)" ] &&
+cmp -s out/scalars.csv before.csv && [ -z "$(names -A out | grep tmp)" ] &&
   pass "the earlier scalars.csv is intact, no temporary files" || fail "after a bad input: $(ls out)"
 
 expect_fail "--long with a quote as separator" \

@@ -76,10 +76,9 @@ shipped=$(cd "$study" && ls *.data.bz2 | sort)
 made=$(cd "$TMP/study" && ls *.data.bz2 2>/dev/null | sort)
 if [ -n "$shipped" ] && [ "$shipped" = "$made" ]; then
   pass "createsummary makes the study's $(wc -l <<<"$shipped") tables again"
-  for table in passive.flow-ReceivedBitRate.data.bz2; do
-    cmp -s <(bzcat "$study/$table") <(bzcat "$TMP/study/$table") && pass "$table: the same rows" ||
-      fail "$table differs from the shipped one"
-  done
+  table=passive.flow-ReceivedBitRate.data.bz2
+  cmp -s <(bzcat "$study/$table") <(bzcat "$TMP/study/$table") && pass "$table: the same rows" ||
+    fail "$table differs from the shipped one"
 else
   fail "tables: shipped $(wc -w <<<"$shipped"), made $(wc -w <<<"$made")"
 fi

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers of the autopkgtests (sourced).
 set -euo pipefail
 work=${AUTOPKGTEST_TMP:-$(mktemp -d)}
@@ -16,6 +17,8 @@ free_port() {
   fail "no free port"
 }
 # Starts a passive on $port in the background (its PID in $passive), waits for its control port.
+# $port is the sourcing test's, set before it calls this (not assigned in this file).
+# shellcheck disable=SC2154
 start_passive() {
   netperfmeter "$port" -nodisplay "$@" >passive.log 2>&1 &
   passive=$!
