@@ -31,7 +31,7 @@ suppressPackageStartupMessages(library(npmplot, lib.loc = c(lib[nzchar(lib)], .l
 
 # ---- a synthetic createsummary table ----------------------------------------
 set.seed(2011)
-rho <- c(0.8, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20) * 1e6   # bit/s
+rho <- c(0.8, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20) * 1e6   # rates in bit/s
 adsl <- 0.8e6
 model <- list(   # throughput [bit/s] of (CMT flow, reference flow) at rho
   "cmt"        = function(r) c(0.485 * r + 0.94 * adsl, 0.48 * r),

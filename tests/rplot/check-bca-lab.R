@@ -11,10 +11,15 @@
 #    lab gives no interval (single run, too few runs, no spread), agree with stats.interval().
 # Prints every comparison; exits 1 when one fails.
 args <- commandArgs(TRUE)
-lab <- args[1]; prog <- args[2]; work <- args[3]
+lab <- args[1]
+prog <- args[2]
+work <- args[3]
 lib <- strsplit(Sys.getenv("NPM_RPLOT_LIBRARY"), ":", fixed = TRUE)[[1]]
 .libPaths(c(lib[nzchar(lib)], .libPaths()))
-suppressPackageStartupMessages({ library(npmplot); library(data.table) })
+suppressPackageStartupMessages({
+  library(npmplot)
+  library(data.table)
+})
 failures <- 0L
 check <- function(ok, fmt, ...) {
   cat(if (ok) "ok   " else "FAIL ", sprintf(fmt, ...), "\n", sep = "")
@@ -88,7 +93,9 @@ for (sample_name in names(samples)) {
     what <- c("low", "high")[b]
     diff <- mean(r[, b]) - mean(p[, b])
     tol <- 4 * sqrt(var(r[, b]) / nrow(r) + var(p[, b]) / nrow(p))
-    check(abs(diff) <= tol, "%-11s %-4s bound: R %.4f (MC sd %.4f), Python %.4f (MC sd %.4f); difference %.4f, allowed %.4f (%.2f standard errors of the mean)",
+    check(abs(diff) <= tol,
+          paste0("%-11s %-4s bound: R %.4f (MC sd %.4f), Python %.4f (MC sd %.4f); difference %.4f, ",
+                 "allowed %.4f (%.2f standard errors of the mean)"),
           sample_name, what, mean(r[, b]), sd(r[, b]), mean(p[, b]), sd(p[, b]), diff, tol, abs(diff) / se)
     mc <- sqrt((var(r[, b]) + var(p[, b])) / 2)
     check(all(abs(r[, b] - mean(p[, b])) <= 5 * mc) && all(abs(p[, b] - mean(r[, b])) <= 5 * mc),
@@ -100,8 +107,9 @@ for (sample_name in names(samples)) {
 special <- list(single = 42, few = c(1, 3, 2, 5, 4), flat = rep(7, 12))
 all_samples <- c(samples, special)
 table <- file.path(work, "bca.data")
-d <- rbindlist(lapply(names(all_samples), function(n)
-  data.table(sample = n, Repetition = seq_along(all_samples[[n]]), value = all_samples[[n]])))
+d <- rbindlist(lapply(names(all_samples), function(n) {
+  data.table(sample = n, Repetition = seq_along(all_samples[[n]]), value = all_samples[[n]])
+}))
 fwrite(d, table, sep = " ")
 dump <- file.path(work, "bca-dump.csv")
 rc <- system2(prog, c(shQuote(table), "-x", "sample", "-y", "value", "--ci=bca", "--seed=3", "-q",

@@ -6,7 +6,10 @@
 args <- commandArgs(TRUE)
 lib <- strsplit(Sys.getenv("NPM_RPLOT_LIBRARY"), ":", fixed = TRUE)[[1]]
 .libPaths(c(lib[nzchar(lib)], .libPaths()))       # the package of the build tree
-suppressPackageStartupMessages({ library(npmplot); library(data.table) })
+suppressPackageStartupMessages({
+  library(npmplot)
+  library(data.table)
+})
 config <- args[1]
 runtime <- as.numeric(args[2])
 spec <- matrix(args[-(1:2)], ncol = 5L, byrow = TRUE)
@@ -48,7 +51,8 @@ check <- function(d, what, flow, node, action, expected) {
     if (!ok) failures <<- failures + 1L
   }
   if (!n_ok) {
-    cat(sprintf("FAIL %s, %s, %s at the %s node: %d intervals drawn, the last (%.3f, %.3f] s; expected 4, the last %.1f s long\n",
+    cat(sprintf(paste0("FAIL %s, %s, %s at the %s node: %d intervals drawn, the last (%.3f, %.3f] s; ",
+                       "expected 4, the last %.1f s long\n"),
                 what, flow, action, node, nrow(iv), iv$Start[nrow(iv)], iv$End[nrow(iv)], runtime - 3))
     failures <<- failures + 1L
   }

@@ -8,7 +8,10 @@
 args <- commandArgs(TRUE)
 lib <- strsplit(Sys.getenv("NPM_RPLOT_LIBRARY"), ":", fixed = TRUE)[[1]]
 .libPaths(c(lib[nzchar(lib)], .libPaths()))       # the package of the build tree
-suppressPackageStartupMessages({ library(npmplot); library(data.table) })
+suppressPackageStartupMessages({
+  library(npmplot)
+  library(data.table)
+})
 config <- args[1]
 raw <- read.delim(bzfile(args[2]), na.strings = "NA", colClasses = c(Local = "character",
                   Remote = "character", State = "character"))

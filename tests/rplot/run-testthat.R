@@ -25,5 +25,8 @@ ok <- tryCatch({
   test_dir(tests, reporter = "summary", stop_on_failure = TRUE, package = "npmplot",
            load_package = "installed")
   TRUE
-}, error = function(e) { cat(conditionMessage(e), "\n"); FALSE })
+}, error = function(e) {
+  cat(conditionMessage(e), "\n")
+  FALSE
+})
 quit(save = "no", status = if (ok) 0 else 1)

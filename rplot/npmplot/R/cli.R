@@ -33,9 +33,16 @@ npm_parse_args <- function(args, spec) {
   }
   i <- 1L
   while (i <= length(args)) {
-    a <- args[i]; i <- i + 1L
-    if (a == "--") { pos <- c(pos, args[seq_len(length(args) - i + 1L) + i - 1L]); break }
-    if (!startsWith(a, "-") || nchar(a) < 2L || grepl("^-[0-9.]", a)) { pos <- c(pos, a); next }
+    a <- args[i]
+    i <- i + 1L
+    if (a == "--") {
+      pos <- c(pos, args[seq_len(length(args) - i + 1L) + i - 1L])
+      break
+    }
+    if (!startsWith(a, "-") || nchar(a) < 2L || grepl("^-[0-9.]", a)) {
+      pos <- c(pos, a)
+      next
+    }
     double <- startsWith(a, "--")
     body <- substring(a, if (double) 3L else 2L)
     has_value <- grepl("=", body, fixed = TRUE)
@@ -63,7 +70,8 @@ npm_parse_args <- function(args, spec) {
     if (isTRUE(s$value)) {
       if (is.na(inline)) {
         if (i > length(args)) npm_stop("option %s needs a value; see --help", a)
-        inline <- args[i]; i <- i + 1L
+        inline <- args[i]
+        i <- i + 1L
       }
       set(s, inline)
     } else {
@@ -110,7 +118,10 @@ npm_run_main <- function(program, main) {
   npm_use_utf8()
   status <- tryCatch(
     withCallingHandlers(
-      { main(); 0L },
+      {
+        main()
+        0L
+      },
       warning = function(w) {
         if (inherits(w, "npm_warning"))
           cat(program, ": warning: ", conditionMessage(w), "\n", sep = "", file = stderr())

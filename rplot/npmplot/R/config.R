@@ -17,7 +17,9 @@ npm_shell_value <- function(s) {
     if (mode == "plain") {
       if (c == "\\") {
         if (i == n) return(list(value = paste(out, collapse = ""), status = "unterminated"))
-        out <- c(out, ch[i + 1L]); i <- i + 2L; next
+        out <- c(out, ch[i + 1L])
+        i <- i + 2L
+        next
       } else if (c == "\"") {
         mode <- "double"
       } else if (c == "'") {
@@ -32,7 +34,8 @@ npm_shell_value <- function(s) {
     } else if (mode == "double") {
       if (c == "\\" && i < n && ch[i + 1L] %in% c("\\", "\"", "$", "`", "\n")) {
         if (ch[i + 1L] != "\n") out <- c(out, ch[i + 1L])
-        i <- i + 2L; next
+        i <- i + 2L
+        next
       } else if (c == "\"") {
         mode <- "plain"
       } else {
@@ -86,8 +89,12 @@ npm_parse_config_lines <- function(lines, file = "config") {
     }
     if (r$status == "trailing")
       npm_stop("%s:%d: unexpected text after the value of %s", file, lineno, key)
-    if (key %in% keys) values[match(key, keys)] <- r$value
-    else { keys <- c(keys, key); values <- c(values, r$value) }
+    if (key %in% keys) {
+      values[match(key, keys)] <- r$value
+    } else {
+      keys <- c(keys, key)
+      values <- c(values, r$value)
+    }
   }
   structure(values, names = keys)
 }

@@ -25,4 +25,3 @@ npm_check_readable <- function(path, what = "file") {
   if (file.access(path, 4L) != 0L) npm_stop("%s %s is not readable", what, path)
   path
 }
-

@@ -9,13 +9,13 @@
 # options(npmplot.max_input_size) or the environment variable NPM_RPLOT_MAX_INPUT_SIZE
 # (the programs' --max-input-size) set one bound for every input: bytes, or a number with
 # k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (of 1024), optionally followed by B.
-NPM_MAX_INPUT_DEFAULT <- c(text = 64 * 1024^2, vector = 4 * 1024^3)
+npm_max_input_default <- c(text = 64 * 1024^2, vector = 4 * 1024^3)
 
 npm_parse_size <- function(s, what = "size") {
   m <- regmatches(s, regexec("^[ \t]*([0-9]+(\\.[0-9]*)?)[ \t]*(k|K|M|G|T|Ki|Mi|Gi|Ti)?B?[ \t]*$", s))[[1]]
   if (length(m) == 0L)
     npm_stop("%s %s is not a size (bytes, or a number with k, M, G, T, Ki, Mi, Gi or Ti)", what, s)
-  v <- as.numeric(m[2]) * if (m[4] == "") 1 else NPM_PREFIXES[[m[4]]]
+  v <- as.numeric(m[2]) * if (m[4] == "") 1 else npm_prefixes[[m[4]]]
   if (!is.finite(v) || v < 1) npm_stop("%s %s is not a size of at least one byte", what, s)
   v
 }
@@ -36,7 +36,7 @@ npm_max_input_size <- function(kind) {
   env <- Sys.getenv("NPM_RPLOT_MAX_INPUT_SIZE")
   if (nzchar(env)) return(list(bytes = npm_parse_size(env, "NPM_RPLOT_MAX_INPUT_SIZE"),
                                from = "NPM_RPLOT_MAX_INPUT_SIZE"))
-  list(bytes = NPM_MAX_INPUT_DEFAULT[[kind]], from = "default")
+  list(bytes = npm_max_input_default[[kind]], from = "default")
 }
 
 npm_too_large <- function(path, what, kind, bound, compressed) {
@@ -110,8 +110,9 @@ npm_empty_reason <- function(path) {
 # The compression of a file from its first bytes: "gzip", "bzip2", "xz" or "none".
 npm_compression <- function(path) {
   magic <- readBin(path, "raw", 6L)
-  starts <- function(bytes) length(magic) >= length(bytes) &&
-    identical(magic[seq_along(bytes)], as.raw(bytes))
+  starts <- function(bytes) {
+    length(magic) >= length(bytes) && identical(magic[seq_along(bytes)], as.raw(bytes))
+  }
   if (starts(c(0x1f, 0x8b))) "gzip"
   else if (starts(c(0x42, 0x5a, 0x68))) "bzip2"                  # "BZh"
   else if (starts(c(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00))) "xz"
@@ -141,7 +142,11 @@ npm_plain_file <- function(path, what = "file") {
     writeBin(chunk, out)
   }
   written <- tryCatch(npm_stream_input(path, what, "vector", sink),
-                      error = function(e) { close(out); unlink(tmp); stop(e) })
+                      error = function(e) {
+                        close(out)
+                        unlink(tmp)
+                        stop(e)
+                      })
   close(out)
   if (written == 0) {
     unlink(tmp)
@@ -159,23 +164,23 @@ npm_plain_done <- function(plain, path) {
 # The start of a vector file: its header line, the first data line that is not blank (NULL
 # when there is none) and the number of lines before that one. Both must lie in the first MiB:
 # a longer line is no vector row (and would otherwise be read whole, however long).
-NPM_VECTOR_START_BYTES <- 1048576L
+npm_vector_start_bytes <- 1048576L
 
 # Checks the first bytes of a vector file (up to 1 MiB; `complete`: they are the whole file):
 # text, and a first line that ends within them.
 npm_check_vector_start <- function(head, path, what, complete) {
-  head <- head[seq_len(min(length(head), NPM_VECTOR_START_BYTES))]
+  head <- head[seq_len(min(length(head), npm_vector_start_bytes))]
   if (any(head == as.raw(0L)))
     npm_stop("%s %s is not a text file: it holds NUL bytes", what, path)
-  if (!complete && length(head) == NPM_VECTOR_START_BYTES && !any(head == as.raw(10L)))
+  if (!complete && length(head) == npm_vector_start_bytes && !any(head == as.raw(10L)))
     npm_stop("%s %s: its first line is longer than 1 MiB; not a %s", what, path, what)
   invisible(head)
 }
 
 npm_vector_start <- function(plain, path, what) {
-  head <- readBin(plain, "raw", NPM_VECTOR_START_BYTES)
+  head <- readBin(plain, "raw", npm_vector_start_bytes)
   if (length(head) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
-  complete <- length(head) < NPM_VECTOR_START_BYTES || isTRUE(file.info(plain)$size == length(head))
+  complete <- length(head) < npm_vector_start_bytes || isTRUE(file.info(plain)$size == length(head))
   npm_check_vector_start(head, path, what, complete)
   lines <- strsplit(rawToChar(head), "\n", fixed = TRUE)[[1]]
   if (!complete && head[length(head)] != as.raw(10L))
@@ -196,7 +201,10 @@ npm_fread_quietly <- function(...) {
   data <- tryCatch(withCallingHandlers(fread(...), warning = function(w) {
     warnings <<- c(warnings, conditionMessage(w))
     invokeRestart("muffleWarning")
-  }), error = function(e) { warnings <<- c(warnings, conditionMessage(e)); NULL })
+  }), error = function(e) {
+    warnings <<- c(warnings, conditionMessage(e))
+    NULL
+  })
   list(data = data, warnings = warnings)
 }
 

@@ -1,16 +1,16 @@
 # The look of the figures: palette, shapes, line types, theme.
 # Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
 
-NPM_OKABE_ITO <- c("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+npm_okabe_ito <- c("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
                    "#000000", "#F0E442")
-NPM_SHAPES <- c(16, 17, 15, 18, 1, 2, 0, 5, 3, 4, 8, 6)
-NPM_LINETYPES <- c("solid", "dashed", "dotted", "dotdash", "longdash", "twodash",
+npm_shapes <- c(16, 17, 15, 18, 1, 2, 0, 5, 3, 4, 8, 6)
+npm_linetypes <- c("solid", "dashed", "dotted", "dotdash", "longdash", "twodash",
                    "11", "44", "1343")
 
 npm_palette <- function(n, grey = FALSE) {
   if (n <= 0L) return(character(0))
   if (grey) return(if (n == 1L) "black" else grey.colors(n, start = 0, end = 0.62))
-  if (n <= length(NPM_OKABE_ITO)) NPM_OKABE_ITO[seq_len(n)]
+  if (n <= length(npm_okabe_ito)) npm_okabe_ito[seq_len(n)]
   else grDevices::hcl.colors(n, "Dark 3")
 }
 

@@ -41,7 +41,9 @@ npm_pdf_add_outline <- function(file, entries) {
   toks <- strsplit(trimws(rest), "[ \r\n]+")[[1]]
   k <- 1L
   while (k + 1L <= length(toks)) {
-    first <- as.numeric(toks[k]); count <- as.numeric(toks[k + 1L]); k <- k + 2L
+    first <- as.numeric(toks[k])
+    count <- as.numeric(toks[k + 1L])
+    k <- k + 2L
     for (j in seq_len(count)) {
       if (toks[k + 2L] == "n") offsets[first + j] <- as.numeric(toks[k])
       k <- k + 3L
@@ -83,7 +85,10 @@ npm_pdf_add_outline <- function(file, entries) {
     parent[i] <- j
   }
   kids_of <- function(p) which(parent == p)
-  descendants <- function(i) { k <- kids_of(i); length(k) + sum(vapply(k, descendants, 0)) }
+  descendants <- function(i) {
+    k <- kids_of(i)
+    length(k) + sum(vapply(k, descendants, 0))
+  }
   ref <- function(i) if (i == 0L) sprintf("%d 0 R", outline_root) else sprintf("%d 0 R", ids[i])
   objs <- character(0)
   top <- kids_of(0L)

@@ -43,13 +43,16 @@ npm_interval_caption <- function(d) {
   out <- character(0)
   ends <- unique(d$Ends[d$Ends != "block"])
   if ("last message" %in% ends)
-    out <- c(out, "A flow's last interval ends at its last message (Last Transmission / Last Reception of the scalar files), not at the end of the measurement after the stop.")
+    out <- c(out, paste0("A flow's last interval ends at its last message (Last Transmission / Last ",
+                         "Reception of the scalar files), not at the end of the measurement after the stop."))
   if ("stop" %in% ends)
-    out <- c(out, "Without the scalar files' Last Transmission / Last Reception, a flow's last interval runs to the end of the measurement, including the stop after the runtime.")
+    out <- c(out, paste0("Without the scalar files' Last Transmission / Last Reception, a flow's last ",
+                         "interval runs to the end of the measurement, including the stop after the runtime."))
   lo <- attr(d, "left_out")
   if (!is.null(lo) && nrow(lo)) {
     what <- unique(sprintf("%s at the %s node", as.character(lo$Flow), tolower(lo$Node)))
-    out <- c(out, sprintf("Not drawn: the last %s of %s (shorter than a tenth of an interval: a rate over it says nothing).",
+    out <- c(out, sprintf(paste0("Not drawn: the last %s of %s (shorter than a tenth of an interval: ",
+                                 "a rate over it says nothing)."),
                           paste(unique(sprintf("%.0f ms", (lo$End - lo$Start) * 1000)), collapse = ", "),
                           paste(what, collapse = "; ")))
   }

@@ -5,8 +5,9 @@
 # by rows/cols. ci: "t" (t.test()'s), "bca" (bootstrap BCa of the mean, as netperfmeter-lab;
 # resamples, seed, min_runs), "given" (the table's ci_low/ci_high or Lower/Upper columns, see
 # npm_given_columns()) or "none"; a point without an interval (a single run, fewer than
-# min_runs, no spread, none given) has no bar, and the caption says how many and why. Labels may use markup (see npm_markup_to_plotmath); value_labels is a
-# list column -> c(value = "label") for legend entries and strips. x_unit/y_unit
+# min_runs, no spread, none given) has no bar, and the caption says how many and why. Labels
+# may use markup (see npm_markup_to_plotmath); value_labels is a list column ->
+# c(value = "label") for legend entries and strips. x_unit/y_unit
 # ("bit/s:Mbit/s") convert units on top of x_scale/y_scale. The axis titles are xlab/ylab,
 # else the metric a column holds with its unit (the converted one), else the column's name.
 # Returns a ggplot with the summarised data in attr(p, "summary").
@@ -24,8 +25,10 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   if (!is.null(x_unit)) x_scale <- x_scale * npm_parse_unit_conversion(x_unit)
   if (!is.null(y_unit)) y_scale <- y_scale * npm_parse_unit_conversion(y_unit)
   nz <- function(v) if (is.null(v) || length(v) == 0L || is.na(v[1]) || v[1] == "") NULL else v[1]
-  colour <- nz(colour); linetype <- nz(linetype)
-  facet_rows <- nz(facet_rows); facet_cols <- nz(facet_cols)
+  colour <- nz(colour)
+  linetype <- nz(linetype)
+  facet_rows <- nz(facet_rows)
+  facet_cols <- nz(facet_cols)
   npm_require_columns(data, c(x, y, colour, linetype, facet_rows, facet_cols))
   if (!is.numeric(data[[y]])) npm_stop("column %s (y) is not numeric", y)
   nrow_before <- nrow(data)
@@ -38,8 +41,9 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   groups <- unique(c(x, colour, linetype, facet_rows, facet_cols))
   # createsummary's aggregate columns (active.flow for active.flow-ReceivedBitRate)
   # tell flows, CPUs ... apart: averaging over several of them is almost always a mistake.
-  agg <- setdiff(names(data)[vapply(names(data), function(c)
-    startsWith(y, paste0(c, "-")) || startsWith(y, paste0(c, ".")), TRUE)], c(groups, y))
+  agg <- setdiff(names(data)[vapply(names(data), function(c) {
+    startsWith(y, paste0(c, "-")) || startsWith(y, paste0(c, "."))
+  }, TRUE)], c(groups, y))
   for (a in agg) {
     if (any(data[, uniqueN(.SD[[1L]]), by = groups, .SDcols = a]$V1 > 1L))
       npm_warn("points average over several values of %s; filter (-F '`%s` == 0') or map it",
@@ -92,8 +96,11 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
   p <- ggplot(s, aes_map)
   line_aes <- aes()
   point_aes <- aes()
-  if (!is.null(colour)) { line_aes$colour <- quote(.col); point_aes$colour <- quote(.col)
-                          point_aes$shape <- quote(.col) }
+  if (!is.null(colour)) {
+    line_aes$colour <- quote(.col)
+    point_aes$colour <- quote(.col)
+    point_aes$shape <- quote(.col)
+  }
   if (!is.null(lt_col)) line_aes$linetype <- quote(.lt)
   # Numeric x: curves. Categories: points side by side, no lines between categories.
   dodge <- if (xnum) position_identity() else position_dodge(width = 0.5)
@@ -160,12 +167,12 @@ npm_plot_summary <- function(data, x, y, colour = NULL, linetype = NULL,
     labs_c <- npm_labels(lab_for(colour, lv))
     p <- p + scale_colour_manual(values = setNames(npm_palette(length(lv), grey), lv),
                                  labels = labs_c, name = ctitle, drop = FALSE) +
-             scale_shape_manual(values = setNames(npm_rep_len(NPM_SHAPES, length(lv)), lv),
+             scale_shape_manual(values = setNames(npm_rep_len(npm_shapes, length(lv)), lv),
                                 labels = labs_c, name = ctitle, drop = FALSE)
   }
   if (!is.null(lt_col)) {
     lv2 <- levels(s$.lt)
-    p <- p + scale_linetype_manual(values = setNames(npm_rep_len(NPM_LINETYPES, length(lv2)), lv2),
+    p <- p + scale_linetype_manual(values = setNames(npm_rep_len(npm_linetypes, length(lv2)), lv2),
                                    labels = npm_labels(lab_for(lt_col, lv2)), name = ltitle,
                                    drop = FALSE)
   }

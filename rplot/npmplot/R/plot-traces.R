@@ -16,12 +16,12 @@
 #                    acknowledged, which the send buffer holds (SCTP)
 #   recvqueue        the association row, Pending: DATA chunks received and held on the
 #                    reassembly and stream queues, not yet delivered (SCTP; the receiver's)
-NPM_TRACE_PANELS <- c(cwnd = "Congestion window [kB]", unacked = "Unacknowledged [segments]",
+npm_trace_panels <- c(cwnd = "Congestion window [kB]", unacked = "Unacknowledged [segments]",
                       sent_acked = "Sent \u2212 acknowledged [kB]", rtt = "SRTT [ms]",
                       rwnd = "Peer receive window [kB]",
                       sendbuf = "Send buffer: sent, not cum. acked [DATA chunks]",
                       recvqueue = "Receive queue [DATA chunks]")
-NPM_TRACE_QUANTITIES <- names(NPM_TRACE_PANELS)
+NPM_TRACE_QUANTITIES <- names(npm_trace_panels)  # nolint: object_name_linter. Exported name (NAMESPACE).
 
 # Per-path vectors of a run: the config and the per-path files it names (not the other
 # vectors, which a trace figure does not need). flows: flow IDs to keep (NULL = all);
@@ -43,7 +43,8 @@ npm_read_traces <- function(config, time_range = c(NA_real_, NA_real_), flows = 
   cols <- paste0("Paths", nodes)
   named <- fl[, Reduce(`|`, lapply(.SD, function(x) x != "")), .SDcols = cols]
   if (!any(named))
-    npm_stop("%s names no per-path vector (FLOWn_PATHS_VECTOR_%s_NODE) of %s: record the run with -vector=NAME.vec and --path-interval above 0 (TCP, MPTCP and SCTP flows)",
+    npm_stop(paste0("%s names no per-path vector (FLOWn_PATHS_VECTOR_%s_NODE) of %s: record the run with ",
+                    "-vector=NAME.vec and --path-interval above 0 (TCP, MPTCP and SCTP flows)"),
              config, if (length(nodes) == 1L) toupper(nodes) else "ACTIVE/PASSIVE",
              if (is.null(flows)) "any flow" else paste("flow", paste(flows, collapse = ", ")))
   out <- list()
@@ -73,7 +74,7 @@ npm_read_traces <- function(config, time_range = c(NA_real_, NA_real_), flows = 
           Passive = npm_cfg(cfg, "NAME_PASSIVE_NODE", "Server"))
   pv[, Flow := fl$Label[match(FlowID, fl$FlowID)]]
   pv[, NodeLabel := sprintf("%s node (%s)", Node, nn[Node])]
-  pv[, PathLabel := ifelse(Path == NPM_CONNECTION_PATH, "Whole connection",
+  pv[, PathLabel := ifelse(Path == npm_connection_path, "Whole connection",
                            ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
                                   sprintf("Path %d: %s to %s", Path, Local, Remote)))]
   # One label per path: the first one seen (SCTP's association row names the primary path,
@@ -98,8 +99,8 @@ npm_trace_data <- function(pv, quantities = NPM_TRACE_QUANTITIES) {
   if (length(bad)) npm_stop("unknown trace quantity %s (%s)", paste(bad, collapse = ", "),
                             paste(NPM_TRACE_QUANTITIES, collapse = ", "))
   pv <- as.data.table(pv)
-  per <- pv[Path != NPM_CONNECTION_PATH]
-  conn <- pv[Path == NPM_CONNECTION_PATH]
+  per <- pv[Path != npm_connection_path]
+  conn <- pv[Path == npm_connection_path]
   keep <- c("FlowID", "Flow", "Node", "NodeLabel", "Path", "AbsTime", "RelTime")
   one <- function(d, q, value, line = "value", series = d$PathLabel) {
     if (!nrow(d)) return(NULL)
@@ -139,7 +140,7 @@ npm_trace_data <- function(pv, quantities = NPM_TRACE_QUANTITIES) {
   if (!nrow(d)) return(d)
   d[Series == "Whole connection", Series := "Association / connection"]
   present <- NPM_TRACE_QUANTITIES[NPM_TRACE_QUANTITIES %in% unique(d$Quantity)]
-  d[, Panel := factor(NPM_TRACE_PANELS[Quantity], levels = NPM_TRACE_PANELS[present])]
+  d[, Panel := factor(npm_trace_panels[Quantity], levels = npm_trace_panels[present])]
   d[, Line := factor(Line, levels = c("cwnd", "ssthresh", "value"))]
   setorderv(d, c("FlowID", "Node", "Quantity", "Series", "Line", "RelTime"))
   d[]

@@ -88,7 +88,7 @@ npm_read_run <- function(config, time_range = c(NA_real_, NA_real_)) {
     pv[, Flow := factor(labels$Label[match(FlowID, labels$FlowID)], levels = flow_levels)]
     pv[, NodeLabel := factor(node_label[Node], levels = node_label)]
     # One label per path and node: its ID and addresses as the node sees them.
-    pv[, PathLabel := ifelse(Path == NPM_CONNECTION_PATH, "Whole connection",
+    pv[, PathLabel := ifelse(Path == npm_connection_path, "Whole connection",
                              ifelse(Local == "-", sprintf("Path %d: to %s", Path, Remote),
                                     sprintf("Path %d: %s to %s", Path, Local, Remote)))]
   }
@@ -107,7 +107,8 @@ npm_read_run_scalars <- function(cfg, dir, config) {
     if (name == "") next
     file <- npm_resolve_file(name, dir)
     if (is.na(file)) {
-      npm_warn("%s: the %s scalar file %s does not exist; plotted without it (no CPU utilisation, the last interval as recorded)",
+      npm_warn(paste0("%s: the %s scalar file %s does not exist; plotted without it (no CPU utilisation, ",
+                      "the last interval as recorded)"),
                config, tolower(role), name)
       next
     }

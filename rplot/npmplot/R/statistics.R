@@ -4,12 +4,12 @@
 # The interval methods of npm_summarise() and npm_plot_summary(): "t" (as t.test()), "bca" (the
 # bootstrap BCa interval of the mean, as netperfmeter-lab computes it: src/lab/npmlab/stats.py),
 # "given" (the table's own columns, see npm_given_columns()) and "none".
-NPM_CI_METHODS <- c("t", "bca", "given", "none")
+NPM_CI_METHODS <- c("t", "bca", "given", "none")  # nolint: object_name_linter. Exported name (NAMESPACE).
 # BCa: resamples per interval and fewest runs, netperfmeter-lab's RESAMPLES and MIN_RUNS (the
 # lab measured that the 95 % BCa interval of 5 runs of an outcome that collapses in one run of
 # five holds its mean in 66 % of samples, of 10 runs in 88 %).
-NPM_BCA_RESAMPLES <- 4000L
-NPM_BCA_MIN_RUNS <- 10L
+NPM_BCA_RESAMPLES <- 4000L  # nolint: object_name_linter. Exported name (NAMESPACE).
+NPM_BCA_MIN_RUNS <- 10L  # nolint: object_name_linter. Exported name (NAMESPACE).
 
 # Mean and confidence interval from the t-distribution (as t.test()) of a numeric vector.
 # One value, or values that are all equal (t.test() refuses them): no interval (NA bounds).
@@ -98,8 +98,9 @@ npm_point_interval <- function(v, level = 0.95, method = "t", min_runs = NULL,
   n <- length(v)
   m <- if (n) mean(v) else NA_real_
   s <- if (n > 1L) sd(v) else NA_real_
-  out <- function(lower, upper, why, count = n)
+  out <- function(lower, upper, why, count = n) {
     list(N = count, Mean = m, SD = s, Lower = lower, Upper = upper, Interval = why)
+  }
   spread <- n < 2L || any(v != v[1L])
   if (method == "none") return(out(NA_real_, NA_real_, "none"))
   if (method == "given") {

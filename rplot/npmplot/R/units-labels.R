@@ -10,9 +10,9 @@ npm_auto_unit <- function(values, unit) {
   list(factor = p[[1]], unit = paste0(p[[2]], unit))
 }
 
-NPM_UNITS <- c("bit" = 1, "b" = 1, "byte" = 8, "B" = 8, "Byte" = 8, "s" = 1, "ms" = 1e-3,
+npm_units <- c("bit" = 1, "b" = 1, "byte" = 8, "B" = 8, "Byte" = 8, "s" = 1, "ms" = 1e-3,
                "us" = 1e-6, "\u00b5s" = 1e-6, "frame" = 1, "packet" = 1, "frames" = 1, "packets" = 1)
-NPM_PREFIXES <- c(k = 1e3, K = 1e3, M = 1e6, G = 1e9, T = 1e12, Ki = 1024, Mi = 1024^2,
+npm_prefixes <- c(k = 1e3, K = 1e3, M = 1e6, G = 1e9, T = 1e12, Ki = 1024, Mi = 1024^2,
                   Gi = 1024^3, Ti = 1024^4)
 
 # Value of one unit in base units: "Mbit/s", "KiB/s", "byte", "ms".
@@ -20,11 +20,11 @@ npm_unit_value <- function(u) {
   parts <- strsplit(trimws(u), "/", fixed = TRUE)[[1]]
   if (length(parts) < 1L || length(parts) > 2L || any(parts == "")) npm_stop("unknown unit %s", u)
   one <- function(p) {
-    if (!is.na(NPM_UNITS[p])) return(NPM_UNITS[[p]])
-    for (pre in names(NPM_PREFIXES)[order(-nchar(names(NPM_PREFIXES)))]) {
+    if (!is.na(npm_units[p])) return(npm_units[[p]])
+    for (pre in names(npm_prefixes)[order(-nchar(names(npm_prefixes)))]) {
       if (startsWith(p, pre)) {
         rest <- substring(p, nchar(pre) + 1L)
-        if (!is.na(NPM_UNITS[rest])) return(NPM_PREFIXES[[pre]] * NPM_UNITS[[rest]])
+        if (!is.na(npm_units[rest])) return(npm_prefixes[[pre]] * npm_units[[rest]])
       }
     }
     npm_stop("unknown unit %s (known: bit, B/byte, s, ms, us with prefixes k, M, G, T, Ki, Mi, Gi)", u)
@@ -45,7 +45,7 @@ npm_parse_unit_conversion <- function(spec) {
   npm_unit_factor(p[1], p[2])
 }
 
-NPM_GREEK <- c("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
+npm_greek <- c("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
                "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau",
                "upsilon", "phi", "chi", "psi", "omega", "Alpha", "Beta", "Gamma", "Delta",
                "Epsilon", "Zeta", "Eta", "Theta", "Iota", "Kappa", "Lambda", "Mu", "Nu", "Xi",
@@ -58,7 +58,7 @@ NPM_GREEK <- c("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "the
 npm_markup_to_plotmath <- function(s) {
   ch <- strsplit(s, "", fixed = TRUE)[[1]]
   n <- length(ch)
-  atoms <- list()                       # each: list(type = "text"|"expr", v = ...)
+  atoms <- list()                       # each a list of type ("text" or "expr") and v
   add_text <- function(t) {
     k <- length(atoms)
     if (k && atoms[[k]]$type == "text") atoms[[k]]$v <<- paste0(atoms[[k]]$v, t)
@@ -67,11 +67,18 @@ npm_markup_to_plotmath <- function(s) {
   read_arg <- function(i) {             # argument of _ or ^ starting at ch[i]
     if (i > n) return(list(text = "", next_i = i))
     if (ch[i] == "{") {
-      depth <- 1L; j <- i + 1L
+      depth <- 1L
+      j <- i + 1L
       while (j <= n) {
-        if (ch[j] == "\\" && j < n) { j <- j + 2L; next }
+        if (ch[j] == "\\" && j < n) {
+          j <- j + 2L
+          next
+        }
         if (ch[j] == "{") depth <- depth + 1L
-        if (ch[j] == "}") { depth <- depth - 1L; if (depth == 0L) break }
+        if (ch[j] == "}") {
+          depth <- depth - 1L
+          if (depth == 0L) break
+        }
         j <- j + 1L
       }
       return(list(text = if (j > i + 1L) paste(ch[(i + 1L):(j - 1L)], collapse = "") else "",
@@ -90,12 +97,19 @@ npm_markup_to_plotmath <- function(s) {
     if (c == "\\" && i < n) {
       rest <- paste(ch[(i + 1L):n], collapse = "")
       word <- regmatches(rest, regexpr("^[A-Za-z]+", rest))
-      if (length(word) && word %in% NPM_GREEK) {
+      if (length(word) && word %in% npm_greek) {
         atoms[[length(atoms) + 1L]] <- list(type = "expr", v = word)
-        i <- i + 1L + nchar(word); next
+        i <- i + 1L + nchar(word)
+        next
       }
-      if (ch[i + 1L] %in% c("_", "^", "\\", "{", "}")) { add_text(ch[i + 1L]); i <- i + 2L; next }
-      add_text(c); i <- i + 1L; next
+      if (ch[i + 1L] %in% c("_", "^", "\\", "{", "}")) {
+        add_text(ch[i + 1L])
+        i <- i + 2L
+        next
+      }
+      add_text(c)
+      i <- i + 1L
+      next
     }
     if (c %in% c("_", "^")) {
       arg <- read_arg(i + 1L)
@@ -103,7 +117,8 @@ npm_markup_to_plotmath <- function(s) {
       k <- length(atoms)
       base <- "\"\""
       if (k && atoms[[k]]$type == "expr") {
-        base <- atoms[[k]]$v; atoms[[k]] <- NULL
+        base <- atoms[[k]]$v
+        atoms[[k]] <- NULL
       } else if (k) {
         t <- atoms[[k]]$v
         w <- regmatches(t, regexpr("[[:alnum:].]+$", t))
@@ -115,9 +130,11 @@ npm_markup_to_plotmath <- function(s) {
       }
       e <- if (c == "_") sprintf("%s[%s]", base, sub) else sprintf("%s^{%s}", base, sub)
       atoms[[length(atoms) + 1L]] <- list(type = "expr", v = e)
-      i <- arg$next_i; next
+      i <- arg$next_i
+      next
     }
-    add_text(c); i <- i + 1L
+    add_text(c)
+    i <- i + 1L
   }
   parts <- vapply(atoms, function(a) if (a$type == "text") deparse(a$v) else a$v, "")
   if (length(parts) == 0L) "\"\"" else if (length(parts) == 1L) parts
@@ -166,8 +183,9 @@ npm_metric <- function(column) {
     else return(NULL)
   words <- gsub("([a-z0-9])([A-Z])", "\\1 \\2", stat)
   words <- gsub("([A-Z]+)([A-Z][a-z])", "\\1 \\2", words)
-  words <- paste0(substr(words, 1L, 1L), vapply(substring(words, 2L), function(w)
-    gsub("\\b([A-Z])([a-z])", "\\L\\1\\E\\2", w, perl = TRUE), ""))
+  words <- paste0(substr(words, 1L, 1L), vapply(substring(words, 2L), function(w) {
+    gsub("\\b([A-Z])([a-z])", "\\L\\1\\E\\2", w, perl = TRUE)
+  }, ""))
   list(label = sprintf("%s (%s)", words, object), unit = unit)
 }
 

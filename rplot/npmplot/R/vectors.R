@@ -1,20 +1,20 @@
 # Vector and scalar files of one run.
 # Copyright (C) the NetPerfMeter project. GPL-3.0-or-later.
 
-NPM_MEASUREMENT_COLUMNS <- c("AbsTime", "RelTime", "Interval", "FlowID", "Description",
+npm_measurement_columns <- c("AbsTime", "RelTime", "Interval", "FlowID", "Description",
                              "Jitter", "Action", "AbsBytes", "AbsPackets", "AbsFrames",
                              "RelBytes", "RelPackets", "RelFrames")
-NPM_FLOW_COLUMNS <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames",
+npm_flow_columns <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets", "AbsFrames",
                       "RelBytes", "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff",
                       "Jitter")
 
-NPM_PATH_COLUMNS <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
+npm_path_columns <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
                       "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
                       "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
                       "Pending", "FastRetrans", "TimerRetrans", "Rescheduled", "DropReported",
                       "SmartFrIgnored")
 # Path ID of the rows of a whole MPTCP connection or SCTP association.
-NPM_CONNECTION_PATH <- -1L
+npm_connection_path <- -1L
 
 # The column names of a vector's header line (tab- or blank-separated); those of `expected`
 # that it lacks are an error.
@@ -37,10 +37,10 @@ npm_read_path_vector <- function(path) {
   on.exit(npm_plain_done(plain, path))
   start <- npm_vector_start(plain, path, what)
   cols <- strsplit(start$header, "\t")[[1]]
-  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(NPM_PATH_COLUMNS, -n)), logical(1)))
-  if (!identical(cols, NPM_PATH_COLUMNS) && !older)
+  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(npm_path_columns, -n)), logical(1)))
+  if (!identical(cols, npm_path_columns) && !older)
     npm_stop("%s %s lacks column(s) %s", what, path,
-             paste(setdiff(NPM_PATH_COLUMNS, cols), collapse = ", "))
+             paste(setdiff(npm_path_columns, cols), collapse = ", "))
   if (is.null(start$first)) return(NULL)
   d <- npm_fread(plain, path, what, start$skip, sep = "\t", na.strings = "NA",
                  colClasses = list(character = c(5L, 6L, 7L)))
@@ -49,12 +49,12 @@ npm_read_path_vector <- function(path) {
              length(cols))
   setnames(d, c(".line", cols))
   d[, .line := NULL]
-  for (column in setdiff(NPM_PATH_COLUMNS, cols)) d[, (column) := NA_real_]
+  for (column in setdiff(npm_path_columns, cols)) d[, (column) := NA_real_]
   d[]
 }
 
 npm_empty_measurement <- function() {
-  dt <- as.data.table(setNames(rep(list(numeric(0)), 13L), NPM_MEASUREMENT_COLUMNS))
+  dt <- as.data.table(setNames(rep(list(numeric(0)), 13L), npm_measurement_columns))
   dt[, `:=`(Description = character(0), Action = character(0))]
   dt
 }
@@ -72,7 +72,7 @@ npm_measurement_fread <- function(plain, skip) {
     if (!is.numeric(d[[1L]])) return(NULL)
     set(d, j = 1L, value = NULL)                   # the line numbers
   }
-  setnames(d, NPM_MEASUREMENT_COLUMNS)
+  setnames(d, npm_measurement_columns)
   desc <- as.character(d$Description)
   action <- as.character(d$Action)
   if (anyNA(desc) || !all(grepl("^\".*\"$", desc)) || anyNA(action) ||
@@ -80,7 +80,7 @@ npm_measurement_fread <- function(plain, skip) {
     return(NULL)
   set(d, j = "Description", value = substr(desc, 2L, nchar(desc) - 1L))
   set(d, j = "Action", value = gsub("\"", "", action, fixed = TRUE))
-  for (c in setdiff(NPM_MEASUREMENT_COLUMNS, c("Description", "Action"))) {
+  for (c in setdiff(npm_measurement_columns, c("Description", "Action"))) {
     if (!is.numeric(d[[c]]) || anyNA(d[[c]])) return(NULL)
     set(d, j = c, value = as.numeric(d[[c]]))
   }
@@ -103,8 +103,8 @@ npm_measurement_split <- function(plain, path, what) {
     npm_stop("%s %s: line %d is not a measurement row", what, path, bad[1] + 1L)
   f <- matrix(unlist(m, use.names = FALSE), ncol = 14L, byrow = TRUE)[, -1L, drop = FALSE]
   dt <- as.data.table(f)
-  setnames(dt, NPM_MEASUREMENT_COLUMNS)
-  for (c in setdiff(NPM_MEASUREMENT_COLUMNS, c("Description", "Action"))) {
+  setnames(dt, npm_measurement_columns)
+  for (c in setdiff(npm_measurement_columns, c("Description", "Action"))) {
     v <- suppressWarnings(as.numeric(dt[[c]]))
     if (anyNA(v)) npm_stop("%s %s: column %s is not numeric", what, path, c)
     set(dt, j = c, value = v)
@@ -122,9 +122,9 @@ npm_read_measurement_vector <- function(path) {
   on.exit(npm_plain_done(plain, path))
   start <- npm_vector_start(plain, path, what)
   cols <- strsplit(trimws(start$header), "[ \t]+")[[1]]
-  if (!identical(cols, NPM_MEASUREMENT_COLUMNS))
+  if (!identical(cols, npm_measurement_columns))
     npm_stop("%s %s does not have the header of a measurement vector (%s)", what, path,
-             paste(NPM_MEASUREMENT_COLUMNS, collapse = " "))
+             paste(npm_measurement_columns, collapse = " "))
   if (is.null(start$first)) return(npm_empty_measurement())
   d <- if (grepl("\t", start$first)) npm_measurement_fread(plain, start$skip)
   if (is.null(d)) d <- npm_measurement_split(plain, path, what)
@@ -139,7 +139,7 @@ npm_read_flow_vector <- function(path, columns = NULL) {
   plain <- npm_plain_file(path, what)
   on.exit(npm_plain_done(plain, path))
   start <- npm_vector_start(plain, path, what)
-  cols <- npm_vector_columns(start$header, path, NPM_FLOW_COLUMNS, what)
+  cols <- npm_vector_columns(start$header, path, npm_flow_columns, what)
   keep <- if (is.null(columns)) cols else intersect(cols, columns)
   if (!is.null(columns) && length(setdiff(columns, cols)))
     npm_stop("%s %s has no column(s) %s", what, path, paste(setdiff(columns, cols), collapse = ", "))

@@ -77,8 +77,12 @@ flow_vector <- function(rate, size, base_delay) {
   t <- sort(runif(n, 0, runtime))
   delay <- base_delay + rexp(n, 1 / (base_delay / 4)) + 0.02 * sin(t * 2)
   d <- c(0, diff(delay))
-  jit <- numeric(n); j <- 0
-  for (k in seq_len(n)) { j <- j + (abs(d[k]) - j) / 16; jit[k] <- j }
+  jit <- numeric(n)
+  j <- 0
+  for (k in seq_len(n)) {
+    j <- j + (abs(d[k]) - j) / 16
+    jit[k] <- j
+  }
   data.frame(AbsTime = sprintf("%.0f", t0 + t * 1e6), RelTime = sprintf("%1.6f", t),
              SeqNumber = seq_len(n) - 1L, AbsBytes = cumsum(rep(size, n)),
              AbsPackets = seq_len(n), AbsFrames = seq_len(n), RelBytes = size,

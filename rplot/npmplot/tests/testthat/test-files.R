@@ -9,7 +9,7 @@ write_text <- function(lines, file) {
   file
 }
 
-mv_header <- paste(NPM_MEASUREMENT_COLUMNS, collapse = "\t")
+mv_header <- paste(npm_measurement_columns, collapse = "\t")
 
 test_that("measurement vectors: quotes in descriptions, old space separators, bz2", {
   f <- write_text(c(mv_header,
@@ -40,7 +40,7 @@ test_that("measurement vectors: header only, wrong header, bad row", {
 })
 
 test_that("per-flow vectors: with and without line numbers, truncated", {
-  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  h <- paste(npm_flow_columns, collapse = "\t")
   rows <- c("000001\t1795272048342394\t0.000027\t0\t1460\t1\t0\t1460\t1\t0\t0.072\t0.072\t0.004",
             "000002\t1795272048342494\t0.000127\t1\t2920\t2\t1\t1460\t1\t1\t0.080\t0.008\t0.005")
   d <- npm_read_flow_vector(write_text(c(h, rows), tempfile(fileext = ".vec.bz2")))
@@ -55,7 +55,7 @@ test_that("per-flow vectors: with and without line numbers, truncated", {
 })
 
 test_that("vectors read alike plain and compressed with gzip, bzip2 or xz, by content", {
-  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  h <- paste(npm_flow_columns, collapse = "\t")
   rows <- sprintf("%06d\t%.0f\t%.6f\t%d\t%d\t%d\t0\t1460\t1\t1\t%.3f\t0.001\t0.002", 1:500,
                   1795272048342394 + (1:500) * 100, (1:500) * 1e-4, 0:499, (1:500) * 1460, 1:500,
                   80 + (1:500) / 1000)
@@ -71,8 +71,9 @@ test_that("vectors read alike plain and compressed with gzip, bzip2 or xz, by co
     file.copy(f, g)
     expect_equal(npm_read_flow_vector(g, c("RelTime", "Delay")), plain[, .(RelTime, Delay)])
   }
-  mv <- c(paste(NPM_MEASUREMENT_COLUMNS, collapse = "\t"),
-          "000001\t1795272048342367\t1.000000\t1.000000\t0\t\"Flow \\\"0\\\"\"\t0.000\t\"Sent\"\t315360\t216\t216\t315360\t216\t216")
+  mv <- c(paste(npm_measurement_columns, collapse = "\t"),
+          paste0("000001\t1795272048342367\t1.000000\t1.000000\t0\t\"Flow \\\"0\\\"\"\t0.000\t\"Sent\"",
+                 "\t315360\t216\t216\t315360\t216\t216"))
   for (ext in c(".vec", ".vec.gz")) {
     d <- npm_read_measurement_vector(write_text(mv, tempfile(fileext = ext)))
     expect_equal(d$Description, "Flow \\\"0\\\"")
@@ -232,13 +233,15 @@ test_that("one PDF per plot on request", {
 })
 
 test_that("per-path vectors: connection rows, fast, timer and rescheduled retransmissions, mechanisms, older files", {
-  row <- "000001\t1795272048342367\t0.100000\t1\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED\t14480\tNA\t4.250\tNA\t204.000\t1500\t1000\tNA\tNA\t7\t0\t0\tNA\tNA"
-  conn <- "000002\t1795272048342367\t0.100000\t-1\t-\t10.0.2.2:9000\tESTABLISHED\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\t12\tNA\tNA\t65536\t3\tNA\tNA"
-  f <- write_text(c(paste(NPM_PATH_COLUMNS, collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1\t4\t9"),
+  row <- paste0("000001\t1795272048342367\t0.100000\t1\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED",
+                "\t14480\tNA\t4.250\tNA\t204.000\t1500\t1000\tNA\tNA\t7\t0\t0\tNA\tNA")
+  conn <- paste0("000002\t1795272048342367\t0.100000\t-1\t-\t10.0.2.2:9000\tESTABLISHED",
+                 "\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\t12\tNA\tNA\t65536\t3\tNA\tNA")
+  f <- write_text(c(paste(npm_path_columns, collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1\t4\t9"),
                     paste0(conn, "\tNA\tNA\tNA")),
                   tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(f)
-  expect_equal(d$Path, c(1, NPM_CONNECTION_PATH))
+  expect_equal(d$Path, c(1, npm_connection_path))
   expect_equal(d$Rwnd, c(NA, 65536))
   expect_equal(d$Pending, c(NA, 3))
   expect_equal(d$Cwnd[1], 14480)
@@ -249,27 +252,27 @@ test_that("per-path vectors: connection rows, fast, timer and rescheduled retran
   expect_equal(d$SmartFrIgnored, c(9, NA))
   # before the mechanisms' counts, before chunk rescheduling, before the separate retransmissions
   # (2.1.0 with the connection rows), and before those rows
-  counts <- write_text(c(paste(head(NPM_PATH_COLUMNS, -2L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1")),
+  counts <- write_text(c(paste(head(npm_path_columns, -2L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2\t1")),
                        tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(counts)
   expect_equal(d$Rescheduled, 1)
   expect_true(is.na(d$DropReported) && is.na(d$SmartFrIgnored))
-  before <- write_text(c(paste(head(NPM_PATH_COLUMNS, -3L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2")),
+  before <- write_text(c(paste(head(npm_path_columns, -3L), collapse = "\t"), paste0(row, "\tNA\tNA\t5\t2")),
                        tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(before)
   expect_equal(d$FastRetrans, 5)
   expect_true(is.na(d$Rescheduled))
-  older <- write_text(c(paste(head(NPM_PATH_COLUMNS, -5L), collapse = "\t"), paste0(row, "\tNA\tNA")),
+  older <- write_text(c(paste(head(npm_path_columns, -5L), collapse = "\t"), paste0(row, "\tNA\tNA")),
                       tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(older)
   expect_equal(nrow(d), 1L)
   expect_true(is.na(d$FastRetrans) && is.na(d$TimerRetrans))
-  oldest <- write_text(c(paste(head(NPM_PATH_COLUMNS, -7L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  oldest <- write_text(c(paste(head(npm_path_columns, -7L), collapse = "\t"), row), tempfile(fileext = ".vec"))
   d <- npm_read_path_vector(oldest)
   expect_equal(nrow(d), 1L)
   expect_true(all(is.na(d$Rwnd)) && all(is.na(d$Pending)) && all(is.na(d$TimerRetrans)))
-  expect_equal(names(d), NPM_PATH_COLUMNS)
-  bad <- write_text(c(paste(head(NPM_PATH_COLUMNS, -8L), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  expect_equal(names(d), npm_path_columns)
+  bad <- write_text(c(paste(head(npm_path_columns, -8L), collapse = "\t"), row), tempfile(fileext = ".vec"))
   expect_error(npm_read_path_vector(bad), "lacks column", class = "npm_error")
 })
 
@@ -332,12 +335,14 @@ test_that("inputs that unpack beyond the bound are refused, naming the file and 
   on.exit(options(old))
   b <- bomb(8 * 1024^2)
   expect_lt(file.info(b)$size, 200)
-  msg <- function(what) sprintf("%s %s decompresses to more than 1 MB, the bound for every input (set by --max-input-size", what, b)
+  msg <- function(what) {
+    sprintf("%s %s decompresses to more than 1 MB, the bound for every input (set by --max-input-size", what, b)
+  }
   expect_error(npm_read_config(b), msg("config file"), fixed = TRUE, class = "npm_error")
   expect_error(npm_read_scalars(b), msg("scalar file"), fixed = TRUE, class = "npm_error")
   expect_error(npm_read_summary(b), msg("table"), fixed = TRUE, class = "npm_error")
   # rows of a vector that would be read as such: refused at the bound, not at its header
-  h <- paste(NPM_FLOW_COLUMNS, collapse = "\t")
+  h <- paste(npm_flow_columns, collapse = "\t")
   rows <- rep("000001\t1795272048342394\t0.000027\t0\t1460\t1\t0\t1460\t1\t0\t0.072\t0.072\t0.004", 30000)
   big <- write_text(c(h, rows), tempfile(fileext = ".vec.bz2"))
   expect_error(npm_read_flow_vector(big), sprintf("per-flow vector %s decompresses to more than 1 MB", big),
@@ -362,14 +367,17 @@ test_that("inputs that unpack beyond the bound are refused, naming the file and 
 
 test_that("the default bound of text inputs (64 MiB); zeros as a vector are refused at once", {
   b <- bomb(65 * 1024^2)
-  expect_error(npm_read_config(b), sprintf("config file %s decompresses to more than 64 MiB, the bound for config, scalar and table files (the default;", b),
+  expect_error(npm_read_config(b),
+               sprintf(paste0("config file %s decompresses to more than 64 MiB, the bound for config, ",
+                              "scalar and table files (the default;"), b),
                fixed = TRUE, class = "npm_error")
   # zeros as a vector are refused at their first chunk, not when the bound is reached (here:
   # 16 MiB of zeros under a bound of 8 MiB) nor once all of them are in a temporary file
   old <- options(npmplot.max_input_size = "8Mi")
   on.exit(options(old))
   v <- bomb(16 * 1024^2, ".vec.bz2")
-  expect_error(npm_read_measurement_vector(v), sprintf("measurement vector %s is not a text file: it holds NUL bytes", v),
+  expect_error(npm_read_measurement_vector(v),
+               sprintf("measurement vector %s is not a text file: it holds NUL bytes", v),
                fixed = TRUE, class = "npm_error")
   expect_length(list.files(tempdir(), pattern = "^npmplot-"), 0L)
 })

@@ -5,13 +5,15 @@
 vector_rows <- function(node, stop, end, rate = 200, t0 = 1.7e15) {
   blocks <- c(0, 1, 2, stop)
   sent <- floor(pmin(blocks, end) * rate)
-  d <- rbindlist(lapply(c("Sent", "Received", "Lost"), function(a) data.table(
-    AbsTime = t0 + blocks * 1e6, RelTime = blocks, Interval = c(0, diff(blocks)), FlowID = 0,
-    Description = "Flow 0", Jitter = 0, Action = a,
-    AbsBytes = if (a == "Lost") 0 else sent * 1000, AbsPackets = if (a == "Lost") 0 else sent,
-    AbsFrames = if (a == "Lost") 0 else sent,
-    RelBytes = if (a == "Lost") 0 else c(0, diff(sent)) * 1000,
-    RelPackets = if (a == "Lost") 0 else c(0, diff(sent)), RelFrames = if (a == "Lost") 0 else c(0, diff(sent)))))
+  d <- rbindlist(lapply(c("Sent", "Received", "Lost"), function(a) {
+    data.table(
+      AbsTime = t0 + blocks * 1e6, RelTime = blocks, Interval = c(0, diff(blocks)), FlowID = 0,
+      Description = "Flow 0", Jitter = 0, Action = a,
+      AbsBytes = if (a == "Lost") 0 else sent * 1000, AbsPackets = if (a == "Lost") 0 else sent,
+      AbsFrames = if (a == "Lost") 0 else sent,
+      RelBytes = if (a == "Lost") 0 else c(0, diff(sent)) * 1000,
+      RelPackets = if (a == "Lost") 0 else c(0, diff(sent)), RelFrames = if (a == "Lost") 0 else c(0, diff(sent)))
+  }))
   d[, Node := node][]
 }
 scalars_of <- function(node, last, t0 = 1.7e15) {

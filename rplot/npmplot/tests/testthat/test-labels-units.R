@@ -20,7 +20,9 @@ test_that("labels are rendered, not evaluated", {
   l <- npm_label(sprintf("\\rho_{x\"); file.create(\"%s\"); (\"}", marker))
   expect_true(is.call(l))
   f <- tempfile(fileext = ".png")
-  png(f); plot(1, main = l); dev.off()
+  png(f)
+  plot(1, main = l)
+  dev.off()
   expect_false(file.exists(marker))
 })
 

@@ -53,7 +53,9 @@ test_that("the resampled BCa interval approaches the exact one, is seeded and ke
   }
   expect_identical(npm_bca_mean(x, resamples = 500, seed = 7), npm_bca_mean(x, resamples = 500, seed = 7))
   expect_false(identical(npm_bca_mean(x, resamples = 500, seed = 7), npm_bca_mean(x, resamples = 500, seed = 8)))
-  set.seed(99); before <- runif(1); set.seed(99)
+  set.seed(99)
+  before <- runif(1)
+  set.seed(99)
   npm_bca_mean(x, seed = 3)
   expect_identical(runif(1), before)
 })
@@ -128,7 +130,8 @@ test_that("the caption says what the bars are and where there are none", {
   expect_equal(cap(ci = "t", caption = "2 runs left out"),
                "2 runs left out Error bars: 95 % t intervals of the mean; none at 1 of 3 points: single run.")
   expect_null(npm_plot_summary(d[rho < 3], x = "rho", y = "v")$labels$caption)  # t everywhere: as before
-  expect_equal(gsub("\n", " ", npm_plot_summary(d[rho < 3], x = "rho", y = "v", ci = "bca", level = 0.9)$labels$caption),
+  expect_equal(gsub("\n", " ",
+                    npm_plot_summary(d[rho < 3], x = "rho", y = "v", ci = "bca", level = 0.9)$labels$caption),
                "Error bars: 90 % bootstrap BCa intervals of the mean (4000 resamples).")
   expect_equal(cap(ci = "bca", min_runs = 13),
                "No error bars: no interval at any of the 3 points: too few runs (n = 12 < 13) (2 points); single run.")
