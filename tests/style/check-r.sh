@@ -1,39 +1,23 @@
 #!/usr/bin/env bash
 # Lints the R code of the tree with lintr under the project's configuration (.lintr at the
 # root): every tracked *.R file and every tracked file that starts with an Rscript shebang
-# (the programs rplot/plot-netperfmeter-results and -summary). Prints each finding as
-# FILE:LINE:COL: LINTER: MESSAGE (FILE relative to the root).
-# Usage: check-r.sh [SOURCE_DIR]   (default: the tree this script is in)
-# Exits 0 when there is no finding, 1 when there is one (or lintr fails), 77 when Rscript,
-# the R package lintr or the tree's git metadata (the list of files) is missing.
+# (the programs rplot/plot-netperfmeter-results and -summary); the files as lib.sh's tree_files
+# lists them. Prints each finding as FILE:LINE:COL: LINTER: MESSAGE (FILE relative to the root).
+#   check-r.sh SOURCE_DIR
+# Exits 0 when there is no finding, 1 when there is one (or lintr fails), 77 when Rscript or the
+# R package lintr is missing.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
-src=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-cd "$src"
-
-skip() { echo "SKIP: $*"; exit 77; }
-
-command -v Rscript >/dev/null 2>&1 || skip "Rscript is missing (Debian: r-base-core)"
-Rscript -e 'quit(save = "no", status = if (requireNamespace("lintr", quietly = TRUE)) 0 else 1)' \
-  >/dev/null 2>&1 || skip "the R package lintr is missing (Debian: r-cran-lintr)"
-command -v git >/dev/null 2>&1 || skip "git is missing: the R files are the ones git ls-files lists"
-if ! err=$(git rev-parse --is-inside-work-tree 2>&1 >/dev/null); then
-  skip "$src is not a git work tree, the R files are the ones git ls-files lists (git: ${err%%$'\n'*})"
+style_start check-r.sh Rscript r-base-core "$@"
+if ! Rscript -e 'quit(save = "no", status = if (requireNamespace("lintr", quietly = TRUE)) 0 else 1)' \
+  >/dev/null 2>&1; then
+  echo "SKIP: the R package lintr is not installed (apt-get install r-cran-lintr)"
+  exit 77
 fi
+cd "$src"
 [[ -f .lintr ]] || { echo "FAIL: $src/.lintr (the lintr configuration) is missing" >&2; exit 1; }
-
-# The tracked R files: *.R, and the scripts whose first line is an Rscript shebang.
-shebang='^#!.*[/[:space:]]Rscript([[:space:]]|$)'
-files=()
-while IFS= read -r -d '' f; do
-  [[ -f $f ]] && files+=("$f")
-done < <(git ls-files -z -- '*.R')
-while IFS= read -r -d '' f; do
-  [[ $f == *.R || ! -f $f ]] && continue
-  first=$(head -n 1 -- "$f")
-  if [[ $first =~ $shebang ]]; then files+=("$f"); fi
-done < <(git grep -z -l -I -E '^#!.*Rscript' -- . || true)
-((${#files[@]})) || { echo "FAIL: no R files found in $src" >&2; exit 1; }
+style_files "R files" '*.R' '^#!.*[/[:space:]]Rscript([[:space:]]|$)'
 
 # lint() of each file, with the root's .lintr whatever the file's directory. The R code exits
 # 0 (clean), 1 (findings) or 2 (lintr failed: a broken configuration, an unreadable file).
