@@ -60,7 +60,11 @@ expect_error "nopaths.config names no per-path vector" \
 [[ ! -e nopaths.pdf ]] || fail "nopaths.pdf was written"
 mkdir truncated && cp run.config truncated/
 bzcat "$paths" >full.vec
-head -c 5000 full.vec | bzip2 >"truncated/$paths"       # cut off in the middle of a row
+# Cut off in the middle of a row: the rows the first 5000 bytes hold, then the first 10 of the
+# next row's 28 columns without its line end (a cut at byte 5000 itself fell on a row's end
+# now and then, leaving a shorter but well-formed file).
+awk -F '\t' -v OFS='\t' '{ bytes += length($0) + 1 }
+  bytes > 5000 { NF = 10; printf "%s", $0; exit } { print }' full.vec | bzip2 >"truncated/$paths"
 expect_error "per-path vector truncated/$paths is truncated or malformed" \
   "$rplot/plot-netperfmeter-results" truncated/run.config --traces -o truncated/traces.pdf
 mkdir missing && cp run.config missing/
