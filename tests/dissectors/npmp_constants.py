@@ -126,7 +126,8 @@ def main(source):
         "npmp.onoff.flags.reltime": cxx["kOnOffRelativeTime"],
     }
     for field, mask in flags.items():
-        cm = re.search(r"\"%s\", FT_\w+, \w+,\s*(?:VALS\(\w+\)|NULL), (0x[0-9a-fA-F]+)" % re.escape(field), c)
+        # (Whitespace between the hf_register_info fields is the formatter's: any.)
+        cm = re.search(r"\"%s\",\s*FT_\w+,\s*\w+,\s*(?:VALS\(\w+\)|NULL),\s*(0x[0-9a-fA-F]+)" % re.escape(field), c)
         lm = re.search(r"\"%s\", \"[^\"]+\", (?:base\.\w+|\d+), (?:\w+|nil), (0x[0-9a-fA-F]+)" % re.escape(field), lua)
         fail(errors, f"flag {field}", {"C++": mask, "C": number(cm.group(1)) if cm else None,
                                        "Lua": number(lm.group(1)) if lm else None})
