@@ -17,14 +17,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "quic/connection_detail.h"
 #include "quic/tls.h"
 #include "transport/sockets.h"
 
 namespace npm::quic {
 
+using detail::kDatagramsPerRead;
+using detail::kMaxDatagram;
+
 namespace {
-constexpr std::size_t kMaxDatagram = 65536;
-constexpr int kDatagramsPerRead = 64;
 // How long a Retry token is good for (ngtcp2's time, nanoseconds): the client answers a Retry
 // at once, so a few seconds cover any round trip.
 constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
