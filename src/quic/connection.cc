@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <span>
 
+#include "common/hmac.h"
 #include "quic/connection_detail.h"
 #include "quic/stream_channel.h"
 #include "quic/tls.h"
@@ -33,9 +36,16 @@ std::uint64_t timestamp() {
 namespace detail {
 
 void randomBytes(std::uint8_t* data, std::size_t size) {
-  // GNUTLS_RND_RANDOM: connection IDs and tokens must not be guessable.
-  if (gnutls_rnd(GNUTLS_RND_RANDOM, data, size) != 0) {
-    for (std::size_t i = 0; i < size; ++i) data[i] = static_cast<std::uint8_t>(std::rand());
+  // GNUTLS_RND_RANDOM: connection IDs and tokens must not be guessable. Where GnuTLS has no
+  // random bytes, the kernel's; never a predictable sequence such as rand()'s, which a forged
+  // stateless reset or a guessed connection ID would exploit. With neither the process ends:
+  // this runs inside ngtcp2's callbacks, through which no exception may pass.
+  if (gnutls_rnd(GNUTLS_RND_RANDOM, data, size) == 0) return;
+  try {
+    npm::randomBytes(std::span<std::uint8_t>(data, size));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "netperfmeter: QUIC: no random bytes (GnuTLS nor the kernel): %s\n", e.what());
+    std::abort();
   }
 }
 
