@@ -6,9 +6,12 @@
 #                              for the release, from which the bundled usrsctp is built
 #   packaging/setup.sh build   deps + configure and build into ./build
 #   packaging/setup.sh demo    build + a loopback measurement against a local passive
-#   packaging/setup.sh test    build + the gating test suite (ctest -j2 without the labels
-#                              long, packages, fresh-root), its "sanitize" tests again under
-#                              ASan+UBSan, its "tsan" tests under TSan (tests/README.md)
+#   packaging/setup.sh test    build + the gating test suite (ctest without the labels long,
+#                              packages, fresh-root), its "sanitize" tests again under
+#                              ASan+UBSan, its "tsan" tests under TSan (tests/README.md): first
+#                              the tests that may run beside others (BESIDE_JOBS at a time,
+#                              default two per core) beside the sanitizer builds, then those
+#                              that need the machine alone (RUN_SERIAL), one at a time
 #   packaging/setup.sh quick   build + the quick tier (label quick): the coding loop
 #   packaging/setup.sh long    test + the long tier (label long, sanitize-long under ASan) and
 #                              the release checks (packages, fresh-root)
@@ -105,6 +108,19 @@ install_deps() {
   deps_missing || { log "still missing after apt-get build-dep"; exit 1; }
 }
 
+# alone_tests BUILD_DIR: a ctest regular expression of the tests of BUILD_DIR that need the
+# machine alone (RUN_SERIAL), for -R (only them) and -E (all but them); ^$ (no test) when none.
+alone_tests() {
+  ctest --test-dir "$1" --show-only=json-v1 | python3 -c '
+import json, re, sys
+names = [t["name"] for t in json.load(sys.stdin)["tests"]
+         if any(p["name"] == "RUN_SERIAL" and p["value"] for p in t.get("properties", []))]
+for name in names:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        sys.exit(f"setup.sh: a test that runs alone has a name that is no plain word: {name!r}")
+print("^(" + "|".join(names) + ")$" if names else "^$")'
+}
+
 build() {
   install_deps
   # The fuzz smoke test runs under ASan+UBSan in the sanitizer build of "test"; here it links
@@ -130,23 +146,53 @@ case "${1:-}" in
     # that need the bundled stack refused) is built and tested too.
     cmake -S "$here" -B "$sanitize_dir" -G Ninja "${san_flags[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" \
       "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" -DNPM_SANITIZE=address,undefined -DNPM_USRSCTP=system >/dev/null
-    timed "build ($sanitize_dir)" cmake --build "$sanitize_dir" -j "$jobs"
     # And the userland SCTP paths (usrsctp's threads, the upcall into Asio) under TSan, with the
     # unit tests of state shared between threads (tagged [tsan]).
     # (No QUIC there: none of its tests uses it.)
     cmake -S "$here" -B "$tsan_dir" -G Ninja "${san_flags[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
       "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DNPM_WITH_QUIC=OFF -DNPM_SANITIZE=thread >/dev/null
-    timed "build ($tsan_dir)" cmake --build "$tsan_dir" -j "$jobs" --target netperfmeter npm_tsan_unit_tests
-    status=0
     # The gating suite: everything but the long tier and the release checks (labels "long",
-    # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), two at a time; tests
-    # that measure rates or timing run alone (RUN_SERIAL). See tests/README.md.
-    (cd "$build_dir" && timed "gating tests" ctest --output-on-failure --timeout 900 -j "$jobs" \
-       -LE '^(long|packages|fresh-root)$') || status=1
-    (cd "$sanitize_dir" && timed "sanitize tests" ctest --output-on-failure --timeout 900 -j "$jobs" \
-       -L '^sanitize$') || status=1
-    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests" ctest --output-on-failure \
-       --timeout 900 -j "$jobs" -L '^tsan$') || status=1
+    # "packages", "fresh-root": packaging/setup.sh long, ctest -L ...), then its "sanitize" tests
+    # in the ASan build and its "tsan" tests in the TSan build (tests/README.md). In two phases:
+    # 1. The tests that may run beside others, BESIDE_JOBS at a time (default: two per core: they
+    #    use about half a core each -- the whole suite ran at 0.93 of the 2 cores here on
+    #    2026-12-02, with two at a time), and beside them the sanitizer builds at the lowest CPU
+    #    priority, which take what the tests leave idle, then those builds' tests of this kind.
+    # 2. The tests that need the machine alone (RUN_SERIAL: rates, timing, the delay lines'
+    #    lateness), one at a time with nothing else running: the plain build's, then the
+    #    sanitizer builds'.
+    # (One after the other, from a fresh clone on 2026-12-02: 35 min 17 s.)
+    beside_jobs=${BESIDE_JOBS:-$((jobs * 2))}
+    tiers='^(long|packages|fresh-root)$'
+    status=0
+    sanitizer_log=$build_dir/sanitizer-builds.log
+    sanitizers_beside() {
+      local s=0
+      timed "build ($sanitize_dir), beside the tests" nice -n 19 cmake --build "$sanitize_dir" -j "$jobs" || return 1
+      timed "build ($tsan_dir), beside the tests" nice -n 19 cmake --build "$tsan_dir" -j "$jobs" \
+        --target netperfmeter npm_tsan_unit_tests || return 1
+      (cd "$sanitize_dir" && timed "sanitize tests beside others" ctest --output-on-failure --timeout 900 \
+         -j "$beside_jobs" -L '^sanitize$' -E "$(alone_tests .)") || s=1
+      (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests beside others" ctest --output-on-failure \
+         --timeout 900 -j "$beside_jobs" -L '^tsan$' -E "$(alone_tests .)") || s=1
+      return $s
+    }
+    log "the sanitizer builds and their tests run beside the gating tests (their output: $sanitizer_log)"
+    sanitizers_beside >"$sanitizer_log" 2>&1 &
+    sanitizers=$!
+    (cd "$build_dir" && timed "gating tests beside others" ctest --output-on-failure --timeout 900 -j "$beside_jobs" \
+       -LE "$tiers" -E "$(alone_tests .)") || status=1
+    sanitizers_status=0
+    wait "$sanitizers" || sanitizers_status=$?
+    # What they printed, their failures' output included (the build's lines of progress left out).
+    grep -v -E '^\[[0-9]+/[0-9]+\] ' "$sanitizer_log" >&2 || true
+    ((sanitizers_status == 0)) || { status=1; log "the sanitizer builds or their tests failed ($sanitizer_log)"; }
+    (cd "$build_dir" && timed "gating tests alone" ctest --output-on-failure --timeout 900 -LE "$tiers" \
+       -R "$(alone_tests .)") || status=1
+    (cd "$sanitize_dir" && timed "sanitize tests alone" ctest --output-on-failure --timeout 900 -L '^sanitize$' \
+       -R "$(alone_tests .)") || status=1
+    (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests alone" ctest --output-on-failure \
+       --timeout 900 -L '^tsan$' -R "$(alone_tests .)") || status=1
     exit $status
     ;;
   quick)
