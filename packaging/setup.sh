@@ -165,6 +165,10 @@ case "${1:-}" in
     # tests/README.md, Tiers.)
     beside_jobs=${BESIDE_JOBS:-$((jobs * 2))}
     tiers='^(long|packages|fresh-root)$'
+    # Which tests run alone, once per build tree (configured: the list needs no build).
+    alone_plain=$(alone_tests "$build_dir")
+    alone_sanitize=$(alone_tests "$sanitize_dir")
+    alone_tsan=$(alone_tests "$tsan_dir")
     status=0
     sanitizer_log=$build_dir/sanitizer-builds.log
     sanitizers_beside() {
@@ -173,27 +177,27 @@ case "${1:-}" in
       timed "build ($tsan_dir), beside the tests" nice -n 19 cmake --build "$tsan_dir" -j "$jobs" \
         --target netperfmeter npm_tsan_unit_tests || return 1
       (cd "$sanitize_dir" && timed "sanitize tests beside others" ctest --output-on-failure --timeout 900 \
-         -j "$beside_jobs" -L '^sanitize$' -E "$(alone_tests .)") || s=1
+         -j "$beside_jobs" -L '^sanitize$' -E "$alone_sanitize") || s=1
       (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests beside others" ctest --output-on-failure \
-         --timeout 900 -j "$beside_jobs" -L '^tsan$' -E "$(alone_tests .)") || s=1
+         --timeout 900 -j "$beside_jobs" -L '^tsan$' -E "$alone_tsan") || s=1
       return $s
     }
     log "the sanitizer builds and their tests run beside the gating tests (their output: $sanitizer_log)"
     sanitizers_beside >"$sanitizer_log" 2>&1 &
     sanitizers=$!
     (cd "$build_dir" && timed "gating tests beside others" ctest --output-on-failure --timeout 900 -j "$beside_jobs" \
-       -LE "$tiers" -E "$(alone_tests .)") || status=1
+       -LE "$tiers" -E "$alone_plain") || status=1
     sanitizers_status=0
     wait "$sanitizers" || sanitizers_status=$?
     # What they printed, their failures' output included (the build's lines of progress left out).
     grep -v -E '^\[[0-9]+/[0-9]+\] ' "$sanitizer_log" >&2 || true
     ((sanitizers_status == 0)) || { status=1; log "the sanitizer builds or their tests failed ($sanitizer_log)"; }
     (cd "$build_dir" && timed "gating tests alone" ctest --output-on-failure --timeout 900 -LE "$tiers" \
-       -R "$(alone_tests .)") || status=1
+       -R "$alone_plain") || status=1
     (cd "$sanitize_dir" && timed "sanitize tests alone" ctest --output-on-failure --timeout 900 -L '^sanitize$' \
-       -R "$(alone_tests .)") || status=1
+       -R "$alone_sanitize") || status=1
     (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests alone" ctest --output-on-failure \
-       --timeout 900 -L '^tsan$' -R "$(alone_tests .)") || status=1
+       --timeout 900 -L '^tsan$' -R "$alone_tsan") || status=1
     exit $status
     ;;
   quick)
