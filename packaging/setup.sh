@@ -39,13 +39,20 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # Runs a command and says how long it took, so that a slow CI run shows which phase grew
 # (the gating suite has a 30-minute budget: tests/README.md). Returns the command's status.
+# Where it ran ctest in a build tree and a test failed, the failed tests' names go to
+# $failed_tests too, so that the command's last lines say which tests failed (CI shows a
+# run's tail; ctest's own list sits above the output of every phase after it).
 timed() {
-  local what=$1 start status=0 outcome=""
+  local what=$1 start status=0 outcome="" failed=Testing/Temporary/LastTestsFailed.log
   shift
+  rm -f "$failed"
   start=$(date +%s)
   "$@" || status=$?
   ((status == 0)) || outcome=", failed ($status)"
   log "$what: $(($(date +%s) - start)) s$outcome"
+  if ((status != 0)) && [[ -n ${failed_tests:-} && -s $failed ]]; then
+    sed "s|^|$what: |" "$failed" >>"$failed_tests"
+  fi
   return $status
 }
 
@@ -170,6 +177,8 @@ case "${1:-}" in
     alone_sanitize=$(alone_tests "$sanitize_dir")
     alone_tsan=$(alone_tests "$tsan_dir")
     status=0
+    failed_tests=$build_dir/failed-tests.txt
+    : >"$failed_tests"
     sanitizer_log=$build_dir/sanitizer-builds.log
     sanitizers_beside() {
       local s=0
@@ -198,6 +207,10 @@ case "${1:-}" in
        -R "$alone_sanitize") || status=1
     (cd "$tsan_dir" && TSAN_OPTIONS=halt_on_error=1 timed "tsan tests alone" ctest --output-on-failure \
        --timeout 900 -L '^tsan$' -R "$alone_tsan") || status=1
+    if [[ -s $failed_tests ]]; then
+      log "failed tests (phase: number:name):"
+      sed 's/^/  /' "$failed_tests" >&2
+    fi
     exit $status
     ;;
   quick)
