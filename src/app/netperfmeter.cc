@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/transports.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "control/active.h"
@@ -156,5 +157,5 @@ int main(int argc, char** argv) {
   if (!applyLog(active.log) || !applyCpus(active.cpus)) return 1;
   log::info(std::string("NetPerfMeter ") + NPM_VERSION + " - active mode");
   for (const auto& warning : active.warnings) log::warning(warning);
-  return control::runActive(active.options);
+  return control::runActive(active.options, app::activeTransports(active.options));
 }

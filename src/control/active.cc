@@ -70,11 +70,12 @@ Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::u
                  " as root, or LimitNOFILE= / nofile in limits.conf) or run fewer flows"};
 }
 
-Active::Active(transport::IoThreads& threads, const ActiveOptions& o)
+Active::Active(transport::IoThreads& threads, const ActiveOptions& o, const transport::Registry& transports)
     : threads_(threads),
       io_(threads.main()),
       options_(o),
       measurementId_(randomMeasurementId()),
+      transports_(transports),
       runEvent_(io_.get_executor()),
       signals_(io_, SIGINT, SIGTERM),
       json_(o) {}
@@ -311,18 +312,17 @@ asio::awaitable<int> Active::stopAndCollect() {
   }
   co_await endAssociations();
   for (const auto& flow : flows) measure::tellOwner(flow, [](measure::Flow& f) { f.close(); });
-  for (auto& [id, a] : associations_) a->close();
-  closeQuicConnections();
+  closeConnectors();
   control_->close();
   if (exitCode == 0) log::info("Stopped measurement $" + hex64(measurementId_));
   co_return json_.finish(exitCode, measurementId_, own.lastStatisticsEvent != 0 ? &own : nullptr);
 }
 
-int runActive(const ActiveOptions& options) {
+int runActive(const ActiveOptions& options, const transport::Registry& transports) {
   transport::IoThreads threads(networkThreads(options));
   asio::io_context& io = threads.main();
   threads.start();
-  Active active(threads, options);
+  Active active(threads, options, transports);
   int exitCode = 1;
   asio::co_spawn(io, active.run(), [&](std::exception_ptr error, int code) {
     exitCode = code;

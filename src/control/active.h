@@ -7,6 +7,7 @@
 
 #include "common/result.h"
 #include "control/active_options.h"
+#include "transport/data_transport.h"
 
 namespace npm::control {
 
@@ -26,7 +27,8 @@ std::uint64_t descriptorsNeeded(const ActiveOptions& options);
 // one); else the one-line reason to refuse it before connecting.
 Result<void> checkDescriptors(const ActiveOptions& options, std::uint64_t soft, std::uint64_t hard);
 
-// Runs the whole measurement; returns the process exit code.
-int runActive(const ActiveOptions& options);
+// Runs the whole measurement, its flows' connections through `transports` (app/transports);
+// returns the process exit code.
+int runActive(const ActiveOptions& options, const transport::Registry& transports);
 
 }  // namespace npm::control

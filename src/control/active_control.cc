@@ -10,31 +10,15 @@
 
 #include "common/log.h"
 #include "control/auth.h"
+#include "sctp/data_transport.h"
 #include "sctp/sockaddr.h"
+#include "transport/stream_transports.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
 
 using asio::ip::tcp;
 using npmp::Protocol;
-
-// Connects a non-blocking socket within the timeout.
-asio::awaitable<void> connectWithin(tcp::socket& socket, const tcp::endpoint& to, Clock::duration timeout,
-                                    const std::string& ifRefused) {
-  Deadline deadline(socket.get_executor(), timeout, [&socket] {
-    boost::system::error_code ignored;
-    socket.cancel(ignored);
-  });
-  boost::system::error_code ec;
-  co_await socket.async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
-  if (deadline.expired())
-    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": timed out");
-  if (ec == asio::error::connection_refused && !ifRefused.empty()) {
-    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ifRefused);
-  }
-  if (ec)
-    throw ActiveError("cannot connect to " + transport::endpointName(to.address(), to.port()) + ": " + ec.message());
-}
 
 std::optional<std::string> busyText(std::uint32_t status) {
   const char* why = status == npmp::kStatusBusy ? "as many sessions as it admits in all (its --max-sessions)"
@@ -74,7 +58,7 @@ asio::awaitable<void> Active::connectControl() {
   const tcp::endpoint to(options_.remote, static_cast<std::uint16_t>(options_.port + 1));
   log::info(std::string("Connecting to the passive at ") + transport::endpointName(to.address(), to.port()) +
             " (control over " + npmp::protocolName(protocol) + ")");
-  co_await connectWithin(
+  co_await transport::connectWithin(
       socket, to, kConnectTimeout,
       "connection refused: nothing listens on the passive's control port (PORT+1 = " + std::to_string(to.port()) +
           "); is \"netperfmeter " + std::to_string(options_.port) + "\" running there?");
@@ -134,54 +118,6 @@ asio::awaitable<void> Active::authenticate() {
   log::info("Authenticated with the passive (shared key)");
 }
 
-namespace {
-
-// A datagram without payload (which usrsctp drops unread) to the peer's UDP port of userland
-// SCTP, from a connected socket: when nothing listens there, the ICMP port unreachable that
-// comes back within a round trip reports the refusal. The probe ends when its socket is closed.
-std::shared_ptr<asio::ip::udp::socket> probeRefusal(asio::io_context& io, const asio::ip::udp::endpoint& to,
-                                                    std::function<void(Result<void>)> report) {
-  auto socket = std::make_shared<asio::ip::udp::socket>(io);
-  boost::system::error_code ec;
-  socket->open(to.protocol(), ec);
-  if (!ec) socket->connect(to, ec);
-  if (!ec) socket->send(asio::const_buffer(nullptr, 0), 0, ec);
-  if (ec) return socket;  // no probe: the association's own outcome decides
-  auto byte = std::make_shared<char>();
-  socket->async_receive(
-      asio::buffer(byte.get(), 1), [socket, byte, to, report](const boost::system::error_code& e, std::size_t) {
-        if (e == asio::error::connection_refused) {
-          report(Failure{"nothing listens on UDP port " + std::to_string(to.port()) + " (userland SCTP) there"});
-        }
-      });
-  return socket;
-}
-
-}  // namespace
-
-asio::awaitable<void> Active::waitConnected(sctp::Association& association, Clock::duration timeout,
-                                            const std::string& ifTimedOut,
-                                            std::optional<asio::ip::udp::endpoint> encapsulation) {
-  Completion<Result<void>> connected(io_.get_executor());
-  association.onConnected(connected.reporter());
-  const auto probe = encapsulation ? probeRefusal(io_, *encapsulation, connected.reporter()) : nullptr;
-  const auto outcome = co_await connected.wait(Clock::now() + timeout);
-  if (probe) {
-    boost::system::error_code ignored;
-    probe->close(ignored);
-  }
-  if (!outcome) {
-    association.onConnected(nullptr);
-    association.close();
-    throw ActiveError("cannot connect to " + association.peerName() + ": timed out" + ifTimedOut);
-  }
-  if (!*outcome) {
-    association.onConnected(nullptr);
-    association.close();
-    throw ActiveError("cannot connect to " + association.peerName() + ": " + outcome->error());
-  }
-}
-
 asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout, bool fallback) {
   const sctp::Stack stack = sctp::resolve(options_.sctpStack, false);
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
@@ -208,7 +144,7 @@ asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout, bool f
                 "passive's log; --sctp-udp-port and --sctp-remote-udp-port choose another)";
   std::optional<asio::ip::udp::endpoint> encapsulation;
   if (stack == sctp::Stack::Userland && fallback) encapsulation.emplace(options_.remote, options_.sctpRemoteUdpPort);
-  co_await waitConnected(*association, timeout, ifTimedOut, encapsulation);
+  co_await sctp::waitConnected(io_, *association, timeout, ifTimedOut, encapsulation);
   json_.control(std::string("SCTP (") + sctp::stackName(stack) + ")", "", name);
   json_.sctpStack(sctp::stackName(stack));
   control_ = std::make_shared<ControlChannel>(

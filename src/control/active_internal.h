@@ -21,17 +21,15 @@
 #include <vector>
 
 #include "control/active.h"
-#include "control/async.h"
+#include "transport/async.h"
 #include "control/control_channel.h"
 #include "control/display.h"
 #include "control/json_output.h"
 #include "measure/measurement.h"
 #include "transport/data_channel.h"
 #include "sctp/association.h"
+#include "transport/data_transport.h"
 #include "transport/io_threads.h"
-#ifdef NPM_QUIC_BUILT
-#include "quic/connection.h"
-#endif
 
 namespace npm::control {
 
@@ -54,11 +52,6 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// Connects a non-blocking socket within the timeout; `ifRefused` is added to the error when
-// nothing listens there.
-asio::awaitable<void> connectWithin(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint& to,
-                                    Clock::duration timeout, const std::string& ifRefused = {});
-
 struct FlowRun {
   flowspec::FlowSpec spec;
   std::shared_ptr<measure::Flow> flow;
@@ -66,7 +59,7 @@ struct FlowRun {
 
 class Active {
 public:
-  Active(transport::IoThreads& threads, const ActiveOptions& o);
+  Active(transport::IoThreads& threads, const ActiveOptions& o, const transport::Registry& transports);
 
   asio::awaitable<int> run();
   void onSignal(int number);
@@ -77,37 +70,28 @@ private:
   asio::awaitable<void> authenticate();
   // `fallback`: TCP follows if this fails (no -x): fail early where the answer is known.
   asio::awaitable<void> connectSctpControl(Clock::duration timeout, bool fallback);
-  // Waits for an SCTP association to come up; throws ActiveError when it fails, or when
-  // `timeout` passes first (the message then ends with `ifTimedOut`). With `encapsulation`
-  // (userland SCTP: the peer's UDP port), a port that the peer's host refuses at once fails
-  // the wait at once.
-  asio::awaitable<void> waitConnected(sctp::Association& association, Clock::duration timeout,
-                                      const std::string& ifTimedOut = "",
-                                      std::optional<asio::ip::udp::endpoint> encapsulation = std::nullopt);
   // The next message must be the acknowledgement of `what`; nullopt on timeout.
   asio::awaitable<std::optional<npmp::Acknowledge>> nextAck(std::uint32_t flowId, std::uint16_t streamId,
                                                             const char* what, Clock::duration timeout);
   asio::awaitable<npmp::Acknowledge> awaitAck(std::uint32_t flowId, std::uint16_t streamId, const char* what,
                                               Clock::duration timeout = kAckTimeout);
   asio::awaitable<void> endAssociations();
-  // CONNECTION_CLOSE on the QUIC connections (their flows are closed already, or never ran).
-  void closeQuicConnections();
 
   // active_flows.cc
-  asio::awaitable<std::shared_ptr<sctp::Association>> association(const flowspec::FlowSpec& spec);
   sctp::StackSettings sctpSettings() const {
     return sctp::StackSettings{options_.sctpUdpPort, options_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
   }
-#ifdef NPM_QUIC_BUILT
-  // The QUIC connection of a -quic option (made at its first flow): to BASE-1, TLS with
-  // -tls-ca and -tls-hostname; throws ActiveError with the handshake's reason.
-  asio::awaitable<std::shared_ptr<quic::Connection>> quicConnection(const flowspec::FlowSpec& spec);
-#endif
+  transport::ActiveSide activeSide();
+  transport::Connector& connectorFor(const flowspec::FlowSpec& spec);
+  // The end of the run: the connections that flows share (SCTP associations, QUIC connections).
+  void closeConnectors();
   // The thread (context) that will own a flow's connection: SCTP and QUIC flows share their
   // association's or connection's, which is the control thread's; the others are spread over
   // all threads.
   asio::io_context& ownerFor(const flowspec::FlowSpec& spec);
+  // Through the flow's transport, with the settings of the ADD_FLOW sent for it.
   asio::awaitable<std::shared_ptr<transport::DataChannel>> connectData(const flowspec::FlowSpec& spec,
+                                                                       const npmp::AddFlow& wire,
                                                                        asio::io_context& owner);
   asio::awaitable<void> setupFlow(FlowRun& run);
   ActiveError processWideConflict(std::uint32_t flowId) const;  // the one line for kStatusProcessWideConflict
@@ -149,10 +133,8 @@ private:
   std::uint64_t measurementId_;
   std::shared_ptr<ControlChannel> control_;
   std::vector<FlowRun> flows_;
-  std::map<std::uint32_t, std::shared_ptr<sctp::Association>> associations_;
-#ifdef NPM_QUIC_BUILT
-  std::map<std::uint32_t, std::shared_ptr<quic::Connection>> quicConnections_;  // by -quic option
-#endif
+  const transport::Registry& transports_;
+  std::map<npmp::Protocol, std::unique_ptr<transport::Connector>> connectors_;  // made at a transport's first flow
   std::shared_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;

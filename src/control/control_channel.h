@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "control/async.h"
+#include "transport/async.h"
 #include "npmp/messages.h"
 #include "transport/channel_end.h"
 

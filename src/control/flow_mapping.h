@@ -1,7 +1,9 @@
 // The one mapping between a flow's parameters and its ADD_FLOW message, both directions.
 //
 //   active:  FlowSpec → AddFlow (what the passive is asked to run) and FlowParameters (what
-//            the active runs itself);
+//            the active runs itself); the active's data connection reads its socket options,
+//            SCTP tuning and message policy from the AddFlow it sends (transport/data_transport),
+//            so both sides read the same fields;
 //   passive: AddFlow → FlowRequest (what it runs, with which socket options, SCTP tuning and
 //            per-message delivery policy).
 //
@@ -31,9 +33,6 @@ npmp::AddFlow toAddFlow(const flowspec::FlowSpec& spec, std::uint64_t measuremen
                         std::uint64_t runSeed = 0);
 measure::FlowParameters activeFlowParameters(const flowspec::FlowSpec& spec, std::uint64_t measurementId,
                                              std::uint64_t runSeed = 0);
-// The per-message delivery policy of the active's sending on an SCTP stream.
-sctp::StreamPolicy activeStreamPolicy(const flowspec::FlowSpec& spec, std::uint64_t runSeed = 0);
-
 // What a passive is asked to run by one ADD_FLOW.
 struct FlowRequest {
   measure::FlowParameters parameters;      // the passive's sending (the active's inbound)
@@ -44,16 +43,7 @@ struct FlowRequest {
 };
 FlowRequest fromAddFlow(const npmp::AddFlow& m);
 
-// The SCTP tuning a flow spec asks for, and its place on the wire.
+// The SCTP tuning a flow spec asks for (its place on the wire: sctp/flow_settings.h).
 sctp::Tuning sctpTuning(const flowspec::FlowSpec& spec);
-std::uint8_t sctpTuningFlags(const sctp::Tuning& tuning);    // ADD_FLOW flag bits 3–7
-std::uint16_t sctpRtoMinAndDac(const sctp::Tuning& tuning);  // ADD_FLOW NDiffPorts
-std::uint32_t sctpMechanisms(const sctp::Tuning& tuning);    // ADD_FLOW SctpMechanisms
-sctp::Tuning sctpTuningFromWire(std::uint8_t cmt, std::uint8_t flags, std::uint16_t rtoMinAndDac,
-                                std::uint32_t mechanisms);
-
-// A fraction 0…1 as in ADD_FLOW OrderedMode/ReliableMode.
-std::uint32_t fractionToWire(double fraction);
-double wireToFraction(std::uint32_t value);
 
 }  // namespace npm::control

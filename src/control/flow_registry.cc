@@ -9,6 +9,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "sctp/flow_settings.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -114,7 +115,7 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
       return npmp::kStatusUnsupported;
   }
   if (m.protocol == Protocol::SCTP) {
-    const auto tuning = sctpTuningFromWire(m.cmt, m.flags, m.sctpRtoMinAndDac, m.sctpMechanisms);
+    const auto tuning = sctp::tuningOf(m);
     if (auto supported = sctp::userlandSupports(tuning); !supported) {
       reject(supported.error());
       return npmp::kStatusUnsupported;

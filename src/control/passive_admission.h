@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "control/async.h"  // asio::awaitable, Clock
+#include "transport/async.h"  // asio::awaitable, Clock
 #include "control/auth.h"
 #include "control/control_channel.h"
 #include "npmp/messages.h"

@@ -10,7 +10,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
-#include "control/async.h"
+#include "transport/async.h"
 #include "control/passive_admission.h"
 #include "control/stop_flows.h"
 #include "transport/sockets.h"

@@ -16,7 +16,7 @@
 
 #include "common/handle.h"
 #include "common/log.h"
-#include "control/async.h"
+#include "transport/async.h"
 #include "control/control_channel.h"
 #include "control/passive_state.h"
 #include "measure/measurement.h"

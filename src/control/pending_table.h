@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/log.h"
-#include "control/async.h"
+#include "transport/async.h"
 #include "transport/sockets.h"
 
 namespace npm::control {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "control/async.h"
+#include "transport/async.h"
 #include "measure/flow.h"
 
 namespace npm::control {

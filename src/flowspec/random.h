@@ -52,6 +52,11 @@ enum class SeedUse : std::uint8_t {
 };
 // The seed of one use; never 0 (which means "no seed"). `runSeed` must not be 0.
 std::uint64_t deriveSeed(std::uint64_t runSeed, Side side, std::uint32_t flowId, std::uint16_t streamId, SeedUse use);
+// The same for a run that may have no seed: 0 (draw from entropy) when `runSeed` is 0.
+inline std::uint64_t flowSeed(std::uint64_t runSeed, Side side, std::uint32_t flowId, std::uint16_t streamId,
+                              SeedUse use) {
+  return runSeed == 0 ? 0 : deriveSeed(runSeed, side, flowId, streamId, use);
+}
 // A run seed from the system's entropy, 1..kMaxRunSeed: recorded, it repeats the run.
 std::uint64_t entropyRunSeed();
 

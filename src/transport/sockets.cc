@@ -22,6 +22,16 @@
 
 namespace npm::transport {
 
+SocketOptions socketOptionsOf(const npmp::AddFlow& m) {
+  SocketOptions o;
+  o.rcvBufferSize = m.rcvBufferSize;
+  o.sndBufferSize = m.sndBufferSize;
+  o.noDelay = (m.flags & npmp::kAddFlowNoDelay) != 0;
+  o.congestionControl = m.congestionControl;
+  o.ccid = m.ccid;
+  return o;
+}
+
 namespace {
 
 std::string errnoText() { return std::strerror(errno); }

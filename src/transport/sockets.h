@@ -36,6 +36,10 @@ struct SocketOptions {
   std::optional<std::uint8_t> tos;
 };
 
+// The socket options a flow's ADD_FLOW asks of both sides (buffers, TCP_NODELAY, congestion
+// control, DCCP CCID); the active adds its own (TOS, IPV6_V6ONLY, SO_REUSEADDR with -L).
+SocketOptions socketOptionsOf(const npmp::AddFlow& m);
+
 // Whether the kernel can create sockets of this protocol (else why not).
 Result<void> protocolAvailable(npmp::Protocol protocol);
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "control/flow_mapping.h"
+#include "sctp/flow_settings.h"
 #include "flowspec/flowspec.h"
 #include "flowspec/random.h"
 
@@ -133,33 +134,30 @@ TEST_CASE("flow mapping: the SCTP tuning's place on the wire") {
   t.ccModule = 3;
   t.rtoMinMs = 250;
   t.dac = true;
-  CHECK(control::sctpTuningFlags(t) ==
+  CHECK(sctp::tuningFlags(t) ==
         (npmp::kAddFlowNrSack | 2 << npmp::kAddFlowBufferSplitShift | 3 << npmp::kAddFlowSctpCcShift));
-  CHECK(control::sctpRtoMinAndDac(t) == (npmp::kSctpDacBit | 250));
-  CHECK(control::sctpMechanisms(t) == 0);
-  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
-                                    control::sctpMechanisms(t)) == t);
+  CHECK(sctp::rtoMinAndDac(t) == (npmp::kSctpDacBit | 250));
+  CHECK(sctp::mechanisms(t) == 0);
+  CHECK(sctp::tuningFromWire(4, sctp::tuningFlags(t), sctp::rtoMinAndDac(t), sctp::mechanisms(t)) == t);
   // bufsplit-on=buffered (bit 2 of the tuning's buffer splitting), smartfr=on and reschedule=on
   // in the SctpMechanisms field
   t.bufferSplitting = 3 | flowspec::kBufferSplitOnBuffered;
   t.smartFr = true;
   t.reschedule = true;
-  CHECK(control::sctpTuningFlags(t) ==
+  CHECK(sctp::tuningFlags(t) ==
         (npmp::kAddFlowNrSack | 3 << npmp::kAddFlowBufferSplitShift | 3 << npmp::kAddFlowSctpCcShift));
-  CHECK(control::sctpMechanisms(t) ==
-        (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit |
-         npmp::kSctpMechanismChunkRescheduling));
-  CHECK(control::sctpTuningFromWire(4, control::sctpTuningFlags(t), control::sctpRtoMinAndDac(t),
-                                    control::sctpMechanisms(t)) == t);
+  CHECK(sctp::mechanisms(t) == (npmp::kSctpMechanismBufferSplitOnBuffered | npmp::kSctpMechanismSmartFastRetransmit |
+                                npmp::kSctpMechanismChunkRescheduling));
+  CHECK(sctp::tuningFromWire(4, sctp::tuningFlags(t), sctp::rtoMinAndDac(t), sctp::mechanisms(t)) == t);
   // The reference's own flag bits are not SCTP tuning.
-  CHECK(control::sctpTuningFromWire(0, npmp::kAddFlowDebug | npmp::kAddFlowNoDelay | npmp::kAddFlowRepeatOnOff, 0, 0)
+  CHECK(sctp::tuningFromWire(0, npmp::kAddFlowDebug | npmp::kAddFlowNoDelay | npmp::kAddFlowRepeatOnOff, 0, 0)
             .isDefault());
 }
 
 TEST_CASE("flow mapping: fractions on the wire") {
-  CHECK(control::fractionToWire(1.0) == 0xFFFFFFFFu);
-  CHECK(control::fractionToWire(0.0) == 0u);
-  CHECK(control::wireToFraction(control::fractionToWire(0.25)) == Approx(0.25));
+  CHECK(sctp::fractionToWire(1.0) == 0xFFFFFFFFu);
+  CHECK(sctp::fractionToWire(0.0) == 0u);
+  CHECK(sctp::wireToFraction(sctp::fractionToWire(0.25)) == Approx(0.25));
 }
 
 TEST_CASE("flow mapping: the run's seed reaches the passive, and each side seeds each use apart") {
@@ -172,9 +170,9 @@ TEST_CASE("flow mapping: the run's seed reaches the passive, and each side seeds
   CHECK(std::get<npmp::AddFlow>(*decoded).seed == kSeed);
   const auto passive = control::fromAddFlow(std::get<npmp::AddFlow>(*decoded));
   const auto active = control::activeFlowParameters(s, 1, kSeed);
-  const auto activePolicy = control::activeStreamPolicy(s, kSeed);
   using flowspec::SeedUse;
   using flowspec::Side;
+  const auto activePolicy = sctp::policyOf(control::toAddFlow(s, 1, 0, kSeed), Side::Active);
   CHECK(passive.parameters.trafficSeed == flowspec::deriveSeed(kSeed, Side::Passive, 3, 0, SeedUse::Traffic));
   CHECK(passive.streamPolicy.seed == flowspec::deriveSeed(kSeed, Side::Passive, 3, 0, SeedUse::Messages));
   CHECK(active.trafficSeed == flowspec::deriveSeed(kSeed, Side::Active, 3, 0, SeedUse::Traffic));
@@ -190,5 +188,5 @@ TEST_CASE("flow mapping: the run's seed reaches the passive, and each side seeds
   CHECK(unseeded.parameters.trafficSeed == 0);
   CHECK(unseeded.streamPolicy.seed == 0);
   CHECK(control::activeFlowParameters(s, 1).trafficSeed == 0);
-  CHECK(control::activeStreamPolicy(s).seed == 0);
+  CHECK(sctp::policyOf(control::toAddFlow(s, 1), flowspec::Side::Active).seed == 0);
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "control/flow_mapping.h"
+#include "sctp/flow_settings.h"
 #include "flowspec/flowspec.h"
 #include "npmp/messages.h"
 #include "sctp/socket.h"
@@ -36,12 +37,12 @@ TEST_CASE("CMT-SCTP tuning options") {
   CHECK(f.nrSack);
   CHECK(f.rtoMinMs == 200);
   CHECK(f.dac);
-  CHECK(control::sctpTuningFlags(control::sctpTuning(f)) == (0x08 | 3 << 4 | 2 << 6));
-  CHECK(control::sctpRtoMinAndDac(control::sctpTuning(f)) == (0x8000 | 200));
+  CHECK(sctp::tuningFlags(control::sctpTuning(f)) == (0x08 | 3 << 4 | 2 << 6));
+  CHECK(sctp::rtoMinAndDac(control::sctpTuning(f)) == (0x8000 | 200));
   CHECK(sctpSpec("const0:const1400:bufsplit=sender").bufferSplitting == 1);
   CHECK(sctpSpec("const0:const1400:bufsplit=receiver").bufferSplitting == 2);
   CHECK(sctpSpec("const0:const1400:sctpcc=rtcc").sctpCc == 3);
-  CHECK(control::sctpTuningFlags(control::sctpTuning(sctpSpec("const0:const1400"))) == 0);
+  CHECK(sctp::tuningFlags(control::sctpTuning(sctpSpec("const0:const1400"))) == 0);
   // bufsplit-on= in either order with bufsplit=
   CHECK(sctpSpec("const0:const1400:bufsplit=both:bufsplit-on=buffered").bufferSplitting ==
         (3 | flowspec::kBufferSplitOnBuffered));
@@ -53,12 +54,12 @@ TEST_CASE("CMT-SCTP tuning options") {
   const auto smart = sctpSpec("const0:const1400:cmt=cmtrpv2:smartfr=on");
   CHECK(smart.smartFr);
   CHECK(control::sctpTuning(smart).smartFr);
-  CHECK(control::sctpMechanisms(control::sctpTuning(smart)) == npmp::kSctpMechanismSmartFastRetransmit);
+  CHECK(sctp::mechanisms(control::sctpTuning(smart)) == npmp::kSctpMechanismSmartFastRetransmit);
   CHECK(sctp::describe(control::sctpTuning(smart)).find("dac=off smartfr=on nrsack=off") != std::string::npos);
   CHECK(sctp::describe(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt"))).find("smartfr") == std::string::npos);
   const auto rescheduling = sctpSpec("const0:const1400:cmt=cmt:reschedule=on:smartfr=on");
   CHECK(rescheduling.reschedule);
-  CHECK(control::sctpMechanisms(control::sctpTuning(rescheduling)) ==
+  CHECK(sctp::mechanisms(control::sctpTuning(rescheduling)) ==
         (npmp::kSctpMechanismChunkRescheduling | npmp::kSctpMechanismSmartFastRetransmit));
   CHECK(sctp::describe(control::sctpTuning(rescheduling)).find("smartfr=on reschedule=on nrsack=off") !=
         std::string::npos);

@@ -26,7 +26,7 @@
 #include <memory>
 #include <optional>
 
-namespace npm::control {
+namespace npm {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
@@ -104,4 +104,4 @@ private:
 asio::awaitable<void> pollUntil(const asio::any_io_executor& executor, std::function<bool()> done,
                                 Clock::duration limit);
 
-}  // namespace npm::control
+}  // namespace npm

@@ -1,4 +1,4 @@
-#include "control/async.h"
+#include "transport/async.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -7,7 +7,7 @@
 
 #include <exception>
 
-namespace npm::control {
+namespace npm {
 
 asio::awaitable<bool> Event::wait(Clock::time_point deadline) {
   if (notified_) co_return true;
@@ -53,4 +53,4 @@ asio::awaitable<void> pollUntil(const asio::any_io_executor& executor, std::func
   }
 }
 
-}  // namespace npm::control
+}  // namespace npm

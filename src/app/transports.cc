@@ -1,0 +1,36 @@
+#include "app/transports.h"
+
+#include "sctp/data_transport.h"
+#include "transport/stream_transports.h"
+#ifdef NPM_QUIC_BUILT
+#include "quic/data_transport.h"
+#endif
+
+namespace npm::app {
+
+namespace {
+
+void addKernelTransports(transport::Registry& registry) {
+  registry.add(transport::tcpTransport());
+  registry.add(transport::mptcpTransport());
+  registry.add(transport::udpTransport());
+  registry.add(transport::dccpTransport());
+}
+
+}  // namespace
+
+transport::Registry activeTransports(const control::ActiveOptions& o) {
+  transport::Registry registry;
+  addKernelTransports(registry);
+  // The active answers no INIT: no INIT rate limit.
+  registry.add(
+      sctp::dataTransport({o.sctpStack, sctp::StackSettings{o.sctpUdpPort, o.sctpRemoteUdpPort, std::nullopt}}));
+#ifdef NPM_QUIC_BUILT
+  registry.add(quic::dataTransport({o.tlsCaFile, o.tlsHostName}));
+#else
+  registry.absent(npmp::Protocol::QUIC, "QUIC support is not compiled in");
+#endif
+  return registry;
+}
+
+}  // namespace npm::app

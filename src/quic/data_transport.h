@@ -1,0 +1,21 @@
+// QUIC behind transport::DataTransport (transport/data_transport.h): the flows of one -quic
+// option share a connection to the passive's UDP BASE-1, a pair of streams each, on the control
+// thread (README.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "transport/data_transport.h"
+
+namespace npm::quic {
+
+// What the command line chose for QUIC: the active's -tls-ca and -tls-hostname.
+struct TransportOptions {
+  std::string caFile;    // empty: the system's trust store
+  std::string hostName;  // empty: not checked
+};
+
+std::shared_ptr<transport::DataTransport> dataTransport(const TransportOptions& options);
+
+}  // namespace npm::quic

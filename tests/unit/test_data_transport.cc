@@ -1,0 +1,176 @@
+// The seam between the controller and the transports (transport/data_transport): the registry
+// of a program's transports, and a connector that sets its socket up from the ADD_FLOW the
+// active sends (the same fields the passive reads), checked on the connected socket.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <exception>
+#include <string>
+
+#include "transport/data_transport.h"
+#include "transport/sockets.h"
+#include "transport/stream_transports.h"
+
+using namespace npm;
+namespace asio = boost::asio;
+using npmp::Protocol;
+
+namespace {
+
+// Runs `connector.connect(flow)` on `io` to its end; the channel, or the exception's line.
+struct Outcome {
+  std::shared_ptr<transport::DataChannel> channel;
+  std::string error;
+};
+
+Outcome connectOn(asio::io_context& io, transport::Connector& connector, const transport::FlowConnect& flow) {
+  Outcome outcome;
+  asio::co_spawn(io, connector.connect(flow),
+                 [&](std::exception_ptr e, std::shared_ptr<transport::DataChannel> channel) {
+                   if (e) {
+                     try {
+                       std::rethrow_exception(e);
+                     } catch (const std::exception& x) {
+                       outcome.error = x.what();
+                     }
+                   }
+                   outcome.channel = std::move(channel);
+                 });
+  io.run();
+  io.restart();
+  return outcome;
+}
+
+transport::ActiveSide sideTo(asio::io_context& io, const asio::ip::address& remote, std::uint16_t port) {
+  transport::ActiveSide side;
+  side.control = &io;
+  side.remote = remote;
+  side.remotes = {remote};
+  side.basePort = port;
+  side.timeout = std::chrono::seconds(2);
+  return side;
+}
+
+int intOption(int fd, int level, int name) {
+  int value = -1;
+  socklen_t length = sizeof(value);
+  REQUIRE(::getsockopt(fd, level, name, &value, &length) == 0);
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("data transports: the registry finds what was added and says why the rest is absent") {
+  transport::Registry registry;
+  registry.add(transport::tcpTransport());
+  registry.add(transport::udpTransport());
+  registry.absent(Protocol::QUIC, "QUIC support is not compiled in");
+  REQUIRE(registry.find(Protocol::TCP) != nullptr);
+  CHECK(registry.find(Protocol::TCP)->protocol() == Protocol::TCP);
+  CHECK(registry.find(Protocol::UDP)->protocol() == Protocol::UDP);
+  CHECK(registry.find(Protocol::QUIC) == nullptr);
+  CHECK(registry.whyAbsent(Protocol::QUIC) == "QUIC support is not compiled in");
+  CHECK(registry.find(Protocol::DCCP) == nullptr);
+  CHECK(registry.whyAbsent(Protocol::DCCP).find("DCCP") != std::string::npos);
+  CHECK(registry.all().size() == 2);
+  // Added after being said absent: present, and the reason is gone with its absence.
+  registry.add(transport::dccpTransport());
+  CHECK(registry.find(Protocol::DCCP) != nullptr);
+  registry.absent(Protocol::TCP, "no TCP here");
+  CHECK(registry.find(Protocol::TCP) == nullptr);
+  CHECK(registry.whyAbsent(Protocol::TCP) == "no TCP here");
+  CHECK(registry.all().size() == 2);
+  // The kernel's byte streams and datagrams may live on any thread; nothing is shared.
+  CHECK(registry.find(Protocol::UDP)->activeOnAnyThread());
+}
+
+TEST_CASE("data transports: a TCP flow's socket has the options of the ADD_FLOW it was asked with") {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  auto tcp = transport::tcpTransport();
+  auto connector = tcp->connector(sideTo(io, asio::ip::make_address("127.0.0.1"), acceptor.local_endpoint().port()));
+
+  npmp::AddFlow wire;
+  wire.flowId = 7;
+  wire.protocol = Protocol::TCP;
+  wire.flags = npmp::kAddFlowNoDelay;
+  wire.sndBufferSize = 96 * 1024;
+  wire.congestionControl = "reno";
+  transport::FlowConnect flow;
+  flow.wire = &wire;
+  flow.owner = &io;
+  flow.tos = 0x28;
+  const Outcome made = connectOn(io, *connector, flow);
+  INFO(made.error);
+  REQUIRE(made.channel);
+  const int fd = made.channel->fd();
+  CHECK(intOption(fd, IPPROTO_TCP, TCP_NODELAY) == 1);
+  CHECK(intOption(fd, SOL_SOCKET, SO_SNDBUF) == 2 * 96 * 1024);  // Linux doubles what it is given
+  CHECK(intOption(fd, IPPROTO_IP, IP_TOS) == 0x28);
+  char cc[16] = {};
+  socklen_t length = sizeof(cc);
+  REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &length) == 0);
+  CHECK(std::string(cc) == "reno");
+  made.channel->close();
+
+  // Without the flag and the congestion control: the kernel's defaults.
+  npmp::AddFlow plain;
+  plain.flowId = 8;
+  plain.protocol = Protocol::TCP;
+  flow.wire = &plain;
+  flow.tos.reset();
+  const Outcome second = connectOn(io, *connector, flow);
+  REQUIRE(second.channel);
+  CHECK(intOption(second.channel->fd(), IPPROTO_TCP, TCP_NODELAY) == 0);
+  second.channel->close();
+}
+
+TEST_CASE("data transports: a refused TCP connect is one line that names the peer") {
+  asio::io_context io;
+  std::uint16_t port = 0;
+  {
+    asio::ip::tcp::acceptor closed(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port = closed.local_endpoint().port();
+  }
+  auto connector = transport::tcpTransport()->connector(sideTo(io, asio::ip::make_address("127.0.0.1"), port));
+  npmp::AddFlow wire;
+  wire.flowId = 1;
+  transport::FlowConnect flow;
+  flow.wire = &wire;
+  flow.owner = &io;
+  const Outcome refused = connectOn(io, *connector, flow);
+  CHECK_FALSE(refused.channel);
+  CHECK(refused.error.find("cannot connect to 127.0.0.1:" + std::to_string(port)) == 0);
+  CHECK(refused.error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("data transports: a UDP flow's socket is connected to the passive's BASE port") {
+  asio::io_context io;
+  asio::ip::udp::socket passive(io, {asio::ip::make_address("127.0.0.1"), 0});
+  auto connector = transport::udpTransport()->connector(
+      sideTo(io, asio::ip::make_address("127.0.0.1"), passive.local_endpoint().port()));
+  npmp::AddFlow wire;
+  wire.flowId = 3;
+  wire.protocol = Protocol::UDP;
+  wire.rcvBufferSize = 200 * 1024;
+  transport::FlowConnect flow;
+  flow.wire = &wire;
+  flow.owner = &io;
+  const Outcome made = connectOn(io, *connector, flow);
+  INFO(made.error);
+  REQUIRE(made.channel);
+  CHECK_FALSE(made.channel->isByteStream());
+  CHECK(intOption(made.channel->fd(), SOL_SOCKET, SO_RCVBUF) == 2 * 200 * 1024);
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  REQUIRE(::getpeername(made.channel->fd(), reinterpret_cast<sockaddr*>(&peer), &length) == 0);
+  CHECK(ntohs(reinterpret_cast<sockaddr_in&>(peer).sin_port) == passive.local_endpoint().port());
+  made.channel->close();
+}
