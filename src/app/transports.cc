@@ -33,4 +33,18 @@ transport::Registry activeTransports(const control::ActiveOptions& o) {
   return registry;
 }
 
+transport::Registry passiveTransports() {
+  transport::Registry registry;
+  addKernelTransports(registry);
+  // What the passive asks of its SCTP stack is its listeners' (control/passive_listeners): the
+  // transport admits flows and connects none.
+  registry.add(sctp::dataTransport({}));
+#ifdef NPM_QUIC_BUILT
+  registry.add(quic::dataTransport({}));
+#else
+  registry.absent(npmp::Protocol::QUIC, "this passive was built without QUIC");
+#endif
+  return registry;
+}
+
 }  // namespace npm::app

@@ -9,5 +9,7 @@
 namespace npm::app {
 
 transport::Registry activeTransports(const control::ActiveOptions& options);
+// The passive's: what it admits of an ADD_FLOW (its listeners are its own, control/passive_listeners).
+transport::Registry passiveTransports();
 
 }  // namespace npm::app

@@ -48,9 +48,10 @@ std::string keyName(const FlowKey& k) {
   return b;
 }
 
-FlowRegistry::FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow,
-                           transport::IoThreads* threads)
+FlowRegistry::FlowRegistry(asio::io_context& io, transport::Registry transports, FlowLimits limits,
+                           std::vector<transport::AddressPrefix> allow, transport::IoThreads* threads)
     : io_(io),
+      transports_(std::move(transports)),
       threads_(threads),
       allow_(std::move(allow)),
       pendingConnections_(io, "data connection", limits),
@@ -83,60 +84,17 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
     refusedFlows_.say("ADD_FLOW for existing " + keyName(key) + from);
     return npmp::kStatusError;
   }
-  switch (m.protocol) {
-    case Protocol::TCP:
-    case Protocol::MPTCP:
-    case Protocol::UDP: break;
-    case Protocol::SCTP:
-      if (!sctp_) {
-        refusedFlows_.say("ADD_FLOW for an SCTP flow rejected" + from + ": no SCTP data listener");
-        return npmp::kStatusUnsupported;
-      }
-      break;
-    case Protocol::QUIC:
-      if (!quic_) {
-        refusedFlows_.say("ADD_FLOW for a QUIC flow rejected" + from +
-#ifdef NPM_QUIC_BUILT
-                          ": this passive serves QUIC only when started with -tls-key and -tls-cert");
-#else
-                          ": this passive was built without QUIC");
-#endif
-        return npmp::kStatusUnsupported;
-      }
-      break;
-    case Protocol::DCCP:
-      if (!dccp_) {
-        refusedFlows_.say("ADD_FLOW for a DCCP flow rejected" + from + ": DCCP is not supported by this kernel");
-        return npmp::kStatusUnsupported;
-      }
-      break;
-    default:
-      reject(std::string(npmp::protocolName(m.protocol)) + " data flows are not supported by this passive");
-      return npmp::kStatusUnsupported;
-  }
-  if (m.protocol == Protocol::SCTP) {
-    const auto tuning = sctp::tuningOf(m);
-    if (auto supported = sctp::userlandSupports(tuning); !supported) {
-      reject(supported.error());
-      return npmp::kStatusUnsupported;
-    }
-    if (auto compatible = sctp::processWideCompatible(tuning); !compatible) {
-      refusedFlows_.say("ADD_FLOW rejected" + from + ": " + compatible.error());
-      return npmp::kStatusProcessWideConflict;
-    }
+  const transport::DataTransport* transport = transports_.find(m.protocol);
+  if (transport == nullptr) {
+    refusedFlows_.say("ADD_FLOW rejected" + from + ": " + transports_.whyAbsent(m.protocol));
+    return npmp::kStatusUnsupported;
   }
   if (m.maxMsgSize < npmp::kDataHeaderSize) {
     return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
   }
-  if (m.protocol == Protocol::QUIC) {
-    // This side's sender follows its connection's congestion control, which the connection
-    // chose at its handshake (Reno): the active's cc= is its own side's.
-  } else if (auto usable = transport::checkCongestionControl(m.congestionControl); !usable) {
-    return reject(usable.error());
-  }
-  if (m.protocol != Protocol::SCTP && m.cmt != 0 &&
-      !(m.cmt == flowspec::kCmtLikeMptcp && m.protocol == Protocol::MPTCP)) {
-    return reject("CMT applies to SCTP flows only");
+  if (const auto refusal = transport->admit(m)) {
+    refusedFlows_.say("ADD_FLOW rejected" + from + ": " + refusal->why);
+    return refusal->status;
   }
   auto entry = std::make_shared<FlowEntry>();
   entry->request = fromAddFlow(m);
@@ -144,8 +102,8 @@ std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const
   entry->request.parameters.description = printable(entry->request.parameters.description);
   // TCP and MPTCP connections move to their flow's thread at IDENTIFY; the UDP socket, SCTP
   // associations, QUIC connections and DCCP sockets serve their flows where they are, on this
-  // thread.
-  const bool spread = threads_ != nullptr && (m.protocol == Protocol::TCP || m.protocol == Protocol::MPTCP);
+  // thread (DataTransport::passiveOnAnyThread).
+  const bool spread = threads_ != nullptr && transport->passiveOnAnyThread();
   entry->flow = std::make_shared<measure::Flow>(spread ? threads_->pick() : io_, entry->request.parameters, false);
   entry->flow->reportTo(io_);
   entry->session = session;

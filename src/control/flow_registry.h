@@ -21,6 +21,7 @@
 #include "measure/statistics.h"
 #include "npmp/messages.h"
 #include "transport/data_channel.h"
+#include "transport/data_transport.h"
 #include "sctp/association.h"
 #ifdef NPM_QUIC_BUILT
 #include "quic/connection.h"
@@ -76,13 +77,19 @@ struct FlowTraffic {
 
 class FlowRegistry : public std::enable_shared_from_this<FlowRegistry> {
 public:
-  // `allow`: the peers that may send data (empty: everyone).
-  // `threads`: where TCP and MPTCP flows are spread (nullptr: all on `io`, the control thread's).
-  FlowRegistry(asio::io_context& io, FlowLimits limits, std::vector<transport::AddressPrefix> allow,
-               transport::IoThreads* threads = nullptr);
+  // `transports`: what the passive can serve (app/transports), each of them asked whether it
+  // admits an ADD_FLOW. `allow`: the peers that may send data (empty: everyone).
+  // `threads`: where the flows of transports that may move are spread (nullptr: all on `io`,
+  // the control thread's).
+  FlowRegistry(asio::io_context& io, transport::Registry transports, FlowLimits limits,
+               std::vector<transport::AddressPrefix> allow, transport::IoThreads* threads = nullptr);
 
-  // What the passive serves, for checking ADD_FLOW, and its shared UDP socket.
-  void setDataTransports(bool sctp, bool dccp, bool quic = false) { sctp_ = sctp, dccp_ = dccp, quic_ = quic; }
+  // A transport the passive has, but no listener for: its flows are refused with `why` (one it
+  // does not have keeps its own reason, e.g. not built).
+  void unserved(npmp::Protocol protocol, std::string why) {
+    if (transports_.find(protocol) != nullptr) transports_.absent(protocol, std::move(why));
+  }
+  // The passive's shared UDP socket.
   void setUdpSocket(asio::ip::udp::socket* socket) { udp_ = socket; }
 
   // ADD_FLOW of `session`: the acknowledgement status.
@@ -117,12 +124,12 @@ private:
   void refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why, std::uint32_t status);
 
   asio::io_context& io_;
+  transport::Registry transports_;
   transport::IoThreads* threads_;
   std::vector<transport::AddressPrefix> allow_;
   log::Repeated refused_{"Refused data from outside the --allow list"}, rejected_{"Rejected IDENTIFYs"};
   log::Repeated refusedFlows_{"Refused ADD_FLOWs"};
   log::Repeated brokenConnections_{"Closed data connections that did not identify a flow"};
-  bool sctp_ = false, dccp_ = false, quic_ = false;
   asio::ip::udp::socket* udp_ = nullptr;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
   std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;

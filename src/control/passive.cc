@@ -137,8 +137,8 @@ void PassiveState::releaseMemory() {
 // Wires the listeners to the sessions and the flow registry.
 class PassiveServer::Impl {
 public:
-  Impl(transport::IoThreads& threads, PassiveOptions options)
-      : options_(std::move(options)), state_(std::make_shared<PassiveState>(threads, options_)) {
+  Impl(transport::IoThreads& threads, PassiveOptions options, transport::Registry transports)
+      : options_(std::move(options)), state_(std::make_shared<PassiveState>(threads, options_, std::move(transports))) {
     asio::io_context& io = threads.main();
     std::weak_ptr<PassiveState> weak = state_;
     ListenerHandlers h;
@@ -188,7 +188,14 @@ public:
   void start() {
     flushLog();
     listeners_->open();
-    state_->flows->setDataTransports(listeners_->servesSctp(), listeners_->servesDccp(), listeners_->servesQuic());
+    if (!listeners_->servesSctp()) state_->flows->unserved(npmp::Protocol::SCTP, "no SCTP data listener");
+    if (!listeners_->servesDccp()) {
+      state_->flows->unserved(npmp::Protocol::DCCP, "no DCCP data listener: " + listeners_->whyNoDccp());
+    }
+    if (!listeners_->servesQuic()) {
+      state_->flows->unserved(npmp::Protocol::QUIC,
+                              "this passive serves QUIC only when started with -tls-key and -tls-cert");
+    }
     state_->flows->setUdpSocket(&listeners_->udp());
   }
 
@@ -231,8 +238,8 @@ private:
   asio::steady_timer logTimer_{state_->io};
 };
 
-PassiveServer::PassiveServer(transport::IoThreads& threads, PassiveOptions options)
-    : impl_(std::make_shared<Impl>(threads, std::move(options))) {}
+PassiveServer::PassiveServer(transport::IoThreads& threads, PassiveOptions options, transport::Registry transports)
+    : impl_(std::make_shared<Impl>(threads, std::move(options), std::move(transports))) {}
 PassiveServer::~PassiveServer() { impl_->stop(); }
 void PassiveServer::start() { impl_->start(); }
 void PassiveServer::stop() { impl_->stop(); }

@@ -17,6 +17,7 @@
 #include "control/passive_options.h"
 #include "measure/statistics.h"
 #include "sctp/socket.h"
+#include "transport/data_transport.h"
 #include "transport/io_threads.h"
 #include "transport/sockets.h"
 
@@ -32,8 +33,9 @@ struct PassiveStatus {
 class PassiveServer {
 public:
   // Runs on threads.main(); TCP and MPTCP data connections are spread over all of `threads`,
-  // which the caller starts and stops.
-  PassiveServer(transport::IoThreads& threads, PassiveOptions options);
+  // which the caller starts and stops. `transports`: the data transports it can serve
+  // (app/transports), of which those without a listener refuse their flows.
+  PassiveServer(transport::IoThreads& threads, PassiveOptions options, transport::Registry transports);
   ~PassiveServer();
   // Opens the listeners; throws transport::TransportError when no control listener works.
   void start();

@@ -282,6 +282,7 @@ void Listeners::openDccp(int family) {
       return openDccp(AF_INET);
     }
     log::info(std::string("No DCCP data listener: ") + e.what());
+    whyNoDccp_ = e.what();
     return;
   }
   dccp_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd.release());

@@ -48,6 +48,8 @@ public:
 
   bool servesSctp() const { return !sctpListeners_.empty(); }
   bool servesDccp() const { return dccp_ != nullptr; }
+  // Why there is no DCCP listener (the kernel's refusal), once open() has tried.
+  const std::string& whyNoDccp() const { return whyNoDccp_; }
   bool servesQuic() const {
 #ifdef NPM_QUIC_BUILT
     return quic_ != nullptr;
@@ -83,6 +85,7 @@ private:
   asio::ip::udp::socket udp_;
   std::vector<std::uint8_t> udpBuffer_;
   std::unique_ptr<asio::posix::stream_descriptor> dccp_;
+  std::string whyNoDccp_;
   std::vector<std::shared_ptr<sctp::Socket>> sctpListeners_;
 #ifdef NPM_QUIC_BUILT
   std::shared_ptr<quic::Server> quic_;

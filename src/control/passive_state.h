@@ -22,12 +22,12 @@ class Session;
 
 class PassiveState {
 public:
-  PassiveState(transport::IoThreads& threads, const PassiveOptions& options)
+  PassiveState(transport::IoThreads& threads, const PassiveOptions& options, transport::Registry transports)
       : io(threads.main()),
         limits(options.limits),
         allow(options.allow),
         authKey(options.authKey),
-        flows(std::make_shared<FlowRegistry>(threads.main(),
+        flows(std::make_shared<FlowRegistry>(threads.main(), std::move(transports),
                                              FlowLimits{.limit = options.limits.pendingConnections,
                                                         .perHost = options.limits.pendingPerHost,
                                                         .perPrefix = options.limits.pendingPerPrefix,

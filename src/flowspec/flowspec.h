@@ -105,7 +105,7 @@ Result<void> assignFlowIds(std::vector<FlowSpec>& flows);
 std::optional<std::uint8_t> parseCmt(std::string_view text);
 const char* cmtName(std::uint8_t cmt);
 const char* bufferSplittingName(std::uint8_t value);  // none, sender, receiver, both (bits 0-1)
-constexpr std::uint8_t kCmtLikeMptcp = 4;
+constexpr std::uint8_t kCmtLikeMptcp = npmp::kCmtLikeMptcp;
 constexpr std::uint8_t kCmtWprSctp = 5;
 // bufsplit-on=buffered: a path's share bounds the bytes it holds in the buffers, outstanding or
 // not (seed 001, section IV-B), instead of its outstanding bytes; the bundled stack's patch 0004.

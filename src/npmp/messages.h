@@ -105,6 +105,9 @@ constexpr std::uint8_t kAddFlowDebug = 0x01, kAddFlowNoDelay = 0x02, kAddFlowRep
 constexpr std::uint8_t kAddFlowNrSack = 0x08;
 constexpr unsigned kAddFlowBufferSplitShift = 4, kAddFlowSctpCcShift = 6;
 constexpr std::uint16_t kSctpDacBit = 0x8000, kSctpRtoMinMask = 0x7FFF;
+// AddFlow::cmt of an MPTCP flow that asks for the reference's "like MPTCP" (the only CMT value
+// a flow of another transport than SCTP may carry).
+constexpr std::uint8_t kCmtLikeMptcp = 4;
 // ADD_FLOW's SctpMechanisms (offset 180; the reference's Scheduler, obsolete): bufsplit-on=buffered,
 // smartfr=on, pktdrop=on, reschedule=on.
 constexpr std::uint32_t kSctpMechanismBufferSplitOnBuffered = 0x00000001;

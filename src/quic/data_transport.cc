@@ -82,6 +82,12 @@ public:
   std::unique_ptr<transport::Connector> connector(const transport::ActiveSide& side) const override {
     return std::make_unique<QuicConnector>(options_, side);
   }
+  // This side's sender follows its connection's congestion control, which the connection chose
+  // at its handshake (Reno): the active's cc= is its own side's, not checked here.
+  std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
+    if (m.cmt != 0) return Refusal{"CMT applies to SCTP flows only", npmp::kStatusError};
+    return std::nullopt;
+  }
 
 private:
   TransportOptions options_;

@@ -166,6 +166,21 @@ public:
   std::unique_ptr<transport::Connector> connector(const transport::ActiveSide& side) const override {
     return std::make_unique<SctpConnector>(options_, side);
   }
+  // The tuning this stack can hold (the system's usrsctp lacks the series' mechanisms, and holds
+  // some settings process-wide), and the congestion-control name as for every flow.
+  std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
+    const Tuning tuning = tuningOf(m);
+    if (auto supported = userlandSupports(tuning); !supported) {
+      return Refusal{supported.error(), npmp::kStatusUnsupported};
+    }
+    if (auto compatible = processWideCompatible(tuning); !compatible) {
+      return Refusal{compatible.error(), npmp::kStatusProcessWideConflict};
+    }
+    if (auto usable = transport::checkCongestionControl(m.congestionControl); !usable) {
+      return Refusal{usable.error(), npmp::kStatusError};
+    }
+    return std::nullopt;
+  }
 
 private:
   TransportOptions options_;

@@ -1,9 +1,8 @@
 // One interface per transport for flows' data connections: how the active connects a flow
-// (Connector). Implemented beside each stack: TCP, MPTCP, UDP
-// and DCCP here (stream_transports), SCTP in sctp/data_transport, QUIC in quic/data_transport;
-// registered once by app/ (app/transports), which hands each stack its own options (the SCTP
-// stack and its UDP ports, QUIC's TLS files). control/ finds a flow's transport by its protocol
-// in the Registry and knows nothing else of it.
+// (Connector), and what the passive admits of an ADD_FLOW (DataTransport::admit). Implemented beside each stack: TCP,
+// MPTCP, UDP and DCCP here (stream_transports), SCTP in sctp/data_transport, QUIC in quic/data_transport; registered
+// once by app/ (app/transports), which hands each stack its own options (the SCTP stack and its UDP ports, QUIC's TLS
+// files). control/ finds a flow's transport by its protocol in the Registry and knows nothing else of it.
 #pragma once
 
 #include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
@@ -84,9 +83,23 @@ public:
   // (connections that flows share: SCTP associations, QUIC connections).
   virtual bool activeOnAnyThread() const { return true; }
   virtual std::unique_ptr<Connector> connector(const ActiveSide& side) const = 0;
+
+  // Whether the passive can run the flow an ADD_FLOW asks for, by this transport's rules (its
+  // settings: the congestion control, CMT and its tuning); a refusal is the line for the log,
+  // with the status of the ACKNOWLEDGE.
+  struct Refusal {
+    std::string why;
+    std::uint32_t status = npmp::kStatusError;
+  };
+  virtual std::optional<Refusal> admit(const npmp::AddFlow& m) const = 0;
+  // On the passive: whether an identified connection moves to its flow's thread (TCP, MPTCP),
+  // or stays on the control thread where it was accepted (UDP's shared socket, DCCP, and the
+  // connections whose streams are flows: SCTP, QUIC).
+  virtual bool passiveOnAnyThread() const { return false; }
 };
 
-// The transports this process has, by protocol: filled by app/ (app/transports.h).
+// The transports this process has, by protocol: filled by app/ (app/transports.h); the passive
+// then marks those it has no listener for as absent, with why.
 class Registry {
 public:
   void add(std::shared_ptr<DataTransport> transport);

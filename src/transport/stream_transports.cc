@@ -120,6 +120,16 @@ class KernelTransport final : public DataTransport {
 public:
   explicit KernelTransport(Protocol protocol) : protocol_(protocol) {}
   Protocol protocol() const override { return protocol_; }
+  bool passiveOnAnyThread() const override { return protocol_ == Protocol::TCP || protocol_ == Protocol::MPTCP; }
+
+  std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
+    if (auto usable = checkCongestionControl(m.congestionControl); !usable)
+      return Refusal{usable.error(), npmp::kStatusError};
+    if (m.cmt != 0 && !(m.cmt == npmp::kCmtLikeMptcp && protocol_ == Protocol::MPTCP)) {
+      return Refusal{"CMT applies to SCTP flows only", npmp::kStatusError};
+    }
+    return std::nullopt;
+  }
 
   std::unique_ptr<Connector> connector(const ActiveSide& side) const override {
     switch (protocol_) {

@@ -1,6 +1,7 @@
 // The seam between the controller and the transports (transport/data_transport): the registry
-// of a program's transports, and a connector that sets its socket up from the ADD_FLOW the
-// active sends (the same fields the passive reads), checked on the connected socket.
+// of a program's transports, what the passive admits of an ADD_FLOW, and a connector that sets
+// its socket up from the ADD_FLOW the active sends (the fields the passive reads), checked on the
+// connected socket.
 #include <catch2/catch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -14,6 +15,7 @@
 #include <exception>
 #include <string>
 
+#include "app/transports.h"
 #include "transport/data_transport.h"
 #include "transport/sockets.h"
 #include "transport/stream_transports.h"
@@ -173,4 +175,59 @@ TEST_CASE("data transports: a UDP flow's socket is connected to the passive's BA
   REQUIRE(::getpeername(made.channel->fd(), reinterpret_cast<sockaddr*>(&peer), &length) == 0);
   CHECK(ntohs(reinterpret_cast<sockaddr_in&>(peer).sin_port) == passive.local_endpoint().port());
   made.channel->close();
+}
+
+TEST_CASE("data transports: what the passive admits of an ADD_FLOW, and the status it refuses with") {
+  const transport::Registry passive = app::passiveTransports();
+  auto addFlow = [](Protocol protocol) {
+    npmp::AddFlow m;
+    m.protocol = protocol;
+    m.flowId = 1;
+    return m;
+  };
+  for (Protocol p : {Protocol::TCP, Protocol::MPTCP, Protocol::UDP, Protocol::DCCP, Protocol::SCTP}) {
+    INFO(npmp::protocolName(p));
+    const transport::DataTransport* t = passive.find(p);
+    REQUIRE(t != nullptr);
+    CHECK_FALSE(t->admit(addFlow(p)));
+    // A congestion control this kernel does not have: refused, naming it.
+    auto unknown = addFlow(p);
+    unknown.congestionControl = "no-such-cc";
+    const auto refused = t->admit(unknown);
+    REQUIRE(refused);
+    CHECK(refused->status == npmp::kStatusError);
+    CHECK(refused->why.find("no-such-cc") != std::string::npos);
+  }
+  // CMT: SCTP's, and MPTCP's "like MPTCP" (the reference's value 4) only.
+  auto likeMptcp = addFlow(Protocol::MPTCP);
+  likeMptcp.cmt = npmp::kCmtLikeMptcp;
+  CHECK_FALSE(passive.find(Protocol::MPTCP)->admit(likeMptcp));
+  likeMptcp.protocol = Protocol::TCP;
+  const auto onTcp = passive.find(Protocol::TCP)->admit(likeMptcp);
+  REQUIRE(onTcp);
+  CHECK(onTcp->why == "CMT applies to SCTP flows only");
+  auto cmtOnUdp = addFlow(Protocol::UDP);
+  cmtOnUdp.cmt = 1;
+  CHECK(passive.find(Protocol::UDP)->admit(cmtOnUdp));
+  auto cmt = addFlow(Protocol::SCTP);
+  cmt.cmt = 1;
+  CHECK_FALSE(passive.find(Protocol::SCTP)->admit(cmt));
+  // Where TCP and MPTCP connections are served: on any thread; the others where accepted.
+  CHECK(passive.find(Protocol::TCP)->passiveOnAnyThread());
+  CHECK(passive.find(Protocol::MPTCP)->passiveOnAnyThread());
+  CHECK_FALSE(passive.find(Protocol::UDP)->passiveOnAnyThread());
+  CHECK_FALSE(passive.find(Protocol::DCCP)->passiveOnAnyThread());
+  CHECK_FALSE(passive.find(Protocol::SCTP)->passiveOnAnyThread());
+  // QUIC: present where built (its sender's congestion control is its connection's, so any
+  // name is admitted), said absent otherwise.
+  if (const transport::DataTransport* quic = passive.find(Protocol::QUIC)) {
+    auto m = addFlow(Protocol::QUIC);
+    m.congestionControl = "no-such-cc";
+    CHECK_FALSE(quic->admit(m));
+    m.cmt = 1;
+    CHECK(quic->admit(m));
+    CHECK_FALSE(quic->passiveOnAnyThread());
+  } else {
+    CHECK(passive.whyAbsent(Protocol::QUIC) == "this passive was built without QUIC");
+  }
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "app/transports.h"
 #include "control/passive.h"
 #include "npmp/messages.h"
 #include "transport/io_threads.h"
@@ -134,7 +135,7 @@ struct RunningPassive {
       options.port = port;
       options.controlOverSctp = false;  // TCP control only: this test is about the threads
       options.threads = 2;
-      server.emplace(threads, options);
+      server.emplace(threads, options, app::passiveTransports());
       try {
         server->start();
         controlPort = static_cast<std::uint16_t>(port + 1);
