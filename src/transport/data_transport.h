@@ -9,7 +9,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/udp.hpp>
 
 #include <chrono>
 #include <cstdint>
