@@ -22,9 +22,7 @@ void addKernelTransports(transport::Registry& registry) {
 transport::Registry activeTransports(const control::ActiveOptions& o) {
   transport::Registry registry;
   addKernelTransports(registry);
-  // The active answers no INIT: no INIT rate limit.
-  registry.add(
-      sctp::dataTransport({o.sctpStack, sctp::StackSettings{o.sctpUdpPort, o.sctpRemoteUdpPort, std::nullopt}}));
+  registry.add(sctp::dataTransport({o.sctpStack, control::sctpSettings(o)}));
 #ifdef NPM_QUIC_BUILT
   registry.add(quic::dataTransport({o.tlsCaFile, o.tlsHostName}));
 #else

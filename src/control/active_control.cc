@@ -12,8 +12,8 @@
 #include "control/auth.h"
 #include "sctp/data_transport.h"
 #include "sctp/sockaddr.h"
-#include "transport/stream_transports.h"
 #include "transport/sockets.h"
+#include "transport/stream_transports.h"
 
 namespace npm::control {
 
@@ -121,7 +121,7 @@ asio::awaitable<void> Active::authenticate() {
 asio::awaitable<void> Active::connectSctpControl(Clock::duration timeout, bool fallback) {
   const sctp::Stack stack = sctp::resolve(options_.sctpStack, false);
   const int family = options_.remote.is_v6() ? AF_INET6 : AF_INET;
-  auto socket = sctp::open(stack, io_, family, sctpSettings());
+  auto socket = sctp::open(stack, io_, family, sctpSettings(options_));
   sctp::SocketOptions options;
   options.streams = 1;
   if (family == AF_INET6) options.v6only = options_.v6only;

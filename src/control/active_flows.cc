@@ -50,6 +50,14 @@ asio::io_context& Active::ownerFor(const flowspec::FlowSpec& spec) {
   return transport != nullptr && transport->activeOnAnyThread() ? threads_.pick() : io_;
 }
 
+// Counted once per run, not once per flow (a run may have thousands).
+std::size_t Active::groupSize(const flowspec::FlowSpec& spec) {
+  if (groupSizes_.empty()) {
+    for (const auto& f : options_.flows) ++groupSizes_[{f.protocol, f.association}];
+  }
+  return groupSizes_[{spec.protocol, spec.association}];
+}
+
 asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(const flowspec::FlowSpec& spec,
                                                                              const npmp::AddFlow& wire,
                                                                              asio::io_context& owner) {
@@ -57,10 +65,7 @@ asio::awaitable<std::shared_ptr<transport::DataChannel>> Active::connectData(con
   transport::FlowConnect flow;
   flow.wire = &wire;
   flow.group = spec.association;
-  flow.groupSize =
-      static_cast<std::size_t>(std::count_if(options_.flows.begin(), options_.flows.end(), [&](const auto& f) {
-        return f.protocol == spec.protocol && f.association == spec.association;
-      }));
+  flow.groupSize = groupSize(spec);
   flow.tos = spec.tos;
   flow.v6only = spec.v6only;
   flow.owner = &owner;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -21,13 +22,13 @@
 #include <vector>
 
 #include "control/active.h"
-#include "transport/async.h"
 #include "control/control_channel.h"
 #include "control/display.h"
 #include "control/json_output.h"
 #include "measure/measurement.h"
-#include "transport/data_channel.h"
 #include "sctp/association.h"
+#include "transport/async.h"
+#include "transport/data_channel.h"
 #include "transport/data_transport.h"
 #include "transport/io_threads.h"
 
@@ -78,13 +79,12 @@ private:
   asio::awaitable<void> endAssociations();
 
   // active_flows.cc
-  sctp::StackSettings sctpSettings() const {
-    return sctp::StackSettings{options_.sctpUdpPort, options_.sctpRemoteUdpPort, std::nullopt};  // answers no INIT
-  }
   transport::ActiveSide activeSide();
   transport::Connector& connectorFor(const flowspec::FlowSpec& spec);
   // The end of the run: the connections that flows share (SCTP associations, QUIC connections).
   void closeConnectors();
+  // How many flows share the flow's association or connection (its FLOWSPEC option).
+  std::size_t groupSize(const flowspec::FlowSpec& spec);
   // The thread (context) that will own a flow's connection: SCTP and QUIC flows share their
   // association's or connection's, which is the control thread's; the others are spread over
   // all threads.
@@ -135,6 +135,7 @@ private:
   std::vector<FlowRun> flows_;
   const transport::Registry& transports_;
   std::map<npmp::Protocol, std::unique_ptr<transport::Connector>> connectors_;  // made at a transport's first flow
+  std::map<std::pair<npmp::Protocol, std::uint32_t>, std::size_t> groupSizes_;  // flows per FLOWSPEC option
   std::shared_ptr<measure::Measurement> measurement_;
   Event runEvent_;
   asio::signal_set signals_;

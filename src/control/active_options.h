@@ -70,4 +70,10 @@ struct ActiveOptions {
   std::string tlsCaFile, tlsHostName;
 };
 
+// The active's SCTP stack settings (control and data associations alike): its UDP ports, and no
+// INIT rate limit (it answers no INIT).
+inline sctp::StackSettings sctpSettings(const ActiveOptions& o) {
+  return sctp::StackSettings{o.sctpUdpPort, o.sctpRemoteUdpPort, std::nullopt};
+}
+
 }  // namespace npm::control

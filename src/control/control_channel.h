@@ -18,8 +18,8 @@
 #include <string>
 
 #include "common/result.h"
-#include "transport/async.h"
 #include "npmp/messages.h"
+#include "transport/async.h"
 #include "transport/channel_end.h"
 
 namespace npm::sctp {

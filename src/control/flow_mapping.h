@@ -20,8 +20,8 @@
 #include "flowspec/flowspec.h"
 #include "measure/flow_parameters.h"
 #include "npmp/messages.h"
-#include "sctp/socket.h"
 #include "sctp/association.h"
+#include "sctp/socket.h"
 #include "transport/sockets.h"
 
 namespace npm::control {

@@ -76,26 +76,20 @@ bool FlowRegistry::refuse(const asio::ip::address& peer, const std::string& what
 std::uint32_t FlowRegistry::add(const std::shared_ptr<FlowOwner>& session, const npmp::AddFlow& m) {
   const FlowKey key{m.measurementId, m.flowId, m.streamId};
   const std::string from = " from " + session->peerName();
-  auto reject = [&](const std::string& why) {
+  auto reject = [&](const std::string& why, std::uint32_t status = npmp::kStatusError) {
     refusedFlows_.say("ADD_FLOW rejected" + from + ": " + why);
-    return npmp::kStatusError;
+    return status;
   };
   if (flows_.count(key)) {
     refusedFlows_.say("ADD_FLOW for existing " + keyName(key) + from);
     return npmp::kStatusError;
   }
   const transport::DataTransport* transport = transports_.find(m.protocol);
-  if (transport == nullptr) {
-    refusedFlows_.say("ADD_FLOW rejected" + from + ": " + transports_.whyAbsent(m.protocol));
-    return npmp::kStatusUnsupported;
-  }
+  if (transport == nullptr) return reject(transports_.whyAbsent(m.protocol), npmp::kStatusUnsupported);
   if (m.maxMsgSize < npmp::kDataHeaderSize) {
     return reject("MaxMsgSize " + std::to_string(m.maxMsgSize) + " is too small");
   }
-  if (const auto refusal = transport->admit(m)) {
-    refusedFlows_.say("ADD_FLOW rejected" + from + ": " + refusal->why);
-    return refusal->status;
-  }
+  if (const auto refusal = transport->admit(m)) return reject(refusal->why, refusal->status);
   auto entry = std::make_shared<FlowEntry>();
   entry->request = fromAddFlow(m);
   // From the network: no control characters in our files.

@@ -20,9 +20,9 @@
 #include "measure/flow.h"
 #include "measure/statistics.h"
 #include "npmp/messages.h"
+#include "sctp/association.h"
 #include "transport/data_channel.h"
 #include "transport/data_transport.h"
-#include "sctp/association.h"
 #ifdef NPM_QUIC_BUILT
 #include "quic/connection.h"
 #endif

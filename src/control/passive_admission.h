@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "transport/async.h"  // asio::awaitable, Clock
 #include "control/auth.h"
 #include "control/control_channel.h"
 #include "npmp/messages.h"
+#include "transport/async.h"  // asio::awaitable, Clock
 
 namespace npm::control {
 

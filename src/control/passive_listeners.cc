@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "common/handle.h"
 #include "common/clock.h"
+#include "common/handle.h"
 #include "common/log.h"
 #include "transport/sockets.h"
 

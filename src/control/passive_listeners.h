@@ -16,8 +16,8 @@
 
 #include "control/control_channel.h"
 #include "control/passive_options.h"
-#include "transport/data_channel.h"
 #include "sctp/association.h"
+#include "transport/data_channel.h"
 #ifdef NPM_QUIC_BUILT
 #include "quic/server.h"
 #endif

@@ -10,12 +10,12 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/text.h"
-#include "transport/async.h"
 #include "control/passive_admission.h"
 #include "control/stop_flows.h"
-#include "transport/sockets.h"
+#include "transport/async.h"
 #include "transport/data_channel.h"
 #include "transport/io_threads.h"
+#include "transport/sockets.h"
 
 namespace npm::control {
 

@@ -16,10 +16,10 @@
 
 #include "common/handle.h"
 #include "common/log.h"
-#include "transport/async.h"
 #include "control/control_channel.h"
 #include "control/passive_state.h"
 #include "measure/measurement.h"
+#include "transport/async.h"
 
 namespace npm::control {
 

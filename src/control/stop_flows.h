@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "transport/async.h"
 #include "measure/flow.h"
+#include "transport/async.h"
 
 namespace npm::control {
 

@@ -5,9 +5,9 @@
 #include <set>
 
 #include "control/flow_mapping.h"
-#include "sctp/flow_settings.h"
 #include "flowspec/flowspec.h"
 #include "flowspec/random.h"
+#include "sctp/flow_settings.h"
 
 using namespace npm;
 using npmp::Protocol;

@@ -10,11 +10,11 @@
 #include <string>
 
 #include "control/flow_mapping.h"
-#include "sctp/flow_settings.h"
 #include "flowspec/flowspec.h"
 #include "npmp/messages.h"
-#include "sctp/socket.h"
 #include "sctp/association.h"
+#include "sctp/flow_settings.h"
+#include "sctp/socket.h"
 #include "transport/sockets.h"
 
 using namespace npm;
