@@ -12,6 +12,7 @@
 #include "common/fileio.h"
 #include "common/json.h"
 #include "common/text.h"
+#include "measure/path_counters.h"
 
 namespace npm::measure {
 
@@ -56,7 +57,7 @@ public:
   Side(const Rows& rows, std::string object) : rows_(rows), object_(std::move(object)) {}
   bool has(const std::string& name) const { return rows_.count({object_, name}) != 0; }
   // "key": the printed value (null if the row is missing or not a number, e.g. nan).
-  void field(json::Writer& w, const char* key, const std::string& name) const {
+  void field(json::Writer& w, std::string_view key, const std::string& name) const {
     const auto it = rows_.find({object_, name});
     w.key(key);
     if (it == rows_.end())
@@ -107,20 +108,15 @@ void direction(json::Writer& w, const char* key, const Side& sender, const Side&
   w.endObject();
 }
 
-// The figures of one path's (or the whole connection's) summary that its stack told.
-void pathFigures(json::Writer& w, const Side& path) {
+// The figures of one path's (or, `scope` kInConnection, the whole connection's) summary that
+// its stack told: kPathCounters' means, then its counters, as the scalar file has them.
+void pathFigures(json::Writer& w, const Side& path, PathScope scope) {
   path.field(w, "samples", "Samples");
-  for (auto [k, name] :
-       {std::pair{"mean_cwnd", "Mean Cwnd"}, std::pair{"mean_rtt_ms", "Mean RTT"},
-        std::pair{"mean_unacked", "Mean Unacked"}, std::pair{"mean_rwnd", "Mean Rwnd"},
-        std::pair{"mean_pending", "Mean Pending"}, std::pair{"bytes_sent", "Bytes Sent"},
-        std::pair{"bytes_acked", "Bytes Acked"}, std::pair{"bytes_received", "Bytes Received"},
-        std::pair{"retransmissions", "Retransmissions"}, std::pair{"fast_retransmissions", "Fast Retransmissions"},
-        std::pair{"timer_retransmissions", "Timer Retransmissions"},
-        std::pair{"rescheduled_chunks", "Rescheduled Chunks"},
-        std::pair{"drop_reported_chunks", "Drop-Reported Chunks"},
-        std::pair{"smartfr_ignored_acks", "Smart FR Ignored Acks"}}) {
-    if (path.has(name)) path.field(w, k, name);
+  for (const PathSummaryKind kind : {PathSummaryKind::kMean, PathSummaryKind::kCounter}) {
+    forEachPathCounter(kind, [&](std::size_t, const PathCounter& c) {
+      const std::string name(c.scalar);
+      if ((c.scope & scope) != 0 && path.has(name)) path.field(w, c.json, name);
+    });
   }
 }
 
@@ -134,7 +130,7 @@ void connection(json::Writer& w, const char* key, const Rows& rows, const std::s
     return;
   }
   w.beginObject();
-  pathFigures(w, whole);
+  pathFigures(w, whole, kInConnection);
   w.endObject();
 }
 
@@ -151,7 +147,7 @@ void paths(json::Writer& w, const char* key, const Rows& rows, const std::vector
       const Side path(rows, current);
       w.beginObject();
       w.key("path_id").value(std::uint64_t{std::strtoull(current.c_str() + prefix.size(), nullptr, 10)});
-      pathFigures(w, path);
+      pathFigures(w, path, kInPath);
       w.endObject();
     }
   }

@@ -304,10 +304,11 @@ void FlowVectorWriter::flush(unsigned threads) {
 }
 
 PathVectorWriter::PathVectorWriter(OutputFile file) : file_(std::move(file)) {
-  file_.write(
-      "AbsTime\tRelTime\tPath\tLocal\tRemote\tState\tCwnd\tSsthresh\tRTT\tRTTVar\tRTO\tMTU\t"
-      "BytesSent\tBytesAcked\tBytesReceived\tRetransmissions\tLost\tUnacked\tDeliveryRate\tPacingRate\tRwnd\t"
-      "Pending\tFastRetrans\tTimerRetrans\tRescheduled\tDropReported\tSmartFrIgnored\n");
+  std::string header;
+  for (std::string_view column : kPathIdentityColumns) (header += column) += '\t';
+  for (const PathCounter& c : kPathCounters) (header += c.column) += '\t';
+  header.back() = '\n';
+  file_.write(header);
 }
 
 namespace {
@@ -332,19 +333,9 @@ void PathVectorWriter::rows(std::uint64_t now, std::uint64_t start, const std::v
     s += '\t';
     s += std::to_string(p.id);
     s += '\t' + p.local + '\t' + p.remote + '\t' + p.state;
-    for (double v : {p.cwnd, p.ssthresh}) {
+    for (const PathCounter& c : kPathCounters) {
       s += '\t';
-      appendValue(s, v, 0);
-    }
-    for (double v : {p.srttMs, p.rttVarMs, p.rtoMs}) {
-      s += '\t';
-      appendValue(s, v, 3);
-    }
-    for (double v : {p.mtu, p.bytesSent, p.bytesAcked, p.bytesReceived, p.retransmissions, p.lost, p.unacked,
-                     p.deliveryRate, p.pacingRate, p.rwnd, p.pending, p.fastRetransmissions, p.timerRetransmissions,
-                     p.rescheduled, p.dropReported, p.smartFrIgnored}) {
-      s += '\t';
-      appendValue(s, v, 0);
+      appendValue(s, p.*c.field, c.decimals);
     }
     s += '\n';
   }
@@ -360,34 +351,23 @@ void PathSummary::Mean::add(double v) {
 
 void PathSummary::add(const transport::PathSample& s) {
   ++samples;
-  cwnd.add(s.cwnd);
-  rtt.add(s.srttMs);
-  unacked.add(s.unacked);
-  rwnd.add(s.rwnd);
-  pending.add(s.pending);
-  bytesSent = s.bytesSent;
-  bytesAcked = s.bytesAcked;
-  bytesReceived = s.bytesReceived;
-  retransmissions = s.retransmissions;
-  fastRetransmissions = s.fastRetransmissions;
-  timerRetransmissions = s.timerRetransmissions;
-  rescheduled = s.rescheduled;
-  dropReported = s.dropReported;
-  smartFrIgnored = s.smartFrIgnored;
+  for (std::size_t i = 0; i < kPathCounterCount; ++i) {
+    const double v = s.*kPathCounters[i].field;
+    if (kPathCounters[i].kind == PathSummaryKind::kMean) means_[i].add(v);
+    if (kPathCounters[i].kind == PathSummaryKind::kCounter) last_[i] = v;
+  }
 }
 
 void PathSummary::restart() {
   samples = 0;
-  cwnd = rtt = unacked = rwnd = pending = Mean{};
-  baseSent = bytesSent;
-  baseAcked = bytesAcked;
-  baseReceived = bytesReceived;
-  baseRetransmissions = retransmissions;
-  baseFastRetransmissions = fastRetransmissions;
-  baseTimerRetransmissions = timerRetransmissions;
-  baseRescheduled = rescheduled;
-  baseDropReported = dropReported;
-  baseSmartFrIgnored = smartFrIgnored;
+  means_.fill(Mean{});
+  base_ = last_;
+}
+
+double PathSummary::counted(std::size_t index) const {
+  const double value = last_[index], base = base_[index];
+  if (std::isnan(value)) return transport::PathSample::kNone;
+  return std::isnan(base) ? value : std::max(0.0, value - base);
 }
 
 bool hasPaths(npmp::Protocol protocol) {

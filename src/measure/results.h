@@ -3,6 +3,7 @@
 // the config file (KEY="value", escaped so that sourcing it runs nothing).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "common/fileio.h"
 #include "flowspec/flowspec.h"
 #include "measure/cpu.h"
+#include "measure/path_counters.h"
 #include "measure/statistics.h"
 #include "transport/path_sample.h"
 
@@ -43,7 +45,9 @@ inline Compression compressionAsked(std::uint8_t flags, std::uint8_t gzipBit, st
 std::string shellQuote(std::string_view value);
 
 // What the samples of one path came to (written as scalars of ".flow[N].path[ID]", of
-// ".flow[N].connection" for the whole MPTCP connection or SCTP association).
+// ".flow[N].connection" for the whole MPTCP connection or SCTP association): per figure of
+// kPathCounters (path_counters.h), by its index there, the mean (PathSummaryKind::kMean) or
+// the count since the end of the warm-up (kCounter).
 struct PathSummary {
   // The mean over the samples that had the value.
   struct Mean {
@@ -55,22 +59,24 @@ struct PathSummary {
   };
   std::int64_t id = 0;  // transport::PathSample::kConnection: the connection or association
   std::uint64_t samples = 0;
-  Mean cwnd, rtt, unacked, rwnd, pending;
-  // The last sample's cumulative counters (NaN where the transport has none).
-  double bytesSent = transport::PathSample::kNone, bytesAcked = transport::PathSample::kNone,
-         bytesReceived = transport::PathSample::kNone, retransmissions = transport::PathSample::kNone,
-         fastRetransmissions = transport::PathSample::kNone, timerRetransmissions = transport::PathSample::kNone,
-         rescheduled = transport::PathSample::kNone, dropReported = transport::PathSample::kNone,
-         smartFrIgnored = transport::PathSample::kNone;
   void add(const transport::PathSample& s);
   // The end of a warm-up: the means start afresh, the counters count from here.
   void restart();
-  // The counters' values at restart() (NaN: none then, the counters count from 0).
-  double baseSent = transport::PathSample::kNone, baseAcked = transport::PathSample::kNone,
-         baseReceived = transport::PathSample::kNone, baseRetransmissions = transport::PathSample::kNone,
-         baseFastRetransmissions = transport::PathSample::kNone,
-         baseTimerRetransmissions = transport::PathSample::kNone, baseRescheduled = transport::PathSample::kNone,
-         baseDropReported = transport::PathSample::kNone, baseSmartFrIgnored = transport::PathSample::kNone;
+  // Figure `index` of kPathCounters: its mean (kMean; empty if no sample had it).
+  const Mean& mean(std::size_t index) const { return means_[index]; }
+  // ... or its count since the warm-up's end (kCounter; NaN if the stack does not tell).
+  double counted(std::size_t index) const;
+
+private:
+  std::array<Mean, kPathCounterCount> means_{};
+  // The last sample's cumulative counters and their values at restart() (NaN: none then, the
+  // counter counts from 0).
+  std::array<double, kPathCounterCount> last_ = nones(), base_ = nones();
+  static constexpr std::array<double, kPathCounterCount> nones() {
+    std::array<double, kPathCounterCount> a{};
+    a.fill(transport::PathSample::kNone);
+    return a;
+  }
 };
 
 struct FlowResult {

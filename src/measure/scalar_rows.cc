@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
-#include <tuple>
 
 #include "common/text.h"
 #include "measure/results.h"
@@ -78,27 +77,13 @@ std::vector<ScalarRow> scalarRows(std::string_view role, const MeasurementResult
                                    ? object + ".connection"
                                    : object + ".path[" + std::to_string(p.id) + "]";
       out.add(path, "Samples", p.samples);
-      for (const auto& [name, mean] :
-           {std::pair{"Mean Cwnd", &p.cwnd}, std::pair{"Mean RTT", &p.rtt}, std::pair{"Mean Unacked", &p.unacked},
-            std::pair{"Mean Rwnd", &p.rwnd}, std::pair{"Mean Pending", &p.pending}}) {
-        if (!mean->empty()) out.add(path, name, mean->value());
-      }
-      // Counted from the end of the warm-up (base: the value then; NaN: none then).
-      const std::tuple<const char*, double, double> counters[] = {
-          {"Bytes Sent", p.bytesSent, p.baseSent},
-          {"Bytes Acked", p.bytesAcked, p.baseAcked},
-          {"Bytes Received", p.bytesReceived, p.baseReceived},
-          {"Retransmissions", p.retransmissions, p.baseRetransmissions},
-          {"Fast Retransmissions", p.fastRetransmissions, p.baseFastRetransmissions},
-          {"Timer Retransmissions", p.timerRetransmissions, p.baseTimerRetransmissions},
-          {"Rescheduled Chunks", p.rescheduled, p.baseRescheduled},
-          {"Drop-Reported Chunks", p.dropReported, p.baseDropReported},
-          {"Smart FR Ignored Acks", p.smartFrIgnored, p.baseSmartFrIgnored}};
-      for (const auto& [name, value, base] : counters) {
-        if (std::isnan(value)) continue;
-        const double since = std::isnan(base) ? value : std::max(0.0, value - base);
-        out.add(path, name, static_cast<std::uint64_t>(since));
-      }
+      forEachPathCounter(PathSummaryKind::kMean, [&](std::size_t i, const PathCounter& c) {
+        if (!p.mean(i).empty()) out.add(path, std::string(c.scalar), p.mean(i).value());
+      });
+      forEachPathCounter(PathSummaryKind::kCounter, [&](std::size_t i, const PathCounter& c) {
+        const double counted = p.counted(i);
+        if (!std::isnan(counted)) out.add(path, std::string(c.scalar), static_cast<std::uint64_t>(counted));
+      });
     }
     totalTx += tx.total;
     totalRx += f.received;
