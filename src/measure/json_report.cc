@@ -11,6 +11,7 @@
 
 #include "common/fileio.h"
 #include "common/json.h"
+#include "common/scalar_line.h"
 #include "common/text.h"
 #include "measure/path_counters.h"
 
@@ -144,9 +145,11 @@ void paths(json::Writer& w, const char* key, const Rows& rows, const std::vector
     for (const auto& r : *list) {
       if (r.object.compare(0, prefix.size(), prefix) != 0 || r.object == current) continue;
       current = r.object;
+      const auto id = scalarOrigin(current).path;
+      if (!id) continue;  // "<flow>.path[x]": not a path's object
       const Side path(rows, current);
       w.beginObject();
-      w.key("path_id").value(std::uint64_t{std::strtoull(current.c_str() + prefix.size(), nullptr, 10)});
+      w.key("path_id").value(std::uint64_t{*id});
       pathFigures(w, path, kInPath);
       w.endObject();
     }

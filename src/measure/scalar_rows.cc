@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
+#include "common/scalar_line.h"
 #include "common/text.h"
 #include "measure/results.h"
 
@@ -131,19 +133,16 @@ std::vector<ScalarRow> parseScalarRows(std::string_view text) {
   std::size_t number = 0;
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
+    const std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     ++number;
-    std::string word;
-    std::string_view rest = line;
-    if (!nextQuotedWord(rest, word) || word != "scalar") continue;
-    ScalarRow row;
-    if (!nextQuotedWord(rest, row.object) || !nextQuotedWord(rest, row.name) || !nextQuotedWord(rest, row.value)) {
-      throw std::runtime_error("scalar file line " + std::to_string(number) +
-                               ": expected scalar \"object\" \"name\" value");
+    std::optional<ScalarLine> scalar;
+    try {
+      scalar = scalarLine(line);
+    } catch (const ScalarLineError& e) {
+      throw std::runtime_error("scalar file line " + std::to_string(number) + ": " + e.what());
     }
-    if (!row.value.empty() && row.value.back() == '\r') row.value.pop_back();
-    rows.push_back(std::move(row));
+    if (scalar) rows.push_back({std::move(scalar->object), std::move(scalar->name), std::move(scalar->value), true});
   }
   return rows;
 }

@@ -1,6 +1,7 @@
 #include "tools/scalarfile.h"
 
 #include "common/fileio.h"
+#include "common/scalar_line.h"
 #include "common/text.h"
 #include "tools/toolcommon.h"
 
@@ -25,47 +26,13 @@ std::string_view stripZeros(std::string_view digits) {
   return digits.substr(i);
 }
 
-bool startsWithWord(std::string_view line, std::string_view keyword) {
-  return line.size() > keyword.size() && line.substr(0, keyword.size()) == keyword &&
-         (line[keyword.size()] == ' ' || line[keyword.size()] == '\t');
-}
-
 std::string trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return std::string(s);
 }
 
-// "flow[N]" (`kind` "flow") -> N, for 1 to 18 digits.
-std::optional<std::uint64_t> indexOf(std::string_view part, std::string_view kind) {
-  if (part.size() < kind.size() + 3 || part.substr(0, kind.size()) != kind || part[kind.size()] != '[' ||
-      part.back() != ']') {
-    return std::nullopt;
-  }
-  const std::string_view digits = part.substr(kind.size() + 1, part.size() - kind.size() - 2);
-  if (digits.size() > 18 || !allDigits(digits)) return std::nullopt;
-  std::uint64_t n = 0;
-  for (const char c : digits) n = 10 * n + static_cast<std::uint64_t>(c - '0');
-  return n;
-}
-
 }  // namespace
-
-ScalarOrigin scalarOrigin(std::string_view object) {
-  std::vector<std::string_view> parts;
-  for (;;) {
-    const auto dot = object.find('.');
-    parts.push_back(object.substr(0, dot));
-    if (dot == std::string_view::npos) break;
-    object.remove_prefix(dot + 1);
-  }
-  ScalarOrigin origin;
-  if (parts.size() < 2 || (parts[1] != "active" && parts[1] != "passive")) return origin;
-  origin.side = std::string(parts[1]);
-  if (parts.size() > 2) origin.flow = indexOf(parts[2], "flow");
-  if (origin.flow && parts.size() > 3) origin.path = indexOf(parts[3], "path");
-  return origin;
-}
 
 bool nextScalarWord(std::string_view& rest, std::string& word) { return nextQuotedWord(rest, word); }
 
@@ -171,19 +138,22 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
   line.remove_prefix(first);
   if (line.empty() || line[0] == '#') return;
 
-  std::string object, name;
-  if (startsWithWord(line, "scalar")) {
-    std::string_view rest = line.substr(6);
-    if (!nextScalarWord(rest, object)) fail(lineNumber, "object name expected after \"scalar\"");
-    if (!nextScalarWord(rest, name)) fail(lineNumber, "statistic name expected after the object");
+  std::optional<ScalarLine> scalar;
+  try {
+    scalar = scalarLine(line);
+  } catch (const ScalarLineError& e) {
+    fail(lineNumber, e.what());
+  }
+  if (scalar) {
     double value;
-    if (!parseNumber(rest, value, true)) {
-      fail(lineNumber, "numeric value expected, got \"" + trimmed(rest) + "\"");
+    if (!parseNumber(scalar->value, value, true)) {
+      fail(lineNumber, "numeric value expected, got \"" + scalar->value + "\"");
     }
-    add(object, name, value, lineNumber, out);
+    add(scalar->object, scalar->name, value, lineNumber, out);
     return;
   }
-  if (startsWithWord(line, "statistic")) {
+  std::string name;
+  if (startsWithKeyword(line, "statistic")) {
     std::string_view rest = line.substr(9);
     if (!nextScalarWord(rest, statisticObject_)) {
       fail(lineNumber, "object name expected after \"statistic\"");
@@ -194,7 +164,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
     haveStatistic_ = true;
     return;
   }
-  if (startsWithWord(line, "field")) {
+  if (startsWithKeyword(line, "field")) {
     if (!haveStatistic_) fail(lineNumber, "\"field\" without a preceding \"statistic\"");
     std::string_view rest = line.substr(5);
     if (!nextScalarWord(rest, name)) fail(lineNumber, "field name expected");
@@ -212,7 +182,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
     add(statisticObject_, name + statisticName_, value, lineNumber, out);
     return;
   }
-  if (line == "run" || startsWithWord(line, "run")) {
+  if (line == "run" || startsWithKeyword(line, "run")) {
     ++run_;
     haveStatistic_ = false;
     return;
@@ -220,7 +190,7 @@ void ScalarFileParser::parseLine(std::string_view line, std::uint32_t lineNumber
   static constexpr std::string_view kIgnored[] = {"version", "attr",   "bin",     "par",
                                                   "param",   "config", "itervar", "file"};
   for (const auto keyword : kIgnored) {
-    if (line == keyword || startsWithWord(line, keyword)) return;
+    if (line == keyword || startsWithKeyword(line, keyword)) return;
   }
   std::string shown(line.substr(0, 80));
   for (auto& c : shown) {

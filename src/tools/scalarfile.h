@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/scalar_line.h"
+
 namespace npm {
 class InputFile;
 }
@@ -31,16 +33,10 @@ struct Scalar {
   std::string name;    // statistic name as written (OMNeT++ fields: field + statistic)
 };
 
-// Where a scalar belongs, from its object: "netPerfMeter.active.flow[3].path[1]" -> side
-// "active", flow 3, path 1; "netPerfMeter.passive.total" -> side "passive", no flow or path; an
-// object whose second part is neither side (OMNeT++) has none. netperfmeter-lab's results.sqlite
-// (resultsdb.scalar_origin) reads its scalar files by the same rule.
-struct ScalarOrigin {
-  std::string side;                   // "active", "passive" or "" (none)
-  std::optional<std::uint64_t> flow;  // "flow[N]" right after the side (N: 1 to 18 digits)
-  std::optional<std::uint64_t> path;  // "path[N]" right after the flow
-};
-ScalarOrigin scalarOrigin(std::string_view object);
+// A scalar's side, flow and path: npm::scalarOrigin (common/scalar_line.h), the rule
+// netperfmeter-lab's results.sqlite (npmlab/scalars.py) shares.
+using npm::ScalarOrigin;
+using npm::scalarOrigin;
 
 // Table name and aggregates of `object` (scenario prefix already removed or not, see
 // `removeScenario`) and `statistic`, as the reference computes them.

@@ -127,7 +127,7 @@ void fuzzScalarFile(std::span<const std::uint8_t> data) {
   options.skip = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"active.flow-Rec"});
   try {
     npm::InputFile in(file.get(), "fuzz.sca");
-    for (const auto& scalar : npm::tools::readScalarFile(in, options)) (void)npm::tools::scalarOrigin(scalar.object);
+    for (const auto& scalar : npm::tools::readScalarFile(in, options)) (void)npm::scalarOrigin(scalar.object);
   } catch (const std::exception& e) {  // FileError, ParseError
     checkMessage(e.what(), "fuzz.sca");
   }
