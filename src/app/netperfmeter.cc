@@ -62,7 +62,7 @@ int runPassive(const app::PassiveCommand& c) {
   transport::IoThreads threads(options.threads != 0 ? options.threads : transport::defaultThreads());
   boost::asio::io_context& io = threads.main();
   threads.start();
-  control::PassiveServer server(threads, options, app::passiveTransports());
+  control::PassiveServer server(threads, options, app::passiveTransports(options));
   // Signals first: once a listener is open, a SIGINT must already mean a clean stop.
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int signalled = 0;

@@ -1,5 +1,6 @@
 #include "app/transports.h"
 
+#include "common/log.h"
 #include "sctp/data_transport.h"
 #include "transport/stream_transports.h"
 #ifdef NPM_QUIC_BUILT
@@ -24,22 +25,41 @@ transport::Registry activeTransports(const control::ActiveOptions& o) {
   addKernelTransports(registry);
   registry.add(sctp::dataTransport({o.sctpStack, control::sctpSettings(o)}));
 #ifdef NPM_QUIC_BUILT
-  registry.add(quic::dataTransport({o.tlsCaFile, o.tlsHostName}));
+  quic::TransportOptions quic;
+  quic.caFile = o.tlsCaFile;
+  quic.hostName = o.tlsHostName;
+  registry.add(quic::dataTransport(quic));
 #else
   registry.absent(npmp::Protocol::QUIC, "QUIC support is not compiled in");
 #endif
   return registry;
 }
 
-transport::Registry passiveTransports() {
+// In the order of the passive's startup line ("data channel = SCTP/TCP/UDP/DCCP on port BASE,
+// and MPTCP/QUIC on port BASE-1", as the reference's).
+transport::Registry passiveTransports(const control::PassiveOptions& o) {
   transport::Registry registry;
-  addKernelTransports(registry);
-  // What the passive asks of its SCTP stack is its listeners' (control/passive_listeners): the
-  // transport admits flows and connects none.
-  registry.add(sctp::dataTransport({}));
+  if (o.controlOverSctp) {
+    registry.add(sctp::dataTransport({o.sctpStack, control::sctpSettings(o)}));
+  } else {
+    registry.absent(npmp::Protocol::SCTP, "no SCTP data listener: this passive was started with -Y");
+  }
+  registry.add(transport::tcpTransport());
+  registry.add(transport::udpTransport());
+  registry.add(transport::dccpTransport());
+  registry.add(transport::mptcpTransport());
 #ifdef NPM_QUIC_BUILT
-  registry.add(quic::dataTransport({}));
+  quic::TransportOptions quic;
+  quic.keyFile = o.tlsKeyFile;
+  quic.certFile = o.tlsCertFile;
+  quic.maxConnections = o.limits.quicConnections;
+  quic.retryAbove = o.limits.quicRetryAbove;
+  quic.maxPerPrefix = o.limits.quicPerPrefix;
+  registry.add(quic::dataTransport(quic));
 #else
+  if (!o.tlsKeyFile.empty() && !o.tlsCertFile.empty()) {
+    log::warning("-tls-key and -tls-cert: this build has no QUIC; no QUIC data listener");
+  }
   registry.absent(npmp::Protocol::QUIC, "this passive was built without QUIC");
 #endif
   return registry;

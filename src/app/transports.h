@@ -4,12 +4,13 @@
 #pragma once
 
 #include "control/active_options.h"
+#include "control/passive_options.h"
 #include "transport/data_transport.h"
 
 namespace npm::app {
 
 transport::Registry activeTransports(const control::ActiveOptions& options);
-// The passive's: what it admits of an ADD_FLOW (its listeners are its own, control/passive_listeners).
-transport::Registry passiveTransports();
+// The passive's: what it admits of an ADD_FLOW, and its data listeners (DataTransport::listen).
+transport::Registry passiveTransports(const control::PassiveOptions& options);
 
 }  // namespace npm::app

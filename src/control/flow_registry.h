@@ -1,32 +1,25 @@
-// The passive's flows: ADD_FLOW creates one, IDENTIFY on a data connection (or the first
-// datagram of a UDP peer, or a stream of an SCTP association or a QUIC connection) binds its
-// transport to it,
-// UDP datagrams are demultiplexed by their source, REMOVE_FLOW and the end of a session
-// remove it. Data connections that have not identified themselves wait in pending tables.
+// The passive's flows: ADD_FLOW creates one; the transports' listeners (DataTransport::listen)
+// hand on each data connection (or UDP peer, SCTP or QUIC stream) that identified its flow with
+// IDENTIFY, and the registry binds it (transport::PassiveFlows); REMOVE_FLOW and the end of a
+// session remove it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/udp.hpp>
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 
 #include "control/flow_mapping.h"
-#include "control/pending_table.h"
 #include "measure/flow.h"
 #include "measure/statistics.h"
 #include "npmp/messages.h"
-#include "sctp/association.h"
 #include "transport/data_channel.h"
 #include "transport/data_transport.h"
-#ifdef NPM_QUIC_BUILT
-#include "quic/connection.h"
-#endif
 #include "transport/io_threads.h"
+#include "transport/pending_table.h"
 #include "transport/sockets.h"
 
 namespace npm::control {
@@ -63,19 +56,20 @@ public:
 struct FlowEntry {
   std::shared_ptr<measure::Flow> flow;
   std::weak_ptr<FlowOwner> session;  // whose control connection added it
+  npmp::AddFlow wire;                // as it came (what a transport sets on its connection)
   FlowRequest request;               // socket options, SCTP tuning and policy from ADD_FLOW
   bool identified = false;
-  std::optional<asio::ip::udp::endpoint> udpPeer;
 };
 
-// Data connections accepted, not identified yet (PendingTable): the limits of each kind's table.
-using FlowLimits = PendingLimits;
+// Data connections accepted, not identified yet (transport::PendingTable): the limits of each
+// kind's table.
+using FlowLimits = transport::PendingLimits;
 
 struct FlowTraffic {
   measure::Counters transmitted, received;
 };
 
-class FlowRegistry : public std::enable_shared_from_this<FlowRegistry> {
+class FlowRegistry final : public transport::PassiveFlows, public std::enable_shared_from_this<FlowRegistry> {
 public:
   // `transports`: what the passive can serve (app/transports), each of them asked whether it
   // admits an ADD_FLOW. `allow`: the peers that may send data (empty: everyone).
@@ -84,30 +78,29 @@ public:
   FlowRegistry(asio::io_context& io, transport::Registry transports, FlowLimits limits,
                std::vector<transport::AddressPrefix> allow, transport::IoThreads* threads = nullptr);
 
+  const transport::Registry& transports() const { return transports_; }
   // A transport the passive has, but no listener for: its flows are refused with `why` (one it
   // does not have keeps its own reason, e.g. not built).
   void unserved(npmp::Protocol protocol, std::string why) {
     if (transports_.find(protocol) != nullptr) transports_.absent(protocol, std::move(why));
   }
-  // The passive's shared UDP socket.
-  void setUdpSocket(asio::ip::udp::socket* socket) { udp_ = socket; }
+  // What the transports' listeners share of the registry: the limits of the tables of
+  // connections without IDENTIFY, and the one table of the connections that carry one flow each.
+  const FlowLimits& pendingLimits() const { return limits_; }
+  const std::shared_ptr<transport::PendingTable<transport::DataChannel>>& connections() const { return connections_; }
 
   // ADD_FLOW of `session`: the acknowledgement status.
   std::uint32_t add(const std::shared_ptr<FlowOwner>& session, const npmp::AddFlow& m);
   std::shared_ptr<FlowEntry> find(const FlowKey& key) const;
   void remove(const FlowKey& key);
 
-  // A new TCP, MPTCP or DCCP data connection, or SCTP data association: it must identify its
-  // flow (its streams' flows) before anything else.
-  void adoptConnection(std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol);
-  void adoptAssociation(std::shared_ptr<sctp::Association> association);
-#ifdef NPM_QUIC_BUILT
-  // A QUIC connection (handshake done): each stream the active opens announces its flow with
-  // IDENTIFY (its first message, the stream number its StreamID).
-  void adoptQuic(std::shared_ptr<quic::Connection> connection);
-#endif
-  // A datagram on the shared UDP socket.
-  void deliverDatagram(std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now);
+  // transport::PassiveFlows: what the listeners hand on.
+  bool admits(const asio::ip::address& peer, const std::string& what) override;
+  const npmp::AddFlow* waiting(const npmp::IdentifyFlow& id, npmp::Protocol protocol) const override;
+  void refuse(const npmp::IdentifyFlow& id, const std::string& why, std::uint32_t status) override;
+  bool identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol,
+                const asio::ip::address& from, bool shared = false) override;
+  void broken(const std::string& line) override { brokenConnections_.say(line); }
 
   void closeAll();
   std::size_t size() const { return flows_.size(); }
@@ -116,29 +109,16 @@ public:
   [[nodiscard]] asio::awaitable<FlowTraffic> traffic() const;
 
 private:
-  void identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol,
-                const asio::ip::address& from, std::optional<asio::ip::udp::endpoint> udpPeer);
-
-  bool refuse(const asio::ip::address& peer, const std::string& what);
-  // An IDENTIFY this passive cannot serve: said in the log and acknowledged with `status`.
-  void refuseIdentify(const FlowKey& key, const FlowEntry& entry, const std::string& why, std::uint32_t status);
-
   asio::io_context& io_;
   transport::Registry transports_;
   transport::IoThreads* threads_;
+  FlowLimits limits_;
   std::vector<transport::AddressPrefix> allow_;
   log::Repeated refused_{"Refused data from outside the --allow list"}, rejected_{"Rejected IDENTIFYs"};
   log::Repeated refusedFlows_{"Refused ADD_FLOWs"};
   log::Repeated brokenConnections_{"Closed data connections that did not identify a flow"};
-  asio::ip::udp::socket* udp_ = nullptr;
   std::map<FlowKey, std::shared_ptr<FlowEntry>> flows_;
-  std::map<asio::ip::udp::endpoint, FlowKey> udpFlows_;
-  PendingTable<transport::DataChannel> pendingConnections_;
-  PendingTable<sctp::Association> pendingAssociations_;
-#ifdef NPM_QUIC_BUILT
-  PendingTable<quic::Connection> pendingQuic_;  // until a stream of it has identified its flow
-#endif
-  log::Repeated udpGarbage_{"Ignored UDP datagrams not from an identified flow"};
+  std::shared_ptr<transport::PendingTable<transport::DataChannel>> connections_;
 };
 
 }  // namespace npm::control

@@ -141,8 +141,7 @@ public:
       : options_(std::move(options)), state_(std::make_shared<PassiveState>(threads, options_, std::move(transports))) {
     asio::io_context& io = threads.main();
     std::weak_ptr<PassiveState> weak = state_;
-    ListenerHandlers h;
-    h.control = [weak](std::shared_ptr<ControlChannel> channel) {
+    auto control = [weak](std::shared_ptr<ControlChannel> channel) {
       auto state = weak.lock();
       if (!state || state->stopped()) return channel->close();
       const auto admission = state->admit(channel->peerAddress());
@@ -165,38 +164,23 @@ public:
             channel->close();
           });
     };
-    h.connection = [weak](std::shared_ptr<transport::DataChannel> channel, npmp::Protocol protocol) {
-      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptConnection(channel, protocol);
-      channel->close();
-    };
-    h.association = [weak](std::shared_ptr<sctp::Association> association) {
-      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptAssociation(association);
-      association->close();
-    };
-    h.datagram = [weak](std::span<const std::uint8_t> message, const asio::ip::udp::endpoint& from, std::uint64_t now) {
-      if (auto state = weak.lock(); state && !state->stopped()) state->flows->deliverDatagram(message, from, now);
-    };
-#ifdef NPM_QUIC_BUILT
-    h.quic = [weak](std::shared_ptr<quic::Connection> connection) {
-      if (auto state = weak.lock(); state && !state->stopped()) return state->flows->adoptQuic(connection);
-      connection->close();
-    };
-#endif
-    listeners_ = std::make_shared<Listeners>(io, options_, std::move(h));
+    listeners_ = std::make_shared<Listeners>(io, options_, std::move(control));
   }
 
   void start() {
     flushLog();
-    listeners_->open();
-    if (!listeners_->servesSctp()) state_->flows->unserved(npmp::Protocol::SCTP, "no SCTP data listener");
-    if (!listeners_->servesDccp()) {
-      state_->flows->unserved(npmp::Protocol::DCCP, "no DCCP data listener: " + listeners_->whyNoDccp());
-    }
-    if (!listeners_->servesQuic()) {
-      state_->flows->unserved(npmp::Protocol::QUIC,
-                              "this passive serves QUIC only when started with -tls-key and -tls-cert");
-    }
-    state_->flows->setUdpSocket(&listeners_->udp());
+    const auto& flows = state_->flows;
+    transport::PassiveSide data;
+    data.control = &state_->io;
+    data.basePort = options_.port;
+    data.locals = options_.localAddresses;
+    data.v6only = options_.v6only;
+    data.rcvBufferSize = options_.rcvBufferSize;
+    data.sndBufferSize = options_.sndBufferSize;
+    data.pending = flows->pendingLimits();
+    data.connections = flows->connections();
+    data.flows = flows;
+    for (auto& [protocol, why] : listeners_->open(flows->transports(), data)) flows->unserved(protocol, why);
   }
 
   void stop() {

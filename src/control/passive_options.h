@@ -91,4 +91,9 @@ struct PassiveOptions {
   std::string tlsKeyFile, tlsCertFile;
 };
 
+// What the passive asks of its SCTP stack: its UDP port (userland SCTP) and the INIT rate limit.
+inline sctp::StackSettings sctpSettings(const PassiveOptions& o) {
+  return {o.sctpUdpPort, sctp::kDefaultUdpEncapsulationPort, o.sctpInitRate};
+}
+
 }  // namespace npm::control

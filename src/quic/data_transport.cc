@@ -3,9 +3,12 @@
 #include <boost/asio/ip/udp.hpp>
 
 #include <map>
+#include <span>
 
 #include "common/log.h"
 #include "quic/connection.h"
+#include "quic/server.h"
+#include "transport/accepting.h"
 #include "transport/async.h"
 #include "transport/sockets.h"
 
@@ -74,6 +77,117 @@ private:
   std::map<std::uint32_t, std::shared_ptr<Connection>> connections_;  // by -quic option
 };
 
+// The passive's QUIC server on UDP BASE-1. It stays on the control thread, as the SCTP
+// associations and the shared UDP socket do: a QUIC connection carries the flows of one -quic
+// option on the one socket of the server, and neither can move to another thread (README.md).
+// Each stream the active opens announces its flow with IDENTIFY (its first message, the stream
+// number its StreamID); a connection waits in its own table until one has.
+class QuicListener final : public transport::Listener, public std::enable_shared_from_this<QuicListener> {
+public:
+  QuicListener(const TransportOptions& options, const transport::PassiveSide& side)
+      : options_(options),
+        side_(side),
+        pending_(
+            std::make_shared<transport::PendingTable<Connection>>(*side.control, "QUIC connection", side.pending)) {}
+
+  void open() {
+    if (options_.keyFile.empty() || options_.certFile.empty()) {
+      throw transport::TransportError("this passive serves QUIC only when started with -tls-key and -tls-cert");
+    }
+    const int family = transport::listeningFamily(side_.locals);
+    ServerOptions o;
+    o.keyFile = options_.keyFile;
+    o.certFile = options_.certFile;
+    o.maxConnections = options_.maxConnections;
+    o.retryAbove = options_.retryAbove;
+    o.maxPerPrefix = options_.maxPerPrefix;
+    o.prefixV4 = side_.pending.prefixV4;
+    o.prefixV6 = side_.pending.prefixV6;
+    o.v6only = family == AF_INET6 && side_.v6only;  // -6, as the other listeners
+    const udp::endpoint local(transport::listeningAddress(side_.locals, family), port());
+    auto server = Server::listen(*side_.control, local, o);
+    if (!server) throw transport::ListenError("QUIC data listener: " + server.error());
+    server_ = *server;
+    server_->onConnection([weak = weak_from_this()](std::shared_ptr<Connection> connection) {
+      auto self = weak.lock();
+      if (!self || self->closed_) return connection->close();
+      self->adopt(std::move(connection));
+    });
+  }
+
+  std::string name() const override { return "QUIC"; }
+  std::uint16_t port() const override { return static_cast<std::uint16_t>(side_.basePort - 1); }
+  void close() override {
+    closed_ = true;
+    if (server_) server_->close();
+    pending_->closeAll();
+  }
+
+private:
+  void adopt(std::shared_ptr<Connection> connection) {
+    const asio::ip::address peer = transport::unmapped(connection->remote().address());
+    if (!side_.flows->admits(peer, "a QUIC data connection")) return connection->close();
+    if (!pending_->add(connection, peer)) return;
+    Connection* raw = connection.get();
+    std::weak_ptr<transport::PendingTable<Connection>> table = pending_;
+    std::weak_ptr<transport::PassiveFlows> weakFlows = side_.flows;
+    std::weak_ptr<Connection> weakConnection = connection;
+    // The streams that have not identified their flow yet, held by the connection's onChannel
+    // handler: the connection drops it when it ends (closed, timed out, or unidentified for too
+    // long: the pending table closes it), and with it those streams. A flow holds its own.
+    using Unidentified = std::map<std::uint16_t, std::shared_ptr<transport::DataChannel>>;
+    auto unidentified = std::make_shared<Unidentified>();
+    std::weak_ptr<Unidentified> weakUnidentified = unidentified;
+    connection->onChannel([table, weakFlows, weakConnection, weakUnidentified, unidentified, raw, peer](
+                              std::uint16_t stream, std::shared_ptr<transport::DataChannel> channel) {
+      auto flows = weakFlows.lock();
+      auto connection = weakConnection.lock();
+      if (!flows || !connection) return channel->close();
+      channel->expect(npmp::MessageSet::DataFirst);
+      channel->receive(
+          [table, weakFlows, weakConnection, weakUnidentified, raw, stream, peer](std::span<const std::uint8_t> message,
+                                                                                  std::uint64_t) {
+            auto flows = weakFlows.lock();
+            auto connection = weakConnection.lock();
+            auto waiting = weakUnidentified.lock();
+            if (!flows || !connection || !waiting) return;
+            auto it = waiting->find(stream);
+            if (it == waiting->end()) return;  // identified (or refused) already
+            auto channel = std::move(it->second);
+            waiting->erase(it);
+            const auto id = transport::identifyOf(message);
+            if (!id || id->streamId != stream) {
+              flows->broken("Closing stream " + std::to_string(stream) + " of the QUIC connection from " +
+                            connection->peerName() + ": expected IDENTIFY_FLOW with stream " + std::to_string(stream) +
+                            ", got " + (id ? "one with stream " + std::to_string(id->streamId) : id.error()));
+              return channel->close();
+            }
+            flows->identify(*id, channel, npmp::Protocol::QUIC, peer);
+            // Identified at least once: no longer pending; the active closes it at its end.
+            if (auto pending = table.lock()) pending->take(raw);
+          },
+          [weakConnection, weakUnidentified, stream](const transport::ChannelEnd& end) {
+            auto waiting = weakUnidentified.lock();
+            if (!waiting || !waiting->count(stream)) return;
+            auto channel = std::move((*waiting)[stream]);
+            waiting->erase(stream);
+            if (auto connection = weakConnection.lock()) {
+              log::debug("Stream " + std::to_string(stream) + " of the QUIC connection from " + connection->peerName() +
+                         " ended before IDENTIFY: " + end.text());
+            }
+            channel->close();
+          });
+      (*unidentified)[stream] = std::move(channel);
+    });
+  }
+
+  TransportOptions options_;
+  transport::PassiveSide side_;
+  std::shared_ptr<Server> server_;
+  std::shared_ptr<transport::PendingTable<Connection>> pending_;
+  bool closed_ = false;
+};
+
 class QuicTransport final : public transport::DataTransport {
 public:
   explicit QuicTransport(const TransportOptions& options) : options_(options) {}
@@ -87,6 +201,11 @@ public:
   std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
     if (m.cmt != 0) return Refusal{"CMT applies to SCTP flows only", npmp::kStatusError};
     return std::nullopt;
+  }
+  std::shared_ptr<transport::Listener> listen(const transport::PassiveSide& side) const override {
+    auto listener = std::make_shared<QuicListener>(options_, side);
+    listener->open();
+    return listener;
   }
 
 private:

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <span>
+#include <vector>
 
 #include "common/log.h"
 #include "flowspec/flowspec.h"
 #include "sctp/flow_settings.h"
 #include "sctp/sockaddr.h"
+#include "transport/accepting.h"
 #include "transport/async.h"
 #include "transport/sockets.h"
 
@@ -158,6 +161,152 @@ private:
   std::map<std::uint32_t, std::shared_ptr<Association>> associations_;  // by FLOWSPEC option
 };
 
+// The passive's data listeners, one per stack it serves (--sctp-stack=auto on a kernel with
+// SCTP: both, the kernel's for what actives send by default, the userland one over UDP for the
+// flows that need it, CMT; the userland stack reads no raw SCTP, so it never sees the kernel's
+// packets). Each stream of an association announces its flow with IDENTIFY (PPID 36); the
+// association waits in its own table until one has.
+class SctpListener final : public transport::Listener, public std::enable_shared_from_this<SctpListener> {
+public:
+  SctpListener(const TransportOptions& options, const transport::PassiveSide& side)
+      : options_(options),
+        side_(side),
+        pending_(
+            std::make_shared<transport::PendingTable<Association>>(*side.control, "SCTP association", side.pending)) {}
+
+  void open() {
+    const std::vector<Stack> stacks = passiveStacks(options_.stack);
+    std::string why;
+    for (const Stack stack : stacks) {
+      try {
+        open(stack);
+      } catch (const transport::TransportError& e) {
+        const bool besideKernel = stack == Stack::Userland && stacks.size() > 1;
+        log::warning(
+            std::string(besideKernel ? "No userland SCTP data listener (for CMT flows): " : "No SCTP data listener: ") +
+            e.what());
+        why = e.what();
+      }
+    }
+    if (listeners_.empty()) throw transport::TransportError(why);
+  }
+
+  std::string name() const override { return "SCTP"; }
+  std::uint16_t port() const override { return side_.basePort; }
+  void close() override {
+    closed_ = true;
+    for (auto& l : listeners_) l->close();
+    pending_->closeAll();
+  }
+
+private:
+  void open(Stack stack) {
+    const int family = transport::listeningFamily(side_.locals);
+    SocketOptions o;
+    // Data associations carry up to 65535 flows. Every stream costs the stack memory for the
+    // association's lifetime (65535 cost ~4 MB).
+    o.streams = 65535;
+    o.noDelay = true;
+    if (family == AF_INET6) o.v6only = side_.v6only;
+    o.rcvBufferSize = side_.rcvBufferSize;
+    o.sndBufferSize = side_.sndBufferSize;
+    // Offered to every active: an association uses NR-SACK exactly when its active offers it too
+    // (nrsack=on), which this passive cannot know before the INIT. The same for packet-drop
+    // reporting (pktdrop=on).
+    if (stack == Stack::Userland) {
+      o.nrSack = true;
+      o.pktDrop = true;
+    }
+    auto listener = listenOn(stack, *side_.control, family, options_.settings, o, side_.locals, side_.basePort);
+    listeners_.push_back(listener);
+    accept(listener);
+  }
+
+  void accept(std::shared_ptr<Socket> listener) {
+    std::weak_ptr<SctpListener> weak = weak_from_this();
+    acceptAssociations(
+        *side_.control, std::move(listener),
+        [weak] {
+          auto self = weak.lock();
+          return self && !self->closed_;
+        },
+        [weak](std::shared_ptr<Association> association, const asio::ip::address& peer) {
+          if (auto self = weak.lock()) self->adopt(std::move(association), peer);
+        });
+  }
+
+  void adopt(std::shared_ptr<Association> association, const asio::ip::address& peer) {
+    if (!side_.flows->admits(peer, "an SCTP data association")) return association->close();
+    if (!pending_->add(association, peer)) return;
+    Association* raw = association.get();
+    std::weak_ptr<transport::PendingTable<Association>> table = pending_;
+    std::weak_ptr<transport::PassiveFlows> weakFlows = side_.flows;
+    std::weak_ptr<Association> weakAssociation = association;
+    association->start(
+        [table, weakFlows, weakAssociation, raw](std::uint16_t stream, std::uint32_t,
+                                                 std::span<const std::uint8_t> message, std::uint64_t) {
+          auto flows = weakFlows.lock();
+          auto association = weakAssociation.lock();
+          if (!flows || !association) return;
+          const auto id = transport::identifyOf(message);
+          if (!id || id->streamId != stream) {
+            flows->broken("Closing SCTP association from " + association->peerName() +
+                          ": expected IDENTIFY_FLOW on stream " + std::to_string(stream) + ", got " +
+                          (id ? "one for stream " + std::to_string(id->streamId) : id.error()));
+            association->close();
+            if (auto pending = table.lock()) pending->take(raw);
+            return;
+          }
+          const npmp::AddFlow* wire = flows->waiting(*id, npmp::Protocol::SCTP);
+          if (wire != nullptr && !settle(*flows, *association, *id, *wire)) return;
+          const auto peers = association->socket().peerAddresses();
+          flows->identify(
+              *id,
+              association->stream(stream, wire != nullptr ? policyOf(*wire, flowspec::Side::Passive) : StreamPolicy{}),
+              npmp::Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front());
+          // Identified at least once: no longer pending; closed with its last flow.
+          if (association->hasClaims()) {
+            if (auto pending = table.lock()) pending->take(raw);
+          }
+        },
+        [table, raw](const transport::ChannelEnd& end) {
+          auto pending = table.lock();
+          if (pending && pending->take(raw)) log::debug("SCTP association from " + raw->peerName() + ": " + end.text());
+        });
+  }
+
+  // The flow's settings on this side too: its buffers (this side receives what the active sends)
+  // and CMT with its tuning (for what this side sends). False (the IDENTIFY refused) where the
+  // stack does not take them.
+  static bool settle(transport::PassiveFlows& flows, Association& association, const npmp::IdentifyFlow& id,
+                     const npmp::AddFlow& wire) {
+    const Tuning tuning = tuningOf(wire);
+    try {
+      const transport::SocketOptions options = transport::socketOptionsOf(wire);
+      association.socket().setBufferSizes(options.rcvBufferSize, options.sndBufferSize);
+      association.socket().tune(tuning);
+      if (const auto held = association.socket().tuningInForce()) {
+        log::info("Flow #" + std::to_string(id.flowId) + ": SCTP association from " + association.peerName() +
+                  ", the stack holds " + describe(*held));
+      }
+      return true;
+    } catch (const transport::TransportError& e) {
+      // The system's usrsctp: settings another CMT association holds process-wide; any stack: an
+      // option the stack refused, or does not hold after setting it.
+      const bool conflict = !processWideCompatible(tuning);
+      flows.refuse(id, std::string("SCTP association from ") + association.peerName() + ": " + e.what(),
+                   conflict ? npmp::kStatusProcessWideConflict : npmp::kStatusError);
+      return false;
+    }
+  }
+
+  TransportOptions options_;
+  transport::PassiveSide side_;
+  std::vector<std::shared_ptr<Socket>> listeners_;
+  std::shared_ptr<transport::PendingTable<Association>> pending_;
+  bool closed_ = false;
+};
+
 class SctpTransport final : public transport::DataTransport {
 public:
   explicit SctpTransport(const TransportOptions& options) : options_(options) {}
@@ -181,6 +330,11 @@ public:
     }
     return std::nullopt;
   }
+  std::shared_ptr<transport::Listener> listen(const transport::PassiveSide& side) const override {
+    auto listener = std::make_shared<SctpListener>(options_, side);
+    listener->open();
+    return listener;
+  }
 
 private:
   TransportOptions options_;
@@ -190,6 +344,45 @@ private:
 
 std::shared_ptr<transport::DataTransport> dataTransport(const TransportOptions& options) {
   return std::make_shared<SctpTransport>(options);
+}
+
+std::vector<Stack> passiveStacks(StackChoice choice) {
+  if (choice != StackChoice::Auto) return {resolve(choice, false)};
+  std::vector<Stack> stacks;
+  if (kernelAvailable()) stacks.push_back(Stack::Kernel);
+  stacks.push_back(Stack::Userland);
+  return stacks;
+}
+
+void acceptAssociations(asio::io_context& io, std::shared_ptr<Socket> listener, std::function<bool()> accepting,
+                        std::function<void(std::shared_ptr<Association>, const asio::ip::address&)> handOn) {
+  auto raw = listener.get();
+  raw->asyncWait(false, [&io, listener = std::move(listener), accepting = std::move(accepting),
+                         handOn = std::move(handOn)]() mutable {
+    if (!accepting()) return;
+    while (auto socket = listener->accept()) {
+      const auto peers = socket->peerAddresses();
+      const asio::ip::address peer = peers.empty() ? asio::ip::address() : transport::unmapped(peers.front());
+      const std::string name = (peer.is_v6() ? "[" + peer.to_string() + "]" : peer.to_string()) + " (SCTP)";
+      handOn(std::make_shared<Association>(io, std::move(socket), name), peer);
+    }
+    acceptAssociations(io, std::move(listener), std::move(accepting), std::move(handOn));
+  });
+}
+
+std::shared_ptr<Socket> listenOn(Stack stack, asio::io_context& io, int family, const StackSettings& settings,
+                                 const SocketOptions& options, const std::vector<asio::ip::address>& addresses,
+                                 std::uint16_t port) {
+  std::shared_ptr<Socket> listener = open(stack, io, family, settings);
+  try {
+    listener->configure(options);
+    listener->bind(addresses, port);
+    listener->listen();
+  } catch (const transport::TransportError&) {
+    listener->close();
+    throw;
+  }
+  return listener;
 }
 
 }  // namespace npm::sctp

@@ -8,9 +8,11 @@
 #include <boost/asio/ip/udp.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sctp/association.h"
 #include "sctp/socket.h"
@@ -25,6 +27,22 @@ struct TransportOptions {
 };
 
 std::shared_ptr<transport::DataTransport> dataTransport(const TransportOptions& options);
+
+// The stacks a passive listens with (its control listeners and its data listener alike): with
+// --sctp-stack=auto on a kernel with SCTP both, the kernel's for what actives send by default and
+// the userland one (over UDP) for the flows that need it (CMT; it reads no raw SCTP, so it never
+// sees the kernel's packets); otherwise the one chosen (throws transport::TransportError where it
+// is not available).
+std::vector<Stack> passiveStacks(StackChoice choice);
+// Accepts on `listener` while `accepting()` holds: each new association, named by its peer's
+// first address ("192.0.2.1 (SCTP)"), goes to `handOn` with that address.
+void acceptAssociations(asio::io_context& io, std::shared_ptr<Socket> listener, std::function<bool()> accepting,
+                        std::function<void(std::shared_ptr<Association>, const asio::ip::address&)> handOn);
+// A listening socket of `stack`, configured with `options` and bound to every one of `addresses`
+// (none: the wildcard) at `port`; throws transport::TransportError, closing what it opened.
+std::shared_ptr<Socket> listenOn(Stack stack, asio::io_context& io, int family, const StackSettings& settings,
+                                 const SocketOptions& options, const std::vector<asio::ip::address>& addresses,
+                                 std::uint16_t port);
 
 // Waits for an association to come up; throws transport::TransportError ("cannot connect to
 // PEER: why") when it fails, or when `timeout` passes first (the line then ends with

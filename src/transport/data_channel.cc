@@ -327,8 +327,8 @@ private:
 // ---------------------------------------------------------------- datagram channel
 
 // One datagram per message over any Asio object with a native handle and async_wait().
-template <class Socket>
-class DatagramChannel : public DataChannel, public std::enable_shared_from_this<DatagramChannel<Socket>> {
+template <class Socket, class Base = DataChannel>
+class DatagramChannel : public Base, public std::enable_shared_from_this<DatagramChannel<Socket, Base>> {
 public:
   DatagramChannel(std::unique_ptr<Socket> owned, Socket* socket, std::string peer, bool receives)
       : owned_(std::move(owned)), socket_(socket), peer_(std::move(peer)), receives_(receives) {}
@@ -366,6 +366,15 @@ public:
   int fd() const override { return socket_->native_handle(); }
   bool isByteStream() const override { return false; }
   std::string peerName() const override { return peer_; }
+
+protected:
+  // A datagram its owner read for it (a shared socket's).
+  bool handOn(std::span<const std::uint8_t> message, std::uint64_t now) {
+    if (closed_) return false;
+    if (onMessage_) onMessage_(message, now);
+    return true;
+  }
+  bool isClosed() const { return closed_; }
 
 private:
   void trySend() {
@@ -468,9 +477,19 @@ std::shared_ptr<DataChannel> makeUdpChannel(asio::ip::udp::socket socket) {
       std::move(owned), raw, ec ? "(unknown)" : endpointName(remote.address(), remote.port()), true);
 }
 
-std::shared_ptr<DataChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer) {
-  auto channel = std::make_shared<DatagramChannel<asio::ip::udp::socket>>(
-      nullptr, &shared, endpointName(peer.address(), peer.port()), false);
+namespace {
+
+class SharedUdpChannel final : public DatagramChannel<asio::ip::udp::socket, UdpPeerChannel> {
+public:
+  using DatagramChannel::DatagramChannel;
+  bool deliver(std::span<const std::uint8_t> message, std::uint64_t now) override { return handOn(message, now); }
+  bool closed() const override { return isClosed(); }
+};
+
+}  // namespace
+
+std::shared_ptr<UdpPeerChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer) {
+  auto channel = std::make_shared<SharedUdpChannel>(nullptr, &shared, endpointName(peer.address(), peer.port()), false);
   channel->setDestination(peer);
   return channel;
 }

@@ -89,9 +89,15 @@ public:
 std::shared_ptr<DataChannel> makeStreamChannel(asio::ip::tcp::socket socket);
 // A connected UDP socket of its own (the active side).
 std::shared_ptr<DataChannel> makeUdpChannel(asio::ip::udp::socket socket);
-// The passive's shared UDP socket, sending to one peer; receiving is done by the owner of
-// the shared socket, so receive() only stores nothing.
-std::shared_ptr<DataChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer);
+// The passive's shared UDP socket, sending to one peer; the owner of the shared socket reads it
+// and hands each datagram from that peer to deliver(), which passes it to the receive() handler.
+class UdpPeerChannel : public DataChannel {
+public:
+  // False once the channel is closed (its flow is gone): the peer's datagrams are no longer its.
+  virtual bool deliver(std::span<const std::uint8_t> message, std::uint64_t now) = 0;
+  virtual bool closed() const = 0;
+};
+std::shared_ptr<UdpPeerChannel> makeUdpPeerChannel(asio::ip::udp::socket& shared, asio::ip::udp::endpoint peer);
 // A connected DCCP socket (SOCK_DCCP file descriptor, owned by the channel).
 std::shared_ptr<DataChannel> makeDccpChannel(asio::io_context& io, int fd, std::string peer);
 

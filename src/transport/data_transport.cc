@@ -1,21 +1,32 @@
 #include "transport/data_transport.h"
 
+#include <algorithm>
+
 namespace npm::transport {
+
+Result<npmp::IdentifyFlow> identifyOf(std::span<const std::uint8_t> message) {
+  const auto decoded = npmp::decode(message);
+  if (!decoded) return Failure{decoded.error()};
+  if (const auto* id = std::get_if<npmp::IdentifyFlow>(&*decoded)) return *id;
+  return Failure{npmp::typeName(message[0])};
+}
 
 void Registry::add(std::shared_ptr<DataTransport> transport) {
   const npmp::Protocol protocol = transport->protocol();
   absent_.erase(protocol);
-  transports_[protocol] = std::move(transport);
+  std::erase_if(transports_, [protocol](const auto& t) { return t->protocol() == protocol; });
+  transports_.push_back(std::move(transport));
 }
 
 void Registry::absent(npmp::Protocol protocol, std::string why) {
-  transports_.erase(protocol);
+  std::erase_if(transports_, [protocol](const auto& t) { return t->protocol() == protocol; });
   absent_[protocol] = std::move(why);
 }
 
 DataTransport* Registry::find(npmp::Protocol protocol) const {
-  auto it = transports_.find(protocol);
-  return it == transports_.end() ? nullptr : it->second.get();
+  auto it = std::find_if(transports_.begin(), transports_.end(),
+                         [protocol](const auto& t) { return t->protocol() == protocol; });
+  return it == transports_.end() ? nullptr : it->get();
 }
 
 std::string Registry::whyAbsent(npmp::Protocol protocol) const {
@@ -25,7 +36,7 @@ std::string Registry::whyAbsent(npmp::Protocol protocol) const {
 
 std::vector<DataTransport*> Registry::all() const {
   std::vector<DataTransport*> all;
-  for (const auto& [protocol, transport] : transports_) all.push_back(transport.get());
+  for (const auto& transport : transports_) all.push_back(transport.get());
   return all;
 }
 

@@ -1,8 +1,10 @@
 // One interface per transport for flows' data connections: how the active connects a flow
-// (Connector), and what the passive admits of an ADD_FLOW (DataTransport::admit). Implemented beside each stack: TCP,
-// MPTCP, UDP and DCCP here (stream_transports), SCTP in sctp/data_transport, QUIC in quic/data_transport; registered
-// once by app/ (app/transports), which hands each stack its own options (the SCTP stack and its UDP ports, QUIC's TLS
-// files). control/ finds a flow's transport by its protocol in the Registry and knows nothing else of it.
+// (Connector), what the passive admits of an ADD_FLOW (DataTransport::admit), and how the passive
+// listens for and accepts the connections of its flows (Listener). Implemented beside each stack:
+// TCP, MPTCP, UDP and DCCP here (stream_transports), SCTP in sctp/data_transport, QUIC in
+// quic/data_transport; registered once by app/ (app/transports), which hands each stack its own
+// options (the SCTP stack and its UDP ports, QUIC's TLS files). control/ finds a flow's transport
+// by its protocol in the Registry and knows nothing else of it.
 #pragma once
 
 #include "common/asio_awaitable.h"  // first: Boost 1.74 (see there)
@@ -16,12 +18,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "npmp/messages.h"
 #include "transport/data_channel.h"
+#include "transport/pending_table.h"
 #include "transport/sockets.h"
 
 namespace npm::transport {
@@ -71,6 +75,69 @@ public:
   virtual void close() {}
 };
 
+// ---- The passive ----
+
+// Whom a transport's listener hands its connections' flows to: the passive's flow registry
+// (control/), which knows what the sessions added. The listener accepts, keeps what has not
+// identified its flow in a PendingTable (the lockout limits), reads each flow's IDENTIFY and hands
+// the flow's channel on; the registry checks it against its ADD_FLOW and binds it.
+class PassiveFlows {
+public:
+  virtual ~PassiveFlows() = default;
+  // Whether `peer` may send data (the --allow list); a refusal is said (rate-limited), `what`
+  // naming what was refused ("a data connection").
+  virtual bool admits(const asio::ip::address& peer, const std::string& what) = 0;
+  // The ADD_FLOW of the flow `id` names while it was added for `protocol` and has no channel yet
+  // (what a transport sets on a connection that flows share before handing a stream on);
+  // nullptr otherwise. Valid until the listener's handler returns.
+  virtual const npmp::AddFlow* waiting(const npmp::IdentifyFlow& id, npmp::Protocol protocol) const = 0;
+  // The transport cannot give the flow `id` names the settings its ADD_FLOW asks for: said, and
+  // acknowledged with `status`.
+  virtual void refuse(const npmp::IdentifyFlow& id, const std::string& why, std::uint32_t status) = 0;
+  // `channel`, from `from`, began with the IDENTIFY `id`: bound to its flow (true), or closed with
+  // the reason said (false). `shared`: a channel of a socket that all flows share (UDP), which
+  // serves only the host that controls the flow (no traffic reflection).
+  virtual bool identify(const npmp::IdentifyFlow& id, std::shared_ptr<DataChannel> channel, npmp::Protocol protocol,
+                        const asio::ip::address& from, bool shared = false) = 0;
+  // A connection closed because it did not begin with an IDENTIFY: the line (said rate-limited).
+  virtual void broken(const std::string& line) = 0;
+};
+
+// A connection's first message as the IDENTIFY it must be; otherwise what it was, for the line
+// "expected IDENTIFY_FLOW, got ..." (its type's name, or why it could not be decoded).
+Result<npmp::IdentifyFlow> identifyOf(std::span<const std::uint8_t> message);
+
+// What the passive's listeners share.
+struct PassiveSide {
+  asio::io_context* control = nullptr;                 // the control thread's: listeners and what waits for IDENTIFY
+  std::uint16_t basePort = 0;                          // data on BASE (MPTCP and QUIC: BASE-1)
+  std::vector<asio::ip::address> locals;               // -L: the first binds the listeners; SCTP binds all
+  bool v6only = false;                                 // -6
+  std::uint32_t rcvBufferSize = 0, sndBufferSize = 0;  // -i, -o
+  PendingLimits pending;                               // each kind's table of connections without IDENTIFY
+  // The one table of the connections that carry one flow each (TCP, MPTCP, DCCP): its limits
+  // hold over all of them.
+  std::shared_ptr<PendingTable<DataChannel>> connections;
+  std::shared_ptr<PassiveFlows> flows;
+};
+
+class ListenError : public TransportError {
+public:
+  using TransportError::TransportError;
+};
+
+// A transport's listening on the passive, from DataTransport::listen until close().
+class Listener {
+public:
+  virtual ~Listener() = default;
+  // For the passive's "waiting for incoming connections" line: the name it serves ("TCP") and
+  // on which port.
+  virtual std::string name() const = 0;
+  virtual std::uint16_t port() const = 0;
+  // Stops accepting and closes what has not identified its flow yet (flows keep theirs).
+  virtual void close() = 0;
+};
+
 // ---- A transport ----
 
 class DataTransport {
@@ -91,14 +158,20 @@ public:
     std::uint32_t status = npmp::kStatusError;
   };
   virtual std::optional<Refusal> admit(const npmp::AddFlow& m) const = 0;
+  // The passive's listener for this transport's flows, accepting on the control thread; throws
+  // TransportError with why it cannot listen (the passive then refuses its flows with that line),
+  // ListenError where the command line asked for it and it cannot be had (the passive does not
+  // start).
+  virtual std::shared_ptr<Listener> listen(const PassiveSide& side) const = 0;
   // On the passive: whether an identified connection moves to its flow's thread (TCP, MPTCP),
   // or stays on the control thread where it was accepted (UDP's shared socket, DCCP, and the
   // connections whose streams are flows: SCTP, QUIC).
   virtual bool passiveOnAnyThread() const { return false; }
 };
 
-// The transports this process has, by protocol: filled by app/ (app/transports.h); the passive
-// then marks those it has no listener for as absent, with why.
+// The transports this process has, by protocol, in the order they were added (the passive's
+// startup line lists its listeners so): filled by app/ (app/transports.h); the passive then marks
+// those it has no listener for as absent, with why.
 class Registry {
 public:
   void add(std::shared_ptr<DataTransport> transport);
@@ -110,7 +183,7 @@ public:
   std::vector<DataTransport*> all() const;
 
 private:
-  std::map<npmp::Protocol, std::shared_ptr<DataTransport>> transports_;
+  std::vector<std::shared_ptr<DataTransport>> transports_;
   std::map<npmp::Protocol, std::string> absent_;
 };
 

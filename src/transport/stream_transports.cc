@@ -8,9 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 
+#include "common/clock.h"
 #include "common/handle.h"
 #include "common/log.h"
+#include "transport/accepting.h"
 #include "transport/async.h"
 
 namespace npm::transport {
@@ -116,6 +119,268 @@ private:
   ActiveSide side_;
 };
 
+// ---- The passive's listeners ----
+
+// A connection that carries one flow (TCP, MPTCP, DCCP): it waits in the passive's table of
+// connections until its first message, which must be the IDENTIFY of its flow; then the flow's
+// settings are set on its socket and it is handed on.
+void adopt(const PassiveSide& side, std::shared_ptr<DataChannel> channel, Protocol protocol) {
+  const asio::ip::address peer = unmapped(peerAddressOf(channel->fd()));
+  if (!side.flows->admits(peer, "a data connection")) return channel->close();
+  if (!side.connections->add(channel, peer)) return;
+  DataChannel* raw = channel.get();
+  channel->expect(npmp::MessageSet::DataFirst);
+  std::weak_ptr<PendingTable<DataChannel>> table = side.connections;
+  std::weak_ptr<PassiveFlows> weakFlows = side.flows;
+  channel->receive(
+      [table, weakFlows, raw, protocol](std::span<const std::uint8_t> message, std::uint64_t) {
+        auto pending = table.lock();
+        auto flows = weakFlows.lock();
+        if (!pending || !flows) return;
+        auto channel = pending->take(raw);
+        if (!channel) return;
+        const auto id = identifyOf(message);
+        if (!id) {
+          flows->broken("Closing data connection from " + channel->peerName() + ": expected IDENTIFY_FLOW, got " +
+                        id.error());
+          return channel->close();
+        }
+        if (const npmp::AddFlow* wire = flows->waiting(*id, protocol)) {
+          try {
+            SocketOptions options = socketOptionsOf(*wire);
+            options.ccid = 0;  // DCCP: the active's socket chose it before connecting; a connected one cannot
+            configureSocket(channel->fd(), protocol, localFamilyOf(channel->fd()), options);
+          } catch (const TransportError& e) {
+            log::warning("Flow " + std::to_string(id->flowId) + ": " + e.what());
+          }
+        }
+        flows->identify(*id, channel, protocol, peerAddressOf(channel->fd()));
+      },
+      [table, weakFlows, raw](const ChannelEnd& end) {
+        auto pending = table.lock();
+        auto flows = weakFlows.lock();
+        if (!pending || !flows) return;
+        if (auto channel = pending->take(raw)) {
+          flows->broken("Closing data connection from " + channel->peerName() + ": " + end.text());
+          channel->close();
+        }
+      });
+}
+
+// A listener's socket: opened, given the passive's buffers (-i, -o: the accepted connections
+// inherit them) and bound.
+UniqueFd listeningSocket(Protocol protocol, const PassiveSide& side, std::uint16_t port, int family, bool buffers) {
+  UniqueFd fd(openSocket(protocol, family));
+  SocketOptions o;
+  o.reuseAddress = true;
+  if (family == AF_INET6) o.v6only = side.v6only;
+  if (buffers) {
+    o.rcvBufferSize = side.rcvBufferSize;
+    o.sndBufferSize = side.sndBufferSize;
+  }
+  configureSocket(fd.get(), protocol, family, o);
+  bindSocket(fd.get(), listeningAddress(side.locals, family), port);
+  return fd;
+}
+
+class StreamListener final : public Listener, public std::enable_shared_from_this<StreamListener> {
+public:
+  StreamListener(Protocol protocol, const PassiveSide& side, std::uint16_t port)
+      : protocol_(protocol), side_(side), port_(port), acceptor_(*side.control) {}
+
+  void open() {
+    const int family = listeningFamily(side_.locals);
+    UniqueFd fd = listeningSocket(protocol_, side_, port_, family, true);
+    // Data connections may come by the thousand (--max-flows, several actives): the kernel's
+    // whole backlog (net.core.somaxconn caps it).
+    if (::listen(fd.get(), SOMAXCONN) != 0) {
+      throw TransportError("cannot listen on port " + std::to_string(port_) + ": " + std::strerror(errno));
+    }
+    acceptor_.assign(family == AF_INET6 ? tcp::v6() : tcp::v4(), fd.release());
+  }
+
+  void accept() {
+    acceptor_.async_accept([weak = weak_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
+      auto self = weak.lock();
+      if (!self || self->closed_ || ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        adopt(self->side_, makeStreamChannel(std::move(socket)), self->protocol_);
+      } else {
+        acceptFailed("a data connection", ec);
+      }
+      acceptAgain(*self->side_.control, ec.failed(), [weak] {
+        if (auto self = weak.lock()) self->accept();
+      });
+    });
+  }
+
+  std::string name() const override { return npmp::protocolName(protocol_); }
+  std::uint16_t port() const override { return port_; }
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+  }
+
+private:
+  Protocol protocol_;
+  PassiveSide side_;
+  std::uint16_t port_;
+  tcp::acceptor acceptor_;
+  bool closed_ = false;
+};
+
+class DccpListener final : public Listener, public std::enable_shared_from_this<DccpListener> {
+public:
+  explicit DccpListener(const PassiveSide& side) : side_(side), socket_(*side.control) {}
+
+  void open() { open(listeningFamily(side_.locals)); }
+
+  void accept() {
+    socket_.async_wait(asio::posix::stream_descriptor::wait_read,
+                       [weak = weak_from_this()](const boost::system::error_code& ec) {
+                         auto self = weak.lock();
+                         if (ec || !self || self->closed_) return;
+                         self->acceptOne();
+                         acceptAgain(*self->side_.control, self->failed_, [weak] {
+                           if (auto self = weak.lock()) self->accept();
+                         });
+                       });
+  }
+
+  std::string name() const override { return "DCCP"; }
+  std::uint16_t port() const override { return side_.basePort; }
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+private:
+  void open(int family) {
+    UniqueFd fd;
+    try {
+      fd = listeningSocket(Protocol::DCCP, side_, side_.basePort, family, false);
+      if (::listen(fd.get(), SOMAXCONN) != 0) throw TransportError(std::string("listen: ") + std::strerror(errno));
+    } catch (const TransportError& e) {
+      if (family == AF_INET6 && side_.locals.empty()) {
+        // DCCP over IPv6 is a module of its own (dccp_ipv6); serve IPv4 when only that is there.
+        log::debug(std::string("No DCCP over IPv6: ") + e.what() + "; trying IPv4");
+        return open(AF_INET);
+      }
+      throw;
+    }
+    socket_.assign(fd.release());
+  }
+
+  void acceptOne() {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    const int fd =
+        ::accept4(socket_.native_handle(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    failed_ = fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED;
+    if (fd >= 0) {
+      tcp::endpoint peer;
+      if (len <= peer.capacity()) {
+        std::memcpy(peer.data(), &ss, len);
+        peer.resize(len);
+      }
+      adopt(side_, makeDccpChannel(*side_.control, fd, endpointName(peer.address(), peer.port())), Protocol::DCCP);
+    } else if (failed_) {
+      acceptFailed("a DCCP connection", boost::system::error_code(errno, boost::system::system_category()));
+    }
+  }
+
+  PassiveSide side_;
+  asio::posix::stream_descriptor socket_;
+  bool failed_ = false, closed_ = false;
+};
+
+// The passive's one UDP socket on BASE: each datagram goes to the flow its source identified
+// with its first datagram (IDENTIFY); the flows answer through the same socket.
+class UdpListener final : public Listener, public std::enable_shared_from_this<UdpListener> {
+public:
+  explicit UdpListener(const PassiveSide& side) : side_(side), socket_(*side.control) {}
+
+  void open() {
+    const int family = listeningFamily(side_.locals);
+    UniqueFd fd = listeningSocket(Protocol::UDP, side_, side_.basePort, family, true);
+    socket_.assign(family == AF_INET6 ? udp::v6() : udp::v4(), fd.release());
+    socket_.non_blocking(true);  // drain() reads until would_block
+    buffer_.resize(65536);
+  }
+
+  void receive() {
+    socket_.async_wait(udp::socket::wait_read, [weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      self->drain();
+      self->receive();
+    });
+  }
+
+  std::string name() const override { return "UDP"; }
+  std::uint16_t port() const override { return side_.basePort; }
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+private:
+  void drain() {
+    // Up to 64 datagrams per wake-up, so that the control thread's other work is not starved.
+    for (int i = 0; i < 64 && !closed_; ++i) {
+      udp::endpoint from;
+      boost::system::error_code ec;
+      const std::size_t n = socket_.receive_from(asio::buffer(buffer_), from, 0, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+      if (ec) continue;  // ICMP errors of earlier sends
+      deliver(std::span<const std::uint8_t>(buffer_.data(), n), from, nowMicros());
+    }
+  }
+
+  void deliver(std::span<const std::uint8_t> message, const udp::endpoint& from, std::uint64_t now) {
+    if (auto it = peers_.find(from); it != peers_.end()) {
+      if (it->second->deliver(message, now)) return;
+      peers_.erase(it);  // its flow is gone: the peer may identify another
+    }
+    auto flows = side_.flows;
+    if (message.size() >= 4 && message[0] == static_cast<std::uint8_t>(npmp::Type::IdentifyFlow)) {
+      if (!flows->admits(from.address(), "UDP data")) return;
+      if (const auto id = identifyOf(message)) {
+        auto channel = makeUdpPeerChannel(socket_, from);
+        if (flows->identify(*id, channel, Protocol::UDP, from.address(), true)) bind(from, std::move(channel));
+        return;
+      }
+    }
+    // Rate-limited: a flood of garbage must not flood the log.
+    if (garbage_.next()) {
+      log::warning("Ignored " + std::to_string(message.size()) + " bytes of UDP from " +
+                   endpointName(from.address(), from.port()) + ": not from an identified flow (" +
+                   std::to_string(garbage_.count()) + " so far)");
+    }
+  }
+
+  void bind(const udp::endpoint& peer, std::shared_ptr<UdpPeerChannel> channel) {
+    // The peers of flows that are gone leave when they send again, or here, before the table
+    // grows past twice what it held after the last sweep.
+    if (peers_.size() >= swept_) {
+      std::erase_if(peers_, [](const auto& p) { return p.second->closed(); });
+      swept_ = 2 * peers_.size() + 64;
+    }
+    peers_[peer] = std::move(channel);
+  }
+
+  PassiveSide side_;
+  udp::socket socket_;
+  std::vector<std::uint8_t> buffer_;
+  std::map<udp::endpoint, std::shared_ptr<UdpPeerChannel>> peers_;
+  std::size_t swept_ = 64;
+  log::Repeated garbage_{"Ignored UDP datagrams not from an identified flow"};
+  bool closed_ = false;
+};
+
 class KernelTransport final : public DataTransport {
 public:
   explicit KernelTransport(Protocol protocol) : protocol_(protocol) {}
@@ -141,7 +406,44 @@ public:
     }
   }
 
+  // TCP and UDP are what every passive serves: a listener of theirs that cannot be had (the port
+  // taken) stops the passive; MPTCP and DCCP, which a kernel may lack, leave their flows refused.
+  std::shared_ptr<Listener> listen(const PassiveSide& side) const override {
+    if (protocol_ != Protocol::TCP && protocol_ != Protocol::UDP) return listener(side);
+    try {
+      return listener(side);
+    } catch (const ListenError&) {
+      throw;
+    } catch (const TransportError& e) {
+      throw ListenError(e.what());
+    }
+  }
+
 private:
+  std::shared_ptr<Listener> listener(const PassiveSide& side) const {
+    switch (protocol_) {
+      case Protocol::TCP:
+      case Protocol::MPTCP: {
+        const auto port = protocol_ == Protocol::TCP ? side.basePort : static_cast<std::uint16_t>(side.basePort - 1);
+        return started<StreamListener>(protocol_, side, port);
+      }
+      case Protocol::UDP: return started<UdpListener>(side);
+      default: return started<DccpListener>(side);
+    }
+  }
+
+  // Open and accepting; its handlers hold weak references (the passive owns it).
+  template <class L, class... Args>
+  static std::shared_ptr<Listener> started(Args&&... args) {
+    auto listener = std::make_shared<L>(std::forward<Args>(args)...);
+    listener->open();
+    start(*listener);
+    return listener;
+  }
+  static void start(StreamListener& l) { l.accept(); }
+  static void start(DccpListener& l) { l.accept(); }
+  static void start(UdpListener& l) { l.receive(); }
+
   Protocol protocol_;
 };
 

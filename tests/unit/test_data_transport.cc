@@ -1,22 +1,28 @@
 // The seam between the controller and the transports (transport/data_transport): the registry
-// of a program's transports, what the passive admits of an ADD_FLOW, and a connector that sets
-// its socket up from the ADD_FLOW the active sends (the fields the passive reads), checked on the
-// connected socket.
+// of a program's transports, what the passive admits of an ADD_FLOW, a connector that sets its
+// socket up from the ADD_FLOW the active sends (the fields the passive reads), checked on the
+// connected socket, and the passive's listeners: what they hand the flow registry.
 #include <catch2/catch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <exception>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "app/transports.h"
+#include "npmp/messages.h"
 #include "transport/data_transport.h"
+#include "transport/pending_table.h"
 #include "transport/sockets.h"
 #include "transport/stream_transports.h"
 
@@ -178,7 +184,7 @@ TEST_CASE("data transports: a UDP flow's socket is connected to the passive's BA
 }
 
 TEST_CASE("data transports: what the passive admits of an ADD_FLOW, and the status it refuses with") {
-  const transport::Registry passive = app::passiveTransports();
+  const transport::Registry passive = app::passiveTransports(control::PassiveOptions{});
   auto addFlow = [](Protocol protocol) {
     npmp::AddFlow m;
     m.protocol = protocol;
@@ -230,4 +236,168 @@ TEST_CASE("data transports: what the passive admits of an ADD_FLOW, and the stat
   } else {
     CHECK(passive.whyAbsent(Protocol::QUIC) == "this passive was built without QUIC");
   }
+}
+
+namespace {
+
+// The passive's flow registry as a listener sees it: what it was handed, and one flow (`wire`)
+// whose IDENTIFY it binds.
+class RecordingFlows final : public transport::PassiveFlows {
+public:
+  struct Identified {
+    npmp::IdentifyFlow id;
+    std::shared_ptr<transport::DataChannel> channel;
+    Protocol protocol;
+    bool shared;
+  };
+
+  bool admits(const asio::ip::address&, const std::string&) override { return true; }
+  const npmp::AddFlow* waiting(const npmp::IdentifyFlow& id, Protocol protocol) const override {
+    return id.flowId == wire.flowId && protocol == wire.protocol ? &wire : nullptr;
+  }
+  void refuse(const npmp::IdentifyFlow&, const std::string& why, std::uint32_t) override { refusals.push_back(why); }
+  bool identify(const npmp::IdentifyFlow& id, std::shared_ptr<transport::DataChannel> channel, Protocol protocol,
+                const asio::ip::address&, bool shared) override {
+    if (id.flowId != wire.flowId) {
+      channel->close();
+      return false;
+    }
+    identified.push_back({id, std::move(channel), protocol, shared});
+    return true;
+  }
+  void broken(const std::string& line) override { brokenLines.push_back(line); }
+
+  npmp::AddFlow wire;
+  std::vector<Identified> identified;
+  std::vector<std::string> refusals, brokenLines;
+};
+
+transport::PassiveSide passiveSide(asio::io_context& io, std::uint16_t port, std::shared_ptr<RecordingFlows> flows) {
+  transport::PassiveSide side;
+  side.control = &io;
+  side.basePort = port;
+  side.locals = {asio::ip::make_address("127.0.0.1")};
+  side.connections =
+      std::make_shared<transport::PendingTable<transport::DataChannel>>(io, "data connection", side.pending);
+  side.flows = std::move(flows);
+  return side;
+}
+
+npmp::Bytes identifyMessage(std::uint32_t flowId) {
+  npmp::IdentifyFlow id;
+  id.flowId = flowId;
+  id.measurementId = 0x1234;
+  npmp::Bytes out;
+  npmp::encode(id, out);
+  return out;
+}
+
+// Runs `io` until `done` holds (at most 5 s).
+template <class Done>
+bool runUntil(asio::io_context& io, Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("data transports: the passive's UDP listener hands each source's datagrams to the channel it identified") {
+  asio::io_context io;
+  std::uint16_t port = 0;
+  {
+    asio::ip::udp::socket probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port = probe.local_endpoint().port();
+  }
+  auto flows = std::make_shared<RecordingFlows>();
+  flows->wire.flowId = 7;
+  flows->wire.protocol = Protocol::UDP;
+  auto listener = transport::udpTransport()->listen(passiveSide(io, port, flows));
+  CHECK(listener->name() == "UDP");
+  CHECK(listener->port() == port);
+  const asio::ip::udp::endpoint to(asio::ip::make_address("127.0.0.1"), port);
+  asio::ip::udp::socket a(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::udp::socket b(io, {asio::ip::make_address("127.0.0.1"), 0});
+
+  a.send_to(asio::buffer(identifyMessage(7)), to);
+  REQUIRE(runUntil(io, [&] { return flows->identified.size() == 1; }));
+  CHECK(flows->identified[0].shared);
+  CHECK(flows->identified[0].protocol == Protocol::UDP);
+  std::vector<std::size_t> gotA, gotB;
+  flows->identified[0].channel->receive(
+      [&](std::span<const std::uint8_t> m, std::uint64_t) { gotA.push_back(m.size()); },
+      [](const transport::ChannelEnd&) {});
+  // An IDENTIFY the registry refuses binds nothing: that source's next datagrams go nowhere.
+  b.send_to(asio::buffer(identifyMessage(8)), to);
+  b.send_to(asio::buffer(std::string(50, 'x')), to);
+  a.send_to(asio::buffer(std::string(100, 'x')), to);
+  REQUIRE(runUntil(io, [&] { return gotA.size() == 1; }));
+  CHECK(gotA == std::vector<std::size_t>{100});
+  CHECK(flows->identified.size() == 1);
+
+  // Another source identifies the flow's twin: its datagrams are its own channel's.
+  b.send_to(asio::buffer(identifyMessage(7)), to);
+  REQUIRE(runUntil(io, [&] { return flows->identified.size() == 2; }));
+  flows->identified[1].channel->receive(
+      [&](std::span<const std::uint8_t> m, std::uint64_t) { gotB.push_back(m.size()); },
+      [](const transport::ChannelEnd&) {});
+  b.send_to(asio::buffer(std::string(60, 'x')), to);
+  a.send_to(asio::buffer(std::string(101, 'x')), to);
+  REQUIRE(runUntil(io, [&] { return gotA.size() == 2 && gotB.size() == 1; }));
+  CHECK(gotA.back() == 101);
+  CHECK(gotB == std::vector<std::size_t>{60});
+
+  // A closed channel (its flow removed) no longer gets its source's datagrams.
+  flows->identified[0].channel->close();
+  a.send_to(asio::buffer(std::string(102, 'x')), to);
+  b.send_to(asio::buffer(std::string(61, 'x')), to);
+  REQUIRE(runUntil(io, [&] { return gotB.size() == 2; }));
+  CHECK(gotA.size() == 2);
+  listener->close();
+}
+
+TEST_CASE(
+    "data transports: the passive's TCP listener hands on a connection by its IDENTIFY, with its flow's options") {
+  asio::io_context io;
+  std::uint16_t port = 0;
+  {
+    asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port = probe.local_endpoint().port();
+  }
+  auto flows = std::make_shared<RecordingFlows>();
+  flows->wire.flowId = 5;
+  flows->wire.protocol = Protocol::TCP;
+  flows->wire.rcvBufferSize = 300 * 1024;
+  const transport::PassiveSide side = passiveSide(io, port, flows);
+  auto listener = transport::tcpTransport()->listen(side);
+  CHECK(listener->name() == "TCP");
+  const asio::ip::tcp::endpoint to(asio::ip::make_address("127.0.0.1"), port);
+
+  asio::ip::tcp::socket good(io), bad(io);
+  good.connect(to);
+  bad.connect(to);
+  REQUIRE(runUntil(io, [&] { return side.connections->size() == 2; }));
+  asio::write(good, asio::buffer(identifyMessage(5)));
+  npmp::Start start;
+  npmp::Bytes notIdentify;
+  npmp::encode(start, notIdentify);
+  asio::write(bad, asio::buffer(notIdentify));
+  REQUIRE(runUntil(io, [&] { return flows->identified.size() == 1 && flows->brokenLines.size() == 1; }));
+  CHECK_FALSE(flows->identified[0].shared);
+  // The flow's receive buffer, set on the accepted connection from its ADD_FLOW.
+  CHECK(intOption(flows->identified[0].channel->fd(), SOL_SOCKET, SO_RCVBUF) == 2 * 300 * 1024);
+  CHECK(flows->brokenLines[0].find("Closing data connection from 127.0.0.1:") == 0);
+  CHECK(side.connections->size() == 0);
+  // The one that did not identify its flow is closed.
+  bad.non_blocking(true);
+  CHECK(runUntil(io, [&] {
+    char byte;
+    boost::system::error_code ec;
+    bad.read_some(asio::buffer(&byte, 1), ec);
+    return ec && ec != asio::error::would_block;
+  }));
+  listener->close();
 }

@@ -135,7 +135,7 @@ struct RunningPassive {
       options.port = port;
       options.controlOverSctp = false;  // TCP control only: this test is about the threads
       options.threads = 2;
-      server.emplace(threads, options, app::passiveTransports());
+      server.emplace(threads, options, app::passiveTransports(options));
       try {
         server->start();
         controlPort = static_cast<std::uint16_t>(port + 1);

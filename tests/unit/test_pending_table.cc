@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "control/pending_table.h"
+#include "transport/pending_table.h"
 
 using namespace npm;
 namespace asio = boost::asio;
@@ -26,9 +26,9 @@ struct Waiting {
 
 struct Table {
   asio::io_context io;
-  control::PendingTable<Waiting> table;
+  transport::PendingTable<Waiting> table;
   std::vector<std::shared_ptr<Waiting>> all;
-  explicit Table(control::PendingLimits limits) : table(io, "test connection", limits) {}
+  explicit Table(transport::PendingLimits limits) : table(io, "test connection", limits) {}
   std::shared_ptr<Waiting> add(const std::string& address) {
     auto w = std::make_shared<Waiting>(address + "#" + std::to_string(all.size()));
     all.push_back(w);
@@ -40,7 +40,7 @@ struct Table {
 }  // namespace
 
 TEST_CASE("Pending table: a host's share full, its own longest-waiting entry makes room") {
-  Table t(control::PendingLimits{.limit = 100, .perHost = 2, .perPrefix = 50});
+  Table t(transport::PendingLimits{.limit = 100, .perHost = 2, .perPrefix = 50});
   auto a = t.add("10.0.0.1"), b = t.add("10.0.0.1");
   auto other = t.add("10.0.0.2");
   auto c = t.add("10.0.0.1");
@@ -57,7 +57,7 @@ TEST_CASE("Pending table: a host's share full, its own longest-waiting entry mak
 }
 
 TEST_CASE("Pending table: a network's share full, its own longest-waiting entry makes room") {
-  Table t(control::PendingLimits{.limit = 100, .perHost = 10, .perPrefix = 3, .prefixV4 = 24});
+  Table t(transport::PendingLimits{.limit = 100, .perHost = 10, .perPrefix = 3, .prefixV4 = 24});
   auto a = t.add("10.0.0.1"), b = t.add("10.0.0.2"), c = t.add("10.0.0.3");
   auto elsewhere = t.add("10.0.1.1");  // another /24
   auto d = t.add("10.0.0.4");
@@ -69,7 +69,7 @@ TEST_CASE("Pending table: a network's share full, its own longest-waiting entry 
 }
 
 TEST_CASE("Pending table: the whole table full, the fullest network makes room for anyone") {
-  Table t(control::PendingLimits{.limit = 4, .perHost = 10, .perPrefix = 10, .prefixV4 = 24});
+  Table t(transport::PendingLimits{.limit = 4, .perHost = 10, .perPrefix = 10, .prefixV4 = 24});
   auto small = t.add("192.0.2.1");
   std::vector<std::shared_ptr<Waiting>> flood;
   for (int i = 0; i < 40; ++i) flood.push_back(t.add("10.0.0." + std::to_string(1 + i % 8)));
@@ -86,7 +86,7 @@ TEST_CASE("Pending table: the whole table full, the fullest network makes room f
 }
 
 TEST_CASE("Pending table: IPv4-mapped IPv6 peers count with their IPv4 host and network") {
-  Table t(control::PendingLimits{.limit = 100, .perHost = 1, .perPrefix = 10});
+  Table t(transport::PendingLimits{.limit = 100, .perHost = 1, .perPrefix = 10});
   auto a = t.add("10.0.0.1");
   auto b = t.add("::ffff:10.0.0.1");
   CHECK(a->closed);
@@ -94,7 +94,7 @@ TEST_CASE("Pending table: IPv4-mapped IPv6 peers count with their IPv4 host and 
 }
 
 TEST_CASE("Pending table: with a limit of 0 nothing waits") {
-  Table t(control::PendingLimits{.limit = 0});
+  Table t(transport::PendingLimits{.limit = 0});
   auto a = t.add("10.0.0.1");
   CHECK(a->closed);
   CHECK(t.table.size() == 0);

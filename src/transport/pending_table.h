@@ -20,7 +20,7 @@
 #include "transport/async.h"
 #include "transport/sockets.h"
 
-namespace npm::control {
+namespace npm::transport {
 
 struct PendingLimits {
   std::size_t limit = 1024, perHost = 128, perPrefix = 256;
@@ -37,8 +37,8 @@ public:
   // Adds it, closing the entry that waited longest of the group that is full, if one is. False
   // (and the object closed) only when the table admits nothing at all (a limit of 0).
   bool add(const std::shared_ptr<T>& object, const asio::ip::address& peer) {
-    const asio::ip::address host = transport::unmapped(peer);
-    const asio::ip::address network = transport::prefixOf(host, limits_.prefixV4, limits_.prefixV6).network;
+    const asio::ip::address host = unmapped(peer);
+    const asio::ip::address network = prefixOf(host, limits_.prefixV4, limits_.prefixV6).network;
     if (limits_.limit == 0 || limits_.perHost == 0 || limits_.perPrefix == 0) {
       refused_.say("Closing " + what_ + " from " + object->peerName() + ": the passive admits no unidentified ones");
       object->close();
@@ -131,4 +131,4 @@ private:
   log::Repeated expired_{"Closed " + what_ + "s: no IDENTIFY in time"};
 };
 
-}  // namespace npm::control
+}  // namespace npm::transport
