@@ -27,7 +27,7 @@ import unittest
 LAB, LAB_SRC, CREATESUMMARY = sys.argv[1:4]
 del sys.argv[1:4]
 sys.path.insert(0, LAB_SRC)
-from npmlab import resultsdb  # noqa: E402
+from npmlab import resultsdb, scalars  # noqa: E402
 from npmlab.topology import LabError  # noqa: E402
 
 LAB_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "data", "lab-run")
@@ -120,11 +120,11 @@ class ScalarFiles(unittest.TestCase):
                     f.write(data)
                 self.assertEqual(resultsdb.read_scalars(path), expected, name)
             # which file of a pair is read: .bz2 before .gz before plain
-            self.assertEqual(resultsdb.scalar_files(d), {"active": os.path.join(d, "run-active.sca.bz2")})
+            self.assertEqual(scalars.scalar_files(d), {"active": os.path.join(d, "run-active.sca.bz2")})
             os.unlink(os.path.join(d, "run-active.sca.bz2"))
-            self.assertEqual(resultsdb.scalar_files(d), {"active": os.path.join(d, "run-active.sca.gz")})
+            self.assertEqual(scalars.scalar_files(d), {"active": os.path.join(d, "run-active.sca.gz")})
             os.unlink(os.path.join(d, "run-active.sca.gz"))
-            self.assertEqual(resultsdb.scalar_files(d), {"active": os.path.join(d, "run-active.sca")})
+            self.assertEqual(scalars.scalar_files(d), {"active": os.path.join(d, "run-active.sca")})
 
     def test_truncated_and_malformed_files_name_the_file(self):
         with open(os.path.join(LAB_RUN, "f0", "run-passive.sca.bz2"), "rb") as f:
@@ -143,13 +143,13 @@ class ScalarFiles(unittest.TestCase):
                 resultsdb.read_scalars(path)
 
     def test_side_flow_and_path_of_an_object(self):
-        origin = resultsdb.scalar_origin
-        self.assertEqual(origin("netPerfMeter.active.flow[3].path[1]"), ("active", 3, 1))
-        self.assertEqual(origin("netPerfMeter.passive.flow[0].connection"), ("passive", 0, None))
-        self.assertEqual(origin("netPerfMeter.active.CPU[2]"), ("active", None, None))
-        self.assertEqual(origin("netPerfMeter.passive.total"), ("passive", None, None))
-        self.assertEqual(origin("scenario.host[1].app"), (None, None, None))
-        self.assertEqual(origin("netPerfMeter.active.flow[x].path[1]"), ("active", None, None))
+        origin = scalars.scalar_origin  # results.sqlite's side, flow and path: its first three
+        self.assertEqual(origin("netPerfMeter.active.flow[3].path[1]"), ("active", 3, 1, False))
+        self.assertEqual(origin("netPerfMeter.passive.flow[0].connection"), ("passive", 0, None, True))
+        self.assertEqual(origin("netPerfMeter.active.CPU[2]"), ("active", None, None, False))
+        self.assertEqual(origin("netPerfMeter.passive.total"), ("passive", None, None, False))
+        self.assertEqual(origin("scenario.host[1].app"), (None, None, None, False))
+        self.assertEqual(origin("netPerfMeter.active.flow[x].path[1]"), ("active", None, None, False))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "network namespaces need root")

@@ -8,11 +8,21 @@ npm_flow_columns <- c("AbsTime", "RelTime", "SeqNumber", "AbsBytes", "AbsPackets
                       "RelBytes", "RelPackets", "RelFrames", "Delay", "PrevPacketDelayDiff",
                       "Jitter")
 
+# The per-path vector's columns as netperfmeter writes them (src/measure/path_counters.h: the
+# identity columns kPathIdentityColumns, then one per figure of the table kPathCounters). A file
+# may have others (a figure added later: read, numeric) or lack some (an older file: NA).
 npm_path_columns <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd", "Ssthresh",
                       "RTT", "RTTVar", "RTO", "MTU", "BytesSent", "BytesAcked", "BytesReceived",
                       "Retransmissions", "Lost", "Unacked", "DeliveryRate", "PacingRate", "Rwnd",
                       "Pending", "FastRetrans", "TimerRetrans", "Rescheduled", "DropReported",
                       "SmartFrIgnored")
+# The columns a per-path vector must have: the time, the path and what it is, and the figures the
+# plots draw (plot-run.R, plot-traces.R) that every netperfmeter file has had. Rwnd and Pending,
+# drawn from the connection rows, came with those rows: a file before them has neither (NA).
+npm_path_required_columns <- c("AbsTime", "RelTime", "Path", "Local", "Remote", "State", "Cwnd",
+                               "Ssthresh", "RTT", "BytesSent", "BytesAcked", "Unacked")
+# The columns that are text (the addresses and the state); every other one is a number.
+npm_path_text_columns <- c("Local", "Remote", "State")
 # Path ID of the rows of a whole MPTCP connection or SCTP association.
 npm_connection_path <- -1L
 
@@ -26,30 +36,43 @@ npm_vector_columns <- function(header, path, expected, what) {
   cols
 }
 
-# Read a per-path vector (*-paths-active-*.vec; plain, .bz2 or .gz): tab-separated, a leading
-# line number per row, NA where the transport does not tell. Files of netperfmeter 2.1.0 before
-# the connection rows lack the last seven columns, those before the separate fast and timer
-# retransmissions the last five, those before chunk rescheduling the last three, those before the
-# mechanisms' counts the last two (read as NA). NULL when the file has no rows.
+# Read a per-path vector (*-paths-active-*.vec; plain, .bz2 or .gz): tab-separated, a header line
+# naming the columns, a leading line number per row, NA where the transport does not tell. The
+# columns are the header's: npm_path_required_columns must be there; Local, Remote and State are
+# text, every other column a number, those of npm_path_columns first (in that order), then any
+# other the file has (a figure netperfmeter added later, under its own name), and a column of
+# npm_path_columns the file lacks (files of netperfmeter 2.1.0 before the connection rows, the
+# separate fast and timer retransmissions, chunk rescheduling, the mechanisms' counts) is NA.
+# NULL when the file has no rows.
 npm_read_path_vector <- function(path) {
   what <- "per-path vector"
   plain <- npm_plain_file(path, what)
   on.exit(npm_plain_done(plain, path))
   start <- npm_vector_start(plain, path, what)
   cols <- strsplit(start$header, "\t")[[1]]
-  older <- any(vapply(c(7L, 5L, 3L, 2L), function(n) identical(cols, head(npm_path_columns, -n)), logical(1)))
-  if (!identical(cols, npm_path_columns) && !older)
-    npm_stop("%s %s lacks column(s) %s", what, path,
-             paste(setdiff(npm_path_columns, cols), collapse = ", "))
+  missing <- setdiff(npm_path_required_columns, cols)
+  if (length(missing))
+    npm_stop("%s %s lacks column(s) %s", what, path, paste(missing, collapse = ", "))
+  twice <- unique(cols[duplicated(cols)])
+  if (length(twice))
+    npm_stop("%s %s names column(s) %s more than once in its header", what, path,
+             paste(twice, collapse = ", "))
   if (is.null(start$first)) return(NULL)
   d <- npm_fread(plain, path, what, start$skip, sep = "\t", na.strings = "NA",
-                 colClasses = list(character = c(5L, 6L, 7L)))
+                 colClasses = list(character = match(npm_path_text_columns, cols) + 1L))
   if (ncol(d) != length(cols) + 1L)
     npm_stop("%s %s has %d columns per row but %d names in its header", what, path, ncol(d),
              length(cols))
   setnames(d, c(".line", cols))
   d[, .line := NULL]
-  for (column in setdiff(npm_path_columns, cols)) d[, (column) := NA_real_]
+  for (column in setdiff(cols, npm_path_text_columns)) {
+    v <- d[[column]]
+    if (!is.numeric(v) && !all(is.na(v)))
+      npm_stop("%s %s: column %s is not numeric", what, path, column)
+    set(d, j = column, value = as.numeric(v))
+  }
+  for (column in setdiff(npm_path_columns, cols)) set(d, j = column, value = NA_real_)
+  setcolorder(d, c(npm_path_columns, setdiff(cols, npm_path_columns)))
   d[]
 }
 

@@ -23,10 +23,11 @@ Tables (schema version 3):
             made before the lab kept them), attempts (attempts.json: the number of attempts and
             each failed one's error as JSON; NULL then too)
   scalars   run, file, side, flow, path, object, name, value: every scalar of both sides' scalar
-            files of every pair of the run (.sca, .sca.bz2 or .sca.gz), one row each. file as in
-            results.summary (relative to the results directory), object and name as written,
-            side/flow/path from the object (scalar_origin(): createsummary --long's rule), value
-            NULL where the file says nan (SQLite stores no NaN)
+            files of every pair of the run (.sca, .sca.bz2 or .sca.gz: scalars.scalar_files()), one row
+            each (scalars.py reads them). file as in results.summary (relative to the results
+            directory), object and name as written, side/flow/path from the object
+            (scalars.scalar_origin(): createsummary --long's rule), value NULL where the file says
+            nan (SQLite stores no NaN)
   metrics   run, metric, source, value: per run the study's metrics (source "study") and those every
             run records (source "recorded"), as runs.csv has them and summary.csv is computed from
   summary   summary.csv as it is: the variables, metric, n, mean, ci_low, ci_high, procedure, n_invalid,
@@ -39,26 +40,24 @@ R data frames need no pivot. A variable may not have the name of another column 
 
 import csv
 import json
+import math
 import os
 import re
 import sqlite3
 from datetime import datetime, timezone
 
-from . import stats
+from . import scalars
 from .runner import LEVEL, failed_attempts, pair_dirs, run_attempts, run_evidence, run_validity, start_time
 from .errors import LabError
 
 NAME = "results.sqlite"
 SCHEMA_VERSION = 3
-SCALAR_SUFFIXES = (".sca.bz2", ".sca.gz", ".sca")
 
 RUN_COLUMNS = ["run", "repetition", "validity", "problems", "exit_status", "started", "kernel", "netperfmeter",
                "python", "host_busy_cores", "host_own_cores", "host_foreign_cores", "settle_s", "environment", "hosts",
                "failed_attempts", "attempts"]
 SUMMARY_COLUMNS = ["metric", "n", "mean", "ci_low", "ci_high", "procedure", "n_invalid", "median",
                    "low_mode_mean", "high_mode_mean", "high_mode_fraction", "failed_attempts"]
-
-_INDEX = r"\[([0-9]{1,18})\]"
 
 
 def _quote(identifier):
@@ -75,35 +74,12 @@ def check(study):
                            f"({', '.join(sorted(fixed))}): rename it")
 
 
-def scalar_files(pair_dir):
-    """{side: path} of a pair's scalar files, whichever compression they have (.bz2 before .gz before
-    plain where there are several)."""
-    found = {}
-    for side in ("active", "passive"):
-        for suffix in SCALAR_SUFFIXES:
-            path = os.path.join(pair_dir, f"run-{side}{suffix}")
-            if os.path.exists(path):
-                found[side] = path
-                break
-    return found
-
-
-def scalar_origin(obj):
-    """(side, flow, path) of a scalar's object: "netPerfMeter.active.flow[3].path[1]" gives
-    ("active", 3, 1), "netPerfMeter.passive.total" ("passive", None, None); an object whose second
-    part is neither side has none of them. createsummary --long applies the same rule."""
-    parts = obj.split(".")
-    side = parts[1] if len(parts) > 1 and parts[1] in ("active", "passive") else None
-    flow = re.fullmatch("flow" + _INDEX, parts[2]) if side and len(parts) > 2 else None
-    path = re.fullmatch("path" + _INDEX, parts[3]) if flow and len(parts) > 3 else None
-    return side, int(flow.group(1)) if flow else None, int(path.group(1)) if path else None
-
-
 def read_scalars(path):
-    """[(object, name, value)] of every scalar line of a scalar file (value None for nan); a
-    malformed, truncated or corrupt file raises LabError naming the file (and line)."""
+    """[(object, name, value)] of every scalar line of a scalar file (scalars.scalar_rows(); value
+    None for nan: SQLite stores no NaN); a malformed, truncated or corrupt file raises LabError
+    naming the file (and line)."""
     try:
-        return stats.scalar_rows(path)
+        return [(obj, name, None if math.isnan(value) else value) for obj, name, value in scalars.scalar_rows(path)]
     except ValueError as e:
         raise LabError(str(e)) from None
 
@@ -247,10 +223,10 @@ def _fill(db, runner):
         run = os.path.basename(run_dir)
         db.execute(f"INSERT INTO runs VALUES ({run_marks})", _run_row(runner, values, rep, run_dir))
         for d in pair_dirs(run_dir):
-            for path in scalar_files(d).values():
+            for path in scalars.scalar_files(d).values():
                 file = os.path.relpath(path, runner.outdir)
                 db.executemany("INSERT INTO scalars VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               [(run, file, *scalar_origin(obj), obj, name, value)
+                               [(run, file, *scalars.scalar_origin(obj)[:3], obj, name, value)
                                 for obj, name, value in read_scalars(path)])
         metrics = runner.metrics_of(run_dir, values)
         metrics.update(runner.recorded_metrics(run_dir))

@@ -75,7 +75,7 @@ import tempfile
 import time
 from datetime import datetime
 
-from . import evidence, expr, stats, testbed, tls, topology, verdict
+from . import evidence, expr, scalars, stats, testbed, tls, topology, verdict
 from .errors import Interrupted, LabError  # noqa: F401  (runner.Interrupted, runner.LabError: their old home)
 
 LEVEL = 0.95
@@ -196,6 +196,12 @@ def pair_dirs(run_dir):
     return [os.path.join(run_dir, d) for d in dirs] or [run_dir]
 
 
+def pair_scalar_file(pair_dir, side):
+    """The scalar file of one side of a pair (run-SIDE.sca.bz2, as the lab writes it, or .sca.gz or
+    .sca: scalars.scalar_file()); the .bz2 name where there is none (to name in an error)."""
+    return scalars.scalar_file(pair_dir, side) or os.path.join(pair_dir, f"run-{side}.sca.bz2")
+
+
 def pair_scalars(pair_dir):
     """{(side, flow, name): value} of both sides of one pair: from its JSON document, or from
     its scalar files for runs made before the lab asked for the document; raises OSError,
@@ -203,10 +209,10 @@ def pair_scalars(pair_dir):
     document = os.path.join(pair_dir, "run.json")
     if os.path.exists(document):
         return stats.document_scalars(stats.load_document(document), document)
-    scalars = {}
-    for side in ("active", "passive"):
-        scalars.update(stats.read_scalars(os.path.join(pair_dir, f"run-{side}.sca.bz2"), side))
-    return scalars
+    figures = {}
+    for side in scalars.SIDES:
+        figures.update(stats.read_scalars(pair_scalar_file(pair_dir, side), side))
+    return figures
 
 
 def pair_cpu_idle(pair_dir, side):
@@ -217,7 +223,7 @@ def pair_cpu_idle(pair_dir, side):
             return stats.document_cpu_idle(stats.load_document(document), side)
         except (OSError, ValueError):
             return None
-    return stats.read_cpu_idle(os.path.join(pair_dir, f"run-{side}.sca.bz2"), side)
+    return stats.read_cpu_idle(pair_scalar_file(pair_dir, side), side)
 
 
 def flow_arguments(group):
@@ -280,8 +286,8 @@ def complete(run_dir):
     try:
         for d in dirs:
             pair_scalars(d)
-            for side in ("active", "passive"):
-                if not os.path.isfile(os.path.join(d, f"run-{side}.sca.bz2")):
+            for side in scalars.SIDES:
+                if not os.path.isfile(pair_scalar_file(d, side)):
                     return False
         return bool(dirs)
     except (OSError, EOFError, ValueError):
@@ -1031,7 +1037,7 @@ class Statistics:
                     pair = os.path.basename(d)[1:] if d != run_dir else "0"
                     for side in ("active", "passive"):
                         f.write("--values=" + " ".join(str(values[v]) for v in variables) + f" {rep} {pair}\n")
-                        f.write(f"--input={os.path.relpath(d, self.outdir)}/run-{side}.sca.bz2\n")
+                        f.write(f"--input={os.path.relpath(pair_scalar_file(d, side), self.outdir)}\n")
         tables = os.path.join(self.outdir, "tables")
         shutil.rmtree(tables, ignore_errors=True)
         os.makedirs(tables)

@@ -13,15 +13,13 @@ paired differences (the repetitions are blocks: a repetition runs every cell onc
 order), their p-values corrected for multiplicity by Holm's step-down procedure.
 t-based intervals (as R's t.test() and plot-netperfmeter-summary) remain for Stein's procedure."""
 
-import bz2
-import gzip
 import itertools
 import json
 import math
 import random
-import re
 import statistics
-import zlib
+
+from .scalars import scalar_origin, scalar_rows
 
 # Below this many runs a cell gets no interval ("too few runs"). Measured (test_stats.py,
 # Coverage: 400 samples each, 1000 resamples), the 95 % BCa interval of the mean holds the mean
@@ -32,11 +30,6 @@ MIN_RUNS = 10
 RESAMPLES = 4000  # bootstrap resamples per interval
 EXACT_PERMUTATIONS = 16  # up to this many pairs the sign-flip test enumerates all 2^n signs
 PERMUTATIONS = 20000  # beyond, this many random sign vectors
-
-_WORD = r'"(?:[^"\\]|\\.)*"|[^ \t"][^ \t]*'
-_SCALAR_LINE = re.compile(rf"[ \t]*scalar[ \t]+({_WORD})[ \t]+({_WORD})[ \t]+(\S+)[ \t]*")
-_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.I)
-_FLOW_OBJECT = re.compile(r"netPerfMeter\.(active|passive)\.flow\[([0-9]+)\](?:\.(path\[[0-9]+\]|connection))?")
 
 
 def _betacf(a, b, x):
@@ -221,53 +214,28 @@ def holm(pvalues):
     return adjusted
 
 
-def _open_scalar_file(path):
-    """A scalar file as text, its compression told by its content (as createsummary does)."""
-    with open(path, "rb") as f:
-        magic = f.read(3)
-    if magic == b"BZh":
-        return bz2.open(path, "rt", errors="replace")
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rt", errors="replace")
-    return open(path, errors="replace")
-
-
-def _unquote(word):
-    return re.sub(r"\\(.)", r"\1", word[1:-1]) if word.startswith('"') else word
-
-
-def scalar_rows(path):
-    """[(object, name, value)] of every scalar line of a scalar file (plain, .bz2 or .gz; value
-    None for nan) -- the one reader of scalar files in the lab. Blank lines and # comments are
-    skipped; any other line that is not a scalar, a truncated or corrupt file raise ValueError
-    naming the file (and line)."""
-    rows = []
-    try:
-        with _open_scalar_file(path) as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip() or line.lstrip().startswith("#"):
-                    continue
-                m = _SCALAR_LINE.fullmatch(line.rstrip("\r\n"))
-                if not m:
-                    raise ValueError(f"{path}:{number}: not a scalar line: {line.strip()[:80]!r}")
-                if not _NUMBER.fullmatch(m.group(3)):
-                    raise ValueError(f"{path}:{number}: numeric value expected, got {m.group(3)!r}")
-                value = float(m.group(3))
-                rows.append((_unquote(m.group(1)), _unquote(m.group(2)), None if math.isnan(value) else value))
-    except (OSError, EOFError, zlib.error) as e:
-        raise ValueError(f"{path}: {e}") from None
-    return rows
-
-
 def read_scalars(path, side):
-    """{(side, flow, name): value} of one side's scalar file (a path's figures as "path[ID] NAME",
-    the whole connection's as "connection NAME"); raises ValueError."""
+    """{(side, flow, name): value} of one side's scalar file (scalars.py reads it; where an object
+    belongs: scalars.scalar_origin()): a flow's own figures (object "netPerfMeter.SIDE.flow[N]") by
+    their names, a path's ("netPerfMeter.SIDE.flow[N].path[ID]") as "path[ID] NAME" (ID as a number,
+    as document_scalars() has it), the whole connection's ("netPerfMeter.SIDE.flow[N].connection")
+    as "connection NAME"; nan as nan; a figure written twice as its last line says. Raises
+    ValueError."""
     scalars = {}
     for obj, name, value in scalar_rows(path):
-        m = _FLOW_OBJECT.fullmatch(obj)
-        if m and m.group(1) == side:
-            key = name if m.group(3) is None else f"{m.group(3)} {name}"
-            scalars[(side, int(m.group(2)), key)] = math.nan if value is None else value
+        origin = scalar_origin(obj)
+        if origin.side != side or origin.flow is None:
+            continue
+        depth = obj.count(".")
+        if depth == 2:
+            key = name
+        elif depth == 3 and origin.path is not None:
+            key = f"path[{origin.path}] {name}"
+        elif depth == 3 and origin.connection:
+            key = f"connection {name}"
+        else:
+            continue  # below the flow but neither a path nor the connection
+        scalars[(side, origin.flow, key)] = value
     if not scalars:
         raise ValueError(f"{path}: no flow scalars")
     return scalars
@@ -361,11 +329,12 @@ def document_cpu_idle(doc, side):
 
 
 def read_cpu_idle(path, side):
-    """The idle share (percent, all cores) during the measurement from a scalar file; None if absent."""
+    """The idle share (percent, all cores) during the measurement from a scalar file (its last
+    "Idle" of "netPerfMeter.SIDE.totalCPU", as read_scalars() takes a figure); None if absent, nan
+    or the file cannot be read."""
     try:
-        for obj, name, value in scalar_rows(path):
-            if obj == f"netPerfMeter.{side}.totalCPU" and name == "Idle":
-                return value
+        idle = [value for obj, name, value in scalar_rows(path)
+                if obj == f"netPerfMeter.{side}.totalCPU" and name == "Idle"]
     except ValueError:
         return None
-    return None
+    return idle[-1] if idle and not math.isnan(idle[-1]) else None

@@ -272,8 +272,75 @@ test_that("per-path vectors: connection rows, fast, timer and rescheduled retran
   expect_equal(nrow(d), 1L)
   expect_true(all(is.na(d$Rwnd)) && all(is.na(d$Pending)) && all(is.na(d$TimerRetrans)))
   expect_equal(names(d), npm_path_columns)
-  bad <- write_text(c(paste(head(npm_path_columns, -8L), collapse = "\t"), row), tempfile(fileext = ".vec"))
-  expect_error(npm_read_path_vector(bad), "lacks column", class = "npm_error")
+})
+
+test_that("per-path vectors: the columns are the header's", {
+  ids <- "000001\t1795272048342367\t0.100000\t1\t10.0.1.1:5000\t10.0.1.2:9000\tESTABLISHED"
+  figures <- setdiff(npm_path_columns, npm_path_text_columns)[-(1:3)]
+  values <- seq_along(figures) * 10
+  row <- paste(c(ids, values), collapse = "\t")
+  # a column netperfmeter added later is kept, a number, after the known ones
+  f <- write_text(c(paste(c(npm_path_columns, "NewCounter"), collapse = "\t"), paste0(row, "\t42"),
+                    paste0(sub("^000001", "000002", row), "\tNA")),
+                  tempfile(fileext = ".vec"))
+  d <- npm_read_path_vector(f)
+  expect_equal(names(d), c(npm_path_columns, "NewCounter"))
+  expect_type(d$NewCounter, "double")
+  expect_equal(d$NewCounter, c(42, NA))
+  expect_equal(d$Cwnd, c(10, 10))
+  for (column in npm_path_text_columns) expect_type(d[[column]], "character")
+  for (column in setdiff(names(d), npm_path_text_columns)) expect_type(d[[column]], "double")
+  expect_equal(d$State, c("ESTABLISHED", "ESTABLISHED"))
+  # in any order, with the columns the plots do not draw missing (NA, as in an older file)
+  kept <- c("RelTime", "AbsTime", "Path", "Local", "Remote", "State", "Unacked", "Cwnd", "Ssthresh", "RTT",
+            "BytesSent", "BytesAcked", "Later")
+  f <- write_text(c(paste(kept, collapse = "\t"),
+                    "1\t0.5\t1795272048342367\t2\t-\t10.0.2.2:9000\tACTIVE\t3\t14480\tNA\t4.5\t1000\t900\t7"),
+                  tempfile(fileext = ".vec"))
+  d <- npm_read_path_vector(f)
+  expect_equal(names(d), c(npm_path_columns, "Later"))
+  expect_equal(d$RelTime, 0.5)
+  expect_equal(d$AbsTime, 1795272048342367)
+  expect_equal(d$Unacked, 3)
+  expect_equal(d$Local, "-")
+  expect_equal(d$Later, 7)
+  for (column in setdiff(npm_path_columns, kept)) expect_true(is.na(d[[column]]), info = column)
+  for (column in setdiff(names(d), npm_path_text_columns)) expect_type(d[[column]], "double")
+  # an older header (before the connection rows): the columns it lacks are NA
+  older <- head(npm_path_columns, -7L)
+  f <- write_text(c(paste(older, collapse = "\t"), paste(c(ids, head(values, length(older) - 6L)), collapse = "\t")),
+                  tempfile(fileext = ".vec"))
+  d <- npm_read_path_vector(f)
+  expect_equal(names(d), npm_path_columns)
+  expect_true(all(vapply(tail(npm_path_columns, 7L), function(column) is.na(d[[column]]), logical(1))))
+  # a column the plots need is missing: the error names it
+  for (column in setdiff(npm_path_required_columns, c("Local", "Remote", "State"))) {
+    header <- setdiff(npm_path_columns, column)
+    f <- write_text(c(paste(header, collapse = "\t"), row), tempfile(fileext = ".vec"))
+    expect_error(npm_read_path_vector(f), sprintf("per-path vector %s lacks column(s) %s", f, column),
+                 fixed = TRUE, class = "npm_error", info = column)
+  }
+  f <- write_text(c(paste(setdiff(npm_path_columns, c("Local", "Cwnd")), collapse = "\t"), row),
+                  tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(f), "lacks column(s) Local, Cwnd", fixed = TRUE, class = "npm_error")
+  # the rows have more or fewer columns than the header names
+  f <- write_text(c(paste(npm_path_columns, collapse = "\t"), paste0(row, "\t42")), tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(f),
+               sprintf("per-path vector %s has %d columns per row but %d names in its header", f,
+                       length(npm_path_columns) + 2L, length(npm_path_columns)), fixed = TRUE, class = "npm_error")
+  f <- write_text(c(paste(c(npm_path_columns, "NewCounter"), collapse = "\t"), row), tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(f),
+               sprintf("per-path vector %s has %d columns per row but %d names in its header", f,
+                       length(npm_path_columns) + 1L, length(npm_path_columns) + 1L), fixed = TRUE, class = "npm_error")
+  # a name twice, a column that is not a number
+  f <- write_text(c(paste(c(npm_path_columns, "Cwnd"), collapse = "\t"), paste0(row, "\t1")),
+                  tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(f), "names column(s) Cwnd more than once in its header", fixed = TRUE,
+               class = "npm_error")
+  f <- write_text(c(paste(c(npm_path_columns, "NewCounter"), collapse = "\t"), paste0(row, "\tmany")),
+                  tempfile(fileext = ".vec"))
+  expect_error(npm_read_path_vector(f), sprintf("per-path vector %s: column NewCounter is not numeric", f),
+               fixed = TRUE, class = "npm_error")
 })
 
 test_that("a corrupt scalar file is an error naming the file and the line", {
