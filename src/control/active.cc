@@ -36,33 +36,38 @@ constexpr std::uint64_t kReservedDescriptors = 64;
 
 }  // namespace
 
-unsigned networkThreads(const ActiveOptions& o) {
+namespace {
+
+bool sharesConnection(const transport::Registry& transports, npmp::Protocol protocol) {
+  const transport::DataTransport* transport = transports.find(protocol);
+  return transport != nullptr && transport->flowsShareConnection();
+}
+
+}  // namespace
+
+unsigned networkThreads(const ActiveOptions& o, const transport::Registry& transports) {
   const unsigned wanted = o.threads != 0 ? o.threads : transport::defaultThreads();
-  // SCTP and QUIC flows stay with their association or connection on the control thread; a
-  // thread per other flow at most.
-  const auto spread = std::count_if(o.flows.begin(), o.flows.end(), [](const auto& f) {
-    return f.protocol != npmp::Protocol::SCTP && f.protocol != npmp::Protocol::QUIC;
-  });
+  // Flows that share a connection stay with it on the control thread; a thread per other flow
+  // at most.
+  const auto spread = std::count_if(o.flows.begin(), o.flows.end(),
+                                    [&](const auto& f) { return !sharesConnection(transports, f.protocol); });
   return std::max(1u, std::min(wanted, static_cast<unsigned>(spread)));
 }
 
-std::uint64_t descriptorsNeeded(const ActiveOptions& o) {
+std::uint64_t descriptorsNeeded(const ActiveOptions& o, const transport::Registry& transports) {
   std::uint64_t n = kReservedDescriptors;
-  std::set<std::uint32_t> associations;
+  std::set<std::pair<npmp::Protocol, std::uint32_t>> shared;  // (protocol, FLOWSPEC option)
   const bool vectors = !o.vectorPattern.empty();
   for (const auto& f : o.flows) {
-    if (f.protocol == npmp::Protocol::SCTP || f.protocol == npmp::Protocol::QUIC) {
-      if (associations.insert(f.association).second) ++n;
-    } else {
-      ++n;
-    }
+    if (!sharesConnection(transports, f.protocol) || shared.insert({f.protocol, f.association}).second) ++n;
     if (vectors) n += 1 + (o.pathInterval.count() > 0 && measure::hasPaths(f.protocol) ? 1 : 0);
   }
   return n;
 }
 
-Result<void> checkDescriptors(const ActiveOptions& o, std::uint64_t soft, std::uint64_t hard) {
-  const std::uint64_t needed = descriptorsNeeded(o);
+Result<void> checkDescriptors(const ActiveOptions& o, const transport::Registry& transports, std::uint64_t soft,
+                              std::uint64_t hard) {
+  const std::uint64_t needed = descriptorsNeeded(o, transports);
   if (soft == 0 || needed <= soft) return {};
   return Failure{std::to_string(o.flows.size()) + " flows need up to " + std::to_string(needed) +
                  " file descriptors, but this process may open only " + std::to_string(soft) + " (hard limit " +
@@ -136,7 +141,7 @@ asio::awaitable<int> Active::run() {
             (options_.seed != 0 ? ", seed " + std::to_string(options_.seed) : std::string()));
   try {
     const auto limit = transport::raiseDescriptorLimit();
-    if (const auto enough = checkDescriptors(options_, limit.soft, limit.hard); !enough) {
+    if (const auto enough = checkDescriptors(options_, transports_, limit.soft, limit.hard); !enough) {
       throw ActiveError(enough.error());
     }
     if (options_.startAt) {
@@ -319,7 +324,7 @@ asio::awaitable<int> Active::stopAndCollect() {
 }
 
 int runActive(const ActiveOptions& options, const transport::Registry& transports) {
-  transport::IoThreads threads(networkThreads(options));
+  transport::IoThreads threads(networkThreads(options, transports));
   asio::io_context& io = threads.main();
   threads.start();
   Active active(threads, options, transports);

@@ -16,16 +16,19 @@ namespace npm::control {
 // passive's --idle-timeout (120 s by default) for a session without a running measurement.
 constexpr std::chrono::seconds kStartAtLead{60};
 
-// The network threads a run with these options uses.
-unsigned networkThreads(const ActiveOptions& options);
+// The network threads a run with these options uses: one per flow that may be spread at most
+// (not those whose option shares a connection, DataTransport::flowsShareConnection).
+unsigned networkThreads(const ActiveOptions& options, const transport::Registry& transports);
 
-// File descriptors a run with these options needs at most: a socket per flow (per association
-// for SCTP), with -vector a file per flow (and per flow whose paths are recorded), and a reserve
-// for the control connection, the event loop, the result and log files.
-std::uint64_t descriptorsNeeded(const ActiveOptions& options);
+// File descriptors a run with these options needs at most: a socket per flow (per shared
+// connection where a FLOWSPEC option's flows share one: SCTP, QUIC), with -vector a file per flow
+// (and per flow whose paths are recorded), and a reserve for the control connection, the event
+// loop, the result and log files.
+std::uint64_t descriptorsNeeded(const ActiveOptions& options, const transport::Registry& transports);
 // Whether `soft` descriptors are enough for the run (after raising the soft limit to the hard
 // one); else the one-line reason to refuse it before connecting.
-Result<void> checkDescriptors(const ActiveOptions& options, std::uint64_t soft, std::uint64_t hard);
+Result<void> checkDescriptors(const ActiveOptions& options, const transport::Registry& transports, std::uint64_t soft,
+                              std::uint64_t hard);
 
 // Runs the whole measurement, its flows' connections through `transports` (app/transports);
 // returns the process exit code.

@@ -130,14 +130,11 @@ asio::awaitable<void> Active::setupFlow(FlowRun& run) {
   }
   if (const auto busy = busyText(added.status))
     throw ActiveError("the passive at " + control_->peerName() + " " + *busy);
-  if (added.status == npmp::kStatusUnsupported && spec.protocol == Protocol::QUIC) {
-    throw ActiveError("the passive at " + control_->peerName() + " refused QUIC flow #" + std::to_string(flowId) +
-                      ": it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)");
-  }
   if (added.status == npmp::kStatusUnsupported) {
+    const transport::DataTransport* transport = transports_.find(spec.protocol);
     throw ActiveError("the passive at " + control_->peerName() + " cannot serve " + npmp::protocolName(spec.protocol) +
-                      " flows (flow #" + std::to_string(flowId) + "): its kernel lacks " +
-                      npmp::protocolName(spec.protocol) + ", or its listener could not be opened (see its log)");
+                      " flows (flow #" + std::to_string(flowId) +
+                      "): " + (transport != nullptr ? transport->whyUnsupported() : "see its log"));
   }
   if (added.status == npmp::kStatusAuthenticationRequired) {
     throw ActiveError("the passive at " + control_->peerName() +

@@ -91,7 +91,8 @@ bool Session::allFlowsGone(std::uint64_t measurementId) const {
   const auto& flows = it->second.measurement->flows();
   if (flows.empty()) return false;
   for (const auto& f : flows) {
-    if (!f->failed() || f->parameters().protocol == npmp::Protocol::UDP) return false;
+    const transport::DataTransport* transport = state_->flows->transports().find(f->parameters().protocol);
+    if (!f->failed() || (transport != nullptr && transport->connectionless())) return false;
   }
   return true;
 }

@@ -192,7 +192,10 @@ class QuicTransport final : public transport::DataTransport {
 public:
   explicit QuicTransport(const TransportOptions& options) : options_(options) {}
   npmp::Protocol protocol() const override { return npmp::Protocol::QUIC; }
-  bool activeOnAnyThread() const override { return false; }
+  bool flowsShareConnection() const override { return true; }
+  std::string whyUnsupported() const override {
+    return "it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)";
+  }
   std::unique_ptr<transport::Connector> connector(const transport::ActiveSide& side) const override {
     return std::make_unique<QuicConnector>(options_, side);
   }

@@ -311,7 +311,10 @@ class SctpTransport final : public transport::DataTransport {
 public:
   explicit SctpTransport(const TransportOptions& options) : options_(options) {}
   npmp::Protocol protocol() const override { return npmp::Protocol::SCTP; }
-  bool activeOnAnyThread() const override { return false; }
+  bool flowsShareConnection() const override { return true; }
+  std::string whyUnsupported() const override {
+    return "it has no SCTP listener, or its SCTP stack lacks a mechanism the flow asks for (see its log)";
+  }
   std::unique_ptr<transport::Connector> connector(const transport::ActiveSide& side) const override {
     return std::make_unique<SctpConnector>(options_, side);
   }

@@ -11,6 +11,11 @@ Result<npmp::IdentifyFlow> identifyOf(std::span<const std::uint8_t> message) {
   return Failure{npmp::typeName(message[0])};
 }
 
+std::string DataTransport::whyUnsupported() const {
+  const std::string name = npmp::protocolName(protocol());
+  return "its kernel lacks " + name + ", or its listener could not be opened (see its log)";
+}
+
 void Registry::add(std::shared_ptr<DataTransport> transport) {
   const npmp::Protocol protocol = transport->protocol();
   absent_.erase(protocol);

@@ -145,9 +145,18 @@ public:
   virtual ~DataTransport() = default;
   virtual npmp::Protocol protocol() const = 0;
 
+  // Whether the flows of one FLOWSPEC option share one connection (an SCTP association, a QUIC
+  // connection): one descriptor for them all, on the thread where it lives.
+  virtual bool flowsShareConnection() const { return false; }
   // Where a flow's channel lives on the active: any network thread, or the control thread
-  // (connections that flows share: SCTP associations, QUIC connections).
-  virtual bool activeOnAnyThread() const { return true; }
+  // (where flows share a connection).
+  virtual bool activeOnAnyThread() const { return !flowsShareConnection(); }
+  // Whether a flow's data travels without a connection (UDP): it cannot fail for its peer's
+  // going, so the passive does not count it among the flows whose active is gone.
+  virtual bool connectionless() const { return false; }
+  // Why a passive answers an ADD_FLOW of this transport with kStatusUnsupported, for the
+  // active's line ("the passive ... cannot serve X flows (flow #N): why").
+  virtual std::string whyUnsupported() const;
   virtual std::unique_ptr<Connector> connector(const ActiveSide& side) const = 0;
 
   // Whether the passive can run the flow an ADD_FLOW asks for, by this transport's rules (its

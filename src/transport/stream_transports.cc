@@ -386,6 +386,7 @@ public:
   explicit KernelTransport(Protocol protocol) : protocol_(protocol) {}
   Protocol protocol() const override { return protocol_; }
   bool passiveOnAnyThread() const override { return protocol_ == Protocol::TCP || protocol_ == Protocol::MPTCP; }
+  bool connectionless() const override { return protocol_ == Protocol::UDP; }
 
   std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
     if (auto usable = checkCongestionControl(m.congestionControl); !usable)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/transports.h"
 #include "control/active.h"
 #include "transport/sockets.h"
 
@@ -114,12 +115,13 @@ TEST_CASE("option -N takes counts beyond 4096 (10000 flows)") {
 
 TEST_CASE("Descriptors: what a run needs, and the one-line refusal when the limit is too low") {
   auto o = active({"127.0.0.1:9000", "-N", "10000", "-tcp", "const10:const100"});
-  const auto needed = control::descriptorsNeeded(o);
+  const auto transports = app::activeTransports(o);
+  const auto needed = control::descriptorsNeeded(o, transports);
   CHECK(needed >= 10000);
   CHECK(needed < 10200);
-  CHECK(control::checkDescriptors(o, needed, needed));
-  CHECK(control::checkDescriptors(o, 0, 0));  // unknown limit: no refusal
-  const std::string why = control::checkDescriptors(o, 4096, 4096).error();
+  CHECK(control::checkDescriptors(o, transports, needed, needed));
+  CHECK(control::checkDescriptors(o, transports, 0, 0));  // unknown limit: no refusal
+  const std::string why = control::checkDescriptors(o, transports, 4096, 4096).error();
   CHECK(why.find("10000 flows") != std::string::npos);
   CHECK(why.find(std::to_string(needed)) != std::string::npos);
   CHECK(why.find("4096") != std::string::npos);
@@ -127,5 +129,12 @@ TEST_CASE("Descriptors: what a run needs, and the one-line refusal when the limi
   CHECK(why.find('\n') == std::string::npos);
   // With -vector every flow also writes its vector file (and its per-path file).
   auto v = active({"127.0.0.1:9000", "-N", "100", "-tcp", "const10:const100", "-vector=x.vec"});
-  CHECK(control::descriptorsNeeded(v) >= 300);
+  CHECK(control::descriptorsNeeded(v, app::activeTransports(v)) >= 300);
+  // The flows of one SCTP option share their association: one socket for the three.
+  const auto sctp = active({"127.0.0.1:9000", "-sctp", "const10:const100", "const10:const100", "const10:const100"});
+  const auto tcp = active({"127.0.0.1:9000", "-tcp", "const10:const100"});
+  REQUIRE(sctp.flows.size() == 3);
+  CHECK(control::descriptorsNeeded(sctp, app::activeTransports(sctp)) ==
+        control::descriptorsNeeded(tcp, app::activeTransports(tcp)));
+  CHECK(control::networkThreads(sctp, app::activeTransports(sctp)) == 1);
 }
