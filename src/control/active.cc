@@ -83,7 +83,7 @@ Active::Active(transport::IoThreads& threads, const ActiveOptions& o, const tran
       transports_(transports),
       runEvent_(io_.get_executor()),
       signals_(io_, SIGINT, SIGTERM),
-      json_(o) {}
+      json_(o, transports) {}
 
 void Active::onSignal(int number) {
   ++signalCount_;

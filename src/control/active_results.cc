@@ -26,9 +26,9 @@ void Active::writeConfig() {
   for (const auto& f : flows_) {
     info.flows.push_back(f.spec);
     // What the flow uses (the kernel's default where the FLOWSPEC names none), as in the JSON.
-    if (f.spec.protocol == npmp::Protocol::TCP || f.spec.protocol == npmp::Protocol::MPTCP ||
-        f.spec.protocol == npmp::Protocol::QUIC) {
-      info.flows.back().congestionControl = congestionControlOf(f.spec);
+    const transport::DataTransport* transport = transports_.find(f.spec.protocol);
+    if (transport != nullptr && transport->congestionControlByName()) {
+      info.flows.back().congestionControl = congestionControlOf(f.spec, transports_);
     }
   }
   OutputFile out(options_.configFile, false, 9);

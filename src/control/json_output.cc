@@ -8,6 +8,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/clock.h"
+#include "control/flow_mapping.h"
 #include "measure/scalar_rows.h"
 #include "sctp/socket.h"
 
@@ -29,26 +30,12 @@ measure::JsonHost thisHost() {
 
 }  // namespace
 
-// The congestion control a flow's sender uses at the active: the one its FLOWSPEC asks for, or
-// for TCP and MPTCP the kernel's default now (net.ipv4.tcp_congestion_control); SCTP's CC
-// module; DCCP's CCID where one is asked for. Empty for UDP and what is not known.
-std::string congestionControlOf(const flowspec::FlowSpec& f) {
-  switch (f.protocol) {
-    case npmp::Protocol::TCP:
-    case npmp::Protocol::MPTCP: {
-      if (!f.congestionControl.empty()) return f.congestionControl;
-      std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
-      std::string name;
-      return std::getline(in, name) ? name : std::string();
-    }
-    case npmp::Protocol::SCTP: return sctp::ccModuleName(f.sctpCc);
-    case npmp::Protocol::DCCP: return f.ccid != 0 ? "ccid" + std::to_string(f.ccid) : std::string();
-    case npmp::Protocol::QUIC: return f.congestionControl.empty() ? "reno" : f.congestionControl;  // ngtcp2's
-    default: return {};
-  }
+std::string congestionControlOf(const flowspec::FlowSpec& f, const transport::Registry& transports) {
+  const transport::DataTransport* transport = transports.find(f.protocol);
+  return transport != nullptr ? transport->congestionControl(toAddFlow(f, 0)) : std::string();
 }
 
-JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
+JsonOutput::JsonOutput(const ActiveOptions& o, const transport::Registry& transports) : options_(o) {
   info_.version = NPM_VERSION;
   info_.host = thisHost();
   info_.commandLine.push_back("netperfmeter");
@@ -60,8 +47,8 @@ JsonOutput::JsonOutput(const ActiveOptions& o) : options_(o) {
   info_.remote = o.remoteName;
   for (const auto& a : o.localAddresses) info_.localAddresses.push_back(a.to_string());
   for (const auto& f : o.flows) {
-    info_.flows.push_back(
-        {*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description, f.text, congestionControlOf(f)});
+    info_.flows.push_back({*f.flowId, f.streamId, npmp::protocolName(f.protocol), f.description, f.text,
+                           congestionControlOf(f, transports)});
   }
 }
 

@@ -15,17 +15,18 @@
 #include "measure/flow.h"
 #include "measure/json_report.h"
 #include "measure/results.h"
+#include "transport/data_transport.h"
 
 namespace npm::control {
 
-// The congestion control a flow's sender uses at the active: the one its FLOWSPEC asks for, or
-// for TCP and MPTCP the kernel's default now; SCTP's CC module; DCCP's CCID; QUIC's. Empty
-// for UDP and what is not known. The JSON document and the config file say this one.
-std::string congestionControlOf(const flowspec::FlowSpec& f);
+// The congestion control a flow's sender uses at the active, as its transport tells from the
+// flow's ADD_FLOW (DataTransport::congestionControl: what the FLOWSPEC asks for, or the stack's
+// default). The JSON document and the config file say this one.
+std::string congestionControlOf(const flowspec::FlowSpec& f, const transport::Registry& transports);
 
 class JsonOutput {
 public:
-  explicit JsonOutput(const ActiveOptions& options);
+  JsonOutput(const ActiveOptions& options, const transport::Registry& transports);
 
   // Where the human output (status line) goes: standard error if JSON is on standard output.
   std::FILE* humanOut() const;

@@ -193,6 +193,11 @@ public:
   explicit QuicTransport(const TransportOptions& options) : options_(options) {}
   npmp::Protocol protocol() const override { return npmp::Protocol::QUIC; }
   bool flowsShareConnection() const override { return true; }
+  // One per connection (the streams of an option agree); ngtcp2's Reno unless cc= names another.
+  bool congestionControlByName() const override { return true; }
+  std::string congestionControl(const npmp::AddFlow& wire) const override {
+    return wire.congestionControl.empty() ? "reno" : wire.congestionControl;
+  }
   std::string whyUnsupported() const override {
     return "it serves QUIC only when started with -tls-key and -tls-cert (or it was built without QUIC)";
   }

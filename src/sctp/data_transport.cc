@@ -312,6 +312,9 @@ public:
   explicit SctpTransport(const TransportOptions& options) : options_(options) {}
   npmp::Protocol protocol() const override { return npmp::Protocol::SCTP; }
   bool flowsShareConnection() const override { return true; }
+  std::string congestionControl(const npmp::AddFlow& wire) const override {
+    return ccModuleName(tuningOf(wire).ccModule);
+  }
   std::string whyUnsupported() const override {
     return "it has no SCTP listener, or its SCTP stack lacks a mechanism the flow asks for (see its log)";
   }

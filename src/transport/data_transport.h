@@ -151,6 +151,17 @@ public:
   // Where a flow's channel lives on the active: any network thread, or the control thread
   // (where flows share a connection).
   virtual bool activeOnAnyThread() const { return !flowsShareConnection(); }
+  // The congestion control a flow's sender uses on this side, from its ADD_FLOW: what it asks
+  // for, or what the stack uses by default (TCP and MPTCP: the kernel's, read now); empty where
+  // there is none (UDP) or it is not known. The JSON document says it for every flow, and the
+  // config file where FLOWSPEC's cc= names it (congestionControlByName).
+  virtual std::string congestionControl(const npmp::AddFlow& wire) const {
+    (void)wire;
+    return {};
+  }
+  // Whether FLOWSPEC's cc= names this transport's congestion control (TCP, MPTCP, QUIC); SCTP's
+  // is its CC module (sctpcc=), DCCP's its CCID (ccid=).
+  virtual bool congestionControlByName() const { return false; }
   // Whether a flow's data travels without a connection (UDP): it cannot fail for its peer's
   // going, so the passive does not count it among the flows whose active is gone.
   virtual bool connectionless() const { return false; }

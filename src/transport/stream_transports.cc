@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 
 #include "common/clock.h"
@@ -387,6 +388,20 @@ public:
   Protocol protocol() const override { return protocol_; }
   bool passiveOnAnyThread() const override { return protocol_ == Protocol::TCP || protocol_ == Protocol::MPTCP; }
   bool connectionless() const override { return protocol_ == Protocol::UDP; }
+  bool congestionControlByName() const override { return protocol_ == Protocol::TCP || protocol_ == Protocol::MPTCP; }
+  std::string congestionControl(const npmp::AddFlow& wire) const override {
+    switch (protocol_) {
+      case Protocol::TCP:
+      case Protocol::MPTCP: {
+        if (!wire.congestionControl.empty()) return wire.congestionControl;
+        std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+        std::string name;
+        return std::getline(in, name) ? name : std::string();
+      }
+      case Protocol::DCCP: return wire.ccid != 0 ? "ccid" + std::to_string(wire.ccid) : std::string();
+      default: return {};
+    }
+  }
 
   std::optional<Refusal> admit(const npmp::AddFlow& m) const override {
     if (auto usable = checkCongestionControl(m.congestionControl); !usable)
