@@ -188,23 +188,24 @@ npm_read_flow_vector <- function(path, columns = NULL) {
   d
 }
 
-# Read a scalar file (.sca, plain or compressed): lines  scalar "<object>" "<name>" <value>
-# (object and name may be single words without quotes),
-# as netperfmeter writes them (and OMNeT++, whose header, attribute and statistic lines are
-# passed over). Anything else is a corrupt file: an error naming the file and the line, as is
+# Read a scalar file (.sca, plain or compressed): lines  scalar "<object>" "<name>" <value>,
+# by the rules of the C++ reader (src/common/scalar_line.h) and the lab's (npmlab/scalars.py):
+# blanks before the keyword allowed; object and name each "quoted" (a backslash takes the next
+# character as it is) or a single word without quotes (older files, OMNeT++); the value is the
+# rest of the line without its blanks and CR. OMNeT++'s header, attribute and statistic lines
+# are passed over. Anything else is a corrupt file: an error naming the file and the line, as is
 # a file without a single scalar.
 npm_read_scalars <- function(path) {
   what <- "scalar file"
   lines <- npm_read_lines(path, what)
   if (length(lines) == 0L) npm_stop("%s %s %s", what, path, npm_empty_reason(path))
-  lines <- sub("\r$", "", lines)
-  # (the object and the name in quotes, or single words without them, as in older files)
-  word <- "(\"([^\"]*)\"|([^ \t\"]+))"
-  re <- paste0("^scalar[ \t]+", word, "[ \t]+", word, "[ \t]+([^ \t]+)[ \t]*$")
-  m <- regmatches(lines, regexec(re, lines))
+  lines <- sub("[ \t\r]+$", "", lines)
+  word <- "(\"((?:[^\"\\\\]|\\\\.)*)\"|([^ \t\"]+))"
+  re <- paste0("^[ \t]*scalar[ \t]+", word, "[ \t]*", word, "[ \t]+(.+)$")
+  m <- regmatches(lines, regexec(re, lines, perl = TRUE))
   row <- lengths(m) == 8L
-  other <- grepl("^[ \t]*$|^[ \t]*#|^(version|run|attr|param|itervar|config|statistic|field|bin|par)([ \t]|$)",
-                 lines)
+  skipped <- "version|run|attr|param|itervar|config|statistic|field|bin|par|file"
+  other <- grepl(paste0("^[ \t]*$|^[ \t]*#|^[ \t]*(", skipped, ")([ \t]|$)"), lines)
   bad <- which(!row & !other)
   if (length(bad))
     npm_stop("%s %s: line %d is not a scalar row (scalar \"object\" \"name\" value): %s", what, path,
@@ -217,6 +218,7 @@ npm_read_scalars <- function(path) {
     npm_stop("%s %s: line %d: the value %s is not a number", what, path, which(row)[wrong[1]],
              encodeString(value[wrong[1]], quote = "\""))
   if (!length(m)) npm_stop("%s %s has no scalar rows", what, path)
-  field <- function(k) vapply(m, function(x) if (startsWith(x[k], "\"")) x[k + 1L] else x[k + 2L], "")
+  unescape <- function(x) gsub("\\\\(.)", "\\1", x, perl = TRUE)
+  field <- function(k) vapply(m, function(x) if (startsWith(x[k], "\"")) unescape(x[k + 1L]) else x[k + 2L], "")
   data.table(Object = field(2L), Name = field(5L), Value = num)
 }

@@ -354,6 +354,14 @@ test_that("a corrupt scalar file is an error naming the file and the line", {
   expect_equal(s$Name, c("Last Transmission", "Jitter", "Received Bit Rate"))
   expect_true(is.nan(s$Value[2]))
   expect_equal(s$Value[3], 1100)
+  # By the C++ reader's rules: blanks before the keyword, a backslash escape inside quotes, a CR.
+  s <- npm_read_scalars(write_text(c("  scalar \"a \\\"b\\\"\" \"c d\" 2.5\r", "\tscalar x y\t-3 "),
+                                   tempfile(fileext = ".sca")))
+  expect_equal(s$Object, c("a \"b\"", "x"))
+  expect_equal(s$Name, c("c d", "y"))
+  expect_equal(s$Value, c(2.5, -3))
+  f <- write_text("scalar \"a\" \"b\" 1 2", tempfile(fileext = ".sca"))
+  expect_error(npm_read_scalars(f), "line 1: the value \"1 2\" is not a number", class = "npm_error")
   f <- write_text(c(good[4], "scalar \"netPerfMeter.active.flow[0]\" \"Jitter\"", good[5]), tempfile(fileext = ".sca"))
   expect_error(npm_read_scalars(f), sprintf("scalar file %s: line 2 is not a scalar row", f), fixed = TRUE,
                class = "npm_error")
