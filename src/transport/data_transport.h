@@ -121,6 +121,8 @@ struct PassiveSide {
   std::shared_ptr<PassiveFlows> flows;
 };
 
+// A listener the passive cannot do without (TCP, UDP: every passive serves them; QUIC when
+// -tls-key and -tls-cert were given) cannot be had: the passive does not start.
 class ListenError : public TransportError {
 public:
   using TransportError::TransportError;
