@@ -231,9 +231,30 @@ private:
   bool closed_ = false;
 };
 
-class DccpListener final : public Listener, public std::enable_shared_from_this<DccpListener> {
+// A listener on a socket of its own at BASE (DCCP, UDP): its name, port and close.
+template <class Socket>
+class BaseSocketListener : public Listener {
 public:
-  explicit DccpListener(const PassiveSide& side) : side_(side), socket_(*side.control) {}
+  BaseSocketListener(const char* name, const PassiveSide& side) : name_(name), side_(side), socket_(*side.control) {}
+  std::string name() const override { return name_; }
+  std::uint16_t port() const override { return side_.basePort; }
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+protected:
+  const char* name_;
+  PassiveSide side_;
+  Socket socket_;
+  bool closed_ = false;
+};
+
+class DccpListener final : public BaseSocketListener<asio::posix::stream_descriptor>,
+                           public std::enable_shared_from_this<DccpListener> {
+public:
+  explicit DccpListener(const PassiveSide& side) : BaseSocketListener("DCCP", side) {}
 
   void open() { open(listeningFamily(side_.locals)); }
 
@@ -247,14 +268,6 @@ public:
                            if (auto self = weak.lock()) self->accept();
                          });
                        });
-  }
-
-  std::string name() const override { return "DCCP"; }
-  std::uint16_t port() const override { return side_.basePort; }
-  void close() override {
-    closed_ = true;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
   }
 
 private:
@@ -292,16 +305,14 @@ private:
     }
   }
 
-  PassiveSide side_;
-  asio::posix::stream_descriptor socket_;
-  bool failed_ = false, closed_ = false;
+  bool failed_ = false;
 };
 
 // The passive's one UDP socket on BASE: each datagram goes to the flow its source identified
 // with its first datagram (IDENTIFY); the flows answer through the same socket.
-class UdpListener final : public Listener, public std::enable_shared_from_this<UdpListener> {
+class UdpListener final : public BaseSocketListener<udp::socket>, public std::enable_shared_from_this<UdpListener> {
 public:
-  explicit UdpListener(const PassiveSide& side) : side_(side), socket_(*side.control) {}
+  explicit UdpListener(const PassiveSide& side) : BaseSocketListener("UDP", side) {}
 
   void open() {
     const int family = listeningFamily(side_.locals);
@@ -318,14 +329,6 @@ public:
       self->drain();
       self->receive();
     });
-  }
-
-  std::string name() const override { return "UDP"; }
-  std::uint16_t port() const override { return side_.basePort; }
-  void close() override {
-    closed_ = true;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
   }
 
 private:
@@ -373,13 +376,10 @@ private:
     peers_[peer] = std::move(channel);
   }
 
-  PassiveSide side_;
-  udp::socket socket_;
   std::vector<std::uint8_t> buffer_;
   std::map<udp::endpoint, std::shared_ptr<UdpPeerChannel>> peers_;
   std::size_t swept_ = 64;
   log::Repeated garbage_{"Ignored UDP datagrams not from an identified flow"};
-  bool closed_ = false;
 };
 
 class KernelTransport final : public DataTransport {
