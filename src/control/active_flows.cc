@@ -47,7 +47,7 @@ void Active::closeConnectors() {
 // the others are spread over all threads.
 asio::io_context& Active::ownerFor(const flowspec::FlowSpec& spec) {
   const transport::DataTransport* transport = transports_.find(spec.protocol);
-  return transport != nullptr && transport->activeOnAnyThread() ? threads_.pick() : io_;
+  return transport != nullptr && !transport->flowsShareConnection() ? threads_.pick() : io_;
 }
 
 // Counted once per run, not once per flow (a run may have thousands).

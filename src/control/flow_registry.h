@@ -56,8 +56,8 @@ public:
 struct FlowEntry {
   std::shared_ptr<measure::Flow> flow;
   std::weak_ptr<FlowOwner> session;  // whose control connection added it
-  npmp::AddFlow wire;                // as it came (what a transport sets on its connection)
-  FlowRequest request;               // socket options, SCTP tuning and policy from ADD_FLOW
+  npmp::AddFlow wire;                // as it came: its transport reads the connection's settings from it
+  FlowRequest request;               // what the passive runs of it (its parameters, its runtime)
   bool identified = false;
 };
 

@@ -3,14 +3,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/clock.h"
 #include "control/flow_mapping.h"
 #include "measure/scalar_rows.h"
-#include "sctp/socket.h"
 
 namespace npm::control {
 

@@ -243,8 +243,8 @@ private:
     std::weak_ptr<transport::PassiveFlows> weakFlows = side_.flows;
     std::weak_ptr<Association> weakAssociation = association;
     association->start(
-        [table, weakFlows, weakAssociation, raw](std::uint16_t stream, std::uint32_t,
-                                                 std::span<const std::uint8_t> message, std::uint64_t) {
+        [table, weakFlows, weakAssociation, raw, peer](std::uint16_t stream, std::uint32_t,
+                                                       std::span<const std::uint8_t> message, std::uint64_t) {
           auto flows = weakFlows.lock();
           auto association = weakAssociation.lock();
           if (!flows || !association) return;
@@ -259,11 +259,10 @@ private:
           }
           const npmp::AddFlow* wire = flows->waiting(*id, npmp::Protocol::SCTP);
           if (wire != nullptr && !settle(*flows, *association, *id, *wire)) return;
-          const auto peers = association->socket().peerAddresses();
           flows->identify(
               *id,
               association->stream(stream, wire != nullptr ? policyOf(*wire, flowspec::Side::Passive) : StreamPolicy{}),
-              npmp::Protocol::SCTP, peers.empty() ? asio::ip::address() : peers.front());
+              npmp::Protocol::SCTP, peer);
           // Identified at least once: no longer pending; closed with its last flow.
           if (association->hasClaims()) {
             if (auto pending = table.lock()) pending->take(raw);

@@ -16,21 +16,25 @@ std::string DataTransport::whyUnsupported() const {
   return "its kernel lacks " + name + ", or its listener could not be opened (see its log)";
 }
 
+std::vector<std::shared_ptr<DataTransport>>::const_iterator Registry::position(npmp::Protocol protocol) const {
+  return std::find_if(transports_.begin(), transports_.end(),
+                      [protocol](const auto& t) { return t->protocol() == protocol; });
+}
+
 void Registry::add(std::shared_ptr<DataTransport> transport) {
   const npmp::Protocol protocol = transport->protocol();
   absent_.erase(protocol);
-  std::erase_if(transports_, [protocol](const auto& t) { return t->protocol() == protocol; });
+  if (auto it = position(protocol); it != transports_.end()) transports_.erase(it);
   transports_.push_back(std::move(transport));
 }
 
 void Registry::absent(npmp::Protocol protocol, std::string why) {
-  std::erase_if(transports_, [protocol](const auto& t) { return t->protocol() == protocol; });
+  if (auto it = position(protocol); it != transports_.end()) transports_.erase(it);
   absent_[protocol] = std::move(why);
 }
 
 DataTransport* Registry::find(npmp::Protocol protocol) const {
-  auto it = std::find_if(transports_.begin(), transports_.end(),
-                         [protocol](const auto& t) { return t->protocol() == protocol; });
+  auto it = position(protocol);
   return it == transports_.end() ? nullptr : it->get();
 }
 

@@ -62,7 +62,7 @@ struct FlowConnect {
   // The active's own, not on the wire.
   std::optional<std::uint8_t> tos;
   bool v6only = false;
-  asio::io_context* owner = nullptr;  // the thread that owns the flow's channel (DataTransport::activeOnAnyThread)
+  asio::io_context* owner = nullptr;  // the thread that owns the flow's channel (DataTransport::flowsShareConnection)
 };
 
 // The active's data connections of one transport, for one run.
@@ -148,11 +148,9 @@ public:
   virtual npmp::Protocol protocol() const = 0;
 
   // Whether the flows of one FLOWSPEC option share one connection (an SCTP association, a QUIC
-  // connection): one descriptor for them all, on the thread where it lives.
+  // connection): one descriptor for them all, and on the active they live where it does, on the
+  // control thread; other flows' channels may live on any network thread.
   virtual bool flowsShareConnection() const { return false; }
-  // Where a flow's channel lives on the active: any network thread, or the control thread
-  // (where flows share a connection).
-  virtual bool activeOnAnyThread() const { return !flowsShareConnection(); }
   // The congestion control a flow's sender uses on this side, from its ADD_FLOW: what it asks
   // for, or what the stack uses by default (TCP and MPTCP: the kernel's, read now); empty where
   // there is none (UDP) or it is not known. The JSON document says it for every flow, and the
@@ -205,6 +203,7 @@ public:
   std::vector<DataTransport*> all() const;
 
 private:
+  std::vector<std::shared_ptr<DataTransport>>::const_iterator position(npmp::Protocol protocol) const;
   std::vector<std::shared_ptr<DataTransport>> transports_;
   std::map<npmp::Protocol, std::string> absent_;
 };

@@ -189,6 +189,20 @@ public:
   StreamListener(Protocol protocol, const PassiveSide& side, std::uint16_t port)
       : protocol_(protocol), side_(side), port_(port), acceptor_(*side.control) {}
 
+  void start() {
+    open();
+    accept();
+  }
+
+  std::string name() const override { return npmp::protocolName(protocol_); }
+  std::uint16_t port() const override { return port_; }
+  void close() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+  }
+
+private:
   void open() {
     const int family = listeningFamily(side_.locals);
     UniqueFd fd = listeningSocket(protocol_, side_, port_, family, true);
@@ -215,15 +229,6 @@ public:
     });
   }
 
-  std::string name() const override { return npmp::protocolName(protocol_); }
-  std::uint16_t port() const override { return port_; }
-  void close() override {
-    closed_ = true;
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
-  }
-
-private:
   Protocol protocol_;
   PassiveSide side_;
   std::uint16_t port_;
@@ -256,8 +261,12 @@ class DccpListener final : public BaseSocketListener<asio::posix::stream_descrip
 public:
   explicit DccpListener(const PassiveSide& side) : BaseSocketListener("DCCP", side) {}
 
-  void open() { open(listeningFamily(side_.locals)); }
+  void start() {
+    open(listeningFamily(side_.locals));
+    accept();
+  }
 
+private:
   void accept() {
     socket_.async_wait(asio::posix::stream_descriptor::wait_read,
                        [weak = weak_from_this()](const boost::system::error_code& ec) {
@@ -270,7 +279,6 @@ public:
                        });
   }
 
-private:
   void open(int family) {
     UniqueFd fd;
     try {
@@ -314,6 +322,12 @@ class UdpListener final : public BaseSocketListener<udp::socket>, public std::en
 public:
   explicit UdpListener(const PassiveSide& side) : BaseSocketListener("UDP", side) {}
 
+  void start() {
+    open();
+    receive();
+  }
+
+private:
   void open() {
     const int family = listeningFamily(side_.locals);
     UniqueFd fd = listeningSocket(Protocol::UDP, side_, side_.basePort, family, true);
@@ -331,7 +345,6 @@ public:
     });
   }
 
-private:
   void drain() {
     // Up to 64 datagrams per wake-up, so that the control thread's other work is not starved.
     for (int i = 0; i < 64 && !closed_; ++i) {
@@ -414,9 +427,8 @@ public:
 
   std::unique_ptr<Connector> connector(const ActiveSide& side) const override {
     switch (protocol_) {
-      case Protocol::TCP: return std::make_unique<StreamConnector>(protocol_, side, side.basePort);
-      case Protocol::MPTCP:
-        return std::make_unique<StreamConnector>(protocol_, side, static_cast<std::uint16_t>(side.basePort - 1));
+      case Protocol::TCP:
+      case Protocol::MPTCP: return std::make_unique<StreamConnector>(protocol_, side, streamPort(side.basePort));
       case Protocol::UDP: return std::make_unique<UdpConnector>(side);
       default: return std::make_unique<DccpConnector>(side);
     }
@@ -439,26 +451,23 @@ private:
   std::shared_ptr<Listener> listener(const PassiveSide& side) const {
     switch (protocol_) {
       case Protocol::TCP:
-      case Protocol::MPTCP: {
-        const auto port = protocol_ == Protocol::TCP ? side.basePort : static_cast<std::uint16_t>(side.basePort - 1);
-        return started<StreamListener>(protocol_, side, port);
-      }
+      case Protocol::MPTCP: return started<StreamListener>(protocol_, side, streamPort(side.basePort));
       case Protocol::UDP: return started<UdpListener>(side);
       default: return started<DccpListener>(side);
     }
   }
 
-  // Open and accepting; its handlers hold weak references (the passive owns it).
+  // A listener, listening (the passive owns it; its handlers hold weak references).
   template <class L, class... Args>
   static std::shared_ptr<Listener> started(Args&&... args) {
     auto listener = std::make_shared<L>(std::forward<Args>(args)...);
-    listener->open();
-    start(*listener);
+    listener->start();
     return listener;
   }
-  static void start(StreamListener& l) { l.accept(); }
-  static void start(DccpListener& l) { l.accept(); }
-  static void start(UdpListener& l) { l.receive(); }
+  // TCP's on BASE, MPTCP's on BASE-1 (as the reference's).
+  std::uint16_t streamPort(std::uint16_t base) const {
+    return protocol_ == Protocol::MPTCP ? static_cast<std::uint16_t>(base - 1) : base;
+  }
 
   Protocol protocol_;
 };
