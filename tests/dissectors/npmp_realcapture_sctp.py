@@ -136,7 +136,7 @@ modprobe sctp || exit 3
 mkdir -p results
 dumpcap -i lo -f 'sctp or tcp portrange {base - 1}-{base + 1}' -w run.pcapng 2>capture.err &
 C=$!
-for i in $(seq 100); do grep -q 'Capturing on' capture.err && break; sleep 0.1; done
+for i in $(seq 100); do grep -q '^File:' capture.err && break; sleep 0.1; done  # capturing (after 'Capturing on')
 {shlex.quote(args.netperfmeter)} {base} -nodisplay -loglevel=1 --sctp-stack=kernel >passive.log 2>&1 &
 P=$!
 for i in $(seq 300); do grep -q 'waiting for incoming connections' passive.log && break; sleep 0.1; done
