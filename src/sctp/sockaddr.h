@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,16 +56,47 @@ void forEachPacked(const sockaddr* addrs, int count, Fn fn) {
   }
 }
 
-// One sample per packed peer address (getpaddrs): `query(info)` fills the backend's own
-// sctp_paddrinfo (the kernel's and usrsctp's differ) for the address copied into it, false if
-// it cannot; `state(info.spinfo_state)` names the path state.
+// The path ID of each of `count` packed peer addresses, in their order: the address's rank
+// among them in ascending order (IPv4 before IPv6, then by address bytes and port). getpaddrs
+// lists them in the stack's own order -- usrsctp puts the primary first and the others in
+// reverse order of their addition, so that with three paths or more an index named another
+// path than the user's list does, and a change of the primary could reorder them --; the rank
+// names the same address over the whole association and with either stack.
+inline std::vector<std::uint32_t> pathIds(const sockaddr* addrs, int count) {
+  std::vector<std::vector<std::uint8_t>> keys;
+  forEachPacked(addrs, count, [&](const sockaddr* sa, std::size_t) {
+    std::vector<std::uint8_t> key{static_cast<std::uint8_t>(sa->sa_family == AF_INET ? 0 : 1)};
+    const auto* bytes =
+        sa->sa_family == AF_INET
+            ? reinterpret_cast<const std::uint8_t*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+            : reinterpret_cast<const std::uint8_t*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+    key.insert(key.end(), bytes, bytes + (sa->sa_family == AF_INET ? 4 : 16));
+    const std::uint16_t port = ntohs(sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(sa)->sin_port
+                                                              : reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+    key.push_back(static_cast<std::uint8_t>(port >> 8));
+    key.push_back(static_cast<std::uint8_t>(port & 0xff));
+    keys.push_back(std::move(key));
+  });
+  std::vector<std::uint32_t> ids(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ids[i] =
+        static_cast<std::uint32_t>(std::count_if(keys.begin(), keys.end(), [&](const auto& k) { return k < keys[i]; }));
+  }
+  return ids;
+}
+
+// One sample per packed peer address (getpaddrs), identified by pathIds(): `query(info)` fills
+// the backend's own sctp_paddrinfo (the kernel's and usrsctp's differ) for the address copied
+// into it, false if it cannot; `state(info.spinfo_state)` names the path state. The samples are
+// in getpaddrs' order (a caller that queries more per address walks the same order).
 template <class Info, class Query, class State>
 void samplePeerAddresses(const sockaddr* addrs, int count, Query query, State state,
                          std::vector<transport::PathSample>& out) {
-  std::uint32_t index = 0;
+  const auto ids = pathIds(addrs, count);
+  std::size_t index = 0;
   forEachPacked(addrs, count, [&](const sockaddr* sa, std::size_t length) {
     transport::PathSample s;
-    s.id = index++;
+    s.id = ids[index++];
     s.remote = transport::sockaddrName(sa);
     Info info{};
     std::memcpy(&info.spinfo_address, sa, length);

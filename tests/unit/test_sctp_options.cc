@@ -14,6 +14,7 @@
 #include "npmp/messages.h"
 #include "sctp/association.h"
 #include "sctp/flow_settings.h"
+#include "sctp/sockaddr.h"
 #include "sctp/socket.h"
 #include "transport/sockets.h"
 
@@ -270,4 +271,35 @@ TEST_CASE(
     }
   }
   CHECK(sctp::userlandSupports(control::sctpTuning(sctpSpec("const0:const1400:cmt=cmt:bufsplit=both"))));
+}
+
+TEST_CASE("an SCTP path's ID is its peer address's rank, not the stack's order of addresses") {
+  // usrsctp's getpaddrs order with three paths: the primary, then the others in reverse order of
+  // their addition (measured: 10.250.1.2, 10.250.3.2, 10.250.2.2); an IPv6 address after them
+  using boost::asio::ip::make_address;
+  auto packed = sctp::packAddresses(
+      {make_address("10.250.1.2"), make_address("10.250.3.2"), make_address("10.250.2.2"), make_address("fd00::2")},
+      9000);
+  const auto* addrs = reinterpret_cast<const sockaddr*>(packed.data());
+  CHECK(sctp::pathIds(addrs, 4) == std::vector<std::uint32_t>{0, 2, 1, 3});
+  // the same addresses in another order keep their IDs
+  auto again = sctp::packAddresses(
+      {make_address("fd00::2"), make_address("10.250.2.2"), make_address("10.250.3.2"), make_address("10.250.1.2")},
+      9000);
+  CHECK(sctp::pathIds(reinterpret_cast<const sockaddr*>(again.data()), 4) == std::vector<std::uint32_t>{3, 1, 2, 0});
+  // what a sample carries: the ID of its address, the samples in getpaddrs' order
+  std::vector<transport::PathSample> out;
+  struct Info {
+    sockaddr_storage spinfo_address;
+    int spinfo_state = 0, spinfo_cwnd = 0, spinfo_srtt = 0, spinfo_rto = 0, spinfo_mtu = 0;
+  };
+  sctp::samplePeerAddresses<Info>(
+      addrs, 3, [](Info&) { return false; }, [](int) { return std::string("-"); }, out);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].id == 0);
+  CHECK(out[0].remote == "10.250.1.2:9000");
+  CHECK(out[1].id == 2);
+  CHECK(out[1].remote == "10.250.3.2:9000");
+  CHECK(out[2].id == 1);
+  CHECK(sctp::pathIds(addrs, 0).empty());
 }
