@@ -241,6 +241,23 @@ paper = 1.0
         rows = [(v, rep, m, "invalid", "") for v, rep, m, _, _ in runs(1.0, 0.05, 12)]
         self.assertEqual(verdict.apply(s, rows, 7)[0]["verdict"], "inconclusive")
 
+    def test_the_dry_run_says_which_rules_the_repetitions_can_decide(self):
+        # two cells (rho = 5 and 10): an exact sign-flip test of n pairs passes Holm's first step
+        # only with 2^-n < 0.05 / 2, so 6 pairs; one cell needs the lab's minimum, 5
+        s, path = self.load(self.GREATER + self.GREATER.replace("a above b", "a above b at 10").replace(
+            "direction", "where = { rho = [10] }\ndirection"))
+        self.assertEqual(verdict.power(s, 5), [
+            "  verdict[1]: 2 cells, 6 pairs per cell needed (alpha 0.05, Holm): 5 repetitions too few: it can only "
+            "be inconclusive",
+            "  verdict[2]: 1 cell, 5 pairs per cell needed (alpha 0.05, Holm): 5 repetitions can show it"])
+        self.assertIn("6 repetitions can show it", verdict.power(s, 6)[0])
+        self.assertEqual([len(verdict.rule_cells(rule, list(s.combinations()))) for rule in s.verdicts], [2, 1])
+        r = subprocess.run([sys.executable, LAB, "run", "--dry-run", "--repetitions", "6", path], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("verdict[1]: 2 cells, 6 pairs per cell needed (alpha 0.05, Holm): 6 repetitions can show it",
+                      r.stdout)
+
     def test_within_a_band(self):
         s, _ = self.load("""[[verdict]]
 claim = "a as b"

@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from . import study as studymod
-from . import convergence, evidence, hosts, preflight, regime, resultsdb, testbed, topology, traces
+from . import convergence, evidence, hosts, preflight, regime, resultsdb, testbed, topology, traces, verdict
 from .errors import Interrupted, LabError
 from .runner import (FAILED_ATTEMPTS, Runner, Tools, duration, check_command_lines,
                      failed_attempts, label, run_attempts, run_evidence, run_validity)
@@ -139,6 +139,11 @@ def _dry_run(study, args, out):
         print(f"  {combinations} combinations x {repetitions} repetitions = {runs} {each}, about "
               f"{duration(runs * per_run)}")
     print(f"  results: {out}")
+    if study.verdicts:
+        print("  verdict rules (the pairs each needs to show its claim):")
+        most = study.max_repetitions if args.ci_target is not None else args.repetitions or study.repetitions
+        for line in verdict.power(study, most):
+            print(line)
     if not _remote(study) and shutil.which("tshark") is None:
         print(f"{PROGRAM}: warning: tshark is not installed: run checks every run against a capture, and does not "
               "start without it", file=sys.stderr)
@@ -370,7 +375,8 @@ def main(argv, config):
     run.add_argument("--retries", type=int, default=1, help="repeat a failed run this often (default 1)")
     run.add_argument("--no-plot", action="store_true", help="no PDFs (summary.csv and tables only)")
     run.add_argument("--dry-run", action="store_true",
-                     help="say what would run (the sweep, the number of runs, about how long) and run nothing")
+                     help="say what would run (the sweep, the number of runs, about how long, the pairs each "
+                          "verdict rule needs) and run nothing")
     run.add_argument("--parallel", type=int, default=1, metavar="N",
                      help="a study on hosts: run on up to N of its pairs of hosts at the same time (runs go to "
                           "whichever pair is free; pairs that share a link change each other's results)")

@@ -147,23 +147,52 @@ def _meets(low, high, band):
     return "meets" if low <= band[1] and high >= band[0] else "outside"
 
 
-def judge_rule(rule, combinations, measured, seed):
-    """The verdict of one rule: {"verdict", "reason", "cells": [...]} from `measured`,
-    {(combination label, repetition): {metric: value}} of the valid runs."""
-    metric, band, alpha = rule["metric"], rule["band"], rule["alpha"]
-    by_label = {_label(c): c for c in combinations}
-    cells = []
+def rule_cells(rule, combinations):
+    """[(the combination, its partner's label or None)] of the cells a rule compares among the
+    study's combinations (a cell whose partner the study excludes is none)."""
+    labels = {_label(c) for c in combinations}
+    out = []
     for values in combinations:
         if not _matches(values, rule["arm"]) or \
                 not all(str(values[v]) in want for v, want in rule["where"].items()):
             continue
-        cell = {"cell": _label(values)}
-        mine = {rep: m[metric] for (lab, rep), m in measured.items() if lab == cell["cell"] and metric in m}
+        partner_label = None
         if rule["against"] is not None:
             partner = dict(values, **rule["against"])
             partner_label = _label({k: partner[k] for k in values})
-            if partner_label not in by_label:
-                continue  # the partner is excluded from the study: no cell
+            if partner_label not in labels:
+                continue
+        out.append((values, partner_label))
+    return out
+
+
+def power(study, repetitions):
+    """Lines for --dry-run: for each rule, its cells and the pairs per cell that can show its claim
+    (pairs_needed), against the repetitions the run makes: with fewer, the rule can only say
+    inconclusive."""
+    combinations = list(study.combinations())
+    lines = []
+    for rule in study.verdicts:
+        cells = len(rule_cells(rule, combinations))
+        if not cells:
+            lines.append(f"  {rule['key']}: no cell in this form of the study (inconclusive)")
+            continue
+        need = pairs_needed(cells, rule["alpha"])
+        enough = "can show it" if repetitions >= need else "too few: it can only be inconclusive"
+        lines.append(f"  {rule['key']}: {cells} cell{'s' if cells > 1 else ''}, {need} pairs per cell needed "
+                     f"(alpha {rule['alpha']:g}, Holm): {repetitions} repetitions {enough}")
+    return lines
+
+
+def judge_rule(rule, combinations, measured, seed):
+    """The verdict of one rule: {"verdict", "reason", "cells": [...]} from `measured`,
+    {(combination label, repetition): {metric: value}} of the valid runs."""
+    metric, band, alpha = rule["metric"], rule["band"], rule["alpha"]
+    cells = []
+    for values, partner_label in rule_cells(rule, combinations):
+        cell = {"cell": _label(values)}
+        mine = {rep: m[metric] for (lab, rep), m in measured.items() if lab == cell["cell"] and metric in m}
+        if partner_label is not None:
             cell["against"] = partner_label
             theirs = {rep: m[metric] for (lab, rep), m in measured.items() if lab == partner_label and metric in m}
             reps = sorted(set(mine) & set(theirs))
