@@ -46,6 +46,57 @@ class BufferSplitting(unittest.TestCase):
             claims.buffer_splitting_fills_the_slow_path({(2, 1): 302.7}, {(2, 1): 95.7})
 
 
+class BufferSplittingQueue(unittest.TestCase):
+    # quick form at the paper's rates, 2026-12-04 (idle host, all 12 runs valid): mean goodputs in
+    # Mbit/s without splitting at phi = 10 and 100 packets and with receiver splitting at 100 (the
+    # paper: about 106, 20 and 106)
+    NONE_SHORT, NONE_LONG, RECEIVER_LONG = 90.83, 18.85, 104.30
+
+    def test_the_collapse_and_its_cure_hold_and_a_wrong_arm_fails(self):
+        band = row("buffer-splitting-queue", "send buffer > receive buffer: without")["band"]
+        self.assertEqual(band, [0, 0.4])
+        claims.queue_blocking_and_its_cure(self.NONE_SHORT, self.NONE_LONG, self.RECEIVER_LONG, band)
+        # no collapse (splitting on in the arm that should be without it, or a queue that never fills)
+        with self.assertRaises(AssertionError) as e:
+            claims.queue_blocking_and_its_cure(self.NONE_SHORT, 104.3, self.RECEIVER_LONG, band)
+        self.assertIn("sinks as the queue grows", str(e.exception))
+        # receiver splitting off in its arm: the long queue's collapse in both
+        with self.assertRaises(AssertionError) as e:
+            claims.queue_blocking_and_its_cure(self.NONE_SHORT, self.NONE_LONG, self.NONE_LONG, band)
+        self.assertIn("receiver buffer splitting solves", str(e.exception))
+        with self.assertRaises(AssertionError):  # nothing carried at all
+            claims.queue_blocking_and_its_cure(0.0, 0.0, 0.0, band)
+
+
+class UnorderedBandwidth(unittest.TestCase):
+    # quick form at the paper's rates, 2026-12-04 (idle host): rho = 1, goodput in Mbit/s per
+    # repetition
+    PLAIN = {1: 7.01, 2: 6.31, 3: 6.23}
+    NRSACK = {1: 93.64, 2: 95.67, 3: 95.35}
+    FAST = 95.09
+
+    def gains(self, arm, base):
+        return [arm[k] - base[k] for k in sorted(set(arm) & set(base))]
+
+    def test_the_collapse_and_nrsack_hold_and_wrong_arms_fail(self):
+        plain = sum(self.PLAIN.values()) / 3
+        claims.plain_cmt_collapses_and_nrsack_lifts_it(plain, self.FAST, self.gains(self.NRSACK, self.PLAIN))
+        # plain CMT at 0.29 of the fast path (the scaled first form's high mode, three times) still
+        # passes (the rule's band would not)
+        claims.plain_cmt_collapses_and_nrsack_lifts_it(0.29 * self.FAST, self.FAST, [0.68 * self.FAST] * 3)
+        # NR-SACK on in the plain arm (no collapse)
+        with self.assertRaises(AssertionError) as e:
+            claims.plain_cmt_collapses_and_nrsack_lifts_it(94.9, self.FAST, self.gains(self.NRSACK, self.NRSACK))
+        self.assertIn("falls far below the fast path", str(e.exception))
+        # NR-SACK off in its arm: the plain runs against themselves shifted by a repetition
+        shifted = {k % 3 + 1: v for k, v in self.PLAIN.items()}
+        with self.assertRaises(AssertionError) as e:
+            claims.plain_cmt_collapses_and_nrsack_lifts_it(plain, self.FAST, self.gains(shifted, self.PLAIN))
+        self.assertIn("NR-SACK alone improves", str(e.exception))
+        with self.assertRaises(AssertionError):  # too few pairs
+            claims.plain_cmt_collapses_and_nrsack_lifts_it(plain, self.FAST, [88.4])
+
+
 class CmtDissimilar(unittest.TestCase):
     def setUp(self):
         self.rule = row("cmt-dissimilar", "plain CMT leaves the SCTP reference flow its half")
